@@ -1,0 +1,1 @@
+"""Backends: the on-disk cache of generated modules and the Numba compiler."""

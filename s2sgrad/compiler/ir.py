@@ -1,0 +1,89 @@
+"""The straight-line intermediate form the passes share.
+
+A lowered function is a list of ``Op`` in execution order, in SSA form: every
+``Op`` assigns fresh variable names, so the value a name holds never changes
+and the reverse sweep can read any forward value by its name.  Operands are
+atoms: ``Var`` (a variable), ``Const`` (a value known when the gradient is
+built: a number, a string, a dtype, a module, a Cell...) or ``Seq`` (a tuple
+or list of atoms whose length is known statically).
+"""
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable of the generated function."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """A value known while building the gradient (never differentiated)."""
+    value: object
+
+    def __eq__(self, other):
+        return isinstance(other, Const) and self.value is other.value
+
+    def __hash__(self):
+        return id(self.value)
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A tuple (or list) of atoms whose length is known statically."""
+    items: tuple
+    kind: str = "tuple"
+
+
+def atom_vars(atom):
+    """The Var names an atom mentions, flattening Seqs, in order."""
+    if isinstance(atom, Var):
+        return [atom.name]
+    if isinstance(atom, Seq):
+        return [n for item in atom.items for n in atom_vars(item)]
+    return []
+
+
+@dataclass
+class Op:
+    """``targets = primitive(*args, **kwargs)``, one primitive operation.
+
+    ``expr`` is the forward expression to emit (a gast node whose operands
+    are Names of Vars and literals), ``rule`` its derivative rule (None when
+    it has none), ``custom`` a user-supplied backward (a CustomRule) that
+    replaces ``rule``, ``origin`` the user's source line it came from.
+    """
+    targets: tuple
+    primitive: object
+    args: tuple
+    kwargs: dict
+    expr: object
+    origin: object
+    rule: object = None
+    custom: object = None
+
+    def operand_atoms(self):
+        return list(self.args) + list(self.kwargs.values())
+
+    def operand_vars(self):
+        return [n for a in self.operand_atoms() for n in atom_vars(a)]
+
+
+@dataclass
+class FreeValue:
+    """A value the function reads from outside (global, closure, Cell attribute),
+    passed to the generated function as an extra argument."""
+    name: str
+    obj: object
+    path: str
+
+
+@dataclass
+class LoweredFunction:
+    """The whole function in straight-line SSA form."""
+    name: str
+    origin: object
+    params: list            # Var names of the function's own positional parameters
+    free: list              # FreeValue, in first-use order
+    body: list = field(default_factory=list)
+    output: object = None   # an atom: what the function returns

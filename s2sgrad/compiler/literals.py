@@ -1,0 +1,118 @@
+"""How values known at build time appear in generated code.
+
+Plain constants (numbers, strings, None, tuples and slices of them, dtypes)
+are written as literals; numpy, math and builtin callables by their public
+name (``np.exp``, ``math.sin``, ``len``).  Anything else (an array, a user
+object) cannot be a literal: the lowering passes it to the generated
+function as an extra argument.
+"""
+import builtins
+import math
+
+import gast
+import numpy as np
+
+from ..dtype import DType
+
+
+def is_array_like(obj):
+    """True for the values that enter generated code as array arguments: ndarrays and Tensors."""
+    from ..tensor import Tensor
+    return isinstance(obj, (np.ndarray, Tensor))
+
+
+def as_numpy_dtype(value):
+    """A dtype-like (DType, numpy dtype, scalar type) -> the numpy scalar type; others unchanged."""
+    if isinstance(value, DType):
+        return value.np.type
+    if isinstance(value, np.dtype):
+        return value.type
+    return value
+
+
+def _name(id_):
+    return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def _attr(base, *names):
+    node = _name(base)
+    for n in names:
+        node = gast.Attribute(value=node, attr=n, ctx=gast.Load())
+    return node
+
+
+def public_path(obj):
+    """('np', 'linalg', 'inv') style path of a numpy/math/builtin callable, or None."""
+    name = getattr(obj, "__name__", None)
+    if name is None:
+        return None
+    for base, module in (("np", np), ("np.linalg", np.linalg), ("math", math)):
+        if getattr(module, name, None) is obj:
+            return tuple(base.split(".")) + (name,)
+    if getattr(builtins, name, None) is obj:
+        return (name,)
+    return None
+
+
+def reference_node(obj, lowerer):
+    """The expression that names callable ``obj`` in generated code."""
+    path = public_path(obj)
+    if path is not None:
+        return _attr(*path) if len(path) > 1 else _name(path[0])
+    return _free_reference(obj, lowerer)
+
+
+def literal_node(value, lowerer=None):
+    """The literal expression of a build-time constant (or a free argument for other objects)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str)) or value is Ellipsis:
+        if isinstance(value, float) and math.isnan(value):
+            return _attr("np", "nan")
+        if isinstance(value, float) and math.isinf(value):
+            inf = _attr("np", "inf")
+            return inf if value > 0 else gast.UnaryOp(op=gast.USub(), operand=inf)
+        return gast.Constant(value=value, kind=None)
+    if isinstance(value, tuple):
+        return gast.Tuple(elts=[literal_node(v, lowerer) for v in value], ctx=gast.Load())
+    if isinstance(value, slice):
+        return gast.Call(func=_name("slice"), args=[literal_node(v, lowerer) for v in
+                                                    (value.start, value.stop, value.step)],
+                         keywords=[])
+    if isinstance(value, DType):
+        return _attr("np", value.np.name if value.np.name != "bool" else "bool_")
+    if isinstance(value, np.dtype):
+        return _attr("np", value.name if value.name != "bool" else "bool_")
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return _attr("np", np.dtype(value).name if value is not np.bool_ else "bool_")
+    if isinstance(value, np.generic) and np.ndim(value) == 0:
+        return gast.Call(func=_attr("np", np.dtype(type(value)).name),
+                         args=[gast.Constant(value=value.item(), kind=None)], keywords=[])
+    if callable(value) and public_path(value) is not None:
+        return reference_node(value, lowerer)
+    return _free_reference(value, lowerer)
+
+
+def is_literal(value):
+    """True when ``value`` is written into generated code as a literal."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, DType, np.dtype,
+                                           np.generic)) or value is Ellipsis:
+        return True
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return True
+    if isinstance(value, (tuple, slice)):
+        parts = value if isinstance(value, tuple) else (value.start, value.stop, value.step)
+        return all(is_literal(v) for v in parts)
+    return False
+
+
+def _free_reference(obj, lowerer):
+    if lowerer is None:
+        raise ValueError(f"{obj!r} has no literal form")
+    key = id(obj)
+    if key not in lowerer.free:
+        from .ir import FreeValue
+        path = lowerer.paths.get(key) or getattr(obj, "__name__", None) or type(obj).__name__
+        name = lowerer.names.fresh("".join(c if c.isalnum() else "_" for c in path).strip("_")
+                                   or "value")
+        lowerer.free[key] = FreeValue(name, obj, path)
+        lowerer.free_objects.append(obj)
+    return _name(lowerer.free[key].name)

@@ -1,0 +1,635 @@
+"""Lowering: a parsed function -> straight-line SSA ``Op`` list (ANF), callees inlined.
+
+Takes the root function (or a Cell's construct) and gives a
+``LoweredFunction``: one primitive operation per ``Op``, every operand an
+atom, every name resolved.  On the way it
+
+- inlines calls to the user's own functions, to bound methods, to s2sgrad
+  ops (their raw numpy body) and to Cells (their ``construct``), so that
+  only primitives with rules remain;
+- folds what is known while building: ``if`` on a Cell attribute or on an
+  option string, ``for`` over a Cell's fixed children, tuple indexing and
+  unpacking, arithmetic on constants;
+- turns arrays read from globals, closures and Cell attributes into extra
+  arguments of the generated function (``FreeValue``), so the generated
+  code never holds data;
+- raises ``UnsupportedConstructError`` naming the user's line for anything
+  else.
+"""
+import inspect
+import math
+import operator
+
+import gast
+import numpy as np
+
+from ..dtype import dtype_to_numpy
+from ..errors import UnsupportedConstructError
+from ..rules import lookup
+from . import literals
+from .frontend import MISSING, parse_function
+from .ir import Const, FreeValue, LoweredFunction, Op, Seq, Var
+from .naming import NameAllocator
+
+BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
+          gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod, gast.BitAnd: operator.and_,
+          gast.BitOr: operator.or_, gast.BitXor: operator.xor}
+UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_,
+            gast.Invert: operator.invert}
+CMPOPS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
+          gast.GtE: operator.ge, gast.Eq: operator.eq, gast.NotEq: operator.ne,
+          gast.Is: operator.is_, gast.IsNot: operator.is_not, gast.In: operator.contains,
+          gast.NotIn: "not_in"}
+
+#: array methods and the numpy function whose rule differentiates them
+METHODS = {name: getattr(np, name) for name in (
+    "sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "argmax", "argmin",
+    "transpose", "reshape", "squeeze", "ravel", "dot", "clip", "copy", "round", "any", "all",
+    "nonzero", "argsort", "trace", "swapaxes")}
+METHODS["flatten"] = np.ravel
+METHODS["astype"] = "astype"
+#: methods whose several positional arguments numpy's function takes as one tuple
+SHAPE_METHODS = {"reshape", "transpose"}
+#: attributes of arrays: the ones that carry no gradient, and .T
+ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
+
+#: calls folded while building when every argument is a plain constant
+FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
+            math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype}
+
+
+class Frame:
+    """The state of one function being lowered: its source, its variables, its result."""
+
+    def __init__(self, parsed, env):
+        self.parsed = parsed
+        self.env = env
+        self.output = None
+        self.returned = False
+
+
+class Lowerer:
+    """Lowers one root function and everything it calls into one LoweredFunction."""
+
+    def __init__(self):
+        self.names = NameAllocator()
+        self.ops = []
+        self.free = {}          # id(obj) -> FreeValue
+        self.free_objects = []  # keeps the objects alive while ids are in use
+        self.paths = {}         # id(obj) -> a readable path to a resolved object
+        self.stack = []         # the functions being inlined, to catch recursion
+
+    # ------------------------------------------------------------ entry
+
+    def lower(self, fn, bound_self=None):
+        """Lower ``fn`` (a function; ``bound_self`` when it is a method such as construct)."""
+        parsed = parse_function(fn)
+        args = parsed.node.args
+        if args.vararg is not None or args.kwarg is not None:
+            raise UnsupportedConstructError(
+                "s2sgrad differentiates functions with named parameters only",
+                parsed.location(parsed.node), f"def {parsed.name}(...*args/**kwargs)",
+                "list the parameters explicitly")
+        env = {}
+        params = []
+        arg_nodes = list(args.posonlyargs) + list(args.args)
+        if bound_self is not None:
+            self_node, arg_nodes = arg_nodes[0], arg_nodes[1:]
+            env[self_node.id] = Const(bound_self)
+            self.paths[id(bound_self)] = ""
+        for node in arg_nodes + list(args.kwonlyargs):
+            name = self.names.fresh(node.id)
+            env[node.id] = Var(name)
+            params.append(name)
+        frame = Frame(parsed, env)
+        self.stack.append(parsed.fn)
+        self.lower_body(frame, parsed.node.body)
+        self.stack.pop()
+        result = LoweredFunction(parsed.name, parsed.location(parsed.node), params,
+                                 list(self.free.values()), self.ops,
+                                 frame.output if frame.output is not None else Const(None))
+        result.parsed = parsed
+        return result
+
+    # ------------------------------------------------------------ statements
+
+    def lower_body(self, frame, statements):
+        for stmt in statements:
+            if frame.returned:
+                raise self.unsupported(frame, stmt, "code after return",
+                                       "remove the unreachable statements")
+            self.lower_statement(frame, stmt)
+
+    def lower_statement(self, frame, stmt):
+        if isinstance(stmt, gast.Assign):
+            hint = stmt.targets[0].id if (len(stmt.targets) == 1 and
+                                          isinstance(stmt.targets[0], gast.Name)) else None
+            value = self.lower_expr(frame, stmt.value, hint)
+            for target in stmt.targets:
+                self.bind(frame, target, value)
+        elif isinstance(stmt, gast.AnnAssign) and stmt.value is not None:
+            self.bind(frame, stmt.target, self.lower_expr(frame, stmt.value, _name_of(stmt.target)))
+        elif isinstance(stmt, gast.AugAssign):
+            if not isinstance(stmt.target, gast.Name):
+                raise self.unsupported(frame, stmt, "augmented assignment to a subscript or attribute",
+                                       "write the update as a new array, e.g. y = x + delta")
+            load = gast.Name(id=stmt.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+            binop = gast.BinOp(left=load, op=stmt.op, right=stmt.value)
+            gast.copy_location(binop, stmt)
+            self.bind(frame, stmt.target, self.lower_expr(frame, binop, stmt.target.id))
+        elif isinstance(stmt, gast.Return):
+            frame.output = self.lower_expr(frame, stmt.value) if stmt.value is not None else Const(None)
+            frame.returned = True
+        elif isinstance(stmt, gast.If):
+            test = self.lower_expr(frame, stmt.test)
+            if not isinstance(test, Const):
+                raise self.unsupported(
+                    frame, stmt, "an `if` on a value computed at run time",
+                    "branches must depend on options known when grad() is built (Cell "
+                    "attributes, arguments' defaults); for elementwise choices use "
+                    "np.where(cond, a, b)")
+            self.lower_body(frame, stmt.body if test.value else stmt.orelse)
+        elif isinstance(stmt, gast.For):
+            self.lower_static_for(frame, stmt)
+        elif isinstance(stmt, gast.Expr):
+            if isinstance(stmt.value, gast.Constant):
+                return  # a docstring or a bare constant
+            raise self.unsupported(frame, stmt, "a statement whose value is thrown away",
+                                   "assign the value to a variable, or remove the call")
+        elif isinstance(stmt, (gast.Pass, gast.Assert)):
+            return
+        else:
+            raise self.unsupported(frame, stmt, _statement_name(stmt),
+                                   "rewrite the function without it")
+
+    def lower_static_for(self, frame, stmt):
+        iterable = self.lower_expr(frame, stmt.iter)
+        if isinstance(iterable, Seq):
+            items = list(iterable.items)
+        elif isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple)) and not \
+                all(isinstance(v, (int, float)) for v in iterable.value):
+            items = [self.const_or_free(v, self.paths.get(id(v), "item")) for v in iterable.value]
+        else:
+            raise self.unsupported(
+                frame, stmt, "a `for` loop over values computed at run time",
+                "loops are unrolled only over fixed sequences (a Cell's children, a tuple of "
+                "arrays); run-time loops come with s2sgrad's control-flow support")
+        if stmt.orelse:
+            raise self.unsupported(frame, stmt, "for ... else", "remove the else clause")
+        for node in gast.walk(stmt):
+            if isinstance(node, (gast.Break, gast.Continue)):
+                raise self.unsupported(frame, node, "break/continue in an unrolled loop",
+                                       "remove it")
+        for item in items:
+            self.bind(frame, stmt.target, item)
+            self.lower_body(frame, stmt.body)
+
+    def bind(self, frame, target, value):
+        """Assign the atom ``value`` to a target (a name or a tuple/list of targets)."""
+        if isinstance(target, gast.Name):
+            frame.env[target.id] = value
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            n = len(target.elts)
+            if isinstance(value, Seq):
+                if len(value.items) != n:
+                    raise self.unsupported(frame, target, f"unpacking {len(value.items)} values "
+                                           f"into {n} names", "make the counts match")
+                items = value.items
+            elif isinstance(value, Const) and isinstance(value.value, (tuple, list)):
+                items = [Const(v) for v in value.value]
+            else:
+                items = [self.emit_getitem(frame, target, value, Const(i), _name_of(elt))
+                         for i, elt in enumerate(target.elts)]
+            for elt, item in zip(target.elts, items):
+                self.bind(frame, elt, item)
+        elif isinstance(target, gast.Starred):
+            raise self.unsupported(frame, target, "starred assignment", "unpack by index")
+        else:
+            raise self.unsupported(
+                frame, target, "assignment to a subscript or attribute",
+                "build a new array instead (in-place updates come with s2sgrad's loop support)")
+
+    # ------------------------------------------------------------ expressions
+
+    def lower_expr(self, frame, node, hint=None):
+        """Lower an expression; returns its atom. ``hint`` names the value's variable."""
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.unsupported(frame, node, _expression_name(node),
+                                   "rewrite the expression with plain operations")
+        return method(frame, node, hint)
+
+    def expr_Constant(self, frame, node, hint):
+        return Const(node.value)
+
+    def expr_Name(self, frame, node, hint):
+        if node.id in frame.env:
+            return frame.env[node.id]
+        obj, where = frame.parsed.scope.lookup(node.id)
+        if obj is MISSING:
+            raise self.unsupported(frame, node, f"the name `{node.id}` is not defined",
+                                   "define it before building the gradient")
+        self.paths.setdefault(id(obj), node.id)
+        return self.const_or_free(obj, node.id)
+
+    def expr_Tuple(self, frame, node, hint):
+        return Seq(tuple(self.splice(frame, node.elts)), "tuple")
+
+    def expr_List(self, frame, node, hint):
+        return Seq(tuple(self.splice(frame, node.elts)), "list")
+
+    def splice(self, frame, elts):
+        items = []
+        for elt in elts:
+            if isinstance(elt, gast.Starred):
+                value = self.lower_expr(frame, elt.value)
+                if not isinstance(value, Seq):
+                    raise self.unsupported(frame, elt, "* on a value of unknown length",
+                                           "pass the items one by one")
+                items.extend(value.items)
+            else:
+                items.append(self.lower_expr(frame, elt))
+        return items
+
+    def expr_Attribute(self, frame, node, hint):
+        base = self.lower_expr(frame, node.value)
+        if isinstance(base, Const):
+            try:
+                obj = getattr(base.value, node.attr)
+            except AttributeError:
+                raise self.unsupported(frame, node, f"`{node.attr}` is not an attribute of "
+                                       f"{type(base.value).__name__}", "check the name") from None
+            path = _join(self.paths.get(id(base.value), ""), node.attr)
+            self.paths.setdefault(id(obj), path)
+            return self.const_or_free(obj, path)
+        if isinstance(base, Var):
+            expr = gast.Attribute(value=self.atom_node(base), attr=node.attr, ctx=gast.Load())
+            prim = np.transpose if node.attr == "T" else "attr." + node.attr
+            return self.emit(frame, node, prim, (base,), {}, expr, hint)
+        raise self.unsupported(frame, node, "an attribute of a tuple", "index the tuple first")
+
+    def expr_BinOp(self, frame, node, hint):
+        left = self.lower_expr(frame, node.left)
+        right = self.lower_expr(frame, node.right)
+        prim = BINOPS[type(node.op)]
+        folded = self.fold(prim, (left, right))
+        if folded is not None:
+            return folded
+        if isinstance(left, Seq) or isinstance(right, Seq):
+            if prim is operator.add and isinstance(left, Seq) and isinstance(right, Seq):
+                return Seq(left.items + right.items, left.kind)
+            raise self.unsupported(frame, node, "arithmetic on a tuple or list",
+                                   "use np.array(...) or index the items")
+        expr = gast.BinOp(left=self.atom_node(left), op=node.op, right=self.atom_node(right))
+        return self.emit(frame, node, prim, (left, right), {}, expr, hint)
+
+    def expr_UnaryOp(self, frame, node, hint):
+        operand = self.lower_expr(frame, node.operand)
+        prim = UNARYOPS[type(node.op)]
+        folded = self.fold(prim, (operand,))
+        if folded is not None:
+            return folded
+        if prim is operator.pos:
+            return operand
+        expr = gast.UnaryOp(op=node.op, operand=self.atom_node(operand))
+        return self.emit(frame, node, prim, (operand,), {}, expr, hint)
+
+    def expr_Compare(self, frame, node, hint):
+        if len(node.ops) != 1:
+            raise self.unsupported(frame, node, "a chained comparison",
+                                   "split it: (a < b) & (b < c)")
+        left = self.lower_expr(frame, node.left)
+        right = self.lower_expr(frame, node.comparators[0])
+        prim = CMPOPS[type(node.ops[0])]
+        if prim in (operator.contains, "not_in"):
+            if isinstance(left, Const) and isinstance(right, Const):
+                found = left.value in right.value
+                return Const(found if prim is operator.contains else not found)
+            raise self.unsupported(frame, node, "`in` on run-time values", "compare explicitly")
+        folded = self.fold(prim, (left, right))
+        if folded is not None:
+            return folded
+        if prim in (operator.is_, operator.is_not) and Const(None) in (left, right):
+            # a run-time value is an array or a number, never None
+            return Const(prim is operator.is_not)
+        expr = gast.Compare(left=self.atom_node(left), ops=node.ops,
+                            comparators=[self.atom_node(right)])
+        return self.emit(frame, node, prim, (left, right), {}, expr, hint)
+
+    def expr_BoolOp(self, frame, node, hint):
+        values = [self.lower_expr(frame, v) for v in node.values]
+        if all(isinstance(v, Const) for v in values):
+            result = values[0].value
+            for v in values[1:]:
+                result = (result and v.value) if isinstance(node.op, gast.And) else (result or v.value)
+            return Const(result)
+        expr = gast.BoolOp(op=node.op, values=[self.atom_node(v) for v in values])
+        return self.emit(frame, node, "boolop", tuple(values), {}, expr, hint)
+
+    def expr_IfExp(self, frame, node, hint):
+        test = self.lower_expr(frame, node.test)
+        if isinstance(test, Const):
+            return self.lower_expr(frame, node.body if test.value else node.orelse, hint)
+        raise self.unsupported(frame, node, "a conditional expression on a run-time value",
+                               "use np.where(cond, a, b)")
+
+    def expr_Subscript(self, frame, node, hint):
+        base = self.lower_expr(frame, node.value)
+        index_node, index = self.lower_index(frame, node.slice)
+        if isinstance(base, (Seq, Const)) and isinstance(index, Const):
+            seq = base.items if isinstance(base, Seq) else base.value
+            try:
+                item = seq[index.value]
+            except (IndexError, KeyError, TypeError) as exc:
+                raise self.unsupported(frame, node, f"bad index ({exc})", "check the index") \
+                    from None
+            if isinstance(base, Seq):
+                return Seq(tuple(item), base.kind) if isinstance(index.value, slice) else item
+            return self.const_or_free(item, _join(self.paths.get(id(base.value), ""), "item"))
+        if isinstance(base, Seq):
+            raise self.unsupported(frame, node, "indexing a tuple with a run-time index",
+                                   "use np.stack(...) to make an array and index that")
+        if isinstance(base, Const):
+            base = self.const_or_free(base.value, "const")
+            if isinstance(base, Const):
+                raise self.unsupported(frame, node, "indexing a constant with a run-time index",
+                                       "make the constant an array")
+        expr = gast.Subscript(value=self.atom_node(base), slice=index_node, ctx=gast.Load())
+        return self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
+
+    def lower_index(self, frame, node):
+        """An index expression -> (gast node with atoms, atom). Slices become Const slices
+        when their parts are constants."""
+        if isinstance(node, gast.Slice):
+            parts = [self.lower_expr(frame, p) if p is not None else Const(None)
+                     for p in (node.lower, node.upper, node.step)]
+            rebuilt = gast.Slice(*[None if (isinstance(p, Const) and p.value is None)
+                                   else self.atom_node(p) for p in parts])
+            if all(isinstance(p, Const) for p in parts):
+                return rebuilt, Const(slice(*[p.value for p in parts]))
+            return rebuilt, Seq(tuple(parts), "slice")
+        if isinstance(node, gast.Tuple):
+            pairs = [self.lower_index(frame, e) for e in node.elts]
+            rebuilt = gast.Tuple(elts=[p[0] for p in pairs], ctx=gast.Load())
+            atoms = [p[1] for p in pairs]
+            if all(isinstance(a, Const) for a in atoms):
+                return rebuilt, Const(tuple(a.value for a in atoms))
+            return rebuilt, Seq(tuple(atoms), "index")
+        atom = self.lower_expr(frame, node)
+        return self.atom_node(atom), atom
+
+    def expr_Call(self, frame, node, hint):
+        if any(k.arg is None for k in node.keywords):
+            raise self.unsupported(frame, node, "**kwargs in a call", "pass keywords by name")
+        # a method call on a run-time value: x.sum(axis=0)
+        if isinstance(node.func, gast.Attribute):
+            receiver = self.lower_expr(frame, node.func.value)
+            if isinstance(receiver, Var):
+                return self.method_call(frame, node, receiver, hint)
+        func = self.lower_expr(frame, node.func)
+        args = tuple(self.splice(frame, node.args))
+        kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
+        if not isinstance(func, Const):
+            raise self.unsupported(frame, node, "a call to a value computed at run time",
+                                   "call functions by name")
+        return self.call_object(frame, node, func.value, args, kwargs, hint)
+
+    def method_call(self, frame, node, receiver, hint):
+        name = node.func.attr
+        args = tuple(self.splice(frame, node.args))
+        kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
+        if name == "asnumpy" and not args:
+            return receiver
+        expr = gast.Call(func=gast.Attribute(value=self.atom_node(receiver), attr=name,
+                                             ctx=gast.Load()),
+                         args=[self.atom_node(a) for a in args],
+                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                   for k, v in kwargs.items()])
+        prim = METHODS.get(name, "method." + name)
+        if name in SHAPE_METHODS and len(args) > 1:
+            args = (Seq(tuple(args)),)
+        if name == "astype" and args and isinstance(args[0], Const):
+            expr.args[0] = literals.literal_node(literals.as_numpy_dtype(args[0].value))
+        return self.emit(frame, node, prim, (receiver,) + args, kwargs, expr, hint)
+
+    def call_object(self, frame, node, obj, args, kwargs, hint):
+        from ..ops import stop_gradient  # the model layer is imported lazily: it imports us
+        if obj is stop_gradient:
+            return self.stop_gradient(frame, node, args, hint)
+        if (obj in FOLDABLE or isinstance(obj, type) and obj in (slice,)) and \
+                all(isinstance(a, Const) for a in list(args) + list(kwargs.values())):
+            try:
+                return Const(obj(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+            except Exception:  # noqa: BLE001 - fall through to a run-time call
+                pass
+        if obj is len and len(args) == 1 and isinstance(args[0], Seq):
+            return Const(len(args[0].items))
+        custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
+        if custom is not None:
+            return self.custom_call(frame, node, custom, args, kwargs, hint)
+        rule = lookup(obj)
+        if rule is not None or _is_library_function(obj):
+            expr = gast.Call(func=literals.reference_node(obj, self),
+                             args=[self.atom_node(a) for a in args],
+                             keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                       for k, v in kwargs.items()])
+            return self.emit(frame, node, obj, args, kwargs, expr, hint)
+        raw = getattr(obj, "raw", None)
+        if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
+            from ..ops._primitive import rename_aliases
+            kwargs = rename_aliases(obj.__name__, getattr(obj, "aliases", None), kwargs)
+            return self.inline(frame, node, raw, args, kwargs, None)
+        from ..nn import Cell
+        if isinstance(obj, Cell):
+            return self.cell_call(frame, node, obj, args, kwargs, hint)
+        if inspect.ismethod(obj) and inspect.isfunction(obj.__func__):
+            return self.inline(frame, node, obj.__func__, args, kwargs, obj.__self__)
+        if inspect.isfunction(obj):
+            return self.inline(frame, node, obj, args, kwargs, None)
+        raw_call = getattr(obj, "raw", None)
+        if raw_call is not None and callable(raw_call):   # a primitive object (Dropout2D)
+            return self.inline(frame, node, raw_call.__func__ if inspect.ismethod(raw_call)
+                               else raw_call, args, kwargs,
+                               raw_call.__self__ if inspect.ismethod(raw_call) else None)
+        expr = gast.Call(func=literals.reference_node(obj, self),
+                         args=[self.atom_node(a) for a in args],
+                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                   for k, v in kwargs.items()])
+        return self.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def cell_call(self, frame, node, cell, args, kwargs, hint):
+        if getattr(type(cell), "bprop", None) is not None:
+            from .custom import cell_bprop_rule
+            return self.custom_call(frame, node, cell_bprop_rule(cell, self), args, kwargs, hint)
+        construct = type(cell).construct
+        return self.inline(frame, node, construct, args, kwargs, cell)
+
+    def custom_call(self, frame, node, custom, args, kwargs, hint):
+        expr = gast.Call(func=literals.reference_node(custom.forward, self),
+                         args=[self.atom_node(a) for a in args],
+                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                   for k, v in kwargs.items()])
+        return self.emit(frame, node, custom.forward, args, kwargs, expr, hint, custom=custom)
+
+    def stop_gradient(self, frame, node, args, hint):
+        if len(args) != 1:
+            value = Seq(tuple(args))
+        else:
+            value = args[0]
+        if isinstance(value, Seq):
+            return Seq(tuple(self.stop_gradient(frame, node, (item,), None) for item in value.items),
+                       value.kind)
+        if isinstance(value, Const):
+            return value
+        return self.emit(frame, node, "stop_gradient", (value,), {}, self.atom_node(value),
+                         hint or value.name + "_stopped")
+
+    def inline(self, frame, node, fn, args, kwargs, bound_self):
+        """Lower a call to a Python function by lowering its body with the arguments bound."""
+        if fn in self.stack:
+            raise self.unsupported(frame, node, f"recursion into {fn.__qualname__}",
+                                   "write the recursion as a loop")
+        parsed = parse_function(fn)
+        sig = inspect.signature(fn)
+        call_args = ((Const(bound_self),) if bound_self is not None else ()) + tuple(args)
+        try:
+            bound = sig.bind(*call_args, **kwargs)
+        except TypeError as exc:
+            raise self.unsupported(frame, node, f"a call that does not match "
+                                   f"{fn.__qualname__}{sig} ({exc})", "fix the arguments") from None
+        bound.apply_defaults()
+        env = {}
+        for name, value in bound.arguments.items():
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                env[name] = Seq(tuple(value))
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                if value:
+                    raise self.unsupported(frame, node, "**kwargs", "pass keywords by name")
+                env[name] = Const({})
+            elif isinstance(value, (Var, Const, Seq)):
+                env[name] = value
+            else:
+                env[name] = self.const_or_free(value, name)
+        if bound_self is not None:
+            self.paths.setdefault(id(bound_self), self.paths.get(id(bound_self), "self"))
+        callee = Frame(parsed, env)
+        self.stack.append(fn)
+        self.lower_body(callee, parsed.node.body)
+        self.stack.pop()
+        return callee.output if callee.output is not None else Const(None)
+
+    # ------------------------------------------------------------ helpers
+
+    def emit(self, frame, node, prim, args, kwargs, expr, hint, custom=None):
+        """Append an Op computing ``expr``; returns the Var it assigns."""
+        name = self.names.fresh(hint) if hint else self.names.temp()
+        rule = lookup(prim) if custom is None else None
+        self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
+                           frame.parsed.location(node), rule, custom))
+        return Var(name)
+
+    def emit_getitem(self, frame, node, value, index, hint):
+        expr = gast.Subscript(value=self.atom_node(value), slice=self.atom_node(index),
+                              ctx=gast.Load())
+        return self.emit(frame, node, "getitem", (value, index), {}, expr, hint)
+
+    def fold(self, prim, atoms):
+        """The constant result of ``prim`` on constant operands, or None."""
+        if not all(isinstance(a, Const) for a in atoms):
+            return None
+        values = [a.value for a in atoms]
+        if any(isinstance(v, np.ndarray) for v in values):
+            return None
+        try:
+            return Const(prim(*values))
+        except Exception:  # noqa: BLE001 - leave it to run time
+            return None
+
+    def const_or_free(self, obj, path):
+        """An atom for an object read from outside: arrays and Tensors become free
+        arguments (Vars); everything else is a Const."""
+        if literals.is_array_like(obj):
+            key = id(obj)
+            if key not in self.free:
+                name = self.names.fresh(_identifier(path))
+                self.free[key] = FreeValue(name, obj, path)
+                self.free_objects.append(obj)
+            return Var(self.free[key].name)
+        return Const(obj)
+
+    def atom_node(self, atom):
+        """The gast expression that reads an atom in generated code."""
+        if isinstance(atom, Var):
+            return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
+        if isinstance(atom, Seq):
+            if atom.kind == "slice":
+                return gast.Call(func=gast.Name(id="slice", ctx=gast.Load(), annotation=None,
+                                                type_comment=None),
+                                 args=[self.atom_node(a) for a in atom.items], keywords=[])
+            nodes = [self.atom_node(a) for a in atom.items]
+            if atom.kind == "list":
+                return gast.List(elts=nodes, ctx=gast.Load())
+            return gast.Tuple(elts=nodes, ctx=gast.Load())
+        return literals.literal_node(atom.value, self)
+
+    def unsupported(self, frame, node, what, hint):
+        return UnsupportedConstructError(what, frame.parsed.location(node),
+                                         _source_segment(frame, node), hint)
+
+
+def _is_library_function(obj):
+    """numpy and math callables: primitives even without a rule (an error only if active)."""
+    if isinstance(obj, np.ufunc):
+        return True
+    module = getattr(obj, "__module__", None) or ""
+    return module.split(".")[0] in ("numpy", "math") or obj is math
+
+
+def _source_segment(frame, node):
+    """The construct's own text when it sits on one line, else None."""
+    try:
+        text = gast.unparse(gast.gast_to_ast(node)) if hasattr(gast, "unparse") else None
+    except Exception:  # noqa: BLE001 - a message detail only
+        text = None
+    if text is None:
+        import ast
+        try:
+            text = ast.unparse(gast.gast_to_ast(node))
+        except Exception:  # noqa: BLE001
+            return None
+    return text.splitlines()[0] if text else None
+
+
+def _statement_name(stmt):
+    return {gast.While: "a while loop", gast.Try: "a try statement", gast.With: "a with statement",
+            gast.Raise: "a raise statement", gast.Global: "a global declaration",
+            gast.Nonlocal: "a nonlocal declaration", gast.Delete: "a del statement",
+            gast.FunctionDef: "a nested function definition", gast.ClassDef: "a class definition",
+            gast.Import: "an import inside the function", gast.ImportFrom: "an import inside the function",
+            gast.Break: "break", gast.Continue: "continue"}.get(type(stmt), type(stmt).__name__)
+
+
+def _expression_name(node):
+    return {gast.Lambda: "a lambda", gast.ListComp: "a list comprehension",
+            gast.GeneratorExp: "a generator expression", gast.DictComp: "a dict comprehension",
+            gast.SetComp: "a set comprehension", gast.Dict: "a dict", gast.Set: "a set",
+            gast.Yield: "yield", gast.YieldFrom: "yield from", gast.Await: "await",
+            gast.NamedExpr: "an assignment expression (:=)", gast.JoinedStr: "an f-string"
+            }.get(type(node), type(node).__name__)
+
+
+def _name_of(node):
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def _join(base, attr):
+    return f"{base}.{attr}" if base else attr
+
+
+def _identifier(path):
+    name = "".join(c if c.isalnum() else "_" for c in path).strip("_") or "value"
+    if name.startswith("self_"):
+        name = name[5:]
+    return name if not name[0].isdigit() else "v" + name

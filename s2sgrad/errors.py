@@ -1,0 +1,74 @@
+"""The errors s2sgrad raises, all under one base class.
+
+Every error about user code carries the user's file, line and the construct,
+and says what to do instead.
+"""
+
+
+class S2sgradError(Exception):
+    """Base class of every error s2sgrad raises about what it was asked to do."""
+
+
+class SourceLocation:
+    """A place in the user's source: file, line number and the line's text."""
+
+    __slots__ = ("filename", "lineno", "text")
+
+    def __init__(self, filename, lineno, text):
+        self.filename = filename
+        self.lineno = lineno
+        self.text = text
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno}"
+
+    def __eq__(self, other):
+        return (isinstance(other, SourceLocation) and self.filename == other.filename
+                and self.lineno == other.lineno)
+
+    def __hash__(self):
+        return hash((self.filename, self.lineno))
+
+    def __repr__(self):
+        return f"SourceLocation({self.filename!r}, {self.lineno}, {self.text!r})"
+
+
+class UserCodeError(S2sgradError):
+    """An error about a construct in the user's code.
+
+    The message reads: ``file:line: what is wrong: `construct`\\n  line text\\nhint``.
+    """
+
+    def __init__(self, what, location=None, construct=None, hint=None):
+        self.what = what
+        self.location = location
+        self.construct = construct
+        self.hint = hint
+        parts = []
+        head = f"{location}: " if location is not None else ""
+        parts.append(head + what + (f": `{construct}`" if construct else ""))
+        if location is not None and location.text:
+            parts.append("    " + location.text.strip())
+        if hint:
+            parts.append(hint)
+        super().__init__("\n".join(parts))
+
+
+class UnsupportedConstructError(UserCodeError):
+    """The user's code uses a construct that s2sgrad cannot differentiate."""
+
+
+class MissingRuleError(UserCodeError):
+    """A differentiated value flows through a call that has no derivative rule."""
+
+
+class SourceUnavailableError(S2sgradError):
+    """The source of a function cannot be read (a lambda in a REPL, a C function)."""
+
+
+class GradientArgumentError(S2sgradError, ValueError):
+    """A gradient function was called with arguments that do not fit its positions."""
+
+
+class GradientTypeError(S2sgradError, TypeError):
+    """A value at a differentiated position cannot be differentiated (int, bool)."""

@@ -1,0 +1,9 @@
+"""Derivative rules: the registry and the tables that fill it (numpy, math, operators, ops)."""
+from .registry import Rule, all_rules, d, lookup, nondifferentiable, vjp
+from . import operators, numpy_rules  # noqa: F401  (registering the tables)
+
+nondifferentiable("stop_gradient", "boolop", "not_in", *("attr." + a for a in (
+    "shape", "ndim", "size", "dtype", "itemsize", "nbytes")), *(
+    "method." + m for m in ("nonzero", "argsort", "item_count", "tolist")))
+
+__all__ = ["Rule", "all_rules", "d", "lookup", "nondifferentiable", "vjp"]

@@ -1,0 +1,280 @@
+"""Rules for numpy functions (and the array methods the compiler maps onto them)."""
+import numpy as np
+
+from .registry import d, nondifferentiable, vjp
+from .. import runtime as rt
+
+# ---------------------------------------------------------------- elementwise
+
+
+@vjp(np.exp)
+def _(ans, x):
+    d[x] = d[ans] * ans
+
+
+@vjp(np.log)
+def _(ans, x):
+    d[x] = d[ans] / x
+
+
+@vjp(np.log1p)
+def _(ans, x):
+    d[x] = d[ans] / (1 + x)
+
+
+@vjp(np.expm1)
+def _(ans, x):
+    d[x] = d[ans] * (ans + 1)
+
+
+@vjp(np.log2)
+def _(ans, x):
+    d[x] = d[ans] / (x * np.log(2.0))
+
+
+@vjp(np.log10)
+def _(ans, x):
+    d[x] = d[ans] / (x * np.log(10.0))
+
+
+@vjp(np.sqrt)
+def _(ans, x):
+    d[x] = d[ans] * 0.5 / ans
+
+
+@vjp(np.square)
+def _(ans, x):
+    d[x] = d[ans] * 2 * x
+
+
+@vjp(np.sin)
+def _(ans, x):
+    d[x] = d[ans] * np.cos(x)
+
+
+@vjp(np.cos)
+def _(ans, x):
+    d[x] = -d[ans] * np.sin(x)
+
+
+@vjp(np.tan)
+def _(ans, x):
+    d[x] = d[ans] * (1 + ans * ans)
+
+
+@vjp(np.arcsin)
+def _(ans, x):
+    d[x] = d[ans] / np.sqrt(1 - x * x)
+
+
+@vjp(np.arccos)
+def _(ans, x):
+    d[x] = -d[ans] / np.sqrt(1 - x * x)
+
+
+@vjp(np.arctan)
+def _(ans, x):
+    d[x] = d[ans] / (1 + x * x)
+
+
+@vjp(np.sinh)
+def _(ans, x):
+    d[x] = d[ans] * np.cosh(x)
+
+
+@vjp(np.cosh)
+def _(ans, x):
+    d[x] = d[ans] * np.sinh(x)
+
+
+@vjp(np.tanh)
+def _(ans, x):
+    d[x] = d[ans] * (1 - ans * ans)
+
+
+@vjp(np.abs, np.absolute)
+def _(ans, x):
+    d[x] = d[ans] * np.sign(x)
+
+
+@vjp(np.maximum)
+def _(ans, a, b):
+    d[a] = rt.unbroadcast(d[ans] * (a >= b), a)
+    d[b] = rt.unbroadcast(d[ans] * (a < b), b)
+
+
+@vjp(np.minimum)
+def _(ans, a, b):
+    d[a] = rt.unbroadcast(d[ans] * (a <= b), a)
+    d[b] = rt.unbroadcast(d[ans] * (a > b), b)
+
+
+@vjp(np.clip)
+def _(ans, a, a_min, a_max):
+    d[a] = d[ans] * ((a >= a_min) & (a <= a_max))
+    d[a_min] = rt.unbroadcast(d[ans] * (a < a_min), a_min)
+    d[a_max] = rt.unbroadcast(d[ans] * (a > a_max), a_max)
+
+
+@vjp(np.where)
+def _(ans, condition, x, y):
+    d[x] = rt.unbroadcast(np.where(condition, d[ans], 0), x)
+    d[y] = rt.unbroadcast(np.where(condition, 0, d[ans]), y)
+
+
+@vjp(np.copy, np.array, np.asarray, np.ascontiguousarray)
+def _(ans, a):
+    d[a] = d[ans]
+
+
+nondifferentiable(
+    np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.argmax, np.argmin,
+    np.argsort, np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like,
+    np.full_like, np.zeros, np.ones, np.empty, np.full, np.arange, np.linspace, np.eye,
+    np.identity, np.isnan, np.isinf, np.isfinite, np.greater, np.greater_equal, np.less,
+    np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_not,
+    np.any, np.all, np.count_nonzero, np.nonzero, np.sort, np.searchsorted)
+
+# ---------------------------------------------------------------- reductions
+
+
+@vjp(np.sum)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans], a, axis, keepdims)
+
+
+@vjp(np.mean)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans], a, axis, keepdims) / rt.reduction_count(a, axis)
+
+
+@vjp(np.max, np.amax, np.min, np.amin)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans], a, axis, keepdims) * rt.extremum_mask(a, ans, axis, keepdims)
+
+
+@vjp(np.prod)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans] * ans, a, axis, keepdims) / a
+
+
+@vjp(np.var)
+def _(ans, a, axis=None, ddof=0, keepdims=False):
+    d[a] = (rt.unreduce(d[ans], a, axis, keepdims) * 2 / (rt.reduction_count(a, axis) - ddof)
+            * (a - np.mean(a, axis=axis, keepdims=True)))
+
+
+@vjp(np.std)
+def _(ans, a, axis=None, ddof=0, keepdims=False):
+    d[a] = (rt.unreduce(d[ans] / ans, a, axis, keepdims) / (rt.reduction_count(a, axis) - ddof)
+            * (a - np.mean(a, axis=axis, keepdims=True)))
+
+
+@vjp(np.cumsum)
+def _(ans, a, axis=None):
+    d[a] = rt.reshape_like(rt.reverse_cumsum(d[ans], axis), a)
+
+# ---------------------------------------------------------------- linear algebra
+
+
+@vjp(np.dot)
+def _(ans, a, b):
+    da_db = rt.dot_adjoints(d[ans], a, b)
+    d[a] = da_db[0]
+    d[b] = da_db[1]
+
+
+@vjp(np.outer)
+def _(ans, a, b):
+    d[a] = rt.reshape_like(d[ans] @ np.ravel(b), a)
+    d[b] = rt.reshape_like(np.ravel(a) @ d[ans], b)
+
+
+@vjp(np.inner)
+def _(ans, a, b):
+    d[a] = rt.unbroadcast(d[ans] * b, a)
+    d[b] = rt.unbroadcast(d[ans] * a, b)
+
+
+@vjp(np.trace)
+def _(ans, a):
+    d[a] = d[ans] * np.eye(a.shape[0], a.shape[1], dtype=a.dtype)
+
+
+@vjp(np.linalg.det)
+def _(ans, a):
+    d[a] = rt.det_adjoint(d[ans], ans, a)
+
+
+@vjp(np.linalg.inv)
+def _(ans, a):
+    d[a] = -np.swapaxes(ans, -1, -2) @ d[ans] @ np.swapaxes(ans, -1, -2)
+
+
+@vjp(np.linalg.solve)
+def _(ans, a, b):
+    db = rt.solve_adjoint(a, d[ans], b)
+    d[a] = rt.solve_a_adjoint(db, ans, b)
+    d[b] = db
+
+
+@vjp(np.linalg.norm)
+def _(ans, x, ord=None, axis=None, keepdims=False):
+    d[x] = rt.norm_adjoint(d[ans], ans, x, ord, axis, keepdims)
+
+
+@vjp(np.einsum)
+def _(ans, subscripts, *operands):
+    d[operands] = rt.einsum_adjoints(d[ans], subscripts, operands)
+
+# ---------------------------------------------------------------- shapes
+
+
+@vjp(np.reshape, np.ravel)
+def _(ans, a, *shape):
+    d[a] = rt.reshape_like(d[ans], a)
+
+
+@vjp(np.transpose)
+def _(ans, a, axes=None):
+    d[a] = np.transpose(d[ans], rt.inverse_permutation(axes, np.ndim(a)))
+
+
+@vjp(np.swapaxes)
+def _(ans, a, axis1, axis2):
+    d[a] = np.swapaxes(d[ans], axis1, axis2)
+
+
+@vjp(np.expand_dims, np.squeeze)
+def _(ans, a, axis=None):
+    d[a] = rt.reshape_like(d[ans], a)
+
+
+@vjp(np.atleast_1d, np.atleast_2d, np.atleast_3d)
+def _(ans, a):
+    d[a] = rt.reshape_like(d[ans], a)
+
+
+@vjp(np.broadcast_to)
+def _(ans, array, shape):
+    d[array] = rt.unbroadcast(d[ans], array)
+
+
+@vjp(np.stack)
+def _(ans, arrays, axis=0):
+    d[arrays] = rt.unstack(d[ans], len(arrays), axis)
+
+
+@vjp(np.concatenate)
+def _(ans, arrays, axis=0):
+    d[arrays] = rt.split_like(d[ans], arrays, axis)
+
+
+@vjp("astype")
+def _(ans, a, dtype):
+    d[a] = rt.cast_like(d[ans], a)
+
+
+@vjp("getitem")
+def _(ans, a, index):
+    d[a] = rt.scatter(d[ans], a, index)

@@ -1,0 +1,155 @@
+"""The table of derivative rules, keyed by the primitive callable.
+
+A rule is a template: a small Python function that is never run, only parsed.
+Its first parameter names the primitive's result, the rest are the
+primitive's own parameters (with the primitive's defaults).  Statements of
+the form ``d[x] = expr`` give the contribution to the adjoint of parameter
+``x``; ``d[ans]`` is the incoming adjoint of the result.  Other assignments
+make template-local temporaries.  Example::
+
+    @vjp(np.exp)
+    def _(ans, x):
+        d[x] = d[ans] * ans
+
+Names the template uses besides its parameters must be ``np``, ``math`` or
+``rt`` (s2sgrad.runtime): the generated module imports exactly those.
+"""
+import inspect
+import textwrap
+
+import gast
+
+
+class _AdjointMarker:
+    """The ``d`` in templates: ``d[x]`` marks the adjoint of ``x``. Never evaluated."""
+
+    def __getitem__(self, item):  # pragma: no cover - templates are parsed, not run
+        raise RuntimeError("rule templates are parsed, never executed")
+
+
+d = _AdjointMarker()
+
+
+class Rule:
+    """The derivative rule of one primitive.
+
+    ``signature`` binds a call's arguments to the template's parameter names;
+    ``statements`` is the template body (gast); ``diff_params`` the names of
+    parameters that receive an adjoint; ``result`` the name of the result
+    parameter.  A rule with no ``diff_params`` is non-differentiable: its
+    result never depends differentiably on its inputs.
+    """
+
+    def __init__(self, primitive, template, name):
+        self.primitive = primitive
+        self.name = name
+        self.template = template
+        if template is None:
+            self.result = None
+            self.signature = None
+            self.statements = []
+            self.diff_params = frozenset()
+            return
+        src = textwrap.dedent(inspect.getsource(template))
+        fdef = gast.parse(src).body[0]
+        self.statements = fdef.body
+        sig = inspect.signature(template)
+        params = list(sig.parameters.values())
+        self.result = params[0].name
+        self.signature = sig.replace(parameters=params[1:])
+        self.diff_params = frozenset(_assigned_adjoints(fdef.body))
+        self.uses_result = any(
+            isinstance(n, gast.Name) and n.id == self.result
+            and not _is_adjoint_ref(n, parents)
+            for n, parents in _walk_with_parents(fdef.body))
+
+    @property
+    def differentiable(self):
+        return bool(self.diff_params)
+
+    def bind(self, args, kwargs):
+        """Map a call's positional and keyword operands to template parameter names.
+
+        Returns an ordered dict name -> operand, defaults filled in as
+        ``('default', value)`` markers are not used: defaults come back as
+        plain python values.  Raises TypeError when the call does not fit.
+        """
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def __repr__(self):
+        return f"<Rule {self.name}>"
+
+
+def _assigned_adjoints(statements):
+    names = []
+    for node in gast.walk(gast.Module(body=statements, type_ignores=[])):
+        if isinstance(node, gast.Assign):
+            for tgt in node.targets:
+                if _is_adjoint_subscript(tgt):
+                    names.append(tgt.slice.id)
+    return names
+
+
+def _is_adjoint_subscript(node):
+    return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
+            and node.value.id == "d" and isinstance(node.slice, gast.Name))
+
+
+def _walk_with_parents(statements):
+    stack = [(s, ()) for s in statements]
+    while stack:
+        node, parents = stack.pop()
+        yield node, parents
+        for child in gast.iter_child_nodes(node):
+            stack.append((child, parents + (node,)))
+
+
+def _is_adjoint_ref(name_node, parents):
+    return bool(parents) and _is_adjoint_subscript(parents[-1]) and parents[-1].slice is name_node
+
+
+_RULES = {}
+
+
+def _key(obj):
+    return obj if isinstance(obj, str) else id(obj)
+
+
+def vjp(*primitives):
+    """Register the decorated template as the rule of each primitive given."""
+
+    def register(template):
+        for prim in primitives:
+            _RULES[_key(prim)] = (prim, Rule(prim, template, _display_name(prim)))
+        return template
+
+    return register
+
+
+def nondifferentiable(*primitives):
+    """Declare primitives whose results carry no gradient (comparisons, shapes, argmax...)."""
+    for prim in primitives:
+        _RULES[_key(prim)] = (prim, Rule(prim, None, _display_name(prim)))
+
+
+def lookup(primitive):
+    """The Rule of ``primitive``, or None when it has none."""
+    entry = _RULES.get(_key(primitive))
+    if entry is None or (entry[0] is not primitive and not isinstance(primitive, str)):
+        return None
+    return entry[1]
+
+
+def all_rules():
+    """Every registered (primitive, Rule) pair, in registration order."""
+    return list(_RULES.values())
+
+
+def _display_name(prim):
+    if isinstance(prim, str):
+        return prim
+    mod = getattr(prim, "__module__", None) or ""
+    name = getattr(prim, "__qualname__", None) or getattr(prim, "__name__", repr(prim))
+    return f"{mod}.{name}" if mod else name

@@ -1,0 +1,229 @@
+"""The few helpers that generated gradient code calls, as ``rt.<name>``.
+
+Each is plain numpy here; ``s2sgrad.backend.numba_support`` gives each one a
+Numba implementation of the same contract, so generated code that calls them
+compiles in nopython mode.  Keep them small: the generated code should say
+what it does with plain numpy wherever numpy can.
+"""
+import numpy as np
+
+
+def ones_like(value):
+    """The sensitivity seed of an output: 1.0 for a scalar, ones for an array (same dtype)."""
+    if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
+        return type(value)(1) if isinstance(value, (float, np.floating)) else 1.0
+    return np.ones_like(value)
+
+
+def zeros_like(value):
+    """Zeros of ``value``'s shape and dtype (0.0 for a scalar)."""
+    if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
+        return type(value)(0) if isinstance(value, (float, np.floating)) else 0.0
+    return np.zeros_like(value)
+
+
+def unbroadcast(g, like):
+    """Sum ``g`` down to the shape of ``like``: the adjoint of numpy broadcasting.
+
+    ``like`` is the operand that was broadcast (array or scalar); a scalar
+    operand gets the total, an array operand gets ``g`` summed over the
+    leading axes numpy added and over its axes of length 1.
+    """
+    if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
+        return np.sum(g)
+    shape = np.shape(like)
+    g = np.asarray(g)
+    if g.shape == shape:
+        return g
+    if g.ndim == 0:
+        return np.full(shape, g, dtype=np.result_type(g, like))
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    summed = np.sum(g, axis=axes, keepdims=True) if axes else g
+    return summed.reshape(shape)
+
+
+def unreduce(g, like, axis, keepdims):
+    """Spread the adjoint ``g`` of a reduction over ``axis`` back to ``like``'s shape."""
+    shape = np.shape(like)
+    g = np.asarray(g)
+    if axis is not None and not keepdims:
+        axes = _normalise_axes(axis, len(shape))
+        g = np.expand_dims(g, axes)
+    return np.broadcast_to(g, shape)
+
+
+def reduction_count(like, axis):
+    """How many elements of ``like`` each reduction result over ``axis`` combines."""
+    shape = np.shape(like)
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for a in _normalise_axes(axis, len(shape)):
+        count *= shape[a]
+    return count
+
+
+def extremum_mask(x, ans, axis, keepdims):
+    """Where ``x`` attains its reduced max/min ``ans``, split evenly between ties."""
+    full = unreduce(ans, x, axis, keepdims)
+    hit = (x == full).astype(np.result_type(x, np.float32))
+    counts = np.sum(hit, axis=axis, keepdims=True)
+    return hit / counts
+
+
+def add_at(target, index, g):
+    """``target[index] += g`` with repeated indices accumulated; returns ``target``."""
+    np.add.at(target, index, g)
+    return target
+
+
+def scatter(g, like, index):
+    """Zeros of ``like``'s shape with ``g`` added at ``index`` (adjoint of ``like[index]``)."""
+    out = np.zeros(np.shape(like), dtype=np.result_type(g, like))
+    np.add.at(out, index, g)
+    return out
+
+
+def split_like(g, parts, axis):
+    """Split ``g`` along ``axis`` into pieces shaped like ``parts`` (adjoint of concatenate)."""
+    sizes = [np.shape(p)[axis] for p in parts]
+    return np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+
+
+def unstack(g, count, axis):
+    """The ``count`` slices of ``g`` along ``axis`` (adjoint of stack)."""
+    return [np.take(g, i, axis=axis) for i in range(count)]
+
+
+def reshape_like(g, like):
+    """``g`` reshaped to ``like``'s shape (scalar ``like`` gives a scalar)."""
+    if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
+        return np.sum(g)
+    return np.reshape(g, np.shape(like))
+
+
+def cast_like(g, like):
+    """``g`` in ``like``'s floating dtype: the adjoint of astype between float types."""
+    if isinstance(like, np.ndarray):
+        return np.asarray(g).astype(like.dtype)
+    return g
+
+
+def inverse_permutation(axes, ndim):
+    """The axes that undo ``np.transpose(x, axes)`` (None means reversed)."""
+    if axes is None:
+        return tuple(range(ndim - 1, -1, -1))
+    return tuple(np.argsort([a % ndim for a in axes]))
+
+
+def matmul_adjoints(g, a, b):
+    """The adjoints of ``a @ b`` for every ndim numpy's matmul accepts (1-D and batched)."""
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = np.expand_dims(g2, -2)
+    if b.ndim == 1:
+        g2 = np.expand_dims(g2, -1)
+    da = g2 @ np.swapaxes(b2, -1, -2)
+    db = np.swapaxes(a2, -1, -2) @ g2
+    if a.ndim == 1:
+        da = da[..., 0, :]
+    if b.ndim == 1:
+        db = db[..., :, 0]
+    return unbroadcast(da, a), unbroadcast(db, b)
+
+
+def dot_adjoints(g, a, b):
+    """The adjoints of ``np.dot(a, b)`` (scalars, vectors, matrices, N-D by 1-D)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a), unbroadcast(g * a, b)
+    if np.ndim(b) <= 2 and np.ndim(a) <= 2:
+        return matmul_adjoints(g, np.asarray(a), np.asarray(b))
+    # N-D dot: contracts a's last axis with b's second-to-last
+    da = np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
+                                  [i for i in range(b.ndim) if i != b.ndim - 2]))
+    db_axes = list(range(a.ndim - 1))
+    db = np.tensordot(a, g, axes=(db_axes, db_axes))
+    db = np.moveaxis(db, 0, b.ndim - 2) if b.ndim >= 2 else db
+    return da, db
+
+
+def einsum_adjoint(g, subscripts, operands, index):
+    """The adjoint of ``np.einsum(subscripts, *operands)`` for operand ``index``.
+
+    Contracts the output adjoint with the other operands back onto the
+    operand's letters; a letter summed out of that operand alone is
+    broadcast back.  Each operand's letters must be distinct.
+    """
+    spec = subscripts.replace(" ", "")
+    inputs, output = spec.split("->") if "->" in spec else (spec, None)
+    terms = inputs.split(",")
+    if output is None:
+        letters = "".join(terms)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    target = terms[index]
+    if len(set(target)) != len(target) or "." in spec:
+        raise NotImplementedError(
+            f"einsum gradient for {subscripts!r}: repeated letters or '...' in one operand")
+    others = [t for i, t in enumerate(terms) if i != index]
+    kept = "".join(c for c in target if c in output or any(c in t for t in others))
+    partial = np.einsum(",".join([output] + others) + "->" + kept,
+                        g, *[o for i, o in enumerate(operands) if i != index])
+    missing = tuple(i for i, c in enumerate(target) if c not in kept)
+    if missing:
+        partial = np.expand_dims(partial, missing)
+    return np.broadcast_to(partial, np.shape(operands[index]))
+
+
+def _normalise_axes(axis, ndim):
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def reverse_cumsum(g, axis):
+    """The adjoint of ``np.cumsum(x, axis)``: a cumulative sum from the end."""
+    if axis is None:
+        g = np.ravel(g)
+        axis = 0
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+def det_adjoint(g, ans, a):
+    """The adjoint of ``np.linalg.det(a)``: ``g * det(a) * inv(a).T`` (batched)."""
+    scale = np.asarray(g * ans)[..., None, None]
+    return scale * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+def solve_adjoint(a, g, b):
+    """The adjoint of ``b`` in ``x = solve(a, b)``: ``solve(a.T, g)``."""
+    return np.linalg.solve(np.swapaxes(a, -1, -2), g)
+
+
+def solve_a_adjoint(gb, x, b):
+    """The adjoint of ``a`` in ``x = solve(a, b)`` given ``b``'s adjoint ``gb``: ``-gb x^T``."""
+    if np.ndim(b) == 1:
+        return -np.outer(gb, x)
+    return -gb @ np.swapaxes(x, -1, -2)
+
+
+def norm_adjoint(g, ans, x, ord, axis, keepdims):
+    """The adjoint of ``np.linalg.norm(x, ord, axis, keepdims)`` for the 2-norm / Frobenius norm,
+    the 1-norm and the max-norm of vectors."""
+    if ord is None or ord == 2 or ord == "fro":
+        if ord == 2 and np.ndim(x) == 2 and axis is None:
+            raise NotImplementedError("gradient of the matrix 2-norm (spectral norm)")
+        return unreduce(g / ans, x, axis, keepdims) * x
+    if ord == 1:
+        return unreduce(g, x, axis, keepdims) * np.sign(x)
+    if ord == np.inf:
+        return unreduce(g, x, axis, keepdims) * extremum_mask(np.abs(x), ans, axis, keepdims) \
+            * np.sign(x)
+    raise NotImplementedError(f"gradient of np.linalg.norm with ord={ord!r}")
+
+
+def einsum_adjoints(g, subscripts, operands):
+    """The adjoints of every operand of ``np.einsum(subscripts, *operands)`` (explicit '->' form)."""
+    return [einsum_adjoint(g, subscripts, operands, i) for i in range(len(operands))]
