@@ -62,11 +62,17 @@ FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str,
 class Frame:
     """The state of one function being lowered: its source, its variables, its result."""
 
-    def __init__(self, parsed, env):
+    def __init__(self, parsed, env, call_site=None):
         self.parsed = parsed
         self.env = env
         self.output = None
         self.returned = False
+        #: for s2sgrad's own functions (ops, layers), the user's line that called them
+        self.call_site = call_site
+
+    def location(self, node):
+        """Where an op made from ``node`` comes from, as the user would name it."""
+        return self.call_site or self.parsed.location(node)
 
 
 class Lowerer:
@@ -429,7 +435,14 @@ class Lowerer:
         if custom is not None:
             return self.custom_call(frame, node, custom, args, kwargs, hint)
         rule = lookup(obj)
+        if obj is np.matmul and len(args) == 2 and not kwargs:
+            # written as the operator: Numba compiles `a @ b`, not np.matmul
+            expr = gast.BinOp(left=self.atom_node(args[0]), op=gast.MatMult(),
+                              right=self.atom_node(args[1]))
+            return self.emit(frame, node, obj, args, kwargs, expr, hint)
         if rule is not None or _is_library_function(obj):
+            kwargs = {k: v for k, v in kwargs.items()
+                      if not (k == "dtype" and isinstance(v, Const) and v.value is None)}
             expr = gast.Call(func=literals.reference_node(obj, self),
                              args=[self.atom_node(a) for a in args],
                              keywords=[gast.keyword(arg=k, value=self.atom_node(v))
@@ -514,7 +527,8 @@ class Lowerer:
                 env[name] = self.const_or_free(value, name)
         if bound_self is not None:
             self.paths.setdefault(id(bound_self), self.paths.get(id(bound_self), "self"))
-        callee = Frame(parsed, env)
+        library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
+        callee = Frame(parsed, env, frame.location(node) if library else None)
         self.stack.append(fn)
         self.lower_body(callee, parsed.node.body)
         self.stack.pop()
@@ -527,7 +541,7 @@ class Lowerer:
         name = self.names.fresh(hint) if hint else self.names.temp()
         rule = lookup(prim) if custom is None else None
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
-                           frame.parsed.location(node), rule, custom))
+                           frame.location(node), rule, custom))
         return Var(name)
 
     def emit_getitem(self, frame, node, value, index, hint):
