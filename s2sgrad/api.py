@@ -14,6 +14,7 @@ import numpy as np
 
 from .backend import cache
 from .backend.numba_backend import Compiled
+from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
 from .tensor import Parameter, Tensor
@@ -247,6 +248,3 @@ def _wrap_output(value, wrap):
     return value
 
 
-def custom_vjp(*args, **kwargs):  # replaced by the custom-rule module below
-    from .compiler.custom import custom_vjp as _custom_vjp
-    return _custom_vjp(*args, **kwargs)

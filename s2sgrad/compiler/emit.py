@@ -26,7 +26,7 @@ def to_source(node, use_astor=True):
     else:
         text = ast.unparse(tree)
     text = text.rstrip("\n")
-    if isinstance(node, gast.expr) and text.startswith("(") and text.endswith(")") \
+    if isinstance(node, gast.expr) and not isinstance(node, gast.Tuple) and text.startswith("(") and text.endswith(")") \
             and _balanced(text[1:-1]):
         text = text[1:-1]
     return text

@@ -239,6 +239,13 @@ class Lowerer:
         self.paths.setdefault(id(obj), node.id)
         return self.const_or_free(obj, node.id)
 
+    def expr_Dict(self, frame, node, hint):
+        from .custom import DictAtom
+        if any(k is None for k in node.keys):
+            raise self.unsupported(frame, node, "** in a dict", "list the items")
+        return DictAtom([(self.lower_expr(frame, k), self.lower_expr(frame, v))
+                         for k, v in zip(node.keys, node.values)])
+
     def expr_Tuple(self, frame, node, hint):
         return Seq(tuple(self.splice(frame, node.elts)), "tuple")
 
@@ -285,8 +292,11 @@ class Lowerer:
         if isinstance(left, Seq) or isinstance(right, Seq):
             if prim is operator.add and isinstance(left, Seq) and isinstance(right, Seq):
                 return Seq(left.items + right.items, left.kind)
-            raise self.unsupported(frame, node, "arithmetic on a tuple or list",
-                                   "use np.array(...) or index the items")
+            if prim is operator.add and all(isinstance(a, (Seq, Var)) for a in (left, right)):
+                pass  # concatenating a shape computed at run time with a fixed tuple
+            else:
+                raise self.unsupported(frame, node, "arithmetic on a tuple or list",
+                                       "use np.array(...) or index the items")
         expr = gast.BinOp(left=self.atom_node(left), op=node.op, right=self.atom_node(right))
         return self.emit(frame, node, prim, (left, right), {}, expr, hint)
 
@@ -433,7 +443,9 @@ class Lowerer:
             return Const(len(args[0].items))
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
         if custom is not None:
-            return self.custom_call(frame, node, custom, args, kwargs, hint)
+            from .custom import lower_custom_call
+            return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
+                                     kwargs, hint, name=custom.__name__)
         rule = lookup(obj)
         if obj is np.matmul and len(args) == 2 and not kwargs:
             # written as the operator: Numba compiles `a @ b`, not np.matmul
@@ -472,18 +484,15 @@ class Lowerer:
         return self.emit(frame, node, obj, args, kwargs, expr, hint)
 
     def cell_call(self, frame, node, cell, args, kwargs, hint):
-        if getattr(type(cell), "bprop", None) is not None:
-            from .custom import cell_bprop_rule
-            return self.custom_call(frame, node, cell_bprop_rule(cell, self), args, kwargs, hint)
         construct = type(cell).construct
+        bprop = getattr(type(cell), "bprop", None)
+        if bprop is not None:
+            from .custom import lower_custom_call
+            return lower_custom_call(self, frame, node, construct, bprop, args, kwargs, hint,
+                                     bound_self=cell, name=f"{type(cell).__name__}.bprop",
+                                     internal_params=tuple(getattr(cell, "internal_params", ())
+                                                           or ()))
         return self.inline(frame, node, construct, args, kwargs, cell)
-
-    def custom_call(self, frame, node, custom, args, kwargs, hint):
-        expr = gast.Call(func=literals.reference_node(custom.forward, self),
-                         args=[self.atom_node(a) for a in args],
-                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
-                                   for k, v in kwargs.items()])
-        return self.emit(frame, node, custom.forward, args, kwargs, expr, hint, custom=custom)
 
     def stop_gradient(self, frame, node, args, hint):
         if len(args) != 1:

@@ -90,8 +90,10 @@ def _emit(lowered, rev, returned, fname, title):
         if any(t in needed for t in op.targets):
             kept.append(op)
             needed.update(op.operand_vars())
-            needed.update(n.id for n in gast.walk(op.expr) if isinstance(n, gast.Name))
+            if op.expr is not None:
+                needed.update(n.id for n in gast.walk(op.expr) if isinstance(n, gast.Name))
     kept.reverse()
+    emitted = [op for op in kept if op.expr is not None]  # link Ops of custom rules emit nothing
 
     lines = [f"# s2sgrad: {title}",
              "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
@@ -101,7 +103,7 @@ def _emit(lowered, rev, returned, fname, title):
     lines.append(f"def {fname}({', '.join(args)}):")
     body = []
     last_origin = None
-    for op in kept:
+    for op in emitted:
         if op.origin != last_origin:
             body.append(location_comment(op.origin))
             last_origin = op.origin

@@ -80,8 +80,7 @@ def reverse(lowered, wrt, seeds, names):
     if seed_block.statements:
         blocks.append(seed_block)
     for op in reversed(lowered.body):
-        target = op.targets[0]
-        if target not in active or target not in adj.defined:
+        if not any(t in active and t in adj.defined for t in op.targets):
             continue
         block = Block(op.origin)
         if op.custom is not None:

@@ -1,0 +1,143 @@
+"""Check gradients against finite differences (like autograd's ``check_grads``
+or ``torch.autograd.gradcheck``).
+
+``check_grad(fn, args)`` differentiates ``fn`` with ``s2sgrad.grad`` and
+compares every gradient element with a central finite difference of the sum
+of all of ``fn``'s outputs, computed in float64.  It raises AssertionError
+with a readable message (which argument, the largest absolute and relative
+errors, the index of the worst element) when they disagree::
+
+    import numpy as np
+    from s2sgrad.testing import check_grad
+
+    def f(x, w):
+        return np.sum(np.tanh(x @ w))
+
+    check_grad(f, (np.random.rand(3, 4), np.random.rand(4, 2)), grad_position=(0, 1))
+
+``numerical_grad(fn, args, position)`` gives the finite-difference gradient
+alone.  Both sum every output element (the sensitivity ``s2sgrad.grad``
+seeds is ones on every output element), also across a tuple of outputs.
+"""
+import numpy as np
+
+from .tensor import Tensor
+
+__all__ = ["check_grad", "numerical_grad"]
+
+
+def _total(value):
+    """The float64 sum of every element of ``value`` (nested tuples/lists, Tensors, scalars)."""
+    if isinstance(value, (tuple, list)):
+        return sum((_total(v) for v in value), 0.0)
+    if isinstance(value, Tensor):
+        value = value.asnumpy()
+    return float(np.sum(np.asarray(value, dtype=np.float64)))
+
+
+def _as_float64(arg):
+    """``arg`` with floating data in float64, kept in its kind (ndarray, Tensor, python float)."""
+    if isinstance(arg, Tensor):
+        arr = arg.asnumpy()
+        return Tensor(arr.astype(np.float64)) if arr.dtype.kind == "f" else arg
+    if isinstance(arg, np.ndarray):
+        return arg.astype(np.float64) if arg.dtype.kind == "f" else arg
+    if isinstance(arg, np.floating):
+        return np.float64(arg)
+    return arg
+
+
+def _like(template, arr):
+    """``arr`` (float64 ndarray) in the kind of ``template``: Tensor, ndarray, python float."""
+    if isinstance(template, Tensor):
+        return Tensor(arr)
+    if isinstance(template, np.ndarray):
+        return arr
+    return float(arr)
+
+
+def numerical_grad(fn, args, position=0, eps=1e-6):
+    """The central finite-difference gradient of ``sum(fn(*args))`` w.r.t. ``args[position]``.
+
+    Floating arguments are evaluated in float64.  Each element ``x[i]`` of
+    the argument is moved by ``+eps`` and ``-eps`` and the gradient element
+    is ``(F(x + eps e_i) - F(x - eps e_i)) / (2 eps)``, where ``F`` is the
+    sum of every element of every output.  Returns a float64 ndarray of the
+    argument's shape, or a python float for a scalar argument.
+    """
+    args = [_as_float64(a) for a in args]
+    base = args[position]
+    raw = base.asnumpy() if isinstance(base, Tensor) else base
+    if isinstance(raw, (bool, int, np.integer, np.bool_)) or (
+            isinstance(raw, np.ndarray) and raw.dtype.kind != "f"):
+        raise TypeError(f"argument {position} is not floating-point "
+                        f"({type(raw).__name__}); only floating arguments have gradients")
+    x = np.array(raw, dtype=np.float64)
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        values = []
+        for step in (eps, -eps):
+            moved = x.copy()
+            moved[idx] += step
+            trial = list(args)
+            trial[position] = _like(base, moved)
+            values.append(_total(fn(*trial)))
+        out[idx] = (values[0] - values[1]) / (2.0 * eps)
+    if not isinstance(raw, np.ndarray):
+        return float(out)
+    return out
+
+
+def _positions(grad_position):
+    return (grad_position,) if isinstance(grad_position, int) else tuple(grad_position)
+
+
+def check_grad(fn, args, grad_position=0, rtol=1e-5, atol=1e-7, eps=1e-6):
+    """Assert that ``s2sgrad.grad(fn, grad_position)`` matches finite differences.
+
+    ``args`` is the tuple of arguments to call ``fn`` with; floating
+    arguments are converted to float64 first.  ``grad_position`` is an int
+    or a tuple of ints, as for ``s2sgrad.grad``.  Each analytic gradient
+    must have its argument's shape and satisfy, element-wise,
+    ``|analytic - numerical| <= atol + rtol * |numerical|`` where the
+    numerical gradient is ``numerical_grad(fn, args, position, eps)``.
+
+    Raises AssertionError naming the argument, its largest absolute and
+    relative errors and the index of the worst element.  Returns the
+    ``GradFunction`` it built, so a caller can look at ``.backend``,
+    ``.fallback_reason`` or ``.source``.
+    """
+    from .api import grad
+
+    args = tuple(_as_float64(a) for a in args)
+    positions = _positions(grad_position)
+    gfn = grad(fn, grad_position=grad_position)
+    analytic = gfn(*args)
+    if len(positions) == 1:
+        analytic = (analytic,)
+    name = getattr(fn, "__name__", repr(fn))
+    for pos, got in zip(positions, analytic):
+        if isinstance(got, Tensor):
+            got = got.asnumpy()
+        want = numerical_grad(fn, args, pos, eps)
+        got = np.asarray(got, dtype=np.float64)
+        want_arr = np.asarray(want)
+        if got.shape != want_arr.shape:
+            raise AssertionError(
+                f"check_grad({name}): the gradient w.r.t. argument {pos} has shape "
+                f"{got.shape}, but the argument has shape {want_arr.shape}")
+        abs_err = np.abs(got - want_arr)
+        bound = atol + rtol * np.abs(want_arr)
+        if not np.all(np.isfinite(got)) or np.any(abs_err > bound) or np.any(np.isnan(abs_err)):
+            rel_err = abs_err / np.maximum(np.abs(want_arr), np.finfo(np.float64).tiny)
+            excess = np.where(np.isnan(abs_err), np.inf, abs_err - bound)
+            worst = np.unravel_index(int(np.argmax(excess)), got.shape) if got.ndim else ()
+            where = f" at index {worst}" if got.ndim else ""
+            raise AssertionError(
+                f"check_grad({name}): the gradient w.r.t. argument {pos} (shape "
+                f"{want_arr.shape}) does not match central finite differences (eps={eps}): "
+                f"max abs error {np.nanmax(abs_err) if abs_err.size else 0.0:.3e}, "
+                f"max rel error {np.nanmax(rel_err) if rel_err.size else 0.0:.3e}; worst "
+                f"element{where}: analytic {got[worst]!r}, numerical {want_arr[worst]!r} "
+                f"(rtol={rtol}, atol={atol}; backend {gfn.backend})")
+    return gfn
