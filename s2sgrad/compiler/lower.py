@@ -109,9 +109,14 @@ class Lowerer:
             env[node.id] = Var(name)
             params.append(name)
         frame = Frame(parsed, env)
-        self.stack.append(parsed.fn)
-        self.lower_body(frame, parsed.node.body)
-        self.stack.pop()
+        if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
+            # a Cell with its own backward, differentiated as a whole
+            frame.output = self.cell_call(frame, parsed.node, bound_self,
+                                          tuple(Var(p) for p in params), {}, None)
+        else:
+            self.stack.append(parsed.fn)
+            self.lower_body(frame, parsed.node.body)
+            self.stack.pop()
         result = LoweredFunction(parsed.name, parsed.location(parsed.node), params,
                                  list(self.free.values()), self.ops,
                                  frame.output if frame.output is not None else Const(None))
@@ -446,6 +451,12 @@ class Lowerer:
             from .custom import lower_custom_call
             return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
                                      kwargs, hint, name=custom.__name__)
+        if getattr(obj, "__s2sgrad_opaque__", False):
+            expr = gast.Call(func=literals.reference_node(obj, self),
+                             args=[self.atom_node(a) for a in args],
+                             keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                       for k, v in kwargs.items()])
+            return self.emit(frame, node, "opaque", args, kwargs, expr, hint)
         rule = lookup(obj)
         if obj is np.matmul and len(args) == 2 and not kwargs:
             # written as the operator: Numba compiles `a @ b`, not np.matmul
@@ -453,8 +464,7 @@ class Lowerer:
                               right=self.atom_node(args[1]))
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         if rule is not None or _is_library_function(obj):
-            kwargs = {k: v for k, v in kwargs.items()
-                      if not (k == "dtype" and isinstance(v, Const) and v.value is None)}
+            kwargs = _without_defaults(obj, kwargs)
             expr = gast.Call(func=literals.reference_node(obj, self),
                              args=[self.atom_node(a) for a in args],
                              keywords=[gast.keyword(arg=k, value=self.atom_node(v))
@@ -472,11 +482,9 @@ class Lowerer:
             return self.inline(frame, node, obj.__func__, args, kwargs, obj.__self__)
         if inspect.isfunction(obj):
             return self.inline(frame, node, obj, args, kwargs, None)
-        raw_call = getattr(obj, "raw", None)
-        if raw_call is not None and callable(raw_call):   # a primitive object (Dropout2D)
-            return self.inline(frame, node, raw_call.__func__ if inspect.ismethod(raw_call)
-                               else raw_call, args, kwargs,
-                               raw_call.__self__ if inspect.ismethod(raw_call) else None)
+        construct = getattr(type(obj), "construct", None)
+        if inspect.isfunction(construct):   # a primitive object such as Dropout2D
+            return self.inline(frame, node, construct, args, kwargs, obj)
         expr = gast.Call(func=literals.reference_node(obj, self),
                          args=[self.atom_node(a) for a in args],
                          keywords=[gast.keyword(arg=k, value=self.atom_node(v))
@@ -600,6 +608,22 @@ class Lowerer:
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),
                                          _source_segment(frame, node), hint)
+
+
+def _without_defaults(fn, kwargs):
+    """Drop keyword operands that repeat the callee's default (``axis=None``): shorter code."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    def is_default(k, v):
+        if k not in params or not isinstance(v, Const) or not literals.is_literal(v.value):
+            return False
+        default = params[k].default
+        if default is np._NoValue:  # numpy's "not given": keepdims=False, initial=None...
+            return v.value is False or v.value is None
+        return type(v.value) is type(default) and v.value == default
+    return {k: v for k, v in kwargs.items() if not is_default(k, v)}
 
 
 def _is_library_function(obj):

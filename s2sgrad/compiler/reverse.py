@@ -88,8 +88,10 @@ def reverse(lowered, wrt, seeds, names):
         elif op.primitive == "getitem" and isinstance(op.args[0], Var):
             _getitem_adjoint(op, adj, active, block.statements)
         else:
-            if op.rule is None or not op.rule.differentiable:
+            if op.rule is None:
                 raise _missing_rule(op)
+            if not op.rule.differentiable:
+                continue  # carries no gradient (comparisons, shapes, a custom rule's forward)
             _instantiate(op, adj, active, names, block.statements)
         if blocks and blocks[-1].origin == op.origin:
             blocks[-1].statements.extend(block.statements)

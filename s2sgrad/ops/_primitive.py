@@ -9,7 +9,14 @@ import functools
 
 from ..tensor import unwrap, wrap
 
-__all__ = ["tensor_op", "Primitive", "rename_aliases"]
+__all__ = ["tensor_op", "Primitive", "rename_aliases", "opaque"]
+
+
+def opaque(fn):
+    """Mark ``fn`` as called as it is, never read, by the differentiator: its result carries
+    no gradient (random draws, bookkeeping).  Generated code that calls it runs as Python."""
+    fn.__s2sgrad_opaque__ = True
+    return fn
 
 
 def rename_aliases(op_name, aliases, kwargs):

@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 from ..tensor import Tensor, _rng, unwrap
-from ._primitive import Primitive
+from ._primitive import Primitive, opaque
 
 __all__ = ["Dropout2D"]
 
@@ -27,6 +27,13 @@ class Dropout2D(Primitive):
         self.keep_prob = float(keep_prob)
         self._scale = 0.0 if keep_prob == 0 else 1.0 / keep_prob
 
+    def construct(self, x):
+        """What the differentiator reads: the mask is drawn at run time (no gradient), then
+        ``x`` is scaled through it."""
+        mask = self.make_mask(x.shape)
+        return self.raw(x, mask), mask
+
+    @opaque
     def make_mask(self, shape):
         """A Bool ndarray of the 4-D ``shape``, one random draw per (n, c) channel."""
         keep = _rng().random_sample((shape[0], shape[1], 1, 1)) < self.keep_prob
