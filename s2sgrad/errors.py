@@ -72,3 +72,7 @@ class GradientArgumentError(S2sgradError, ValueError):
 
 class GradientTypeError(S2sgradError, TypeError):
     """A value at a differentiated position cannot be differentiated (int, bool)."""
+
+
+class OutputStructureError(UserCodeError, ValueError):
+    """The function's outputs do not fit what was asked (has_aux with a single output)."""

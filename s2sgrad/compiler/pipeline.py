@@ -7,7 +7,7 @@ run it (the order of its arguments, which gradients it returns).
 """
 import gast
 
-from ..errors import UserCodeError
+from ..errors import OutputStructureError
 from .emit import location_comment, to_source
 from .ir import Seq, Var, atom_vars
 from .lower import Lowerer
@@ -64,7 +64,7 @@ def _seed_names(lowered, has_aux):
     out = lowered.output
     if has_aux:
         if not isinstance(out, Seq) or len(out.items) < 2:
-            raise UserCodeError(
+            raise OutputStructureError(
                 "has_aux=True needs a function that returns a tuple (loss, aux...), "
                 f"but {lowered.name} returns a single value", lowered.origin, None,
                 "return (loss, aux) or call grad with has_aux=False")
