@@ -1,0 +1,55 @@
+# s2sgrad: value and gradient of function (functional_autodiff.py:25) w.r.t. w, b
+# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.
+import math
+
+import numpy as np
+
+from s2sgrad import runtime as rt
+
+
+def function_value_and_grad(x, y, w, b):
+    # z = ops.matmul(x, w) + b  (functional_autodiff.py:26)
+    t1 = x @ w
+    z = t1 + b
+    # loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:27)
+    t2 = np.ones_like(z)
+    t3 = np.ones_like(z)
+    t4 = np.maximum(z, 0)
+    t5 = np.absolute(z)
+    t6 = -t5
+    t7 = np.exp(t6)
+    t8 = np.log1p(t7)
+    softplus = t4 + t8
+    t9 = t3 - 1
+    t10 = t9 * y
+    t11 = 1 + t10
+    t12 = t11 * softplus
+    t13 = t3 * y
+    t14 = t13 * z
+    loss = t12 - t14
+    loss_1 = loss * t2
+    out = np.mean(loss_1)
+
+    # sensitivity of the output
+    dout = rt.ones_like(out)
+    # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:27)
+    dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1,
+    None)
+    dloss = rt.unbroadcast(dloss_1 * t2, loss)
+    dt12 = rt.unbroadcast(dloss, t12)
+    dt14 = rt.unbroadcast(-dloss, t14)
+    dz = rt.unbroadcast(dt14 * t13, z)
+    dsoftplus = rt.unbroadcast(dt12 * t11, softplus)
+    dt4 = rt.unbroadcast(dsoftplus, t4)
+    dt8 = rt.unbroadcast(dsoftplus, t8)
+    dt7 = dt8 / (1 + t7)
+    dt6 = dt7 * t7
+    dt5 = -dt6
+    dz = dz + dt5 * np.sign(z)
+    dz = dz + rt.unbroadcast(dt4 * (z >= 0), z)
+    # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:26)
+    dt1 = rt.unbroadcast(dz, t1)
+    db = rt.unbroadcast(dz, b)
+    da_db = rt.matmul_adjoints(dt1, x, w)
+    dw = da_db[1]
+    return out, (dw, db)
