@@ -164,7 +164,11 @@ class GradFunction:
             raise GradientArgumentError(
                 f"{self.__name__[:-5]} takes {generated.n_params} arguments, got {len(arrays)}")
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
-        value, computed = self._compiled(*arrays, *free)
+        try:
+            value, computed = self._compiled(*arrays, *free)
+        except Exception as exc:
+            exc.add_note(_user_line_of(exc, self.path, generated.source))
+            raise
         computed = list(computed)
         weights = self._weight_list()
         grads = []
@@ -197,6 +201,26 @@ class GradFunction:
             aux = tuple(value[1:])
             return (value, result) if self.with_value else (result, aux)
         return (value, result) if self.with_value else result
+
+
+def _user_line_of(exc, path, source):
+    """A note for an error raised inside generated code: the user's line it came from."""
+    import os
+    import traceback
+    lines = source.splitlines()
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(path or "")]
+    if not frames:
+        return f"s2sgrad: raised while running the generated gradient code in {path}"
+    lineno = frames[-1].lineno
+    for text in reversed(lines[:lineno]):
+        stripped = text.strip()
+        if stripped.startswith("#") and stripped.endswith(")") and "(" in stripped:
+            where = stripped[stripped.rfind("(") + 1:-1]
+            what = stripped[1:stripped.rfind("(")].strip()
+            return (f"s2sgrad: raised by the generated code for {what!r} ({where}), "
+                    f"line {lineno} of {path}")
+    return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
 
 
 def _is_array(obj):

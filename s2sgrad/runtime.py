@@ -120,6 +120,9 @@ def inverse_permutation(axes, ndim):
 
 def matmul_adjoints(g, a, b):
     """The adjoints of ``a @ b`` for every ndim numpy's matmul accepts (1-D and batched)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b, g * a
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     g2 = g
@@ -142,12 +145,25 @@ def dot_adjoints(g, a, b):
         return unbroadcast(g * b, a), unbroadcast(g * a, b)
     if np.ndim(b) <= 2 and np.ndim(a) <= 2:
         return matmul_adjoints(g, np.asarray(a), np.asarray(b))
-    # N-D dot: contracts a's last axis with b's second-to-last
+    # N-D dot: contracts a's last axis with b's second-to-last (b's only axis when 1-D)
+    if np.ndim(b) == 1:
+        return np.asarray(g)[..., None] * b, np.tensordot(a, g, axes=(
+            list(range(a.ndim - 1)), list(range(a.ndim - 1))))
     da = np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
                                   [i for i in range(b.ndim) if i != b.ndim - 2]))
     db_axes = list(range(a.ndim - 1))
     db = np.tensordot(a, g, axes=(db_axes, db_axes))
     db = np.moveaxis(db, 0, b.ndim - 2) if b.ndim >= 2 else db
+    return da, db
+
+
+def inner_adjoints(g, a, b):
+    """The adjoints of ``np.inner(a, b)``: it contracts the last axes of ``a`` and ``b``."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a), unbroadcast(g * a, b)
+    lead = np.ndim(a) - 1
+    da = np.tensordot(g, b, axes=(list(range(lead, np.ndim(g))), list(range(np.ndim(b) - 1))))
+    db = np.tensordot(g, a, axes=(list(range(lead)), list(range(lead))))
     return da, db
 
 

@@ -5,27 +5,15 @@ After an intended change to the generated code, refresh the snapshots with
     S2SGRAD_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_generated_examples.py
 and read the diff: it is the product.
 """
-import importlib.util
 import os
-import pathlib
 
 import pytest
 
 import s2sgrad as ms
+from examples_loader import ROOT, load_functional_autodiff
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "generated" / "examples"
-
-
-def _load_example():
-    spec = importlib.util.spec_from_file_location("functional_autodiff_example",
-                                                  ROOT / "examples" / "functional_autodiff.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-EX = _load_example()
+EX = load_functional_autodiff()
 CASES = {
     "function": lambda: ms.grad(EX.function, (2, 3)),
     "function_with_logits": lambda: ms.grad(EX.function_with_logits, (2, 3)),

@@ -192,8 +192,9 @@ def _(ans, a, b):
 
 @vjp(np.inner)
 def _(ans, a, b):
-    d[a] = rt.unbroadcast(d[ans] * b, a)
-    d[b] = rt.unbroadcast(d[ans] * a, b)
+    da_db = rt.inner_adjoints(d[ans], a, b)
+    d[a] = da_db[0]
+    d[b] = da_db[1]
 
 
 @vjp(np.trace)
