@@ -7,10 +7,10 @@ import numpy as np
 from s2sgrad import runtime as rt
 
 
-def forward_fn_value_and_grad(x, y, model_w, model_b):
+def forward_fn_value_and_grad(x, y, w, b):
     # z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
-    t1 = x @ model_w
-    z = t1 + model_b
+    t1 = x @ w
+    z = t1 + b
     # loss = loss_fn(z, y)  (functional_autodiff.py:60)
     t2 = np.maximum(z, 0)
     t3 = np.absolute(z)
@@ -38,7 +38,7 @@ def forward_fn_value_and_grad(x, y, model_w, model_b):
     dz = dz + rt.unbroadcast(dt2 * (z >= 0), z)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
     dt1 = rt.unbroadcast(dz, t1)
-    dmodel_b = rt.unbroadcast(dz, model_b)
-    da_db = rt.matmul_adjoints(dt1, x, model_w)
-    dmodel_w = da_db[1]
-    return out, (dmodel_w, dmodel_b)
+    db = rt.unbroadcast(dz, b)
+    da_db = rt.matmul_adjoints(dt1, x, w)
+    dw = da_db[1]
+    return out, (dw, db)

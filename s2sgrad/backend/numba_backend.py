@@ -38,7 +38,10 @@ class Compiled:
                 warnings.simplefilter("ignore", numba.NumbaWarning)
                 self._jitted = numba.njit(cache=True)(self.py_func)
         try:
-            return self._jitted(*args)
+            import numba
+            with warnings.catch_warnings():   # performance hints are not the user's concern
+                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+                return self._jitted(*args)
         except Exception as exc:  # noqa: BLE001 - decided below
             if not _is_typing_failure(exc):
                 raise

@@ -56,7 +56,8 @@ ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
 #: calls folded while building when every argument is a plain constant
 FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
-            math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype}
+            math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype,
+            np.issubdtype}
 
 
 class Frame:
@@ -78,7 +79,9 @@ class Frame:
 class Lowerer:
     """Lowers one root function and everything it calls into one LoweredFunction."""
 
-    def __init__(self):
+    def __init__(self, arg_types=None):
+        self.arg_types = arg_types
+        self.known = {}         # Var name -> (dtype, ndim) known while building
         self.names = NameAllocator()
         self.ops = []
         self.free = {}          # id(obj) -> FreeValue
@@ -104,10 +107,12 @@ class Lowerer:
             self_node, arg_nodes = arg_nodes[0], arg_nodes[1:]
             env[self_node.id] = Const(bound_self)
             self.paths[id(bound_self)] = ""
-        for node in arg_nodes + list(args.kwonlyargs):
+        for i, node in enumerate(arg_nodes + list(args.kwonlyargs)):
             name = self.names.fresh(node.id)
             env[node.id] = Var(name)
             params.append(name)
+            if self.arg_types is not None and i < len(self.arg_types) and self.arg_types[i]:
+                self.known[name] = self.arg_types[i]
         frame = Frame(parsed, env)
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
             # a Cell with its own backward, differentiated as a whole
@@ -282,6 +287,9 @@ class Lowerer:
             self.paths.setdefault(id(obj), path)
             return self.const_or_free(obj, path)
         if isinstance(base, Var):
+            if base.name in self.known and node.attr in ("dtype", "ndim"):
+                dtype, ndim = self.known[base.name]
+                return Const(dtype if node.attr == "dtype" else ndim)
             expr = gast.Attribute(value=self.atom_node(base), attr=node.attr, ctx=gast.Load())
             prim = np.transpose if node.attr == "T" else "attr." + node.attr
             return self.emit(frame, node, prim, (base,), {}, expr, hint)
@@ -584,8 +592,12 @@ class Lowerer:
         if literals.is_array_like(obj):
             key = id(obj)
             if key not in self.free:
-                name = self.names.fresh(_identifier(path))
+                label = getattr(obj, "name", None)   # a Parameter's dotted name, if it has one
+                label = label if isinstance(label, str) and "#" not in label else path
+                name = self.names.fresh(_identifier(label))
                 self.free[key] = FreeValue(name, obj, path)
+                data = np.asarray(obj)
+                self.known[name] = (data.dtype, data.ndim)
                 self.free_objects.append(obj)
             return Var(self.free[key].name)
         return Const(obj)

@@ -34,9 +34,13 @@ class Generated:
         self.n_params = n_params
 
 
-def build(fn, positions, weights, has_aux, bound_self=None, title=None):
-    """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``."""
-    lowerer = Lowerer()
+def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None):
+    """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
+
+    ``arg_types`` (optional): per positional argument, (dtype, ndim) or None;
+    the code is then specialised on them (``x.dtype``/``x.ndim`` fold).
+    """
+    lowerer = Lowerer(arg_types)
     lowered = lowerer.lower(fn, bound_self)
     params = lowered.params
     wrt_vars, wrt = [], []
