@@ -430,11 +430,8 @@ class Lowerer:
         kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
         if name == "asnumpy" and not args:
             return receiver
-        expr = gast.Call(func=gast.Attribute(value=self.atom_node(receiver), attr=name,
-                                             ctx=gast.Load()),
-                         args=[self.atom_node(a) for a in args],
-                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
-                                   for k, v in kwargs.items()])
+        expr = self.call_expr(gast.Attribute(value=self.atom_node(receiver), attr=name,
+                                             ctx=gast.Load()), args, kwargs)
         prim = METHODS.get(name, "method." + name)
         if name in SHAPE_METHODS and len(args) > 1:
             args = (Seq(tuple(args)),)
@@ -460,10 +457,7 @@ class Lowerer:
             return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
                                      kwargs, hint, name=custom.__name__)
         if getattr(obj, "__s2sgrad_opaque__", False):
-            expr = gast.Call(func=literals.reference_node(obj, self),
-                             args=[self.atom_node(a) for a in args],
-                             keywords=[gast.keyword(arg=k, value=self.atom_node(v))
-                                       for k, v in kwargs.items()])
+            expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
             return self.emit(frame, node, "opaque", args, kwargs, expr, hint)
         rule = lookup(obj)
         if obj is np.matmul and len(args) == 2 and not kwargs:
@@ -473,10 +467,7 @@ class Lowerer:
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         if rule is not None or _is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
-            expr = gast.Call(func=literals.reference_node(obj, self),
-                             args=[self.atom_node(a) for a in args],
-                             keywords=[gast.keyword(arg=k, value=self.atom_node(v))
-                                       for k, v in kwargs.items()])
+            expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
@@ -493,10 +484,7 @@ class Lowerer:
         construct = getattr(type(obj), "construct", None)
         if inspect.isfunction(construct):   # a primitive object such as Dropout2D
             return self.inline(frame, node, construct, args, kwargs, obj)
-        expr = gast.Call(func=literals.reference_node(obj, self),
-                         args=[self.atom_node(a) for a in args],
-                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
-                                   for k, v in kwargs.items()])
+        expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
         return self.emit(frame, node, obj, args, kwargs, expr, hint)
 
     def cell_call(self, frame, node, cell, args, kwargs, hint):
@@ -601,6 +589,12 @@ class Lowerer:
                 self.free_objects.append(obj)
             return Var(self.free[key].name)
         return Const(obj)
+
+    def call_expr(self, func, args, kwargs):
+        """``func(*args, **kwargs)`` as a gast Call on atoms."""
+        return gast.Call(func=func, args=[self.atom_node(a) for a in args],
+                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                   for k, v in kwargs.items()])
 
     def atom_node(self, atom):
         """The gast expression that reads an atom in generated code."""
