@@ -115,7 +115,14 @@ def inverse_permutation(axes, ndim):
     """The axes that undo ``np.transpose(x, axes)`` (None means reversed)."""
     if axes is None:
         return tuple(range(ndim - 1, -1, -1))
-    return tuple(np.argsort([a % ndim for a in axes]))
+    return tuple(int(i) for i in np.argsort([a % ndim for a in axes]))
+
+
+def transpose_adjoint(g, axes):
+    """The adjoint of ``np.transpose(x, axes)``: ``g`` transposed back (None: reversed)."""
+    if axes is None:
+        return np.transpose(g)
+    return np.transpose(g, inverse_permutation(axes, np.ndim(g)))
 
 
 def matmul_adjoints(g, a, b):

@@ -131,13 +131,13 @@ def check_grad(fn, args, grad_position=0, rtol=1e-5, atol=1e-7, eps=1e-6):
         if not np.all(np.isfinite(got)) or np.any(abs_err > bound) or np.any(np.isnan(abs_err)):
             rel_err = abs_err / np.maximum(np.abs(want_arr), np.finfo(np.float64).tiny)
             excess = np.where(np.isnan(abs_err), np.inf, abs_err - bound)
-            worst = np.unravel_index(int(np.argmax(excess)), got.shape) if got.ndim else ()
+            worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), got.shape))
             where = f" at index {worst}" if got.ndim else ""
             raise AssertionError(
                 f"check_grad({name}): the gradient w.r.t. argument {pos} (shape "
                 f"{want_arr.shape}) does not match central finite differences (eps={eps}): "
                 f"max abs error {np.nanmax(abs_err) if abs_err.size else 0.0:.3e}, "
                 f"max rel error {np.nanmax(rel_err) if rel_err.size else 0.0:.3e}; worst "
-                f"element{where}: analytic {got[worst]!r}, numerical {want_arr[worst]!r} "
+                f"element{where}: analytic {float(got[worst])!r}, numerical {float(want_arr[worst])!r} "
                 f"(rtol={rtol}, atol={atol}; backend {gfn.backend})")
     return gfn

@@ -207,3 +207,109 @@ def _add_at(target, index, g):
                 target[index[k]] += g[k]
             return target
         return add_array
+
+
+def _is_none(t):
+    return t is None or isinstance(t, (types.NoneType, types.Omitted))
+
+
+@overload(rt.unreduce)
+def _unreduce_scalar(g, like, axis, keepdims):
+    if _is_scalar(like):
+        return lambda g, like, axis, keepdims: g
+
+
+def _tuple_from_array(n):
+    """A compiled helper: the first ``n`` items of an int array as a UniTuple (n known at
+    compile time, as numba needs for np.transpose's axes)."""
+    src = "def impl(arr):\n    return (" + "".join(f"arr[{i}], " for i in range(n)) + ")\n"
+    scope = {}
+    exec(src, scope)  # noqa: S102 - a fixed template, no user input
+    from numba import njit
+    return njit(scope["impl"])
+
+
+@overload(rt.transpose_adjoint)
+def _transpose_adjoint(g, axes):
+    if not isinstance(g, types.Array):
+        return None
+    if _is_none(axes):
+        return lambda g, axes: np.ascontiguousarray(g.T)
+    if isinstance(axes, types.UniTuple) and isinstance(axes.dtype, types.Integer) \
+            and axes.count == g.ndim:
+        as_tuple = _tuple_from_array(g.ndim)
+        nd = g.ndim
+
+        def impl(g, axes):
+            inv = np.empty(nd, dtype=np.int64)
+            for i in range(nd):
+                inv[axes[i] % nd] = i
+            return np.ascontiguousarray(np.transpose(g, as_tuple(inv)))
+        return impl
+
+
+@overload(rt.reverse_cumsum)
+def _reverse_cumsum(g, axis):
+    if not isinstance(g, types.Array):
+        return None
+    if _is_none(axis):
+        return lambda g, axis: np.cumsum(np.ascontiguousarray(g).ravel()[::-1])[::-1].copy()
+    if isinstance(axis, types.Integer):
+        def along(g, axis):
+            gc = np.ascontiguousarray(g)
+            ax = axis % gc.ndim
+            n = gc.shape[ax]
+            inner = 1
+            for k in range(ax + 1, gc.ndim):
+                inner *= gc.shape[k]
+            outer = gc.size // max(n * inner, 1)
+            src = gc.reshape((outer, n, inner))
+            out = np.empty_like(src)
+            for o in range(outer):
+                for i in range(inner):
+                    acc = src[o, 0, i] * 0
+                    for k in range(n - 1, -1, -1):
+                        acc += src[o, k, i]
+                        out[o, k, i] = acc
+            return out.reshape(gc.shape)
+        return along
+
+
+@overload(rt.det_adjoint)
+def _det_adjoint(g, ans, a):
+    if isinstance(a, types.Array) and a.ndim == 2:
+        return lambda g, ans, a: (g * ans) * np.ascontiguousarray(np.linalg.inv(a).T)
+
+
+@overload(rt.solve_adjoint)
+def _solve_adjoint(a, g, b):
+    if isinstance(a, types.Array) and a.ndim == 2:
+        return lambda a, g, b: np.linalg.solve(np.ascontiguousarray(a.T),
+                                               np.ascontiguousarray(g))
+
+
+@overload(rt.solve_a_adjoint)
+def _solve_a_adjoint(gb, x, b):
+    if isinstance(b, types.Array) and b.ndim == 1:
+        return lambda gb, x, b: -np.outer(gb, x)
+    if isinstance(b, types.Array) and b.ndim == 2:
+        return lambda gb, x, b: -(np.ascontiguousarray(gb) @ np.ascontiguousarray(x.T))
+
+
+@overload(rt.norm_adjoint)
+def _norm_adjoint(g, ans, x, ord, axis, keepdims):
+    if not (isinstance(x, types.Array) and _is_none(axis) and _is_scalar(g)):
+        return None
+    if _is_none(ord):      # the 2-norm of a vector, the Frobenius norm of a matrix
+        return lambda g, ans, x, ord, axis, keepdims: (g / ans) * x
+    if x.ndim == 1 and isinstance(ord, (types.Integer, types.Float)):
+        def vector(g, ans, x, ord, axis, keepdims):
+            if ord == 1:
+                return g * np.sign(x)
+            if ord == np.inf:
+                hit = (np.abs(x) == ans) * 1.0
+                return (g / hit.sum()) * hit * np.sign(x)
+            if ord == 2:
+                return (g / ans) * x
+            raise NotImplementedError("gradient of np.linalg.norm with this ord")
+        return vector

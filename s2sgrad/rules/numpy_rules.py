@@ -238,7 +238,7 @@ def _(ans, a, *shape):
 
 @vjp(np.transpose)
 def _(ans, a, axes=None):
-    d[a] = np.transpose(d[ans], rt.inverse_permutation(axes, np.ndim(a)))
+    d[a] = rt.transpose_adjoint(d[ans], axes)
 
 
 @vjp(np.swapaxes)
