@@ -248,5 +248,5 @@ def norm_adjoint(g, ans, x, ord, axis, keepdims):
 
 
 def einsum_adjoints(g, subscripts, operands):
-    """The adjoints of every operand of ``np.einsum(subscripts, *operands)`` (explicit '->' form)."""
+    """The adjoints of every operand of ``np.einsum(subscripts, *operands)``."""
     return [einsum_adjoint(g, subscripts, operands, i) for i in range(len(operands))]

@@ -138,6 +138,7 @@ def check_grad(fn, args, grad_position=0, rtol=1e-5, atol=1e-7, eps=1e-6):
                 f"{want_arr.shape}) does not match central finite differences (eps={eps}): "
                 f"max abs error {np.nanmax(abs_err) if abs_err.size else 0.0:.3e}, "
                 f"max rel error {np.nanmax(rel_err) if rel_err.size else 0.0:.3e}; worst "
-                f"element{where}: analytic {float(got[worst])!r}, numerical {float(want_arr[worst])!r} "
+                f"element{where}: analytic {float(got[worst])!r}, "
+                f"numerical {float(want_arr[worst])!r} "
                 f"(rtol={rtol}, atol={atol}; backend {gfn.backend})")
     return gfn

@@ -7,7 +7,7 @@ differentiable operations AND reach a seeded output without passing through
 ``stop_gradient`` or a non-differentiable operation.  Only active
 operations get adjoint code.
 """
-from .ir import atom_vars
+from .ir import Seq, atom_vars
 
 
 def differentiable_operands(op):
@@ -22,7 +22,12 @@ def differentiable_operands(op):
         bound = op.rule.bind(op.args, op.kwargs)
     except TypeError:
         return op.operand_vars()
-    return [n for p in op.rule.diff_params if p in bound for n in atom_vars(bound[p])]
+    return [n for p in op.rule.diff_params if p in bound for n in atom_vars(_as_atom(bound[p]))]
+
+
+def _as_atom(value):
+    """A template's ``*args`` binds to a plain tuple of atoms: read it as a Seq."""
+    return Seq(tuple(value)) if isinstance(value, tuple) else value
 
 
 def active_names(lowered, wrt, seeds):
