@@ -250,3 +250,8 @@ def norm_adjoint(g, ans, x, ord, axis, keepdims):
 def einsum_adjoints(g, subscripts, operands):
     """The adjoints of every operand of ``np.einsum(subscripts, *operands)``."""
     return [einsum_adjoint(g, subscripts, operands, i) for i in range(len(operands))]
+
+
+def copy_value(value):
+    """A copy of an array (a scalar as it is): what an in-place update overwrites."""
+    return np.copy(value) if isinstance(value, np.ndarray) else value

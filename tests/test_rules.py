@@ -57,12 +57,18 @@ def DISTINCT(*shape):
     return (rng.permutation(n) * 0.37 - n * 0.15).reshape(shape)
 
 
-EINSUM_ACTIVITY = ("compiler bug: activity.differentiable_operands drops the *operands of a "
-                   "template (bound as a python tuple, not a Seq), so einsum operands get no "
-                   "gradient")
 IDX = np.array([0, 2, 0, 1, 2, 2])          # repeated indices
 MASK = R(3, 4) > 0
 MASK[0, 0] = True
+
+
+def branchy(x, y):
+    """A branch on a run-time value: the compiler merges ``z`` with "assign" copies."""
+    if np.sum(x) > 0:
+        z = x * y
+    else:
+        z = np.sin(x) + y
+    return np.sum(np.sin(z))
 
 
 class Case:
@@ -128,6 +134,8 @@ CASES = [
     C("builtin_max_b", lambda x, y: max(x, y) * y, [0.2, 0.7], (0, 1)),
     C("builtin_min", lambda x, y: min(x, y) * y, [0.7, 0.2], (0, 1)),
     C("builtin_min_b", lambda x, y: min(x, y) * y, [0.2, 0.7], (0, 1)),
+    C("branch_assign_then", branchy, [P(3, 4), R(4)], (0, 1), numba=True),
+    C("branch_assign_else", branchy, [-P(3, 4), R(4)], (0, 1)),
     # ------------------------------------------------------------ math on python floats
     C("math_exp", lambda x: math.exp(x) * x, [0.7], numba=True),
     C("math_log", lambda x: math.log(x) * x, [1.7]),

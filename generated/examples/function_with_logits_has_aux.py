@@ -33,8 +33,7 @@ def function_with_logits_value_and_grad(x, y, w, b):
     # sensitivity of the output
     dout = rt.ones_like(out)
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:33)
-    dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1,
-    None)
+    dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
     dloss = rt.unbroadcast(dloss_1 * t2, loss)
     dt12 = rt.unbroadcast(dloss, t12)
     dt14 = rt.unbroadcast(-dloss, t14)

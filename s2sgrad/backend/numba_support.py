@@ -313,3 +313,10 @@ def _norm_adjoint(g, ans, x, ord, axis, keepdims):
                 return (g / ans) * x
             raise NotImplementedError("gradient of np.linalg.norm with this ord")
         return vector
+
+
+@overload(rt.copy_value)
+def _copy_value(value):
+    if isinstance(value, types.Array):
+        return lambda value: value.copy()
+    return lambda value: value

@@ -5,9 +5,11 @@ output Var names that get a sensitivity (``seeds``); gives the set of
 *active* names: those that depend on a differentiated value through
 differentiable operations AND reach a seeded output without passing through
 ``stop_gradient`` or a non-differentiable operation.  Only active
-operations get adjoint code.
+operations get adjoint code.  Loops and in-place updates make names hold
+several values; the analysis iterates to a fixed point over every
+operation in the structured body, so a loop-carried dependence is seen.
 """
-from .ir import Seq, atom_vars
+from .ir import Op, Seq, SetItem, atom_vars, walk_ops
 
 
 def differentiable_operands(op):
@@ -30,14 +32,30 @@ def _as_atom(value):
     return Seq(tuple(value)) if isinstance(value, tuple) else value
 
 
+def _flows(stmt):
+    """(sources, targets) of one statement: gradient flows from targets back to sources."""
+    if isinstance(stmt, SetItem):
+        return atom_vars(stmt.value), [stmt.target]
+    return differentiable_operands(stmt), list(stmt.targets)
+
+
 def active_names(lowered, wrt, seeds):
     """The set of active variable names (see module doc)."""
+    flows = [_flows(s) for s in walk_ops(lowered.body) if isinstance(s, (Op, SetItem))]
     varied = set(wrt)
-    for op in lowered.body:
-        if any(n in varied for n in differentiable_operands(op)):
-            varied.update(op.targets)
+    changed = True
+    while changed:
+        changed = False
+        for sources, targets in flows:
+            if any(n in varied for n in sources) and not varied.issuperset(targets):
+                varied.update(targets)
+                changed = True
     useful = set(seeds)
-    for op in reversed(lowered.body):
-        if any(t in useful for t in op.targets):
-            useful.update(differentiable_operands(op))
+    changed = True
+    while changed:
+        changed = False
+        for sources, targets in reversed(flows):
+            if any(t in useful for t in targets) and not useful.issuperset(sources):
+                useful.update(sources)
+                changed = True
     return varied & useful

@@ -20,7 +20,7 @@ def to_source(node, use_astor=True):
     ast.fix_missing_locations(tree)
     if use_astor and astor is not None:
         try:
-            text = astor.to_source(tree)
+            text = astor.to_source(tree, pretty_source="".join)  # one statement, one line
         except Exception:  # noqa: BLE001 - fall back to the standard library
             text = ast.unparse(tree)
     else:

@@ -87,3 +87,61 @@ class LoweredFunction:
     free: list              # FreeValue, in first-use order
     body: list = field(default_factory=list)
     output: object = None   # an atom: what the function returns
+
+
+@dataclass
+class SetItem:
+    """``target[index] = value``: an in-place update of the array variable ``target``.
+
+    ``index_node`` is the index as a gast node over atoms, ``index`` its atom.
+    """
+    target: str
+    index_node: object
+    index: object
+    value: object
+    origin: object
+
+
+@dataclass
+class If:
+    """``if test: body else: orelse`` on a value known only at run time."""
+    test: object          # a Var (a Const test is folded while lowering)
+    body: list
+    orelse: list
+    origin: object
+
+
+@dataclass
+class Loop:
+    """A loop run at run time: ``for target in range(start, stop, step)`` or ``while test``.
+
+    ``counter`` counts the iterations run (the adjoint loop runs that many);
+    ``headers`` are the loop-carried variables (assigned before the loop by
+    an ``assign`` Op and at the end of each iteration); ``test_ops`` compute
+    a while loop's ``test`` before each iteration; ``break_flag`` is the
+    variable that ends the loop after an iteration that ran ``break``.
+    """
+    kind: str             # 'range' or 'while'
+    target: str | None    # the range loop's variable
+    bounds: tuple         # (start, stop, step) atoms for 'range'
+    test_ops: list
+    test: object
+    body: list
+    headers: list
+    counter: str
+    break_flag: object
+    origin: object
+
+
+def walk_ops(statements):
+    """Every Op and SetItem in a structured statement list, in forward order, descending
+    into branches and loops."""
+    for stmt in statements:
+        if isinstance(stmt, If):
+            yield from walk_ops(stmt.body)
+            yield from walk_ops(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            yield from walk_ops(stmt.test_ops)
+            yield from walk_ops(stmt.body)
+        else:
+            yield stmt

@@ -16,6 +16,7 @@ atom, every name resolved.  On the way it
 - raises ``UnsupportedConstructError`` naming the user's line for anything
   else.
 """
+import copy
 import inspect
 import math
 import operator
@@ -28,7 +29,10 @@ from ..errors import UnsupportedConstructError
 from ..rules import lookup
 from . import literals
 from .frontend import MISSING, parse_function
-from .ir import Const, FreeValue, LoweredFunction, Op, Seq, Var
+from .ir import (Const, FreeValue, If, Loop, LoweredFunction, Op, Seq, SetItem, Var,
+                 atom_vars)
+from .jumps import (assigned_names, remove_early_returns, remove_loop_jumps,
+                    returns_inside_loops)
 from .naming import NameAllocator
 
 BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -88,6 +92,8 @@ class Lowerer:
         self.free_objects = []  # keeps the objects alive while ids are in use
         self.paths = {}         # id(obj) -> a readable path to a resolved object
         self.stack = []         # the functions being inlined, to catch recursion
+        self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
+        self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
 
     # ------------------------------------------------------------ entry
 
@@ -120,7 +126,7 @@ class Lowerer:
                                           tuple(Var(p) for p in params), {}, None)
         else:
             self.stack.append(parsed.fn)
-            self.lower_body(frame, parsed.node.body)
+            self.lower_body(frame, self.function_body(frame, parsed))
             self.stack.pop()
         result = LoweredFunction(parsed.name, parsed.location(parsed.node), params,
                                  list(self.free.values()), self.ops,
@@ -129,6 +135,14 @@ class Lowerer:
         return result
 
     # ------------------------------------------------------------ statements
+
+    def function_body(self, frame, parsed):
+        """A function's statements with early returns made structured (see jumps.py)."""
+        inner = returns_inside_loops(parsed.node.body)
+        if inner is not None:
+            raise self.unsupported(frame, inner, "return inside a loop",
+                                   "set a variable and break, then return after the loop")
+        return remove_early_returns(parsed.node.body)
 
     def lower_body(self, frame, statements):
         for stmt in statements:
@@ -147,27 +161,34 @@ class Lowerer:
         elif isinstance(stmt, gast.AnnAssign) and stmt.value is not None:
             self.bind(frame, stmt.target, self.lower_expr(frame, stmt.value, _name_of(stmt.target)))
         elif isinstance(stmt, gast.AugAssign):
-            if not isinstance(stmt.target, gast.Name):
-                raise self.unsupported(frame, stmt, "augmented assignment to a subscript or attribute",
-                                       "write the update as a new array, e.g. y = x + delta")
-            load = gast.Name(id=stmt.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+            if not isinstance(stmt.target, (gast.Name, gast.Subscript)):
+                raise self.unsupported(frame, stmt, "augmented assignment to an attribute",
+                                       "assign to a local variable")
+            load = copy.deepcopy(stmt.target)
+            for node in gast.walk(load):
+                if hasattr(node, "ctx"):
+                    node.ctx = gast.Load()
             binop = gast.BinOp(left=load, op=stmt.op, right=stmt.value)
             gast.copy_location(binop, stmt)
-            self.bind(frame, stmt.target, self.lower_expr(frame, binop, stmt.target.id))
+            gast.copy_location(load, stmt)
+            self.bind(frame, stmt.target, self.lower_expr(frame, binop, _name_of(stmt.target)))
         elif isinstance(stmt, gast.Return):
             frame.output = self.lower_expr(frame, stmt.value) if stmt.value is not None else Const(None)
             frame.returned = True
         elif isinstance(stmt, gast.If):
             test = self.lower_expr(frame, stmt.test)
-            if not isinstance(test, Const):
-                raise self.unsupported(
-                    frame, stmt, "an `if` on a value computed at run time",
-                    "branches must depend on options known when grad() is built (Cell "
-                    "attributes, arguments' defaults); for elementwise choices use "
-                    "np.where(cond, a, b)")
-            self.lower_body(frame, stmt.body if test.value else stmt.orelse)
+            if isinstance(test, Const):
+                self.lower_body(frame, stmt.body if test.value else stmt.orelse)
+            else:
+                self.lower_if(frame, stmt, test)
         elif isinstance(stmt, gast.For):
-            self.lower_static_for(frame, stmt)
+            if stmt.orelse:
+                raise self.unsupported(frame, stmt, "for ... else", "remove the else clause")
+            self.lower_for(frame, stmt)
+        elif isinstance(stmt, gast.While):
+            if stmt.orelse:
+                raise self.unsupported(frame, stmt, "while ... else", "remove the else clause")
+            self.lower_loop(frame, stmt, None)
         elif isinstance(stmt, gast.Expr):
             if isinstance(stmt.value, gast.Constant):
                 return  # a docstring or a bare constant
@@ -179,27 +200,230 @@ class Lowerer:
             raise self.unsupported(frame, stmt, _statement_name(stmt),
                                    "rewrite the function without it")
 
-    def lower_static_for(self, frame, stmt):
-        iterable = self.lower_expr(frame, stmt.iter)
+    # ------------------------------------------------------------ control flow
+
+    def lower_if(self, frame, stmt, test):
+        """A branch on a run-time value: both sides lowered, variables merged by assignments
+        at the end of each side (the branches' 'phi' copies)."""
+        before = dict(frame.env)
+        sides = []
+        for statements in (stmt.body, stmt.orelse):
+            frame.env = dict(before)
+            frame.output, frame.returned = None, False
+            ops = self.collect(lambda: self.lower_body(frame, statements))
+            sides.append((ops, frame.env, frame.output if frame.returned else None))
+        (body, env_body, out_body), (orelse, env_else, out_else) = sides
+        frame.env = dict(before)
+        location = frame.location(stmt)
+        for name in dict.fromkeys(list(env_body) + list(env_else)):
+            a, b = env_body.get(name), env_else.get(name)
+            if a == b:
+                frame.env[name] = a
+            else:
+                frame.env[name] = self.merge(frame, stmt, name, a, b, body, orelse, location)
+        if (out_body is None) != (out_else is None):
+            raise self.unsupported(frame, stmt, "a branch that returns while the other falls "
+                                   "through", "return from both branches, or from neither")
+        if out_body is not None:
+            frame.output = self.merge(frame, stmt, "result", out_body, out_else, body, orelse,
+                                      location)
+            frame.returned = True
+        else:
+            frame.output, frame.returned = None, False
+        self.ops.append(If(test, body, orelse, location))
+
+    def merge(self, frame, stmt, name, a, b, body, orelse, location):
+        """The atom that holds ``a`` after ``body`` and ``b`` after ``orelse``."""
+        if isinstance(a, Seq) or isinstance(b, Seq):
+            if not (isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items)):
+                raise self.unsupported(frame, stmt, f"`{name}` is a tuple of different lengths "
+                                       f"in the two branches", "give it the same structure")
+            return Seq(tuple(self.merge(frame, stmt, name, x, y, body, orelse, location)
+                             for x, y in zip(a.items, b.items)), a.kind)
+        if a == b:
+            return a
+        for atom in (a, b):
+            if isinstance(atom, Const) and not literals.is_literal(atom.value) \
+                    and atom.value is not None:
+                raise self.unsupported(frame, stmt, f"`{name}` names different objects in the "
+                                       f"two branches", "branch on values, not on functions")
+        merged = self.names.fresh(name if name.isidentifier() else "v")
+        for atom, ops in ((a, body), (b, orelse)):
+            if atom is not None:
+                ops.append(self.assign_op(merged, atom, location))
+        return Var(merged)
+
+    def assign_op(self, target, atom, location):
+        """``target = atom``: a copy that passes the gradient through."""
+        return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
+                  lookup("assign"))
+
+    def collect(self, lower):
+        """Run ``lower`` with a fresh op list; returns the ops it appended."""
+        saved, self.ops = self.ops, []
+        try:
+            lower()
+            return self.ops
+        finally:
+            self.ops = saved
+
+    def lower_for(self, frame, stmt):
+        call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
+        func = self.lower_expr(frame, call.func) if call is not None else None
+        if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
+            func = None
+            iterable = self.lower_expr(frame, stmt.iter)
+            if isinstance(iterable, Seq) or (
+                    isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple))
+                    and not all(isinstance(v, (int, float)) for v in iterable.value)):
+                return self.lower_unrolled_for(frame, stmt, iterable)
+        if isinstance(func, Const) and func.value is range:
+            bounds = [self.lower_expr(frame, a) for a in call.args]
+            if len(bounds) == 1:
+                bounds = [Const(0)] + bounds
+            if len(bounds) == 2:
+                bounds = bounds + [Const(1)]
+            return self.lower_loop(frame, stmt, ("range", tuple(bounds), stmt.target, []))
+        if isinstance(func, Const) and func.value in (enumerate, zip):
+            seqs = [self.lower_expr(frame, a) for a in call.args]
+            rows = seqs
+        else:
+            seqs, rows = [iterable], [iterable]
+        if not all(isinstance(q, Var) for q in seqs):
+            raise self.unsupported(frame, stmt, "a `for` loop over this iterable",
+                                   "loop over range(...), an array, enumerate(array) or "
+                                   "zip(arrays...)")
+        length = self.emit(frame, stmt, "attr.shape", (seqs[0],), {}, gast.Subscript(
+            value=gast.Attribute(value=self.atom_node(seqs[0]), attr="shape", ctx=gast.Load()),
+            slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
+        for extra in seqs[1:]:
+            other = self.emit(frame, stmt, "attr.shape", (extra,), {}, gast.Subscript(
+                value=gast.Attribute(value=self.atom_node(extra), attr="shape", ctx=gast.Load()),
+                slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
+            length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
+                gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
+                (length, other), {}), "n")
+        index = gast.Name(id=self.names.fresh("i"), ctx=gast.Store(), annotation=None,
+                          type_comment=None)
+        return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
+                                             [(func.value if isinstance(func, Const) else None,
+                                               rows)]))
+
+    def lower_unrolled_for(self, frame, stmt, iterable):
         if isinstance(iterable, Seq):
             items = list(iterable.items)
-        elif isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple)) and not \
-                all(isinstance(v, (int, float)) for v in iterable.value):
-            items = [self.const_or_free(v, self.paths.get(id(v), "item")) for v in iterable.value]
         else:
-            raise self.unsupported(
-                frame, stmt, "a `for` loop over values computed at run time",
-                "loops are unrolled only over fixed sequences (a Cell's children, a tuple of "
-                "arrays); run-time loops come with s2sgrad's control-flow support")
-        if stmt.orelse:
-            raise self.unsupported(frame, stmt, "for ... else", "remove the else clause")
+            items = [self.const_or_free(v, self.paths.get(id(v), "item")) for v in iterable.value]
         for node in gast.walk(stmt):
             if isinstance(node, (gast.Break, gast.Continue)):
-                raise self.unsupported(frame, node, "break/continue in an unrolled loop",
-                                       "remove it")
+                raise self.unsupported(frame, node, "break/continue in a loop over a fixed "
+                                       "sequence (it is unrolled)", "remove it")
         for item in items:
             self.bind(frame, stmt.target, item)
             self.lower_body(frame, stmt.body)
+
+    def lower_loop(self, frame, stmt, spec):
+        """A loop that runs at run time (``for`` over a range or array rows, ``while``).
+
+        ``spec`` is None for a while loop, else ('range', bounds, target node,
+        [(enumerate|zip|None, sequences)]) whose rows are read at each iteration start.
+        """
+        location = frame.location(stmt)
+        flag = self.names.fresh("stop")
+        flag_used = _contains_break(stmt.body)
+        body_src = remove_loop_jumps(stmt.body, flag)
+        if flag_used:
+            init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
+                                                  type_comment=None)],
+                               value=gast.Constant(value=False, kind=None), type_comment=None)
+            body_src = [gast.copy_location(init, stmt)] + body_src
+        assigned = assigned_names(body_src)
+        if spec is not None:
+            assigned = [n for n in assigned_names([gast.Assign(targets=[spec[2]], value=None)])
+                        if n not in assigned] + assigned
+        carried = [n for n in assigned if n in frame.env and n != flag
+                   and isinstance(frame.env[n], (Var, Const, Seq))]
+        headers = []      # (name, atom of header variables) per loop-carried name
+        header_vars = []
+        for name in carried:
+            atom = self.carry(frame.env[name], name, location, header_vars)
+            frame.env[name] = atom
+            headers.append((name, atom))
+        counter = self.names.fresh("n_iter")
+        test_ops, test = [], None
+        if spec is None:
+            holder = []
+            test_ops = self.collect(lambda: holder.append(self.lower_expr(frame, stmt.test)))
+            test = holder[0]
+            target = None
+            bounds = ()
+        else:
+            _, bounds, target_node, rows = spec
+            target = self.names.fresh(target_node.id if isinstance(target_node, gast.Name)
+                                      else "i")
+            self.int_vars.add(target)
+        before = dict(frame.env)
+
+        def lower_body():
+            if spec is not None:
+                index = Var(target)
+                if rows:
+                    kind, seqs = rows[0]
+                    items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
+                    if kind is enumerate:
+                        value = Seq((index, items[0]))
+                    elif kind is zip:
+                        value = Seq(tuple(items))
+                    else:
+                        value = items[0]
+                    self.bind(frame, stmt.target, value)
+                else:
+                    self.bind(frame, stmt.target, index)
+            self.lower_body(frame, body_src)
+            if frame.returned:
+                raise self.unsupported(frame, stmt, "return inside a loop",
+                                       "set a variable and break, then return after the loop")
+            for name, atom in headers:
+                self.uncarry(frame, stmt, name, frame.env.get(name), atom, location)
+
+        body = self.collect(lower_body)
+        after = frame.env
+        break_flag = after.get(flag) if flag_used else None
+        frame.env = dict(before)
+        for name in assigned:
+            if name in after and name != flag and name not in dict(headers):
+                frame.env[name] = after[name]          # a body variable read after the loop
+        for name, atom in headers:
+            frame.env[name] = atom
+        self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
+                             test, body, header_vars, counter, break_flag, location))
+
+    def carry(self, atom, name, location, header_vars):
+        """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
+        before the loop; returns the atom made of them."""
+        if isinstance(atom, Seq):
+            return Seq(tuple(self.carry(a, name, location, header_vars) for a in atom.items),
+                       atom.kind)
+        if isinstance(atom, Const) and not literals.is_literal(atom.value):
+            return atom       # a function or module: not a value the loop changes
+        header = self.names.fresh(name)
+        self.ops.append(self.assign_op(header, atom, location))
+        header_vars.append(header)
+        return Var(header)
+
+    def uncarry(self, frame, stmt, name, value, header, location):
+        """At the end of an iteration: copy ``value`` into the loop-carried ``header``."""
+        if isinstance(header, Seq):
+            if not (isinstance(value, Seq) and len(value.items) == len(header.items)):
+                raise self.unsupported(frame, stmt, f"`{name}` changes structure inside the "
+                                       f"loop", "keep tuples the same length in every iteration")
+            for v, h in zip(value.items, header.items):
+                self.uncarry(frame, stmt, name, v, h, location)
+        elif isinstance(header, Var) and value != header:
+            if isinstance(value, Seq):
+                raise self.unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
+                                       "keep its structure the same in every iteration")
+            self.ops.append(self.assign_op(header.name, value, location))
 
     def bind(self, frame, target, value):
         """Assign the atom ``value`` to a target (a name or a tuple/list of targets)."""
@@ -221,10 +445,19 @@ class Lowerer:
                 self.bind(frame, elt, item)
         elif isinstance(target, gast.Starred):
             raise self.unsupported(frame, target, "starred assignment", "unpack by index")
+        elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            base = frame.env.get(target.value.id)
+            if not isinstance(base, Var):
+                raise self.unsupported(frame, target, "assignment into something that is not an "
+                                       "array of this function", "make an array with "
+                                       "np.zeros(...) or x.copy() and assign into it")
+            index_node, index = self.lower_index(frame, target.slice)
+            self.mutated.add(base.name)
+            self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
         else:
             raise self.unsupported(
-                frame, target, "assignment to a subscript or attribute",
-                "build a new array instead (in-place updates come with s2sgrad's loop support)")
+                frame, target, "assignment to an attribute or a nested subscript",
+                "assign to a local array: a = x.copy(); a[i] = v")
 
     # ------------------------------------------------------------ expressions
 
@@ -360,8 +593,17 @@ class Lowerer:
         test = self.lower_expr(frame, node.test)
         if isinstance(test, Const):
             return self.lower_expr(frame, node.body if test.value else node.orelse, hint)
-        raise self.unsupported(frame, node, "a conditional expression on a run-time value",
-                               "use np.where(cond, a, b)")
+        key = self.names.fresh(hint or "choice")
+        branches = []
+        for value in (node.body, node.orelse):
+            assign = gast.Assign(targets=[gast.Name(id=key, ctx=gast.Store(), annotation=None,
+                                                    type_comment=None)],
+                                 value=value, type_comment=None)
+            branches.append([gast.copy_location(assign, node)])
+        stmt = gast.copy_location(gast.If(test=node.test, body=branches[0], orelse=branches[1]),
+                                  node)
+        self.lower_if(frame, stmt, test)
+        return frame.env.pop(key)
 
     def expr_Subscript(self, frame, node, hint):
         base = self.lower_expr(frame, node.value)
@@ -385,7 +627,9 @@ class Lowerer:
                 raise self.unsupported(frame, node, "indexing a constant with a run-time index",
                                        "make the constant an array")
         expr = gast.Subscript(value=self.atom_node(base), slice=index_node, ctx=gast.Load())
-        return self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
+        result = self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
+        self.ops[-1].basic_index = all(v in self.int_vars for v in atom_vars(index))
+        return result
 
     def lower_index(self, frame, node):
         """An index expression -> (gast node with atoms, atom). Slices become Const slices
@@ -543,7 +787,7 @@ class Lowerer:
         library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
         callee = Frame(parsed, env, frame.location(node) if library else None)
         self.stack.append(fn)
-        self.lower_body(callee, parsed.node.body)
+        self.lower_body(callee, self.function_body(callee, parsed))
         self.stack.pop()
         return callee.output if callee.output is not None else Const(None)
 
@@ -614,6 +858,18 @@ class Lowerer:
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),
                                          _source_segment(frame, node), hint)
+
+
+def _contains_break(statements):
+    for stmt in statements:
+        stack = [stmt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, gast.Break):
+                return True
+            if not isinstance(node, (gast.For, gast.While)):
+                stack.extend(gast.iter_child_nodes(node))
+    return False
 
 
 def _without_defaults(fn, kwargs):

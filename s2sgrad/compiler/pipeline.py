@@ -8,10 +8,10 @@ run it (the order of its arguments, which gradients it returns).
 import gast
 
 from ..errors import OutputStructureError
-from .emit import location_comment, to_source
+from .emit import to_source
 from .ir import Seq, Var, atom_vars
 from .lower import Lowerer
-from .reverse import reverse
+from .reverse import Comment, _atom_node, reverse
 
 INDENT = "    "
 
@@ -55,11 +55,12 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     lowered.free = list(lowerer.free.values())
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
-    rev = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
-    grad_of = dict(zip([v for v in wrt_vars if v is not None], rev.grads))
+    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
+    grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     fname = names.fresh(f"{lowered.name}_value_and_grad")
-    source = _emit(lowered, rev, returned, fname, title or _title(lowered, positions, weights))
+    source = _emit(lowered, sweeps, returned, fname, title or _title(lowered, positions, weights),
+                   lowerer.mutated)
     return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
                      len(params))
 
@@ -84,50 +85,70 @@ def _title(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def _emit(lowered, rev, returned, fname, title):
-    backward = [s for b in rev.blocks for s in b.statements]
-    needed = set(atom_vars(lowered.output))
-    for stmt in backward:
-        needed.update(n.id for n in gast.walk(stmt) if isinstance(n, gast.Name))
-    kept = []
-    for op in reversed(lowered.body):
-        if any(t in needed for t in op.targets):
-            kept.append(op)
-            needed.update(op.operand_vars())
-            if op.expr is not None:
-                needed.update(n.id for n in gast.walk(op.expr) if isinstance(n, gast.Name))
-    kept.reverse()
-    emitted = [op for op in kept if op.expr is not None]  # link Ops of custom rules emit nothing
-
+def _emit(lowered, sweeps, returned, fname, title, mutated):
     lines = [f"# s2sgrad: {title}",
              "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
              "import math", "", "import numpy as np", "", "from s2sgrad import runtime as rt",
              "", ""]
     args = lowered.params + [f.name for f in lowered.free]
     lines.append(f"def {fname}({', '.join(args)}):")
-    body = []
-    last_origin = None
-    for op in emitted:
-        if op.origin != last_origin:
-            body.append(location_comment(op.origin))
-            last_origin = op.origin
-        target = op.targets[0] if len(op.targets) == 1 else ", ".join(op.targets)
-        body.append(f"{target} = {to_source(op.expr)}")
-    from .reverse import _atom_node
-    from .literals import literal_node
-    value_src = to_source(_atom_node(lowered.output, literal_node)) if not isinstance(
-        lowered.output, Var) else lowered.output.name
-    if rev.blocks:
+    body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
+            for name in args if name in mutated]
+    body += [f"{stack} = []" for stack in sweeps.stacks]
+    body += render(sweeps.forward)
+    output = lowered.output
+    value_src = to_source(_atom_node(output)) if not isinstance(output, Var) else output.name
+    if mutated & set(atom_vars(output)) or (sweeps.backward and _restores(sweeps.backward)):
+        body.append(f"value = {_snapshot(output, mutated)}")
+        value_src = "value"
+    if sweeps.backward:
         body.append("")
-    for block in rev.blocks:
-        if block.origin is None:
-            body.append("# sensitivity of the output")
-        else:
-            body.append("# grad of: " + location_comment(block.origin)[2:])
-        body.extend(to_source(s) for s in block.statements)
+        body += render(sweeps.backward)
     grads = [g for g in returned if g is not None]
     grads_src = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
     body.append(f"return {value_src}, {grads_src}")
     lines.extend(INDENT + line if line else "" for line in body)
     return "\n".join(lines) + "\n"
 
+
+def _restores(backward):
+    """True when the adjoint sweep reassigns forward variables (tape pops, restores)."""
+    return any(isinstance(s, (gast.For, gast.If)) or (
+        isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript)
+        and not s.targets[0].value.id.startswith("d")) for s in backward)
+
+
+def _snapshot(atom, mutated):
+    """The output as it is at the end of the forward sweep (copies of arrays the adjoint
+    sweep restores in place)."""
+    if isinstance(atom, Seq):
+        inner = ", ".join(_snapshot(a, mutated) for a in atom.items)
+        return "(" + inner + ("," if len(atom.items) == 1 else "") + ")"
+    if isinstance(atom, Var):
+        return f"np.copy({atom.name})" if atom.name in mutated else atom.name
+    return to_source(_atom_node(atom))
+
+
+def render(items, depth=0):
+    """Source lines of a statement list (gast statements and Comments), nested blocks
+    indented."""
+    pad = INDENT * depth
+    lines = []
+    for item in items:
+        if isinstance(item, Comment):
+            lines.append(f"{pad}# {item.text}")
+        elif isinstance(item, gast.If):
+            lines.append(f"{pad}if {to_source(item.test)}:")
+            lines += render(item.body, depth + 1)
+            if item.orelse:
+                lines.append(f"{pad}else:")
+                lines += render(item.orelse, depth + 1)
+        elif isinstance(item, gast.For):
+            lines.append(f"{pad}for {to_source(item.target)} in {to_source(item.iter)}:")
+            lines += render(item.body, depth + 1)
+        elif isinstance(item, gast.While):
+            lines.append(f"{pad}while {to_source(item.test)}:")
+            lines += render(item.body, depth + 1)
+        else:
+            lines += [pad + line for line in to_source(item).splitlines()]
+    return lines

@@ -17,27 +17,25 @@ import gast
 
 from ..errors import MissingRuleError
 from .activity import active_names
-from .ir import Const, Seq, Var, atom_vars
+from .emit import location_comment
+from .ir import Const, If, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops
 
 
-class Block:
-    """The adjoint statements of one source line."""
+class Comment:
+    """A comment line in a generated statement list."""
 
-    def __init__(self, origin):
-        self.origin = origin
-        self.statements = []
-
-
-class Reversed:
-    def __init__(self, blocks, grads, adjoint_names, active):
-        self.blocks = blocks
-        self.grads = grads
-        self.adjoint_names = adjoint_names
-        self.active = active
+    def __init__(self, text):
+        self.text = text
 
 
 def _name(id_, ctx=None):
     return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def _assign(target, value):
+    return gast.Assign(targets=[target if not isinstance(target, str)
+                                else _name(target, gast.Store())],
+                       value=value, type_comment=None)
 
 
 class _Adjoints:
@@ -63,42 +61,392 @@ class _Adjoints:
         else:
             self.defined.add(var)
             self.owned.discard(var)
-        out.append(gast.Assign(targets=[_name(target, gast.Store())], value=expr,
-                               type_comment=None))
+        out.append(_assign(target, expr))
+
+    def zero(self, var, out):
+        """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero."""
+        out.append(_assign(self.name(var), _call("rt", "zeros_like", [_name(var)])))
+        self.defined.add(var)
+        self.owned.add(var)
+
+
+class Sweeps:
+    """The two sweeps of a generated function, as statement lists (gast nodes, Comments).
+
+    ``stacks``: the tape stacks to create before the forward sweep;
+    ``grads``: for each differentiated name, its adjoint's name (None: no gradient).
+    """
+
+    def __init__(self, forward, backward, stacks, grads, active):
+        self.forward = forward
+        self.backward = backward
+        self.stacks = stacks
+        self.grads = grads
+        self.active = active
 
 
 def reverse(lowered, wrt, seeds, names):
+    """Both sweeps of ``lowered``: see the module doc and ``_Reverser``."""
     active = active_names(lowered, wrt, seeds)
-    adj = _Adjoints(names)
-    blocks = []
-    seed_block = Block(None)
+    rev = _Reverser(active, names)
+    backward = []
     for s in seeds:
         if s in active:
-            adj.accumulate(s, gast.Call(func=gast.Attribute(value=_name("rt"), attr="ones_like",
-                                                            ctx=gast.Load()),
-                                        args=[_name(s)], keywords=[]), seed_block.statements)
-    if seed_block.statements:
-        blocks.append(seed_block)
-    for op in reversed(lowered.body):
-        if not any(t in active and t in adj.defined for t in op.targets):
-            continue
-        block = Block(op.origin)
+            rev.adj.accumulate(s, _call("rt", "ones_like", [_name(s)]), backward)
+    if backward:
+        backward.insert(0, Comment("sensitivity of the output"))
+    backward.extend(rev.block(lowered.body, None))
+    body = _without_dead_ops(lowered.body, backward, lowered.output)
+    forward = rev.forward(body, None)
+    grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
+    return Sweeps(forward, backward, rev.stacks, grads, active)
+
+
+class _Reverser:
+    """Builds the adjoint sweep statement by statement, in reverse, and then the forward
+    sweep with the tape pushes the adjoint sweep needs.
+
+    Values that loops overwrite are kept on per-variable stacks: a loop's
+    body is in SSA form within one iteration, so the adjoint of an iteration
+    only needs each of its variables as that iteration left it.  The forward
+    sweep pushes, right after its assignment, every variable of the body that
+    the body's adjoint reads (a loop-carried variable: its value on entering
+    the iteration; a nested loop's variables: their values when it ends); the
+    adjoint loop pops them all at the start of each reversed iteration.
+    """
+
+    def __init__(self, active, names):
+        self.active = active
+        self.names = names
+        self.adj = _Adjoints(names)
+        self.stacks = []          # stack names to create at the top of the function
+        self.taped = {}           # id(Loop) -> {variable: stack name}
+        self.entering = {}        # id(Loop) -> {header variable: stack name}
+        self.saves = {}           # id(SetItem) -> (stack or variable name, in_loop)
+
+    # ------------------------------------------------------------ adjoint sweep
+
+    def block(self, statements, loop):
+        out = []
+        last = None
+        for stmt in reversed(statements):
+            if isinstance(stmt, Op):
+                items = self.op(stmt, loop)
+            elif isinstance(stmt, SetItem):
+                items = self.setitem(stmt, loop)
+            elif isinstance(stmt, If):
+                items = self.branch(stmt, loop)
+            else:
+                items = self.loop(stmt, loop)
+            if not items:
+                continue
+            if stmt.origin != last or isinstance(stmt, (If, Loop)):
+                out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
+                last = stmt.origin if isinstance(stmt, (Op, SetItem)) else None
+            out.extend(items)
+        return out
+
+    def op(self, op, loop):
+        if not any(t in self.active and t in self.adj.defined for t in op.targets):
+            return []
+        out = []
         if op.custom is not None:
-            op.custom.adjoint(op, adj, active, names, block.statements)
+            op.custom.adjoint(op, self.adj, self.active, self.names, out)
         elif op.primitive == "getitem" and isinstance(op.args[0], Var):
-            _getitem_adjoint(op, adj, active, block.statements)
+            _getitem_adjoint(op, self.adj, self.active, out)
         else:
             if op.rule is None:
                 raise _missing_rule(op)
             if not op.rule.differentiable:
-                continue  # carries no gradient (comparisons, shapes, a custom rule's forward)
-            _instantiate(op, adj, active, names, block.statements)
-        if blocks and blocks[-1].origin == op.origin:
-            blocks[-1].statements.extend(block.statements)
-        elif block.statements:
-            blocks.append(block)
-    grads = [adj.of.get(w) if w in adj.defined else None for w in wrt]
-    return Reversed(blocks, grads, adj.of, active)
+                return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
+            _instantiate(op, self.adj, self.active, self.names, out)
+        if loop is not None and op.targets[0] in loop.headers:
+            # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
+            self.adj.zero(op.targets[0], out)
+        return out
+
+    def setitem(self, stmt, loop):
+        out = []
+        x = stmt.target
+        dx_index = gast.Subscript(value=_name(self.adj.name(x)),
+                                  slice=copy.deepcopy(stmt.index_node), ctx=gast.Load())
+        if x in self.active and x in self.adj.defined:
+            if x not in self.adj.owned:
+                out.append(_assign(self.adj.name(x), _call("np", "copy", [_name(self.adj.name(x))])))
+                self.adj.owned.add(x)
+            value = stmt.value
+            if isinstance(value, Var) and value.name in self.active:
+                # a copy: the slice of dx is zeroed next
+                self.adj.accumulate(value.name, _call("rt", "unbroadcast", [
+                    _call("rt", "copy_value", [dx_index]), _name(value.name)]), out)
+            target = copy.deepcopy(dx_index)
+            target.ctx = gast.Store()
+            out.append(_assign(target, gast.Constant(value=0, kind=None)))
+        saved = self.names.fresh(x + ("_saved" if loop is not None else "_old"))
+        self.saves[id(stmt)] = (saved, loop is not None)
+        if loop is not None:
+            self.stacks.append(saved)
+            old = gast.Call(func=gast.Attribute(value=_name(saved), attr="pop", ctx=gast.Load()),
+                            args=[], keywords=[])
+        else:
+            old = _name(saved)
+        restore = gast.Subscript(value=_name(x), slice=copy.deepcopy(stmt.index_node),
+                                 ctx=gast.Store())
+        out.append(_assign(restore, old))
+        return out
+
+    def branch(self, stmt, loop):
+        out = []
+        inside = set(_assigned(stmt.body) + _assigned(stmt.orelse))
+        for v in _contributed([stmt], self.active):
+            if v not in inside and v not in self.adj.defined:
+                self.adj.zero(v, out)
+        defined, owned = set(self.adj.defined), set(self.adj.owned)
+        body = self.block(stmt.body, loop)
+        owned_body = set(self.adj.owned)
+        self.adj.defined, self.adj.owned = set(defined), set(owned)
+        orelse = self.block(stmt.orelse, loop)
+        self.adj.defined = defined
+        self.adj.owned = owned & owned_body & self.adj.owned
+        if not any(not isinstance(s, Comment) for s in body + orelse):
+            return out
+        out.append(gast.If(test=_atom_node(stmt.test, None), body=body or [gast.Pass()],
+                           orelse=orelse))
+        return out
+
+    def loop(self, stmt, parent):
+        out = []
+        inside = set(_assigned(stmt.body)) | set(_assigned(stmt.test_ops))
+        for v in _contributed([stmt], self.active):
+            if (v not in inside or v in stmt.headers) and v not in self.adj.defined:
+                self.adj.zero(v, out)
+        defined, owned = set(self.adj.defined), set(self.adj.owned)
+        body = self.block(stmt.body, stmt)
+        self.adj.defined = defined
+        self.adj.owned = owned & self.adj.owned
+        if not any(not isinstance(s, Comment) for s in body):
+            return out
+        referenced = {n.id for s in body for n in _walk(s) if isinstance(n, gast.Name)}
+        carried = stmt.headers + ([stmt.target] if stmt.target else [])
+        entering = {h: self._stack(h) for h in carried if h in referenced}
+        taped = {v: self._stack(v) for v in _level_assigned(stmt.body)
+                 if v in referenced and v not in stmt.headers}
+        self.entering[id(stmt)] = entering
+        self.taped[id(stmt)] = taped
+        prologue = _pops(stmt.body, taped) + [
+            _assign(h, _pop(s)) for h, s in entering.items()]
+        out.append(gast.For(target=_name("_", gast.Store()),
+                            iter=gast.Call(func=_name("range"), args=[_name(stmt.counter)],
+                                           keywords=[]),
+                            body=prologue + body, orelse=[], type_comment=None))
+        return out
+
+    def _stack(self, var):
+        name = self.names.fresh(var + "_stack")
+        self.stacks.append(name)
+        return name
+
+    # ------------------------------------------------------------ forward sweep
+
+    def forward(self, statements, loop):
+        out = []
+        last = None
+        taped = self.taped.get(id(loop), {}) if loop is not None else {}
+        nested = _nested_headers(statements)
+        for stmt in statements:
+            if isinstance(stmt, (Op, SetItem)) and stmt.origin != last:
+                out.append(Comment(location_comment(stmt.origin)[2:]))
+                last = stmt.origin
+            if isinstance(stmt, Op):
+                if stmt.expr is None:
+                    continue  # the link of a custom rule: nothing to run
+                out.append(_assign(gast.Tuple(elts=[_name(t, gast.Store()) for t in stmt.targets],
+                                              ctx=gast.Store()) if len(stmt.targets) > 1
+                                   else stmt.targets[0], stmt.expr))
+                out.extend(_push(s, t) for t, s in taped.items()
+                           if t in stmt.targets and t not in nested)
+            elif isinstance(stmt, SetItem):
+                out.extend(self._forward_setitem(stmt))
+            elif isinstance(stmt, If):
+                last = None
+                out.append(gast.If(test=_atom_node(stmt.test, None),
+                                   body=self.forward(stmt.body, loop) or [gast.Pass()],
+                                   orelse=self.forward(stmt.orelse, loop)))
+            else:
+                last = None
+                out.extend(self._forward_loop(stmt))
+                out.extend(_push(taped[v], v) for v in [stmt.counter] + stmt.headers
+                           if v in taped)
+        return out
+
+    def _forward_setitem(self, stmt):
+        out = []
+        saved, in_loop = self.saves.get(id(stmt), (None, False))
+        if saved is not None:
+            current = gast.Subscript(value=_name(stmt.target),
+                                     slice=copy.deepcopy(stmt.index_node), ctx=gast.Load())
+            value = _call("rt", "copy_value", [current])
+            out.append(_push(saved, value) if in_loop else _assign(saved, value))
+        target = gast.Subscript(value=_name(stmt.target), slice=copy.deepcopy(stmt.index_node),
+                                ctx=gast.Store())
+        out.append(_assign(target, _atom_node(stmt.value, None)))
+        return out
+
+    def _forward_loop(self, stmt):
+        out = [Comment(location_comment(stmt.origin)[2:]),
+               _assign(stmt.counter, gast.Constant(value=0, kind=None))]
+        body = [gast.AugAssign(target=_name(stmt.counter, gast.Store()), op=gast.Add(),
+                               value=gast.Constant(value=1, kind=None))]
+        body += [_push(s, h) for h, s in self.entering.get(id(stmt), {}).items()]
+        body += self.forward(stmt.body, stmt)
+        if stmt.break_flag is not None:
+            body.append(gast.If(test=_atom_node(stmt.break_flag, None), body=[gast.Break()],
+                                orelse=[]))
+        if stmt.kind == "range":
+            out.append(gast.For(target=_name(stmt.target, gast.Store()),
+                                iter=gast.Call(func=_name("range"),
+                                               args=[_atom_node(b, None) for b in
+                                                     _short_range(stmt.bounds)], keywords=[]),
+                                body=body, orelse=[], type_comment=None))
+        else:
+            check = self.forward(stmt.test_ops, None) + [gast.If(
+                test=gast.UnaryOp(op=gast.Not(), operand=_atom_node(stmt.test, None)),
+                body=[gast.Break()], orelse=[])]
+            out.append(gast.While(test=gast.Constant(value=True, kind=None),
+                                  body=[s for s in check if not isinstance(s, Comment)] + body,
+                                  orelse=[]))
+        return out
+
+
+def _short_range(bounds):
+    start, stop, step = bounds
+    if isinstance(step, Const) and step.value == 1:
+        if isinstance(start, Const) and start.value == 0:
+            return [stop]
+        return [start, stop]
+    return [start, stop, step]
+
+
+def _push(stack, value):
+    value = _name(value) if isinstance(value, str) else value
+    return gast.Expr(value=gast.Call(func=gast.Attribute(value=_name(stack), attr="append",
+                                                         ctx=gast.Load()),
+                                     args=[value], keywords=[]))
+
+
+def _pop(stack):
+    return gast.Call(func=gast.Attribute(value=_name(stack), attr="pop", ctx=gast.Load()),
+                     args=[], keywords=[])
+
+
+def _pops(statements, taped):
+    """The pops that restore, at the start of a reversed iteration, every taped variable as
+    the forward iteration left it (mirroring its branches)."""
+    out = []
+    nested = _nested_headers(statements)
+    for stmt in statements:
+        if isinstance(stmt, Op):
+            out.extend(_assign(t, _pop(taped[t])) for t in stmt.targets
+                       if t in taped and t not in nested)
+        elif isinstance(stmt, If):
+            body, orelse = _pops(stmt.body, taped), _pops(stmt.orelse, taped)
+            if body or orelse:
+                out.append(gast.If(test=_atom_node(stmt.test, None), body=body or [gast.Pass()],
+                                   orelse=orelse))
+        elif isinstance(stmt, Loop):
+            out.extend(_assign(v, _pop(taped[v])) for v in [stmt.counter] + stmt.headers
+                       if v in taped)
+    return out
+
+
+def _nested_headers(statements):
+    """Loop-carried variables of the loops directly in ``statements``: their values are
+    taped when the loop ends, not when initialised."""
+    return {h for s in statements if isinstance(s, Loop) for h in s.headers}
+
+
+def _level_assigned(statements):
+    """Variables this level of a loop body assigns: its ops' targets (in branches too), and
+    the counters and loop-carried variables of the loops directly in it (their values when
+    they end).  A nested loop's own body is its business."""
+    names = []
+    nested = _nested_headers(statements)
+    for stmt in statements:
+        if isinstance(stmt, Op):
+            names.extend(t for t in stmt.targets if t not in nested)
+        elif isinstance(stmt, If):
+            names.extend(_level_assigned(stmt.body) + _level_assigned(stmt.orelse))
+        elif isinstance(stmt, Loop):
+            names.extend([stmt.counter] + stmt.headers)
+    return names
+
+
+def _assigned(statements):
+    return [t for s in walk_ops(statements) if isinstance(s, Op) for t in s.targets]
+
+
+def _contributed(statements, active):
+    """Active variables whose adjoints the statements' adjoint code may add to."""
+    out = []
+    for s in walk_ops(statements):
+        if isinstance(s, SetItem):
+            out.extend([s.target] + atom_vars(s.value))
+        elif isinstance(s, Op):
+            from .activity import differentiable_operands
+            out.extend(differentiable_operands(s))
+    return [v for v in dict.fromkeys(out) if v in active]
+
+
+def _walk(node):
+    if isinstance(node, Comment):
+        return []
+    return gast.walk(node)
+
+
+def _without_dead_ops(body, backward, output):
+    """The top-level forward ops whose results the output, the adjoint sweep or a kept
+    statement reads (statements inside branches and loops are all kept)."""
+    needed = set(atom_vars(output))
+    for stmt in backward:
+        needed.update(n.id for n in _walk(stmt) if isinstance(n, gast.Name))
+    kept = []
+    for stmt in reversed(body):
+        if isinstance(stmt, Op):
+            if not any(t in needed for t in stmt.targets):
+                continue
+            needed.update(stmt.operand_vars())
+            if stmt.expr is not None:
+                needed.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+        else:
+            needed.update(_statement_names(stmt))
+        kept.append(stmt)
+    kept.reverse()
+    return kept
+
+
+def _statement_names(stmt):
+    names = set()
+    if isinstance(stmt, SetItem):
+        names.add(stmt.target)
+        names.update(atom_vars(stmt.value) + atom_vars(stmt.index))
+        return names
+    if isinstance(stmt, If):
+        names.update(atom_vars(stmt.test))
+        for s in stmt.body + stmt.orelse:
+            names.update(_statement_names(s))
+        return names
+    if isinstance(stmt, Loop):
+        names.update(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
+        if stmt.break_flag is not None:
+            names.update(atom_vars(stmt.break_flag))
+        for s in stmt.test_ops + stmt.body:
+            names.update(_statement_names(s))
+        return names
+    names.update(stmt.targets)
+    names.update(stmt.operand_vars())
+    if stmt.expr is not None:
+        names.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+    return names
 
 
 def _missing_rule(op):
@@ -119,7 +467,7 @@ def _getitem_adjoint(op, adj, active, out):
         return
     g = _name(adj.name(op.targets[0]))
     index_node = copy.deepcopy(op.expr.slice)
-    basic = not atom_vars(op.args[1])
+    basic = getattr(op, "basic_index", False) or not atom_vars(op.args[1])
     if base not in adj.defined:
         out.append(gast.Assign(targets=[_name(adj.name(base), gast.Store())],
                                value=_call("np", "zeros_like", [_name(base)]), type_comment=None))
@@ -231,7 +579,9 @@ class _Substituter(gast.NodeTransformer):
         return node
 
 
-def _atom_node(atom, literal_node):
+def _atom_node(atom, literal_node=None):
+    if literal_node is None:
+        from .literals import literal_node
     if isinstance(atom, Var):
         return _name(atom.name)
     if isinstance(atom, Seq):

@@ -165,3 +165,8 @@ def _(ans, a, b):
 def _(ans, a, b):
     d[a] = d[ans] * (a <= b)
     d[b] = d[ans] * (a > b)
+
+
+@vjp("assign")
+def _(ans, a):
+    d[a] = d[ans]

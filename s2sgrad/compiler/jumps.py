@@ -1,0 +1,104 @@
+"""Structured control flow: ``break``, ``continue`` and ``return`` become nested branches.
+
+Both passes work on gast statement lists before lowering, in continuation-
+passing style: what follows a statement that may jump is moved into the
+branches that do not jump.
+
+- ``remove_loop_jumps(body, flag)``: a loop body without ``break`` and
+  ``continue``; ``break`` becomes ``flag = True`` (the loop ends after an
+  iteration that set it), ``continue`` ends the iteration's code path.
+- ``remove_early_returns(body)``: a function body in which every ``return``
+  is the last statement of its path (so branches merge the returned values).
+Nested loops keep their own jumps: each loop is handled when it is lowered.
+"""
+import copy
+
+import gast
+
+
+def _contains(node, kinds):
+    """True when ``node`` holds a statement of ``kinds`` outside nested loops/functions."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kinds):
+            return True
+        for child in gast.iter_child_nodes(n):
+            if not isinstance(child, (gast.For, gast.While, gast.FunctionDef, gast.Lambda)):
+                stack.append(child)
+    return False
+
+
+def _flag_assign(flag, node):
+    stmt = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
+                                          type_comment=None)],
+                       value=gast.Constant(value=True, kind=None), type_comment=None)
+    return gast.copy_location(stmt, node)
+
+
+def _if(node, body, orelse):
+    new = gast.If(test=node.test, body=body or [gast.copy_location(gast.Pass(), node)],
+                  orelse=orelse)
+    return gast.copy_location(new, node)
+
+
+def remove_loop_jumps(statements, flag):
+    """The loop body ``statements`` with break/continue turned into branches (see module doc)."""
+    return _without_loop_jumps(statements, [], flag)
+
+
+def _without_loop_jumps(statements, cont, flag):
+    prefix = []
+    for k, stmt in enumerate(statements):
+        if isinstance(stmt, gast.Break):
+            return prefix + [_flag_assign(flag, stmt)]
+        if isinstance(stmt, gast.Continue):
+            return prefix
+        if isinstance(stmt, gast.If) and _contains(stmt, (gast.Break, gast.Continue)):
+            rest = _without_loop_jumps(statements[k + 1:], cont, flag)
+            body = _without_loop_jumps(stmt.body, copy.deepcopy(rest), flag)
+            orelse = _without_loop_jumps(stmt.orelse, rest, flag)
+            return prefix + [_if(stmt, body, orelse)]
+        prefix.append(stmt)
+    return prefix + cont
+
+
+def remove_early_returns(statements):
+    """The function body ``statements`` with every return last on its path (see module doc)."""
+    return _without_returns(statements, [])
+
+
+def _without_returns(statements, cont):
+    prefix = []
+    for k, stmt in enumerate(statements):
+        if isinstance(stmt, gast.Return):
+            return prefix + [stmt]
+        if isinstance(stmt, gast.If) and _contains(stmt, (gast.Return,)):
+            rest = _without_returns(statements[k + 1:], cont)
+            body = _without_returns(stmt.body, copy.deepcopy(rest))
+            orelse = _without_returns(stmt.orelse, rest)
+            return prefix + [_if(stmt, body, orelse)]
+        prefix.append(stmt)
+    return prefix + cont
+
+
+def assigned_names(statements):
+    """Names a statement list assigns (targets of =, +=, for, in nested blocks too)."""
+    names = []
+    for stmt in statements:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) \
+                    and node.id not in names:
+                names.append(node.id)
+    return names
+
+
+def returns_inside_loops(statements):
+    """The first ``return`` inside a loop of ``statements``, or None."""
+    for stmt in statements:
+        for node in gast.walk(stmt):
+            if isinstance(node, (gast.For, gast.While)):
+                for inner in gast.walk(node):
+                    if isinstance(inner, gast.Return):
+                        return inner
+    return None

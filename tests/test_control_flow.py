@@ -1,0 +1,293 @@
+"""Reverse mode through run-time control flow and in-place updates (finite differences, float64).
+
+Every function here runs under both backends: Numba (the default) and plain Python."""
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad.errors import UnsupportedConstructError
+from s2sgrad.testing import check_grad
+
+RNG = np.random.default_rng(7)
+
+
+def helper(a, b):
+    return np.sin(a) * b
+
+
+# ------------------------------------------------------------ the cases
+
+
+def branch_on_value(x):
+    if np.sum(x) > 0:
+        y = x * x
+    else:
+        y = np.exp(x)
+    return np.sum(y)
+
+
+def elif_chain(a, x):
+    s = np.sum(x)
+    if s > 10.0:
+        r = a * s
+    elif s > 0.0:
+        r = a * a * s
+    else:
+        r = -a
+    return r
+
+
+def defined_in_one_branch(a, x):
+    y = a * 2.0
+    if a > 0.0:
+        y = y * np.sum(x)
+        z = a
+    return y
+
+
+def conditional_expression(a, b):
+    c = a * b if a > b else a + b
+    return c * c
+
+
+def early_and_multiple_returns(a, b):
+    if a > 1.0:
+        return a * b
+    t = a + b
+    if b > 0.0:
+        return t * t
+    return t
+
+
+def recurrence(w, x):
+    h = 0.0
+    for i in range(x.shape[0]):
+        h = np.tanh(w * h + x[i])
+    return h
+
+
+def range_with_runtime_bounds(x, start, stop, step):
+    s = 0.0
+    for i in range(start, stop, step):
+        s = s + x[i] * x[i - 1]
+    return s
+
+
+def loop_over_rows(m, v):
+    total = 0.0
+    for row in m:
+        total = total + np.sum(row * v) ** 2
+    return total
+
+
+def enumerate_and_zip(a, b):
+    s = 0.0
+    for i, row in enumerate(a):
+        s = s + (i + 1.0) * np.sum(row)
+    for p, q in zip(a, b):
+        s = s + np.sum(p * q)
+    return s
+
+
+def while_data_dependent(x):
+    y = x
+    n = 0
+    while np.sum(y * y) < 100.0 and n < 50:
+        y = y * 1.5 + 0.1
+        n = n + 1
+    return np.sum(y)
+
+
+def break_and_continue(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] < 0.0:
+            continue
+        s = s + a * x[i] * x[i]
+        if s > 3.0:
+            break
+        s = s * 1.1
+    return s
+
+
+def zero_trip_loop(x, a):
+    s = a * 2.0
+    for i in range(x.shape[0], 2):
+        s = s * x[i]
+    return s
+
+
+def nested_loops_with_helper(a, b):
+    total = 0.0
+    for i in range(a.shape[0]):
+        inner = 0.0
+        for j in range(b.shape[0]):
+            inner = inner + helper(a[i], b[j])
+        total = total + inner * a[i]
+    return total
+
+
+def branch_in_loop_loop_in_branch(x, w):
+    s = 0.0
+    if w > 0.0:
+        for i in range(x.shape[0]):
+            if x[i] > 0.0:
+                s = s + w * x[i]
+            else:
+                s = s - x[i] * x[i]
+    else:
+        s = w * w
+    return s
+
+
+def overwritten_arrays_and_tuples(x):
+    pair = (x, x * 2.0)
+    for k in range(3):
+        pair = (pair[1] * 0.5, np.sin(pair[0]))
+    a, b = pair
+    return np.sum(a * b)
+
+
+def reassigned_argument(x, y):
+    x = x * y
+    y = np.exp(x)
+    x = x + y
+    return np.sum(x)
+
+
+def inplace_elements(x):
+    y = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        y[i] = x[i] * x[i]
+    z = x.copy()
+    z[0] = 3.0 * z[1]
+    return np.sum(y * z)
+
+
+def inplace_2d_augmented(m):
+    acc = np.zeros((2, 3))
+    for i in range(2):
+        for j in range(3):
+            acc[i, j] += m[i, j] * m[j, i]
+    return np.sum(acc * acc)
+
+
+def inplace_slices(x):
+    y = np.empty(6)
+    y[0:3] = x[:3] * 2.0
+    y[3:] = np.sin(x[3:])
+    y[1:4] += x[0:3] * x[1:4]
+    return np.sum(y ** 2)
+
+
+def heat_stencil(u0, k):
+    u = u0.copy()
+    un = u0.copy()
+    for step in range(5):
+        for i in range(1, u.shape[0] - 1):
+            un[i] = u[i] + k * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u = un.copy()
+    return np.sum(u ** 2)
+
+
+CASES = [
+    (branch_on_value, (RNG.normal(size=4) + 1.0,), 0),
+    (branch_on_value, (RNG.normal(size=4) - 2.0,), 0),
+    (elif_chain, (1.3, np.array([4.0, 7.0])), (0, 1)),
+    (elif_chain, (1.3, np.array([1.0, 2.0])), (0, 1)),
+    (elif_chain, (1.3, np.array([-1.0, -2.0])), (0, 1)),
+    (defined_in_one_branch, (0.7, np.array([1.0, 2.0])), (0, 1)),
+    (defined_in_one_branch, (-0.7, np.array([1.0, 2.0])), (0, 1)),
+    (conditional_expression, (2.0, 0.5), (0, 1)),
+    (conditional_expression, (0.5, 2.0), (0, 1)),
+    (early_and_multiple_returns, (2.0, 3.0), (0, 1)),
+    (early_and_multiple_returns, (0.5, 3.0), (0, 1)),
+    (early_and_multiple_returns, (0.5, -3.0), (0, 1)),
+    (recurrence, (0.8, RNG.normal(size=9)), (0, 1)),
+    (range_with_runtime_bounds, (RNG.normal(size=8), 1, 8, 2), 0),
+    (loop_over_rows, (RNG.normal(size=(3, 4)), RNG.normal(size=4)), (0, 1)),
+    (enumerate_and_zip, (RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))), (0, 1)),
+    (while_data_dependent, (np.array([0.3, -0.2]),), 0),
+    (break_and_continue, (np.array([1.0, -2.0, 1.5, 0.5, 2.0, 1.0]), 0.9), (0, 1)),
+    (zero_trip_loop, (np.array([1.0, 2.0, 3.0]), 1.5), (0, 1)),
+    (nested_loops_with_helper, (RNG.normal(size=3), RNG.normal(size=4)), (0, 1)),
+    (branch_in_loop_loop_in_branch, (np.array([1.0, -2.0, 0.5]), 0.7), (0, 1)),
+    (branch_in_loop_loop_in_branch, (np.array([1.0, -2.0, 0.5]), -0.7), (0, 1)),
+    (overwritten_arrays_and_tuples, (RNG.normal(size=3),), 0),
+    (reassigned_argument, (RNG.normal(size=3) * 0.3, RNG.normal(size=3)), (0, 1)),
+    (inplace_elements, (RNG.normal(size=4),), 0),
+    (inplace_2d_augmented, (RNG.normal(size=(3, 3)),), 0),
+    (inplace_slices, (RNG.normal(size=6),), 0),
+    (heat_stencil, (RNG.normal(size=10), 0.2), (0, 1)),
+]
+
+
+@pytest.mark.parametrize("backend", ["numba", "python"])
+@pytest.mark.parametrize("fn, args, positions", CASES,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_control_flow_gradient_matches_finite_differences(fn, args, positions, backend,
+                                                          monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    check_grad(fn, args, grad_position=positions, rtol=1e-5, atol=1e-7)
+
+
+def test_caller_arrays_are_never_mutated():
+    x = RNG.normal(size=4)
+    before = x.copy()
+
+    def f(x):
+        x[0] = x[1] * 2.0
+        return np.sum(x * x)
+
+    g = ms.grad(f)(x)
+    assert np.array_equal(x, before)
+    expected = 2 * np.array([before[1] * 2.0, before[1], before[2], before[3]])
+    expected[1] += 2 * (2 * before[1]) * 2.0
+    expected[0] = 0.0
+    np.testing.assert_allclose(g, expected)
+
+
+def test_loop_values_are_kept_on_a_tape_not_recomputed():
+    src = ms.grad(recurrence, (0, 1)).source
+    assert "h_1_stack.append(h_1)" in src and "h_1 = h_1_stack.pop()" in src
+    backward = src.split("# sensitivity of the output")[1]
+    code = "\n".join(line.split("#")[0] for line in backward.splitlines())
+    assert "np.tanh" not in code
+
+
+def test_recurrence_compiles_with_numba():
+    g = ms.grad(recurrence, (0, 1))
+    g(0.5, np.ones(5))
+    assert g.backend == "numba", g.fallback_reason
+
+
+@pytest.mark.parametrize("source, construct", [
+    ("def f(x):\n    for i in range(3):\n        if x > 0:\n            return x\n    return x\n",
+     "return inside a loop"),
+    ("def f(x):\n    out = []\n    for i in range(3):\n        out.append(x)\n    return x\n",
+     "a statement whose value is thrown away"),
+    ("def f(x):\n    def g(y):\n        return y\n    return g(x)\n",
+     "a nested function definition"),
+    ("def f(x):\n    return (x * i for i in range(3))\n", "a generator expression"),
+])
+def test_unsupported_constructs_name_the_line(tmp_path, source, construct):
+    path = tmp_path / "user_code.py"
+    path.write_text("import numpy as np\n" + source)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("user_code", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(UnsupportedConstructError) as info:
+        ms.grad(module.f)(1.0)
+    assert construct in str(info.value) and "user_code.py:" in str(info.value)
+
+
+def recursive(x, n):
+    if n <= 0:
+        return x
+    return recursive(x * 2.0, n - 1)
+
+
+def test_recursion_is_rejected_with_the_line():
+    with pytest.raises(UnsupportedConstructError, match="recursion into recursive"):
+        ms.grad(recursive)(1.0, 3)
