@@ -245,7 +245,17 @@ def _types(arrays):
     """Per argument: (numpy dtype, ndim) for arrays, None for anything else."""
     if arrays is None:
         return None
-    return [(a.dtype, a.ndim) if isinstance(a, np.ndarray) else None for a in arrays]
+    out = []
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            out.append((a.dtype, a.ndim))
+        elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+            out.append(("int", 0))
+        elif isinstance(a, (float, np.floating)):
+            out.append((None, 0))
+        else:
+            out.append(None)
+    return out
 
 
 def _is_array(obj):

@@ -58,10 +58,29 @@ SHAPE_METHODS = {"reshape", "transpose"}
 #: attributes of arrays: the ones that carry no gradient, and .T
 ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
+#: primitives whose result has the largest rank of their operands
+ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+               operator.neg, operator.pos, "assign", "copy", "stop_gradient", abs, float,
+               min, max, np.copy, np.ascontiguousarray, "astype"}
+#: integer arithmetic: ints in, an int out
+INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+               operator.neg, "assign"}
+#: reductions to a scalar when called with the array alone
+FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.var, np.std}
+
 #: calls folded while building when every argument is a plain constant
 FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
             math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype,
             np.issubdtype}
+
+
+class _RankChanged(Exception):
+    """A loop-carried variable's rank differs between iterations: lower the loop again
+    without assuming it."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
 
 
 class Frame:
@@ -85,7 +104,8 @@ class Lowerer:
 
     def __init__(self, arg_types=None):
         self.arg_types = arg_types
-        self.known = {}         # Var name -> (dtype, ndim) known while building
+        self.known = {}         # Var name -> (dtype, ndim) of arguments, known while building
+        self.ndims = {}         # Var name -> rank, where it is known while building
         self.names = NameAllocator()
         self.ops = []
         self.free = {}          # id(obj) -> FreeValue
@@ -118,7 +138,12 @@ class Lowerer:
             env[node.id] = Var(name)
             params.append(name)
             if self.arg_types is not None and i < len(self.arg_types) and self.arg_types[i]:
-                self.known[name] = self.arg_types[i]
+                dtype, ndim = self.arg_types[i]
+                self.ndims[name] = ndim
+                if isinstance(dtype, str) and dtype == "int":   # a Python int argument
+                    self.int_vars.add(name)
+                elif dtype is not None:
+                    self.known[name] = (dtype, ndim)
         frame = Frame(parsed, env)
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
             # a Cell with its own backward, differentiated as a whole
@@ -132,6 +157,8 @@ class Lowerer:
                                  list(self.free.values()), self.ops,
                                  frame.output if frame.output is not None else Const(None))
         result.parsed = parsed
+        result.ndims = self.ndims
+        result.int_vars = self.int_vars
         return result
 
     # ------------------------------------------------------------ statements
@@ -248,6 +275,9 @@ class Lowerer:
                 raise self.unsupported(frame, stmt, f"`{name}` names different objects in the "
                                        f"two branches", "branch on values, not on functions")
         merged = self.names.fresh(name if name.isidentifier() else "v")
+        if a is not None and b is not None and self.ndim_of(a) is not None \
+                and self.ndim_of(a) == self.ndim_of(b):
+            self.ndims[merged] = self.ndim_of(a)
         for atom, ops in ((a, body), (b, orelse)):
             if atom is not None:
                 ops.append(self.assign_op(merged, atom, location))
@@ -255,6 +285,8 @@ class Lowerer:
 
     def assign_op(self, target, atom, location):
         """``target = atom``: a copy that passes the gradient through."""
+        if self.ndim_of(atom) is not None and target not in self.ndims:
+            self.ndims[target] = self.ndim_of(atom)
         return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
                   lookup("assign"))
 
@@ -350,19 +382,18 @@ class Lowerer:
             frame.env[name] = atom
             headers.append((name, atom))
         counter = self.names.fresh("n_iter")
-        test_ops, test = [], None
-        if spec is None:
-            holder = []
-            test_ops = self.collect(lambda: holder.append(self.lower_expr(frame, stmt.test)))
-            test = holder[0]
-            target = None
-            bounds = ()
-        else:
+        target = None
+        bounds = ()
+        rows = []
+        if spec is not None:
             _, bounds, target_node, rows = spec
             target = self.names.fresh(target_node.id if isinstance(target_node, gast.Name)
                                       else "i")
             self.int_vars.add(target)
-        before = dict(frame.env)
+        entry = dict(frame.env)
+
+        def lower_test():
+            holder.append(self.lower_expr(frame, stmt.test))
 
         def lower_body():
             if spec is not None:
@@ -386,7 +417,17 @@ class Lowerer:
             for name, atom in headers:
                 self.uncarry(frame, stmt, name, frame.env.get(name), atom, location)
 
-        body = self.collect(lower_body)
+        while True:   # lowered again when a loop-carried variable turns out to change rank
+            frame.env = dict(entry)
+            holder = []
+            test_ops = self.collect(lower_test) if spec is None else []
+            test = holder[0] if holder else None
+            before = dict(frame.env)
+            try:
+                body = self.collect(lower_body)
+                break
+            except _RankChanged as changed:
+                self.ndims.pop(changed.name, None)
         after = frame.env
         break_flag = after.get(flag) if flag_used else None
         frame.env = dict(before)
@@ -423,6 +464,8 @@ class Lowerer:
             if isinstance(value, Seq):
                 raise self.unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
                                        "keep its structure the same in every iteration")
+            if header.name in self.ndims and self.ndim_of(value) != self.ndims[header.name]:
+                raise _RankChanged(header.name)
             self.ops.append(self.assign_op(header.name, value, location))
 
     def bind(self, frame, target, value):
@@ -799,7 +842,48 @@ class Lowerer:
         rule = lookup(prim) if custom is None else None
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
                            frame.location(node), rule, custom))
+        ndim = self.infer_ndim(prim, args, kwargs)
+        if ndim is not None:
+            self.ndims[name] = ndim
+        if prim in INTEGER_OPS and all(self.is_int(a) for a in args):
+            self.int_vars.add(name)
         return Var(name)
+
+    def is_int(self, atom):
+        """True when ``atom`` is known to be a Python int (a constant, a range variable...)."""
+        if isinstance(atom, Const):
+            return isinstance(atom.value, int) and not isinstance(atom.value, bool)
+        return isinstance(atom, Var) and atom.name in self.int_vars
+
+    def ndim_of(self, atom):
+        """The rank of an atom when it is known while building (None otherwise)."""
+        if isinstance(atom, Const):
+            return 0 if isinstance(atom.value, (int, float, np.number, bool)) else None
+        if isinstance(atom, Var):
+            return self.ndims.get(atom.name)
+        return None
+
+    def infer_ndim(self, prim, args, kwargs):
+        """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
+        rank rule is simple (elementwise, full reductions, scalar indexing); else None."""
+        if prim == "getitem":
+            base, index = args
+            items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
+            rank = self.ndim_of(base)
+            if rank is None or not all(
+                    (isinstance(i, Const) and isinstance(i.value, int) and
+                     not isinstance(i.value, bool)) or
+                    (isinstance(i, Var) and i.name in self.int_vars) for i in items):
+                return None
+            return rank - len(items) if len(items) <= rank else None
+        if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
+            return 0
+        if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
+                getattr(prim, "__module__", None) == "math":
+            ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
+            if ranks and None not in ranks:
+                return max(ranks)
+        return None
 
     def emit_getitem(self, frame, node, value, index, hint):
         expr = gast.Subscript(value=self.atom_node(value), slice=self.atom_node(index),
@@ -830,6 +914,7 @@ class Lowerer:
                 self.free[key] = FreeValue(name, obj, path)
                 data = np.asarray(obj)
                 self.known[name] = (data.dtype, data.ndim)
+                self.ndims[name] = data.ndim
                 self.free_objects.append(obj)
             return Var(self.free[key].name)
         return Const(obj)

@@ -30,6 +30,14 @@ class NameAllocator:
         self.used.add(name)
         return name
 
+    def snapshot(self):
+        """The allocator's state, to undo names handed out by a discarded attempt."""
+        return set(self.used), self._temp
+
+    def restore(self, state):
+        used, temp = state
+        self.used, self._temp = set(used), temp
+
     def temp(self):
         """A new temporary: ``t1``, ``t2``..."""
         while True:

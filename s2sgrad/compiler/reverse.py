@@ -88,7 +88,21 @@ class Sweeps:
 def reverse(lowered, wrt, seeds, names):
     """Both sweeps of ``lowered``: see the module doc and ``_Reverser``."""
     active = active_names(lowered, wrt, seeds)
-    rev = _Reverser(active, names)
+    ndims = getattr(lowered, "ndims", {})
+    state = names.snapshot()
+    rev, backward = _backward(lowered, seeds, active, names, ndims, frozenset())
+    unneeded = rev.unneeded_restores(backward)
+    if unneeded:   # build again without saving what no adjoint reads
+        names.restore(state)
+        rev, backward = _backward(lowered, seeds, active, names, ndims, unneeded)
+    body = _without_dead_ops(lowered.body, backward, lowered.output)
+    forward = rev.forward(body, None)
+    grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
+    return Sweeps(forward, backward, rev.stacks, grads, active)
+
+
+def _backward(lowered, seeds, active, names, ndims, skip_restores):
+    rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()))
     backward = []
     for s in seeds:
         if s in active:
@@ -96,10 +110,7 @@ def reverse(lowered, wrt, seeds, names):
     if backward:
         backward.insert(0, Comment("sensitivity of the output"))
     backward.extend(rev.block(lowered.body, None))
-    body = _without_dead_ops(lowered.body, backward, lowered.output)
-    forward = rev.forward(body, None)
-    grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active)
+    return rev, backward
 
 
 class _Reverser:
@@ -115,9 +126,13 @@ class _Reverser:
     adjoint loop pops them all at the start of each reversed iteration.
     """
 
-    def __init__(self, active, names):
+    def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset()):
         self.active = active
+        self.int_vars = int_vars
         self.names = names
+        self.ndims = ndims
+        self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
+        self.restores = {}        # id(restore statement) -> array name
         self.adj = _Adjoints(names)
         self.stacks = []          # stack names to create at the top of the function
         self.taped = {}           # id(Loop) -> {variable: stack name}
@@ -159,7 +174,7 @@ class _Reverser:
                 raise _missing_rule(op)
             if not op.rule.differentiable:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
-            _instantiate(op, self.adj, self.active, self.names, out)
+            _instantiate(op, self.adj, self.active, self.names, out, self.ndims)
         if loop is not None and op.targets[0] in loop.headers:
             # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
             self.adj.zero(op.targets[0], out)
@@ -176,12 +191,17 @@ class _Reverser:
                 self.adj.owned.add(x)
             value = stmt.value
             if isinstance(value, Var) and value.name in self.active:
-                # a copy: the slice of dx is zeroed next
-                self.adj.accumulate(value.name, _call("rt", "unbroadcast", [
-                    _call("rt", "copy_value", [dx_index]), _name(value.name)]), out)
+                if self._scalar_element(stmt) and self.ndims.get(value.name) == 0:
+                    contribution = dx_index
+                else:   # a copy: the slice of dx is zeroed next
+                    contribution = _call("rt", "unbroadcast", [
+                        _call("rt", "copy_value", [dx_index]), _name(value.name)])
+                self.adj.accumulate(value.name, contribution, out)
             target = copy.deepcopy(dx_index)
             target.ctx = gast.Store()
             out.append(_assign(target, gast.Constant(value=0, kind=None)))
+        if x in self.skip_restores:
+            return out
         saved = self.names.fresh(x + ("_saved" if loop is not None else "_old"))
         self.saves[id(stmt)] = (saved, loop is not None)
         if loop is not None:
@@ -190,10 +210,39 @@ class _Reverser:
                             args=[], keywords=[])
         else:
             old = _name(saved)
-        restore = gast.Subscript(value=_name(x), slice=copy.deepcopy(stmt.index_node),
-                                 ctx=gast.Store())
-        out.append(_assign(restore, old))
+        restore = _assign(gast.Subscript(value=_name(x), slice=copy.deepcopy(stmt.index_node),
+                                         ctx=gast.Store()), old)
+        self.restores[id(restore)] = x
+        out.append(restore)
         return out
+
+    def _scalar_element(self, stmt):
+        """True when ``stmt`` writes one element: as many integer indices as the rank."""
+        index = stmt.index
+        items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
+        ints = all((isinstance(i, Const) and isinstance(i.value, int)
+                    and not isinstance(i.value, bool)) or
+                   (isinstance(i, Var) and i.name in self.int_vars) for i in items)
+        return ints and self.ndims.get(stmt.target) == len(items)
+
+    def unneeded_restores(self, backward):
+        """Arrays updated in place whose values no adjoint statement reads: their updates
+        need not be undone (nor their old values saved)."""
+        read = set()
+
+        def visit(items):
+            for item in items:
+                if isinstance(item, Comment) or id(item) in self.restores:
+                    continue
+                if isinstance(item, (gast.If, gast.For, gast.While)):
+                    read.update(n.id for n in gast.walk(item.test if isinstance(item, (gast.If, gast.While)) else item.iter)
+                                if isinstance(n, gast.Name))
+                    visit(item.body)
+                    visit(getattr(item, "orelse", []))
+                else:
+                    read.update(_value_reads(item))
+        visit(backward)
+        return frozenset(x for x in self.restores.values() if x not in read)
 
     def branch(self, stmt, loop):
         out = []
@@ -227,17 +276,22 @@ class _Reverser:
         if not any(not isinstance(s, Comment) for s in body):
             return out
         referenced = {n.id for s in body for n in _walk(s) if isinstance(n, gast.Name)}
-        carried = stmt.headers + ([stmt.target] if stmt.target else [])
-        entering = {h: self._stack(h) for h in carried if h in referenced}
+        entering = {h: self._stack(h) for h in stmt.headers if h in referenced}
+        recomputed = _index_arithmetic(stmt, self.int_vars, referenced)
         taped = {v: self._stack(v) for v in _level_assigned(stmt.body)
-                 if v in referenced and v not in stmt.headers}
+                 if v in referenced and v not in stmt.headers and v not in recomputed}
         self.entering[id(stmt)] = entering
         self.taped[id(stmt)] = taped
         prologue = _pops(stmt.body, taped) + [
-            _assign(h, _pop(s)) for h, s in entering.items()]
-        out.append(gast.For(target=_name("_", gast.Store()),
-                            iter=gast.Call(func=_name("range"), args=[_name(stmt.counter)],
-                                           keywords=[]),
+            _assign(h, _pop(s)) for h, s in entering.items()] + [
+            _assign(op.targets[0], copy.deepcopy(op.expr)) for op in recomputed.values()]
+        if stmt.kind == "range" and stmt.target in referenced:
+            # the range's values again, last first: nothing to tape
+            target, bounds = stmt.target, _reversed_range(stmt.bounds, stmt.counter)
+        else:
+            target, bounds = "_", [_name(stmt.counter)]
+        out.append(gast.For(target=_name(target, gast.Store()),
+                            iter=gast.Call(func=_name("range"), args=bounds, keywords=[]),
                             body=prologue + body, orelse=[], type_comment=None))
         return out
 
@@ -318,6 +372,28 @@ class _Reverser:
         return out
 
 
+def _reversed_range(bounds, counter):
+    """range(...) arguments that give the first ``counter`` values of ``range(*bounds)``,
+    last first."""
+    start, _, step = bounds
+    n = _name(counter)
+    one = gast.Constant(value=1, kind=None)
+    minus_one = gast.UnaryOp(op=gast.USub(), operand=one)
+    if isinstance(start, Const) and isinstance(step, Const) and step.value == 1:
+        shift = start.value - 1          # range(start, start + n) backwards
+        last = n if shift == 0 else gast.BinOp(
+            left=n, op=gast.Add() if shift > 0 else gast.Sub(),
+            right=gast.Constant(value=abs(shift), kind=None))
+        stop = gast.Constant(value=shift, kind=None) if shift >= 0 else copy.deepcopy(minus_one)
+        return [last, stop, copy.deepcopy(minus_one)]
+    start_node, step_node = _atom_node(start), _atom_node(step)
+    last = gast.BinOp(left=start_node, op=gast.Add(), right=gast.BinOp(
+        left=gast.BinOp(left=n, op=gast.Sub(), right=one), op=gast.Mult(), right=step_node))
+    stop = gast.BinOp(left=copy.deepcopy(start_node), op=gast.Sub(),
+                      right=copy.deepcopy(step_node))
+    return [last, stop, gast.UnaryOp(op=gast.USub(), operand=copy.deepcopy(step_node))]
+
+
 def _short_range(bounds):
     start, stop, step = bounds
     if isinstance(step, Const) and step.value == 1:
@@ -357,6 +433,33 @@ def _pops(statements, taped):
             out.extend(_assign(v, _pop(taped[v])) for v in [stmt.counter] + stmt.headers
                        if v in taped)
     return out
+
+
+def _index_arithmetic(loop, int_vars, referenced):
+    """Integer arithmetic on the loop variable at the top level of a range loop's body
+    (``i - 1``): recomputed in the adjoint loop instead of taped.  Name -> Op, in order."""
+    if loop.kind != "range":
+        return {}
+    assigned = set(_assigned(loop.body))
+    cheap = {}
+    for stmt in loop.body:
+        if not (isinstance(stmt, Op) and stmt.targets[0] in int_vars and stmt.expr is not None
+                and stmt.targets[0] in referenced):
+            continue
+        if all(v == loop.target or v in cheap or v not in assigned
+               for v in stmt.operand_vars()):
+            cheap[stmt.targets[0]] = stmt
+    return cheap
+
+
+def _value_reads(node):
+    """Names whose values ``node`` reads (``rt.zeros_like(x)`` reads only x's shape)."""
+    shape_only = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and n.func.attr == "zeros_like":
+            shape_only.update(id(a) for a in n.args)
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and id(n) not in shape_only}
 
 
 def _nested_headers(statements):
@@ -502,8 +605,11 @@ def _call(module, fn, args):
                      args=args, keywords=[])
 
 
-def _instantiate(op, adj, active, names, out):
-    """Append the rule template of ``op`` with its operands substituted."""
+def _instantiate(op, adj, active, names, out, ndims=None):
+    """Append the rule template of ``op`` with its operands substituted.
+
+    Where the result and an operand are both known to be scalars, the
+    template's ``rt.unbroadcast(e, x)`` is just ``e``."""
     rule = op.rule
     bound = rule.bind(op.args, op.kwargs)
     bindings = {rule.result: Var(op.targets[0])}
@@ -539,6 +645,8 @@ def _instantiate(op, adj, active, names, out):
                                    type_comment=None))
             continue
         expr = _substitute(value, bindings, locals_, adj)
+        if ndims and ndims.get(op.targets[0]) == 0:
+            expr = _ScalarUnbroadcast(ndims).visit(expr)
         if isinstance(key, Var):
             adj.accumulate(key.name, expr, out)
         elif isinstance(key, Seq):
@@ -550,6 +658,23 @@ def _instantiate(op, adj, active, names, out):
                     adj.accumulate(item.name, gast.Subscript(
                         value=_name(parts), slice=gast.Constant(value=i, kind=None),
                         ctx=gast.Load()), out)
+
+
+class _ScalarUnbroadcast(gast.NodeTransformer):
+    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` is a known scalar (nothing was broadcast)."""
+
+    def __init__(self, ndims):
+        self.ndims = ndims
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if (isinstance(func, gast.Attribute) and func.attr == "unbroadcast"
+                and isinstance(func.value, gast.Name) and func.value.id == "rt"
+                and isinstance(node.args[1], gast.Name)
+                and self.ndims.get(node.args[1].id) == 0):
+            return node.args[0]
+        return node
 
 
 def _is_adjoint(node):
