@@ -28,6 +28,7 @@ from ..dtype import dtype_to_numpy
 from ..errors import UnsupportedConstructError
 from ..rules import lookup
 from . import literals
+from .forward import forward_expression
 from .frontend import MISSING, parse_function
 from .ir import (Const, FreeValue, If, Loop, LoweredFunction, Op, Seq, SetItem, Var,
                  atom_vars)
@@ -724,6 +725,7 @@ class Lowerer:
             args = (Seq(tuple(args)),)
         if name == "astype" and args and isinstance(args[0], Const):
             expr.args[0] = literals.literal_node(literals.as_numpy_dtype(args[0].value))
+        expr = forward_expression(prim, (receiver,) + args, kwargs, self.atom_node) or expr
         return self.emit(frame, node, prim, (receiver,) + args, kwargs, expr, hint)
 
     def call_object(self, frame, node, obj, args, kwargs, hint):
@@ -747,14 +749,10 @@ class Lowerer:
             expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
             return self.emit(frame, node, "opaque", args, kwargs, expr, hint)
         rule = lookup(obj)
-        if obj is np.matmul and len(args) == 2 and not kwargs:
-            # written as the operator: Numba compiles `a @ b`, not np.matmul
-            expr = gast.BinOp(left=self.atom_node(args[0]), op=gast.MatMult(),
-                              right=self.atom_node(args[1]))
-            return self.emit(frame, node, obj, args, kwargs, expr, hint)
         if rule is not None or _is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
-            expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
+            expr = forward_expression(obj, args, kwargs, self.atom_node) or \
+                self.call_expr(literals.reference_node(obj, self), args, kwargs)
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
