@@ -644,7 +644,7 @@ def _instantiate(op, adj, active, names, out, ndims=None):
             out.append(gast.Assign(targets=[_name(locals_[key], gast.Store())], value=expr,
                                    type_comment=None))
             continue
-        expr = _substitute(value, bindings, locals_, adj)
+        expr = _Fold().visit(_substitute(value, bindings, locals_, adj))
         if ndims and ndims.get(op.targets[0]) == 0:
             expr = _ScalarUnbroadcast(ndims).visit(expr)
         if isinstance(key, Var):
@@ -658,6 +658,35 @@ def _instantiate(op, adj, active, names, out, ndims=None):
                     adj.accumulate(item.name, gast.Subscript(
                         value=_name(parts), slice=gast.Constant(value=i, kind=None),
                         ctx=gast.Load()), out)
+
+
+class _Fold(gast.NodeTransformer):
+    """Arithmetic on constants a template produced: ``2 - 1`` -> ``1``, ``x ** 1`` -> ``x``,
+    ``x * 1`` -> ``x``."""
+
+    OPS = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
+           gast.Mult: lambda a, b: a * b, gast.Pow: lambda a, b: a ** b}
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = node.left, node.right
+        lv, rv = _number(left), _number(right)
+        if lv is not None and rv is not None and type(node.op) in self.OPS:
+            return gast.Constant(value=self.OPS[type(node.op)](lv, rv), kind=None)
+        if isinstance(node.op, gast.Pow) and rv == 1:
+            return left
+        if isinstance(node.op, gast.Mult) and rv == 1:
+            return left
+        if isinstance(node.op, gast.Mult) and lv == 1:
+            return right
+        return node
+
+
+def _number(node):
+    if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 class _ScalarUnbroadcast(gast.NodeTransformer):
