@@ -160,6 +160,7 @@ class Lowerer:
         result.parsed = parsed
         result.ndims = self.ndims
         result.int_vars = self.int_vars
+        result.mutated = self.mutated
         return result
 
     # ------------------------------------------------------------ statements

@@ -12,6 +12,7 @@ Each active op's adjoint is its rule template with operands substituted:
 contribution to an inactive operand is dropped with everything only it used.
 """
 import copy
+import operator
 
 import gast
 
@@ -102,7 +103,8 @@ def reverse(lowered, wrt, seeds, names):
 
 
 def _backward(lowered, seeds, active, names, ndims, skip_restores):
-    rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()))
+    rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
+                    getattr(lowered, "mutated", set()))
     backward = []
     for s in seeds:
         if s in active:
@@ -126,8 +128,10 @@ class _Reverser:
     adjoint loop pops them all at the start of each reversed iteration.
     """
 
-    def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset()):
+    def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
+                 mutated=frozenset()):
         self.active = active
+        self.mutated = mutated
         self.int_vars = int_vars
         self.names = names
         self.ndims = ndims
@@ -277,7 +281,7 @@ class _Reverser:
             return out
         referenced = {n.id for s in body for n in _walk(s) if isinstance(n, gast.Name)}
         entering = {h: self._stack(h) for h in stmt.headers if h in referenced}
-        recomputed = _index_arithmetic(stmt, self.int_vars, referenced)
+        recomputed = _recomputable(stmt, self.int_vars, self.ndims, self.mutated, referenced)
         taped = {v: self._stack(v) for v in _level_assigned(stmt.body)
                  if v in referenced and v not in stmt.headers and v not in recomputed}
         self.entering[id(stmt)] = entering
@@ -435,21 +439,50 @@ def _pops(statements, taped):
     return out
 
 
-def _index_arithmetic(loop, int_vars, referenced):
-    """Integer arithmetic on the loop variable at the top level of a range loop's body
-    (``i - 1``): recomputed in the adjoint loop instead of taped.  Name -> Op, in order."""
+#: primitives cheap enough to compute again in the adjoint loop instead of taping
+CHEAP = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, "assign",
+         "getitem"}
+#: the most operations recomputed for one loop
+RECOMPUTE_LIMIT = 12
+
+
+def _recomputable(loop, int_vars, ndims, mutated, referenced):
+    """Scalar arithmetic and element reads at the top of a range loop's body (``i - 1``,
+    ``u[i - 1] - 2.0 * u[i]``) that the adjoint loop computes again from the loop
+    variable and the values it restores, instead of taping them: a few flops cost less
+    than a push and a pop.  Transcendental results (tanh, exp) are taped.  Name -> Op, in
+    forward order."""
     if loop.kind != "range":
         return {}
     assigned = set(_assigned(loop.body))
+    available = {loop.target, *loop.headers}
+    carried = set(loop.headers) | _nested_headers(loop.body)   # several values per iteration
     cheap = {}
     for stmt in loop.body:
-        if not (isinstance(stmt, Op) and stmt.targets[0] in int_vars and stmt.expr is not None
-                and stmt.targets[0] in referenced):
+        if not (isinstance(stmt, Op) and stmt.expr is not None and stmt.primitive in CHEAP
+                and len(stmt.targets) == 1 and stmt.targets[0] not in carried):
             continue
-        if all(v == loop.target or v in cheap or v not in assigned
-               for v in stmt.operand_vars()):
-            cheap[stmt.targets[0]] = stmt
-    return cheap
+        target = stmt.targets[0]
+        scalar = target in int_vars or ndims.get(target) == 0
+        if stmt.primitive == "getitem":
+            base = stmt.args[0]
+            scalar = scalar and isinstance(base, Var) and base.name not in mutated and \
+                getattr(stmt, "basic_index", False)
+        if scalar and all(v in available or v in cheap or v not in assigned
+                          for v in stmt.operand_vars()):
+            cheap[target] = stmt
+    needed = [v for v in cheap if v in referenced]
+    keep = set()
+    while needed:
+        v = needed.pop()
+        if v in keep:
+            continue
+        keep.add(v)
+        needed.extend(u for u in cheap[v].operand_vars() if u in cheap)
+    if len(keep) > RECOMPUTE_LIMIT:
+        keep = {v for v in keep if v in int_vars}
+        keep |= {u for v in list(keep) for u in cheap[v].operand_vars() if u in cheap}
+    return {v: op for v, op in cheap.items() if v in keep}
 
 
 def _value_reads(node):
