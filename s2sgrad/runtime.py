@@ -66,7 +66,10 @@ def reduction_count(like, axis):
 
 
 def extremum_mask(x, ans, axis, keepdims):
-    """Where ``x`` attains its reduced max/min ``ans``, split evenly between ties."""
+    """Where ``x`` attains its reduced max/min ``ans``, split evenly between ties.
+
+    Has ``x``'s shape; its dtype is ``x``'s floating dtype (float64 for integer ``x``).
+    """
     full = unreduce(ans, x, axis, keepdims)
     hit = (x == full).astype(np.result_type(x, np.float32))
     counts = np.sum(hit, axis=axis, keepdims=True)
@@ -74,7 +77,11 @@ def extremum_mask(x, ans, axis, keepdims):
 
 
 def add_at(target, index, g):
-    """``target[index] += g`` with repeated indices accumulated; returns ``target``."""
+    """``target[index] += g`` with repeated indices accumulated; returns ``target``.
+
+    ``index`` is an int, an int array or a boolean mask (over ``target``'s
+    leading axes); ``target`` is updated in place.
+    """
     np.add.at(target, index, g)
     return target
 
@@ -87,13 +94,16 @@ def scatter(g, like, index):
 
 
 def split_like(g, parts, axis):
-    """Split ``g`` along ``axis`` into pieces shaped like ``parts`` (adjoint of concatenate)."""
+    """Split ``g`` along ``axis`` into pieces shaped like ``parts`` (adjoint of concatenate).
+
+    A list with one array per part, each with ``g``'s dtype.
+    """
     sizes = [np.shape(p)[axis] for p in parts]
     return np.split(g, np.cumsum(sizes)[:-1], axis=axis)
 
 
 def unstack(g, count, axis):
-    """The ``count`` slices of ``g`` along ``axis`` (adjoint of stack)."""
+    """The ``count`` slices of ``g`` along ``axis`` (adjoint of stack), as a list."""
     return [np.take(g, i, axis=axis) for i in range(count)]
 
 
@@ -255,3 +265,71 @@ def einsum_adjoints(g, subscripts, operands):
 def copy_value(value):
     """A copy of an array (a scalar as it is): what an in-place update overwrites."""
     return np.copy(value) if isinstance(value, np.ndarray) else value
+
+
+# ---------------------------------------------------------------- forward spellings
+#
+# The generated forward sweep calls these where numpy's own call is outside what
+# Numba compiles (a reduction with ``axis=`` or ``keepdims=``, squeeze...); see
+# ``s2sgrad/compiler/forward.py``.  Each computes exactly numpy's result: the
+# value, the shape and the dtype.  ``axis`` is None, an int or a tuple of ints
+# and ``keepdims`` a bool, as in numpy.  They are defined last: ``sum``, ``prod``...
+# would hide the builtins from the helpers above.
+
+def sum(x, axis, keepdims):  # noqa: A001 - read as rt.sum in generated code
+    """``np.sum(x, axis=axis, keepdims=keepdims)``: float dtypes are kept, smaller
+    ints and bools sum in int64."""
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def mean(x, axis, keepdims):
+    """``np.mean(x, axis=axis, keepdims=keepdims)``: float dtypes are kept, ints give
+    float64."""
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+def amax(x, axis, keepdims):
+    """``np.max(x, axis=axis, keepdims=keepdims)`` (NaN wins; an empty axis is a
+    ValueError)."""
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def amin(x, axis, keepdims):
+    """``np.min(x, axis=axis, keepdims=keepdims)`` (NaN wins; an empty axis is a
+    ValueError)."""
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+def prod(x, axis, keepdims):
+    """``np.prod(x, axis=axis, keepdims=keepdims)``: float dtypes are kept, smaller
+    ints and bools multiply in int64."""
+    return np.prod(x, axis=axis, keepdims=keepdims)
+
+
+def var(x, axis, keepdims, ddof=0):
+    """``np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)``: the mean squared
+    deviation from the mean, divided by ``count - ddof``."""
+    return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def std(x, axis, keepdims, ddof=0):
+    """``np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)``: the square root of
+    ``var``."""
+    return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def squeeze(x, axis):
+    """``np.squeeze(x, axis)`` for an int or tuple ``axis``: those axes (each of
+    length 1, else ValueError) removed."""
+    return np.squeeze(x, axis)
+
+
+def expand_dims(x, axis):
+    """``np.expand_dims(x, axis)`` for a tuple ``axis``: a new axis of length 1 at
+    each of those positions of the result."""
+    return np.expand_dims(x, axis)
+
+
+def atleast_1d(x):
+    """``np.atleast_1d(x)`` for one argument: a scalar becomes a 1-element array."""
+    return np.atleast_1d(x)

@@ -35,7 +35,7 @@ def forward_fn_value_and_grad(x, y, w, b):
     dt4 = dt5 * t5
     dt3 = -dt4
     dz = dz + dt3 * np.sign(z)
-    dz = dz + rt.unbroadcast(dt2 * (z >= 0), z)
+    dz += rt.unbroadcast(dt2 * (z >= 0), z)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
     dt1 = rt.unbroadcast(dz, t1)
     db = rt.unbroadcast(dz, b)

@@ -47,7 +47,7 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
     dt6 = dt7 * t7
     dt5 = -dt6
     dz = dz + dt5 * np.sign(z)
-    dz = dz + rt.unbroadcast(dt4 * (z >= 0), z)
+    dz += rt.unbroadcast(dt4 * (z >= 0), z)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
     dt1 = rt.unbroadcast(dz, t1)
     db = rt.unbroadcast(dz, b)

@@ -45,8 +45,8 @@ def function_with_logits_value_and_grad(x, y, w, b):
     dt7 = dt8 / (1 + t7)
     dt6 = dt7 * t7
     dt5 = -dt6
-    dz = dz + dt5 * np.sign(z)
-    dz = dz + rt.unbroadcast(dt4 * (z >= 0), z)
+    dz += dt5 * np.sign(z)
+    dz += rt.unbroadcast(dt4 * (z >= 0), z)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:32)
     dt1 = rt.unbroadcast(dz, t1)
     db = rt.unbroadcast(dz, b)

@@ -54,8 +54,17 @@ class _Adjoints:
         return self.of[var]
 
     def accumulate(self, var, expr, out):
-        """Append ``dvar = expr`` (first contribution) or ``dvar = dvar + expr``."""
+        """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
+        this code owns) or ``dvar = dvar + expr``."""
         target = self.name(var)
+        if isinstance(expr, gast.Name):   # dvar now shares another adjoint's array
+            for other, name in self.of.items():
+                if name == expr.id:
+                    self.owned.discard(other)
+        if var in self.defined and var in self.owned:
+            out.append(gast.AugAssign(target=_name(target, gast.Store()), op=gast.Add(),
+                                      value=expr))
+            return
         if var in self.defined:
             expr = gast.BinOp(left=_name(target), op=gast.Add(), right=expr)
             self.owned.add(var)
