@@ -333,3 +333,18 @@ def expand_dims(x, axis):
 def atleast_1d(x):
     """``np.atleast_1d(x)`` for one argument: a scalar becomes a 1-element array."""
     return np.atleast_1d(x)
+
+
+def zeros_list(items):
+    """Zeros like each item of a list: the first adjoint of a list read by index."""
+    return [zeros_like(item) for item in items]
+
+
+def copy_list(items):
+    """A new list with the same items (an adjoint list the code is about to change)."""
+    return list(items)
+
+
+def add_lists(a, b):
+    """Item-by-item sum of two adjoint lists of the same length."""
+    return [x + y for x, y in zip(a, b)]

@@ -190,7 +190,36 @@ def heat_stencil(u0, k):
     return np.sum(u ** 2)
 
 
+def list_of_states(x, w):
+    hs = []
+    h = 0.0
+    for i in range(x.shape[0]):
+        h = np.tanh(w * h + x[i])
+        hs.append(h)
+    total = 0.0
+    for i in range(len(hs)):
+        total = total + hs[i] * (i + 1.0)
+    return total + hs[-1]
+
+
+def list_stacked(x):
+    rows = []
+    for i in range(x.shape[0]):
+        rows.append(x[i] * x)
+    return np.sum(np.stack(rows) ** 2)
+
+
+def list_built_without_loop(a, b):
+    parts = []
+    parts.append(a * b)
+    parts.append(np.sin(a))
+    return np.sum(np.concatenate(parts))
+
+
 CASES = [
+    (list_of_states, (np.linspace(-1.0, 1.0, 5), 0.7), (0, 1)),
+    (list_stacked, (np.linspace(-1.0, 1.0, 4),), 0),
+    (list_built_without_loop, (RNG.normal(size=3), RNG.normal(size=3)), (0, 1)),
     (branch_on_value, (RNG.normal(size=4) + 1.0,), 0),
     (branch_on_value, (RNG.normal(size=4) - 2.0,), 0),
     (elif_chain, (1.3, np.array([4.0, 7.0])), (0, 1)),
@@ -269,8 +298,10 @@ def test_recurrence_compiles_with_numba():
 @pytest.mark.parametrize("source, construct", [
     ("def f(x):\n    for i in range(3):\n        if x > 0:\n            return x\n    return x\n",
      "return inside a loop"),
-    ("def f(x):\n    out = []\n    for i in range(3):\n        out.append(x)\n    return x\n",
+    ("def f(x):\n    out = []\n    for i in range(3):\n        out.sort()\n    return x\n",
      "a statement whose value is thrown away"),
+    ("def f(x):\n    for i in range(3):\n        out.append(x)\n    return x\n",
+     "which is not a list made in this function"),
     ("def f(x):\n    def g(y):\n        return y\n    return g(x)\n",
      "a nested function definition"),
     ("def f(x):\n    return (x * i for i in range(3))\n", "a generator expression"),

@@ -33,7 +33,7 @@ class Compiled:
             return self.py_func(*args)
         if self._jitted is None:
             import numba
-            from . import numba_support  # noqa: F401  (registers rt.* for Numba)
+            from . import numba_lists, numba_support  # noqa: F401  (register rt.* for Numba)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", numba.NumbaWarning)
                 self._jitted = numba.njit(cache=True)(self.py_func)

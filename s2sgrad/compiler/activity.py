@@ -9,7 +9,7 @@ operations get adjoint code.  Loops and in-place updates make names hold
 several values; the analysis iterates to a fixed point over every
 operation in the structured body, so a loop-carried dependence is seen.
 """
-from .ir import Op, Seq, SetItem, atom_vars, walk_ops
+from .ir import ListAppend, Op, Seq, SetItem, atom_vars, walk_ops
 
 
 def differentiable_operands(op):
@@ -34,14 +34,14 @@ def _as_atom(value):
 
 def _flows(stmt):
     """(sources, targets) of one statement: gradient flows from targets back to sources."""
-    if isinstance(stmt, SetItem):
+    if isinstance(stmt, (SetItem, ListAppend)):
         return atom_vars(stmt.value), [stmt.target]
     return differentiable_operands(stmt), list(stmt.targets)
 
 
 def active_names(lowered, wrt, seeds):
     """The set of active variable names (see module doc)."""
-    flows = [_flows(s) for s in walk_ops(lowered.body) if isinstance(s, (Op, SetItem))]
+    flows = [_flows(s) for s in walk_ops(lowered.body) if isinstance(s, (Op, SetItem, ListAppend))]
     varied = set(wrt)
     changed = True
     while changed:

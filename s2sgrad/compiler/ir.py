@@ -145,3 +145,11 @@ def walk_ops(statements):
             yield from walk_ops(stmt.body)
         else:
             yield stmt
+
+
+@dataclass
+class ListAppend:
+    """``target.append(value)`` on a list the function made and extends at run time."""
+    target: str
+    value: object
+    origin: object

@@ -30,8 +30,8 @@ from ..rules import lookup
 from . import literals
 from .forward import forward_expression
 from .frontend import MISSING, parse_function
-from .ir import (Const, FreeValue, If, Loop, LoweredFunction, Op, Seq, SetItem, Var,
-                 atom_vars)
+from .ir import (Const, FreeValue, If, ListAppend, Loop, LoweredFunction, Op, Seq, SetItem,
+                 Var, atom_vars)
 from .jumps import (assigned_names, remove_early_returns, remove_loop_jumps,
                     returns_inside_loops)
 from .naming import NameAllocator
@@ -115,6 +115,7 @@ class Lowerer:
         self.stack = []         # the functions being inlined, to catch recursion
         self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
+        self.lists = set()      # Var names of lists extended at run time (xs.append)
 
     # ------------------------------------------------------------ entry
 
@@ -161,6 +162,7 @@ class Lowerer:
         result.ndims = self.ndims
         result.int_vars = self.int_vars
         result.mutated = self.mutated
+        result.lists = self.lists
         return result
 
     # ------------------------------------------------------------ statements
@@ -221,6 +223,8 @@ class Lowerer:
         elif isinstance(stmt, gast.Expr):
             if isinstance(stmt.value, gast.Constant):
                 return  # a docstring or a bare constant
+            if _is_append(stmt.value):
+                return self.lower_append(frame, stmt)
             raise self.unsupported(frame, stmt, "a statement whose value is thrown away",
                                    "assign the value to a variable, or remove the call")
         elif isinstance(stmt, (gast.Pass, gast.Assert)):
@@ -228,6 +232,36 @@ class Lowerer:
         else:
             raise self.unsupported(frame, stmt, _statement_name(stmt),
                                    "rewrite the function without it")
+
+    def lower_append(self, frame, stmt):
+        """``xs.append(v)``: a tuple-like list grows while building; a list that a run-time
+        loop extends becomes a real list (ListAppend)."""
+        call = stmt.value
+        name = call.func.value.id
+        if len(call.args) != 1 or call.keywords:
+            raise self.unsupported(frame, stmt, "append with other than one argument",
+                                   "append one value at a time")
+        value = self.lower_expr(frame, call.args[0])
+        current = frame.env.get(name)
+        if isinstance(current, Seq) and current.kind == "list":
+            frame.env[name] = Seq(current.items + (value,), "list")
+        elif isinstance(current, Var) and current.name in self.lists:
+            self.ops.append(ListAppend(current.name, value, frame.location(stmt)))
+        else:
+            raise self.unsupported(frame, stmt, f"append to `{name}`, which is not a list made "
+                                   f"in this function", "start it with xs = [] in the function")
+
+    def materialise_lists(self, frame, statements, location):
+        """Lists that a run-time loop appends to: made real lists before the loop."""
+        for name in _appended_names(statements):
+            current = frame.env.get(name)
+            if isinstance(current, Seq) and current.kind == "list":
+                var = self.names.fresh(name)
+                self.ops.append(Op((var,), "list", tuple(current.items), {},
+                                   gast.List(elts=[self.atom_node(a) for a in current.items],
+                                             ctx=gast.Load()), location, lookup("list")))
+                self.lists.add(var)
+                frame.env[name] = Var(var)
 
     # ------------------------------------------------------------ control flow
 
@@ -371,6 +405,7 @@ class Lowerer:
                                                   type_comment=None)],
                                value=gast.Constant(value=False, kind=None), type_comment=None)
             body_src = [gast.copy_location(init, stmt)] + body_src
+        self.materialise_lists(frame, body_src, location)
         assigned = assigned_names(body_src)
         if spec is not None:
             assigned = [n for n in assigned_names([gast.Assign(targets=[spec[2]], value=None)])
@@ -674,6 +709,7 @@ class Lowerer:
         expr = gast.Subscript(value=self.atom_node(base), slice=index_node, ctx=gast.Load())
         result = self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
         self.ops[-1].basic_index = all(v in self.int_vars for v in atom_vars(index))
+        self.ops[-1].list_base = base.name in self.lists
         return result
 
     def lower_index(self, frame, node):
@@ -942,6 +978,20 @@ class Lowerer:
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),
                                          _source_segment(frame, node), hint)
+
+
+def _is_append(call):
+    return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+            and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
+
+
+def _appended_names(statements):
+    names = []
+    for stmt in statements:
+        for node in gast.walk(stmt):
+            if _is_append(node) and node.func.value.id not in names:
+                names.append(node.func.value.id)
+    return names
 
 
 def _contains_break(statements):

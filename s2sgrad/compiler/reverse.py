@@ -19,7 +19,7 @@ import gast
 from ..errors import MissingRuleError
 from .activity import active_names
 from .emit import location_comment
-from .ir import Const, If, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops
+from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops
 
 
 class Comment:
@@ -42,8 +42,9 @@ def _assign(target, value):
 class _Adjoints:
     """Adjoint variable names, and which of them hold a value yet."""
 
-    def __init__(self, names):
+    def __init__(self, names, lists=frozenset()):
         self.names = names
+        self.lists = lists   # variables that are lists: their adjoints are lists too
         self.of = {}
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
@@ -61,6 +62,10 @@ class _Adjoints:
             for other, name in self.of.items():
                 if name == expr.id:
                     self.owned.discard(other)
+        if var in self.lists and var in self.defined:
+            out.append(_assign(target, _call("rt", "add_lists", [_name(target), expr])))
+            self.owned.add(var)
+            return
         if var in self.defined and var in self.owned:
             out.append(gast.AugAssign(target=_name(target, gast.Store()), op=gast.Add(),
                                       value=expr))
@@ -75,7 +80,8 @@ class _Adjoints:
 
     def zero(self, var, out):
         """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero."""
-        out.append(_assign(self.name(var), _call("rt", "zeros_like", [_name(var)])))
+        maker = "zeros_list" if var in self.lists else "zeros_like"
+        out.append(_assign(self.name(var), _call("rt", maker, [_name(var)])))
         self.defined.add(var)
         self.owned.add(var)
 
@@ -113,7 +119,7 @@ def reverse(lowered, wrt, seeds, names):
 
 def _backward(lowered, seeds, active, names, ndims, skip_restores):
     rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
-                    getattr(lowered, "mutated", set()))
+                    getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()))
     backward = []
     for s in seeds:
         if s in active:
@@ -138,7 +144,7 @@ class _Reverser:
     """
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
-                 mutated=frozenset()):
+                 mutated=frozenset(), lists=frozenset()):
         self.active = active
         self.mutated = mutated
         self.int_vars = int_vars
@@ -146,7 +152,7 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
-        self.adj = _Adjoints(names)
+        self.adj = _Adjoints(names, lists)
         self.stacks = []          # stack names to create at the top of the function
         self.taped = {}           # id(Loop) -> {variable: stack name}
         self.entering = {}        # id(Loop) -> {header variable: stack name}
@@ -162,6 +168,8 @@ class _Reverser:
                 items = self.op(stmt, loop)
             elif isinstance(stmt, SetItem):
                 items = self.setitem(stmt, loop)
+            elif isinstance(stmt, ListAppend):
+                items = self.list_append(stmt)
             elif isinstance(stmt, If):
                 items = self.branch(stmt, loop)
             else:
@@ -170,7 +178,7 @@ class _Reverser:
                 continue
             if stmt.origin != last or isinstance(stmt, (If, Loop)):
                 out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
-                last = stmt.origin if isinstance(stmt, (Op, SetItem)) else None
+                last = stmt.origin if isinstance(stmt, (Op, SetItem, ListAppend)) else None
             out.extend(items)
         return out
 
@@ -180,6 +188,8 @@ class _Reverser:
         out = []
         if op.custom is not None:
             op.custom.adjoint(op, self.adj, self.active, self.names, out)
+        elif op.primitive == "getitem" and getattr(op, "list_base", False):
+            self._list_item_adjoint(op, out)
         elif op.primitive == "getitem" and isinstance(op.args[0], Var):
             _getitem_adjoint(op, self.adj, self.active, out)
         else:
@@ -191,6 +201,49 @@ class _Reverser:
         if loop is not None and op.targets[0] in loop.headers:
             # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
             self.adj.zero(op.targets[0], out)
+        return out
+
+    def _list_item_adjoint(self, op, out):
+        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints."""
+        base = op.args[0].name
+        if base not in self.active:
+            return
+        dbase = self.adj.name(base)
+        if base not in self.adj.defined:
+            out.append(_assign(dbase, _call("rt", "zeros_list", [_name(base)])))
+            self.adj.defined.add(base)
+        elif base not in self.adj.owned:
+            out.append(_assign(dbase, _call("rt", "copy_list", [_name(dbase)])))
+        self.adj.owned.add(base)
+        item = gast.Subscript(value=_name(dbase), slice=copy.deepcopy(op.expr.slice),
+                              ctx=gast.Load())
+        target = copy.deepcopy(item)
+        target.ctx = gast.Store()
+        out.append(_assign(target, gast.BinOp(left=item, op=gast.Add(),
+                                              right=_name(self.adj.name(op.targets[0])))))
+
+    def list_append(self, stmt):
+        """The adjoint of ``xs.append(v)``: the last adjoint of the list is v's; the list
+        itself shrinks back (when an adjoint reads it)."""
+        out = []
+        xs = stmt.target
+        if xs in self.active and xs in self.adj.defined:
+            dxs = self.adj.name(xs)
+            if xs not in self.adj.owned:
+                out.append(_assign(dxs, _call("rt", "copy_list", [_name(dxs)])))
+                self.adj.owned.add(xs)
+            popped = gast.Call(func=gast.Attribute(value=_name(dxs), attr="pop", ctx=gast.Load()),
+                               args=[], keywords=[])
+            value = stmt.value
+            if isinstance(value, Var) and value.name in self.active:
+                self.adj.accumulate(value.name, popped, out)
+            else:
+                out.append(gast.Expr(value=popped))
+        if xs not in self.skip_restores:
+            restore = gast.Expr(value=gast.Call(func=gast.Attribute(
+                value=_name(xs), attr="pop", ctx=gast.Load()), args=[], keywords=[]))
+            self.restores[id(restore)] = xs
+            out.append(restore)
         return out
 
     def setitem(self, stmt, loop):
@@ -282,6 +335,11 @@ class _Reverser:
         for v in _contributed([stmt], self.active):
             if (v not in inside or v in stmt.headers) and v not in self.adj.defined:
                 self.adj.zero(v, out)
+            elif v in self.adj.lists and v in self.adj.defined and v not in self.adj.owned:
+                # popped and updated inside the loop: a list of our own, once
+                out.append(_assign(self.adj.name(v), _call("rt", "copy_list",
+                                                           [_name(self.adj.name(v))])))
+                self.adj.owned.add(v)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
         body = self.block(stmt.body, stmt)
         self.adj.defined = defined
@@ -321,7 +379,7 @@ class _Reverser:
         taped = self.taped.get(id(loop), {}) if loop is not None else {}
         nested = _nested_headers(statements)
         for stmt in statements:
-            if isinstance(stmt, (Op, SetItem)) and stmt.origin != last:
+            if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
                 out.append(Comment(location_comment(stmt.origin)[2:]))
                 last = stmt.origin
             if isinstance(stmt, Op):
@@ -334,6 +392,10 @@ class _Reverser:
                            if t in stmt.targets and t not in nested)
             elif isinstance(stmt, SetItem):
                 out.extend(self._forward_setitem(stmt))
+            elif isinstance(stmt, ListAppend):
+                out.append(gast.Expr(value=gast.Call(
+                    func=gast.Attribute(value=_name(stmt.target), attr="append", ctx=gast.Load()),
+                    args=[_atom_node(stmt.value)], keywords=[])))
             elif isinstance(stmt, If):
                 last = None
                 out.append(gast.If(test=_atom_node(stmt.test, None),
@@ -534,7 +596,7 @@ def _contributed(statements, active):
     """Active variables whose adjoints the statements' adjoint code may add to."""
     out = []
     for s in walk_ops(statements):
-        if isinstance(s, SetItem):
+        if isinstance(s, (SetItem, ListAppend)):
             out.extend([s.target] + atom_vars(s.value))
         elif isinstance(s, Op):
             from .activity import differentiable_operands
@@ -571,6 +633,8 @@ def _without_dead_ops(body, backward, output):
 
 def _statement_names(stmt):
     names = set()
+    if isinstance(stmt, ListAppend):
+        return {stmt.target, *atom_vars(stmt.value)}
     if isinstance(stmt, SetItem):
         names.add(stmt.target)
         names.update(atom_vars(stmt.value) + atom_vars(stmt.index))

@@ -170,3 +170,8 @@ def _(ans, a, b):
 @vjp("assign")
 def _(ans, a):
     d[a] = d[ans]
+
+
+@vjp("list")
+def _(ans, *items):
+    d[items] = d[ans]
