@@ -71,6 +71,14 @@ def branchy(x, y):
     return np.sum(np.sin(z))
 
 
+def appended(x):
+    """A list extended in a run-time loop: the compiler makes it with the "list" primitive."""
+    xs = [x[0]]
+    for i in range(1, x.shape[0]):
+        xs.append(xs[i - 1] * x[i])
+    return xs[-1] + xs[0]
+
+
 class Case:
     def __init__(self, id, fn, args, pos=0, numba=False, rtol=1e-5, atol=1e-7, eps=1e-6,
                  xfail=None):
@@ -136,6 +144,7 @@ CASES = [
     C("builtin_min_b", lambda x, y: min(x, y) * y, [0.2, 0.7], (0, 1)),
     C("branch_assign_then", branchy, [P(3, 4), R(4)], (0, 1), numba=True),
     C("branch_assign_else", branchy, [-P(3, 4), R(4)], (0, 1)),
+    C("list_append", appended, [R(5)], numba=True),
     # ------------------------------------------------------------ math on python floats
     C("math_exp", lambda x: math.exp(x) * x, [0.7], numba=True),
     C("math_log", lambda x: math.log(x) * x, [1.7]),

@@ -6,8 +6,11 @@ in ``s2sgrad/runtime.py``.  A helper with no overload here makes Numba fail
 to type the generated function, which then runs as Python and says why.
 """
 import numpy as np
-from numba import types
-from numba.extending import overload
+from numba import literal_unroll, types
+from numba.cpython.unsafe.tuple import tuple_setitem
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .. import runtime as rt
 
@@ -106,10 +109,13 @@ def _unreduce(g, like, axis, keepdims):
                 out[...] = g.reshape(g.size)[0] if g.size == 1 else 0
                 return out
             return fill_array
-    if isinstance(axis, types.Integer) and isinstance(g, types.Array):
+    if _axis_count(axis, like.ndim) is not None and isinstance(g, types.Array):
+        # an int or tuple axis, keepdims or not: g's elements lie in the order of
+        # like's kept axes either way
+        nd = like.ndim
+
         def spread(g, like, axis, keepdims):
-            nd = like.ndim
-            ax = axis % nd
+            flags = _axis_flags(axis, nd)
             out = np.empty(like.shape, dtype=like.dtype)
             flat_out = out.reshape(out.size)
             gc = np.ascontiguousarray(g)
@@ -122,13 +128,13 @@ def _unreduce(g, like, axis, keepdims):
                 for d in range(nd - 1, -1, -1):
                     i = rem % ls[d]
                     rem //= ls[d]
-                    if d != ax:
+                    if not flags[d]:
                         offset += i * stride
                         stride *= ls[d]
                 flat_out[k] = flat_g[offset]
             return out
         return spread
-    if isinstance(axis, types.Integer) and _is_scalar(g):
+    if _axis_count(axis, like.ndim) is not None and _is_scalar(g):
         def fill1(g, like, axis, keepdims):
             out = np.empty(like.shape, dtype=like.dtype)
             out[...] = g
@@ -142,16 +148,34 @@ def _reduction_count(like, axis):
         return lambda like, axis: like.size
     if isinstance(axis, types.Integer):
         return lambda like, axis: like.shape[axis % like.ndim]
+    if isinstance(like, types.Array) and _axis_count(axis, like.ndim) is not None:
+        nd = like.ndim
+
+        def count(like, axis):
+            flags = _axis_flags(axis, nd)
+            n = 1
+            for d in range(nd):
+                if flags[d]:
+                    n *= like.shape[d]
+            return n
+        return count
 
 
 @overload(rt.extremum_mask)
 def _extremum_mask(x, ans, axis, keepdims):
-    if isinstance(x, types.Array) and (isinstance(axis, (types.NoneType, types.Omitted))
-                                       or axis is None):
+    if not isinstance(x, types.Array) or _axis_count(axis, x.ndim) is None:
+        return None
+    fdt = _float_dtype(x.dtype)
+    if _is_none(axis):
         def impl(x, ans, axis, keepdims):
-            hit = (x == ans).astype(np.float64)
+            hit = (x == ans).astype(fdt)
             return hit / hit.sum()
         return impl
+
+    def along(x, ans, axis, keepdims):
+        hit = (x == rt.unreduce(ans, x, axis, keepdims)).astype(fdt)
+        return hit / rt.sum(hit, axis, True)
+    return along
 
 
 @overload(rt.matmul_adjoints)
@@ -207,6 +231,25 @@ def _add_at(target, index, g):
                 target[index[k]] += g[k]
             return target
         return add_array
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean) and \
+            isinstance(target, types.Array) and index.ndim <= target.ndim:
+        # target[mask] += g: g holds the selected elements (rows) in C order
+        if _is_scalar(g):
+            def add_mask_scalar(target, index, g):
+                for idx in np.ndindex(index.shape):
+                    if index[idx]:
+                        target[idx] += g
+                return target
+            return add_mask_scalar
+        if isinstance(g, types.Array) and g.ndim == target.ndim - index.ndim + 1:
+            def add_mask(target, index, g):
+                k = 0
+                for idx in np.ndindex(index.shape):
+                    if index[idx]:
+                        target[idx] += g[k]
+                        k += 1
+                return target
+            return add_mask
 
 
 def _is_none(t):
@@ -320,3 +363,398 @@ def _copy_value(value):
     if isinstance(value, types.Array):
         return lambda value: value.copy()
     return lambda value: value
+
+
+# ---------------------------------------------------------------- axes
+#
+# An ``axis`` argument reaches an overload as None, an int (literal or not) or a
+# tuple of ints; ``_axis_count`` says at typing time how many axes it names (the
+# rank of the result depends on it), ``_axis_flags`` marks them at run time.
+
+
+def _axis_count(axis, ndim):
+    """How many of ``ndim`` axes the Numba type ``axis`` names, or None when it is
+    no axis type."""
+    if _is_none(axis):
+        return ndim
+    if isinstance(axis, types.Integer):
+        return 1
+    if isinstance(axis, types.BaseTuple) and all(isinstance(t, types.Integer)
+                                                 for t in axis.types):
+        return len(axis.types)
+    return None
+
+
+def _literal_bool(t):
+    """The value of a bool argument Numba knows while typing (a literal), else None."""
+    if isinstance(t, types.BooleanLiteral):
+        return t.literal_value
+    if isinstance(t, types.Omitted):
+        return bool(t.value)
+    if isinstance(t, types.IntegerLiteral):
+        return bool(t.literal_value)
+    return None
+
+
+def _float_dtype(dtype):
+    """The numpy scalar type a mean (or a mask) of Numba dtype ``dtype`` is computed in:
+    floats keep theirs, everything else gives float64."""
+    return np.result_type(as_dtype(dtype), np.float32).type
+
+
+def _axis_flags(axis, ndim):  # pragma: no cover - compiled by Numba
+    """Compiled only: a bool array of length ``ndim``, True on the axes ``axis`` names."""
+    raise NotImplementedError
+
+
+@register_jitable
+def _mark_axis(flags, a, ndim):
+    if a < -ndim or a >= ndim:
+        raise ValueError("axis is out of bounds for the array's dimension")
+    flags[a % ndim] = True
+
+
+@overload(_axis_flags)
+def _axis_flags_impl(axis, ndim):
+    if _is_none(axis):
+        return lambda axis, ndim: np.ones(ndim, dtype=np.bool_)
+    if isinstance(axis, types.Integer):
+        def one(axis, ndim):
+            flags = np.zeros(ndim, dtype=np.bool_)
+            _mark_axis(flags, axis, ndim)
+            return flags
+        return one
+    if isinstance(axis, types.BaseTuple) and all(isinstance(t, types.Integer)
+                                                 for t in axis.types):
+        def several(axis, ndim):
+            flags = np.zeros(ndim, dtype=np.bool_)
+            for a in literal_unroll(axis):
+                _mark_axis(flags, a, ndim)
+            return flags
+        return several
+
+
+@register_jitable
+def _outer_n_inner(shape, ax):
+    """``shape`` as (product before ``ax``, length of ``ax``, product after ``ax``)."""
+    outer = 1
+    inner = 1
+    for d in range(ax):
+        outer *= shape[d]
+    for d in range(ax + 1, len(shape)):
+        inner *= shape[d]
+    return outer, shape[ax], inner
+
+
+@register_jitable
+def _kept_shape(shape, flags, count):
+    """The lengths of the axes not flagged, as an int array (``count`` of them)."""
+    out = np.empty(count, dtype=np.int64)
+    j = 0
+    for d in range(len(shape)):
+        if not flags[d]:
+            out[j] = shape[d]
+            j += 1
+    return out
+
+
+# ---------------------------------------------------------------- reductions
+
+_SUM, _PROD, _MAX, _MIN = 0, 1, 2, 3
+
+
+@register_jitable
+def _reduce_middle(src, kind):
+    """Reduce the middle axis of a C-contiguous (outer, n, inner) array -> (outer, inner)."""
+    outer, n, inner = src.shape
+    if kind == _SUM:
+        out = np.zeros((outer, inner), dtype=src.dtype)
+        for o in range(outer):
+            for k in range(n):
+                for i in range(inner):
+                    out[o, i] += src[o, k, i]
+    elif kind == _PROD:
+        out = np.ones((outer, inner), dtype=src.dtype)
+        for o in range(outer):
+            for k in range(n):
+                for i in range(inner):
+                    out[o, i] *= src[o, k, i]
+    else:
+        if n == 0:
+            raise ValueError("zero-size array to reduction operation which has no identity")
+        out = np.empty((outer, inner), dtype=src.dtype)
+        for o in range(outer):
+            for i in range(inner):
+                out[o, i] = src[o, 0, i]
+            for k in range(1, n):
+                for i in range(inner):
+                    v = src[o, k, i]
+                    best = out[o, i]
+                    # NaN wins, as in numpy: v != v only for NaN; a NaN best stays
+                    if (v > best if kind == _MAX else v < best) or v != v:
+                        out[o, i] = v
+    return out
+
+
+@register_jitable
+def _reduce_keep(x, flags, kind):
+    """Reduce the C-contiguous ``x`` over the flagged axes, keeping them with length 1."""
+    cur = x
+    for d in range(x.ndim):
+        if flags[d]:
+            outer, n, inner = _outer_n_inner(cur.shape, d)
+            out = _reduce_middle(cur.reshape((outer, n, inner)), kind)
+            cur = out.reshape(tuple_setitem(cur.shape, d, 1))
+    return cur
+
+
+_FINISHERS = {}
+
+
+def _finisher(ndim, count, keepdims):
+    """A compiled ``finish(reduced, flags)``: the keepdims result as numpy gives it for
+    ``keepdims``: itself, the kept axes only, or a scalar when no axis is kept."""
+    key = (ndim, count, keepdims)
+    if key not in _FINISHERS:
+        kept = ndim - count
+        if keepdims:
+            def finish(reduced, flags):
+                return reduced
+        elif kept == 0:
+            def finish(reduced, flags):
+                return reduced.reshape(reduced.size)[0]
+        else:
+            def finish(reduced, flags):
+                return reduced.reshape(to_fixed_tuple(_kept_shape(reduced.shape, flags, kept),
+                                                      kept))
+        _FINISHERS[key] = register_jitable(finish)
+    return _FINISHERS[key]
+
+
+def _reduction_setup(x, axis, keepdims):
+    """(finish, ndim) for a reduction overload, or None when the types do not fit:
+    ``x`` an array of rank >= 1, ``axis`` an axis type, ``keepdims`` a literal bool."""
+    if not isinstance(x, types.Array) or x.ndim == 0:
+        return None
+    count = _axis_count(axis, x.ndim)
+    keep = _literal_bool(keepdims)
+    if count is None or keep is None:
+        return None
+    return _finisher(x.ndim, count, keep), x.ndim
+
+
+def _sum_dtype(dtype):
+    """numpy's dtype for a sum or product: floats and 64-bit ints keep theirs, smaller
+    ints and bools become int64 (uint64 for unsigned ints)."""
+    if isinstance(dtype, (types.Float, types.Complex)):
+        return dtype
+    if isinstance(dtype, types.Integer) and not dtype.signed:
+        return types.uint64
+    return types.int64
+
+
+def _reduction_overload(helper, kind):
+    @overload(helper, prefer_literal=True)
+    def _reduce(x, axis, keepdims):
+        setup = _reduction_setup(x, axis, keepdims)
+        if setup is None:
+            return None
+        finish, nd = setup
+        odt = _sum_dtype(x.dtype) if kind in (_SUM, _PROD) else x.dtype
+        same = odt == x.dtype
+        odt = as_dtype(odt).type
+        if same:
+            def impl(x, axis, keepdims):
+                flags = _axis_flags(axis, nd)
+                return finish(_reduce_keep(np.ascontiguousarray(x), flags, kind), flags)
+        else:
+            def impl(x, axis, keepdims):
+                flags = _axis_flags(axis, nd)
+                return finish(_reduce_keep(np.ascontiguousarray(x).astype(odt), flags, kind),
+                              flags)
+        return impl
+    return _reduce
+
+
+_reduction_overload(rt.sum, _SUM)
+_reduction_overload(rt.prod, _PROD)
+_reduction_overload(rt.amax, _MAX)
+_reduction_overload(rt.amin, _MIN)
+
+
+@register_jitable
+def _count(shape, flags):
+    n = 1
+    for d in range(len(shape)):
+        if flags[d]:
+            n *= shape[d]
+    return n
+
+
+@overload(rt.mean, prefer_literal=True)
+def _mean(x, axis, keepdims):
+    setup = _reduction_setup(x, axis, keepdims)
+    if setup is None:
+        return None
+    finish, nd = setup
+    fdt = _float_dtype(x.dtype)
+
+    def impl(x, axis, keepdims):
+        flags = _axis_flags(axis, nd)
+        total = _reduce_keep(np.ascontiguousarray(x).astype(fdt), flags, _SUM)
+        return finish(total / fdt(_count(x.shape, flags)), flags)
+    return impl
+
+
+def _variance_overload(helper, root):
+    @overload(helper, prefer_literal=True)
+    def _variance(x, axis, keepdims, ddof=0):
+        setup = _reduction_setup(x, axis, keepdims)
+        if setup is None or not (_is_none(ddof) or isinstance(ddof, (types.Integer, types.Float,
+                                                                     types.Omitted))):
+            return None
+        finish, nd = setup
+        fdt = _float_dtype(x.dtype)
+
+        def impl(x, axis, keepdims, ddof=0):
+            # numpy's order: the mean (kept axes), the squared deviations, their sum
+            flags = _axis_flags(axis, nd)
+            xf = np.ascontiguousarray(x).astype(fdt)
+            n = _count(x.shape, flags)
+            centre = _reduce_keep(xf, flags, _SUM) / fdt(n)
+            dev = xf - centre
+            spread = _reduce_keep(dev * dev, flags, _SUM) / fdt(max(n - ddof, 0))
+            return finish(np.sqrt(spread) if root else spread, flags)
+        return impl
+    return _variance
+
+
+_variance_overload(rt.var, False)
+_variance_overload(rt.std, True)
+
+
+# ---------------------------------------------------------------- shapes
+
+
+@overload(rt.squeeze, prefer_literal=True)
+def _squeeze(x, axis):
+    if not isinstance(x, types.Array) or _is_none(axis):
+        return None     # without an axis, the result's rank depends on the shape
+    count = _axis_count(axis, x.ndim)
+    if count is None:
+        return None
+    nd, kept = x.ndim, x.ndim - count
+
+    def impl(x, axis):
+        flags = _axis_flags(axis, nd)
+        for d in range(nd):
+            if flags[d] and x.shape[d] != 1:
+                raise ValueError("cannot select an axis to squeeze out which has size "
+                                 "not equal to one")
+        return np.ascontiguousarray(x).reshape(
+            to_fixed_tuple(_kept_shape(x.shape, flags, kept), kept))
+    return impl
+
+
+@overload(rt.expand_dims, prefer_literal=True)
+def _expand_dims(x, axis):
+    if not isinstance(x, types.Array):
+        return None
+    count = _axis_count(axis, 0)
+    if count is None or _is_none(axis):
+        return None
+    out_nd = x.ndim + count
+
+    def impl(x, axis):
+        flags = _axis_flags(axis, out_nd)
+        shape = np.ones(out_nd, dtype=np.int64)
+        j = 0
+        for d in range(out_nd):
+            if not flags[d]:
+                shape[d] = x.shape[j]
+                j += 1
+        return np.ascontiguousarray(x).reshape(to_fixed_tuple(shape, out_nd))
+    return impl
+
+
+@overload(rt.atleast_1d)
+def _atleast_1d(x):
+    if isinstance(x, types.Array):
+        if x.ndim >= 1:
+            return lambda x: x
+        return lambda x: x.reshape(1)
+    if _is_scalar(x):
+        return lambda x: np.full(1, x)
+
+
+@overload(rt.unstack)
+def _unstack(g, count, axis):
+    if not isinstance(g, types.Array) or not (_is_none(axis) or isinstance(axis, types.Integer)):
+        return None
+    nd = g.ndim
+    if nd == 1:     # stacked scalars: the pieces are scalars
+        return lambda g, count, axis: [g[i] for i in range(count)]
+    kept = nd - 1
+
+    def impl(g, count, axis):
+        ax = 0 if axis is None else axis % nd
+        gc = np.ascontiguousarray(g)
+        outer, n, inner = _outer_n_inner(gc.shape, ax)
+        src = gc.reshape((outer, n, inner))
+        flags = np.zeros(nd, dtype=np.bool_)
+        flags[ax] = True
+        shape = to_fixed_tuple(_kept_shape(gc.shape, flags, kept), kept)
+        return [np.ascontiguousarray(src[:, i, :]).reshape(shape) for i in range(count)]
+    return impl
+
+
+def _part_sizes(parts, ax):  # pragma: no cover - compiled by Numba
+    """Compiled only: the lengths of each array of the tuple ``parts`` along ``ax``."""
+    raise NotImplementedError
+
+
+@overload(_part_sizes)
+def _part_sizes_impl(parts, ax):
+    if isinstance(parts, types.BaseTuple) and all(isinstance(t, types.Array)
+                                                  for t in parts.types):
+        n = len(parts.types)
+
+        def impl(parts, ax):
+            sizes = np.empty(n, dtype=np.int64)
+            i = 0
+            for p in literal_unroll(parts):
+                sizes[i] = p.shape[ax]
+                i += 1
+            return sizes
+        return impl
+
+
+@overload(rt.split_like)
+def _split_like(g, parts, axis):
+    if not isinstance(g, types.Array) or not isinstance(axis, types.Integer) or \
+            not isinstance(parts, (types.BaseTuple, types.List)):
+        return None
+    nd = g.ndim
+
+    def impl(g, parts, axis):
+        ax = axis % nd
+        sizes = _part_sizes(parts, ax)
+        gc = np.ascontiguousarray(g)
+        outer, n, inner = _outer_n_inner(gc.shape, ax)
+        src = gc.reshape((outer, n, inner))
+        starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+        starts[1:] = np.cumsum(sizes)
+        return [np.ascontiguousarray(src[:, starts[k]:starts[k + 1], :]).reshape(
+            tuple_setitem(gc.shape, ax, sizes[k])) for k in range(len(sizes))]
+    return impl
+
+
+@overload(_part_sizes)
+def _part_sizes_list(parts, ax):
+    if isinstance(parts, types.List) and isinstance(parts.dtype, types.Array):
+        def impl(parts, ax):
+            sizes = np.empty(len(parts), dtype=np.int64)
+            for i in range(len(parts)):
+                sizes[i] = parts[i].shape[ax]
+            return sizes
+        return impl

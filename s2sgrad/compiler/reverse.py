@@ -42,9 +42,11 @@ def _assign(target, value):
 class _Adjoints:
     """Adjoint variable names, and which of them hold a value yet."""
 
-    def __init__(self, names, lists=frozenset()):
+    def __init__(self, names, lists=frozenset(), single_use=frozenset(), rebound=frozenset()):
         self.names = names
         self.lists = lists   # variables that are lists: their adjoints are lists too
+        self.single_use = single_use   # variables with one use that can pass a gradient
+        self.rebound = rebound         # variables whose adjoint is reassigned (loop-carried)
         self.of = {}
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
@@ -57,6 +59,16 @@ class _Adjoints:
     def accumulate(self, var, expr, out):
         """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
         this code owns) or ``dvar = dvar + expr``."""
+        if isinstance(expr, gast.Name) and var not in self.defined and var not in self.of \
+                and var in self.single_use and var not in self.lists:
+            source = [other for other, name in self.of.items() if name == expr.id]
+            if source and not any(other in self.rebound for other in source):
+                # dvar would only copy dsource: read dsource itself
+                self.of[var] = expr.id
+                self.defined.add(var)
+                for other in source + [var]:
+                    self.owned.discard(other)
+                return
         target = self.name(var)
         if isinstance(expr, gast.Name):   # dvar now shares another adjoint's array
             for other, name in self.of.items():
@@ -106,20 +118,54 @@ def reverse(lowered, wrt, seeds, names):
     active = active_names(lowered, wrt, seeds)
     ndims = getattr(lowered, "ndims", {})
     state = names.snapshot()
-    rev, backward = _backward(lowered, seeds, active, names, ndims, frozenset())
+    rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset())
     unneeded = rev.unneeded_restores(backward)
     if unneeded:   # build again without saving what no adjoint reads
         names.restore(state)
-        rev, backward = _backward(lowered, seeds, active, names, ndims, unneeded)
+        rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, unneeded)
     body = _without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
     return Sweeps(forward, backward, rev.stacks, grads, active)
 
 
-def _backward(lowered, seeds, active, names, ndims, skip_restores):
+def _use_counts(lowered):
+    """(variables that pass a gradient to exactly one place, variables assigned more than
+    once: loop-carried, updated in place).  A single-use variable's adjoint can simply be
+    the adjoint it copies."""
+    from .activity import differentiable_operands
+    uses, assigned = {}, {}
+    for stmt in walk_ops(lowered.body):
+        if isinstance(stmt, (SetItem, ListAppend)):
+            sources = atom_vars(stmt.value)
+            assigned[stmt.target] = assigned.get(stmt.target, 0) + 2
+        else:
+            sources = differentiable_operands(stmt)
+            for t in stmt.targets:
+                assigned[t] = assigned.get(t, 0) + 1
+        for v in sources:
+            uses[v] = uses.get(v, 0) + 1
+    loops = [s for s in _walk_statements(lowered.body) if isinstance(s, Loop)]
+    rebound = {v for v, n in assigned.items() if n > 1} | {
+        h for loop in loops for h in loop.headers}
+    return frozenset(v for v, n in uses.items() if n == 1), frozenset(rebound)
+
+
+def _walk_statements(statements):
+    for stmt in statements:
+        yield stmt
+        if isinstance(stmt, If):
+            yield from _walk_statements(stmt.body)
+            yield from _walk_statements(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            yield from _walk_statements(stmt.body)
+
+
+def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
+    single_use, rebound = _use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
-                    getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()))
+                    getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()),
+                    single_use - set(wrt), rebound)
     backward = []
     for s in seeds:
         if s in active:
@@ -144,7 +190,8 @@ class _Reverser:
     """
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
-                 mutated=frozenset(), lists=frozenset()):
+                 mutated=frozenset(), lists=frozenset(), single_use=frozenset(),
+                 rebound=frozenset()):
         self.active = active
         self.mutated = mutated
         self.int_vars = int_vars
@@ -152,7 +199,7 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
-        self.adj = _Adjoints(names, lists)
+        self.adj = _Adjoints(names, lists, single_use, rebound)
         self.stacks = []          # stack names to create at the top of the function
         self.taped = {}           # id(Loop) -> {variable: stack name}
         self.entering = {}        # id(Loop) -> {header variable: stack name}
