@@ -179,8 +179,17 @@ class GradFunction:
         try:
             value, computed = self._compiled(*arrays, *free)
         except Exception as exc:
+            if self._compiled.backend == "numba":
+                # compiled code keeps no line numbers: run the same code as Python to find
+                # the user's line (the error is the same; this costs only on failure)
+                try:
+                    self._compiled.py_func(*arrays, *free)
+                except type(exc) as again:
+                    exc = again
+                except Exception:  # noqa: BLE001 - keep the original error
+                    pass
             exc.add_note(_user_line_of(exc, self.path, generated.source))
-            raise
+            raise exc
         computed = list(computed)
         weights = self._weight_list()
         grads = []

@@ -59,8 +59,9 @@ def shape_clash(x, y):
     return np.sum(z)
 
 
-def test_error_inside_generated_code_names_the_user_line(monkeypatch):
-    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_error_inside_generated_code_names_the_user_line(monkeypatch, backend):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
     with pytest.raises(ValueError) as info:
         ms.grad(shape_clash)(np.ones((2, 3)), np.ones((2, 3)))
     notes = "\n".join(getattr(info.value, "__notes__", []))
