@@ -210,6 +210,20 @@ def test_float32_in_float32_out():
     assert g.dtype == np.float32 and np.allclose(g, 2 * np.exp(x))
 
 
+@pytest.mark.parametrize("backend", ["numba", "python"])
+def test_float32_forward_values_stay_float32(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+
+    def f(x):
+        y = x * 2.0 + 1.0
+        return np.sum(y * y), y
+
+    x = np.ones(3, np.float32)
+    (loss, y), g = ms.value_and_grad(f)(x)
+    assert y.dtype == np.float32 and g.dtype == np.float32
+    np.testing.assert_allclose(g, 4 * (2 * x + 1))
+
+
 def test_tensor_in_tensor_out():
     x = Tensor(np.array([1.0, 2.0], np.float32))
     g = ms.grad(lambda x: ops.sum(x * x))(x)

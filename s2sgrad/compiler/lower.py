@@ -107,6 +107,7 @@ class Lowerer:
         self.arg_types = arg_types
         self.known = {}         # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
+        self.dtypes = {}        # Var name -> float dtype, where it is known while building
         self.names = NameAllocator()
         self.ops = []
         self.free = {}          # id(obj) -> FreeValue
@@ -146,6 +147,8 @@ class Lowerer:
                     self.int_vars.add(name)
                 elif dtype is not None:
                     self.known[name] = (dtype, ndim)
+                    if dtype.kind == "f":
+                        self.dtypes[name] = dtype
         frame = Frame(parsed, env)
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
             # a Cell with its own backward, differentiated as a whole
@@ -323,6 +326,8 @@ class Lowerer:
         """``target = atom``: a copy that passes the gradient through."""
         if self.ndim_of(atom) is not None and target not in self.ndims:
             self.ndims[target] = self.ndim_of(atom)
+        if isinstance(atom, Var) and atom.name in self.dtypes and target not in self.dtypes:
+            self.dtypes[target] = self.dtypes[atom.name]
         return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
                   lookup("assign"))
 
@@ -623,8 +628,24 @@ class Lowerer:
             else:
                 raise self.unsupported(frame, node, "arithmetic on a tuple or list",
                                        "use np.array(...) or index the items")
-        expr = gast.BinOp(left=self.atom_node(left), op=node.op, right=self.atom_node(right))
+        expr = gast.BinOp(left=self.typed_node(left, right), op=node.op,
+                          right=self.typed_node(right, left))
         return self.emit(frame, node, prim, (left, right), {}, expr, hint)
+
+    def typed_node(self, atom, other):
+        """``atom`` in generated code; a Python number next to a float32 (float16) value is
+        written as ``np.float32(...)``: Numba would otherwise compute in float64."""
+        dtype = self.dtypes.get(other.name) if isinstance(other, Var) else None
+        if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
+                and not isinstance(atom.value, bool) and dtype is not None \
+                and dtype in (np.float32, np.float16):
+            return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
+                                                                 annotation=None,
+                                                                 type_comment=None),
+                                                 attr=np.dtype(dtype).name, ctx=gast.Load()),
+                             args=[gast.Constant(value=float(atom.value), kind=None)],
+                             keywords=[])
+        return self.atom_node(atom)
 
     def expr_UnaryOp(self, frame, node, hint):
         operand = self.lower_expr(frame, node.operand)
@@ -880,6 +901,9 @@ class Lowerer:
         ndim = self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
             self.ndims[name] = ndim
+        dtype = self.infer_dtype(prim, args, kwargs)
+        if dtype is not None:
+            self.dtypes[name] = dtype
         if prim in INTEGER_OPS and all(self.is_int(a) for a in args):
             self.int_vars.add(name)
         return Var(name)
@@ -897,6 +921,31 @@ class Lowerer:
         if isinstance(atom, Var):
             return self.ndims.get(atom.name)
         return None
+
+    def infer_dtype(self, prim, args, kwargs):
+        """The float dtype of ``prim``'s result where numpy's promotion rules give it from
+        the operands' dtypes (Python numbers are weak, as in numpy 2); else None."""
+        if prim == "getitem":
+            base = args[0]
+            return self.dtypes.get(base.name) if isinstance(base, Var) else None
+        if not (prim in ELEMENTWISE or isinstance(prim, np.ufunc)) or kwargs:
+            return None
+        parts = []
+        for atom in args:
+            if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
+                    and not isinstance(atom.value, bool):
+                parts.append(atom.value)
+            elif isinstance(atom, Var) and atom.name in self.dtypes:
+                parts.append(self.dtypes[atom.name])
+            else:
+                return None
+        try:
+            dtype = np.result_type(*parts)
+        except (TypeError, ValueError):
+            return None
+        if isinstance(prim, np.ufunc) and dtype.kind in "iub":
+            return None       # np.exp(int) is a float: leave it unknown
+        return dtype if dtype.kind == "f" else None
 
     def infer_ndim(self, prim, args, kwargs):
         """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
@@ -950,6 +999,8 @@ class Lowerer:
                 data = np.asarray(obj)
                 self.known[name] = (data.dtype, data.ndim)
                 self.ndims[name] = data.ndim
+                if data.dtype.kind == "f":
+                    self.dtypes[name] = data.dtype
                 self.free_objects.append(obj)
             return Var(self.free[key].name)
         return Const(obj)
