@@ -209,6 +209,18 @@ def list_stacked(x):
     return np.sum(np.stack(rows) ** 2)
 
 
+def loop_over_a_list(x):
+    parts = []
+    for i in range(x.shape[0]):
+        parts.append(np.sin(x[i]) * x)
+    total = 0.0
+    for p in parts:
+        total = total + np.sum(p * p)
+    for k, p in enumerate(parts):
+        total = total + k * np.sum(p)
+    return total
+
+
 def list_built_without_loop(a, b):
     parts = []
     parts.append(a * b)
@@ -220,6 +232,7 @@ CASES = [
     (list_of_states, (np.linspace(-1.0, 1.0, 5), 0.7), (0, 1)),
     (list_stacked, (np.linspace(-1.0, 1.0, 4),), 0),
     (list_built_without_loop, (RNG.normal(size=3), RNG.normal(size=3)), (0, 1)),
+    (loop_over_a_list, (RNG.normal(size=3),), 0),
     (branch_on_value, (RNG.normal(size=4) + 1.0,), 0),
     (branch_on_value, (RNG.normal(size=4) - 2.0,), 0),
     (elif_chain, (1.3, np.array([4.0, 7.0])), (0, 1)),

@@ -610,8 +610,8 @@ def _variance_overload(helper, root):
     @overload(helper, prefer_literal=True)
     def _variance(x, axis, keepdims, ddof=0):
         setup = _reduction_setup(x, axis, keepdims)
-        if setup is None or not (_is_none(ddof) or isinstance(ddof, (types.Integer, types.Float,
-                                                                     types.Omitted))):
+        if setup is None or not isinstance(ddof, (int, float, types.Integer, types.Float,
+                                                  types.Omitted)):   # int: left out
             return None
         finish, nd = setup
         fdt = _float_dtype(x.dtype)

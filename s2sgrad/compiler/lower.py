@@ -366,21 +366,30 @@ class Lowerer:
             raise self.unsupported(frame, stmt, "a `for` loop over this iterable",
                                    "loop over range(...), an array, enumerate(array) or "
                                    "zip(arrays...)")
-        length = self.emit(frame, stmt, "attr.shape", (seqs[0],), {}, gast.Subscript(
-            value=gast.Attribute(value=self.atom_node(seqs[0]), attr="shape", ctx=gast.Load()),
-            slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
-        for extra in seqs[1:]:
-            other = self.emit(frame, stmt, "attr.shape", (extra,), {}, gast.Subscript(
-                value=gast.Attribute(value=self.atom_node(extra), attr="shape", ctx=gast.Load()),
-                slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
+        lengths = [self.length(frame, stmt, q) for q in seqs]
+        length = lengths[0]
+        for other in lengths[1:]:
             length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
                 gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
                 (length, other), {}), "n")
-        index = gast.Name(id=self.names.fresh("i"), ctx=gast.Store(), annotation=None,
-                          type_comment=None)
+        index = gast.Name(id="i", ctx=gast.Store(), annotation=None, type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
                                              [(func.value if isinstance(func, Const) else None,
                                                rows)]))
+
+    def length(self, frame, node, seq):
+        """An op giving the number of rows of an array (or items of a run-time list)."""
+        if seq.name in self.lists:
+            result = self.emit(frame, node, len, (seq,), {}, self.call_expr(
+                gast.Name(id="len", ctx=gast.Load(), annotation=None, type_comment=None),
+                (seq,), {}), "n")
+        else:
+            result = self.emit(frame, node, "attr.shape", (seq,), {}, gast.Subscript(
+                value=gast.Attribute(value=self.atom_node(seq), attr="shape", ctx=gast.Load()),
+                slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
+        self.int_vars.add(result.name)
+        self.ndims[result.name] = 0
+        return result
 
     def lower_unrolled_for(self, frame, stmt, iterable):
         if isinstance(iterable, Seq):
@@ -432,6 +441,7 @@ class Lowerer:
             target = self.names.fresh(target_node.id if isinstance(target_node, gast.Name)
                                       else "i")
             self.int_vars.add(target)
+            self.ndims[target] = 0
         entry = dict(frame.env)
 
         def lower_test():
@@ -728,10 +738,7 @@ class Lowerer:
                 raise self.unsupported(frame, node, "indexing a constant with a run-time index",
                                        "make the constant an array")
         expr = gast.Subscript(value=self.atom_node(base), slice=index_node, ctx=gast.Load())
-        result = self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
-        self.ops[-1].basic_index = all(v in self.int_vars for v in atom_vars(index))
-        self.ops[-1].list_base = base.name in self.lists
-        return result
+        return self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
 
     def lower_index(self, frame, node):
         """An index expression -> (gast node with atoms, atom). Slices become Const slices
@@ -906,6 +913,11 @@ class Lowerer:
             self.dtypes[name] = dtype
         if prim in INTEGER_OPS and all(self.is_int(a) for a in args):
             self.int_vars.add(name)
+            self.ndims[name] = 0
+        if prim == "getitem":
+            base, index = args
+            self.ops[-1].basic_index = all(v in self.int_vars for v in atom_vars(index))
+            self.ops[-1].list_base = isinstance(base, Var) and base.name in self.lists
         return Var(name)
 
     def is_int(self, atom):
