@@ -348,3 +348,26 @@ def copy_list(items):
 def add_lists(a, b):
     """Item-by-item sum of two adjoint lists of the same length."""
     return [x + y for x, y in zip(a, b)]
+
+
+def written_adjoint(dx, index):
+    """The adjoint of ``v`` in ``x[index] = v`` for an index array: ``dx[index]``, except
+    that a position the index names twice counts once, for its last write."""
+    g = np.array(dx[index], copy=True)
+    index = np.asarray(index) if not isinstance(index, tuple) else index
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and index.ndim == 1:
+        seen = set()
+        for k in range(index.shape[0] - 1, -1, -1):
+            position = int(index[k]) % dx.shape[0]
+            if position in seen:
+                g[k] = 0
+            seen.add(position)
+    return g
+
+
+def sort_adjoint(g, a, axis=-1):
+    """The adjoint of ``np.sort(a, axis)``: ``g`` put back where each sorted value came from."""
+    order = np.argsort(a, axis=axis, kind="stable")
+    out = np.zeros_like(np.asarray(g, dtype=np.result_type(g, np.float32)))
+    np.put_along_axis(out, order, g, axis=axis)
+    return out

@@ -1774,44 +1774,19 @@ UNSUPPORTED = {
     "copy_module_copy": "copy.copy(x): s2sgrad inlines the stdlib copy.copy and reports "
                         "'a call to a value computed at run time' at copy.py:76, "
                         "not at the user's line",
+    "view_write": "writing through a view (v = y[1:3]; v[:] = ...): UnsupportedConstructError "
+                  "naming the line",
+    "view_read_after_write": "reading a view taken before an in-place update of its base: "
+                             "UnsupportedConstructError naming the line",
+    "builtin_max_of_array": "max(array): MissingRuleError (the builtin max rule takes two "
+                            "values); np.max works",
+    "tolist_read": "x.tolist(): MissingRuleError",
+    "sum_where_keyword": "np.sum(..., where=...): MissingRuleError naming the keyword",
+    "mean_dtype_keyword": "np.mean(..., dtype=...): MissingRuleError naming the keyword",
 }
 
 # Wrong gradients or crashes that are not S2sgradError: name -> (reason, backends it hits).
 BUGS = {
-    "fancy_index_list": (
-        "x[[0, 0, 3]] (list index with repeats): the adjoint `dx[[0, 0, 3]] += dt` does not "
-        "accumulate repeats; gradient [2,0,0,2,0] instead of [4,0,0,2,0]", BACKENDS),
-    "scatter_repeated_index": (
-        "y[np.array([0, 0, 2])] += x[:3]: numpy keeps only the last write to a repeated index, "
-        "s2sgrad's adjoint credits x[0] as well (analytic -0.806 vs numerical 0)", BACKENDS),
-    "view_write": (
-        "writing through a slice view (v = y[1:3]; v[:] = ...) is not seen by y: gradient 0", BACKENDS),
-    "view_read_after_write": (
-        "b = y[0:2] is a view; a later y[0] = ... changes b; s2sgrad treats b as a copy "
-        "(gradient 0 instead of -2.38 at x[2])", BACKENDS),
-    "np_sort": (
-        "np.sort is registered nondifferentiable: gradient silently all zeros", BACKENDS),
-    "mod_scalar": (
-        "a % 2.0 (operator.mod) is registered nondifferentiable; d(a % c)/da = 1, "
-        "gradient 0.7 instead of 3.4 at a=2.7", BACKENDS),
-    "tolist_read": (
-        "x.tolist() is registered nondifferentiable: gradient silently zero", BACKENDS),
-    "builtin_max_of_array": (
-        "max(x) on an array crashes in the rule binder: TypeError: missing a required "
-        "argument: 'b' (s2sgrad/rules/registry.py bind)", BACKENDS),
-    "sum_where_keyword": (
-        "np.sum(..., where=mask) crashes: TypeError: got an unexpected keyword argument 'where' "
-        "(rule signature bind)", BACKENDS),
-    "mean_dtype_keyword": (
-        "np.mean(..., dtype=np.float64) crashes: TypeError: got an unexpected keyword "
-        "argument 'dtype' (rule signature bind)", BACKENDS),
-    "dict_local": (
-        "a dict literal indexed with a constant key crashes in lowering: AttributeError: "
-        "'DictAtom' object has no attribute 'value' (compiler/lower.py atom_node)", BACKENDS),
-    "multiple_returns_neg": (
-        "if/elif/else with a return in each branch and a local defined only in the elif "
-        "branch: the generated join reads it on the else path -> UnboundLocalError "
-        "(Python backend only; Numba tolerates the undefined name)", ("python",)),
 }
 
 

@@ -20,6 +20,7 @@ import copy
 import inspect
 import math
 import operator
+import os
 
 import gast
 import numpy as np
@@ -117,6 +118,8 @@ class Lowerer:
         self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
+        self.views = {}         # Var name -> the array variable it may be a view of
+        self.stale_views = set()  # views of arrays updated in place since they were taken
 
     # ------------------------------------------------------------ entry
 
@@ -236,6 +239,11 @@ class Lowerer:
             raise self.unsupported(frame, stmt, _statement_name(stmt),
                                    "rewrite the function without it")
 
+    def mark_views_stale(self, array):
+        """``array`` is updated in place: views of it taken so far no longer hold what they
+        held (reading them again is refused)."""
+        self.stale_views.update(v for v, base in self.views.items() if base == array)
+
     def lower_append(self, frame, stmt):
         """``xs.append(v)``: a tuple-like list grows while building; a list that a run-time
         loop extends becomes a real list (ListAppend)."""
@@ -308,6 +316,9 @@ class Lowerer:
                              for x, y in zip(a.items, b.items)), a.kind)
         if a == b:
             return a
+        if a is None or b is None:
+            # set on one path only: on the other, Python has no value for it either
+            return a if b is None else b
         for atom in (a, b):
             if isinstance(atom, Const) and not literals.is_literal(atom.value) \
                     and atom.value is not None:
@@ -420,6 +431,9 @@ class Lowerer:
                                value=gast.Constant(value=False, kind=None), type_comment=None)
             body_src = [gast.copy_location(init, stmt)] + body_src
         self.materialise_lists(frame, body_src, location)
+        for name in _subscript_targets(body_src):
+            if isinstance(frame.env.get(name), Var):
+                self.mark_views_stale(frame.env[name].name)
         assigned = assigned_names(body_src)
         if spec is not None:
             assigned = [n for n in assigned_names([gast.Assign(targets=[spec[2]], value=None)])
@@ -546,7 +560,13 @@ class Lowerer:
                 raise self.unsupported(frame, target, "assignment into something that is not an "
                                        "array of this function", "make an array with "
                                        "np.zeros(...) or x.copy() and assign into it")
+            if base.name in self.views:
+                raise self.unsupported(
+                    frame, target, f"writing into `{target.value.id}`, which may be a view of "
+                    f"`{self.views[base.name]}`", "write into the array itself, e.g. "
+                    "y[1:3] = ... instead of v = y[1:3]; v[:] = ...")
             index_node, index = self.lower_index(frame, target.slice)
+            self.mark_views_stale(base.name)
             self.mutated.add(base.name)
             self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
         else:
@@ -719,6 +739,14 @@ class Lowerer:
     def expr_Subscript(self, frame, node, hint):
         base = self.lower_expr(frame, node.value)
         index_node, index = self.lower_index(frame, node.slice)
+        from .custom import DictAtom
+        if isinstance(base, DictAtom):
+            for key, value in base.pairs:
+                if isinstance(key, Const) and isinstance(index, Const) and \
+                        key.value == index.value:
+                    return value
+            raise self.unsupported(frame, node, "a dict read with a key not known while "
+                                   "building", "index dicts with constant keys")
         if isinstance(base, (Seq, Const)) and isinstance(index, Const):
             seq = base.items if isinstance(base, Seq) else base.value
             try:
@@ -829,7 +857,7 @@ class Lowerer:
             return self.cell_call(frame, node, obj, args, kwargs, hint)
         if inspect.ismethod(obj) and inspect.isfunction(obj.__func__):
             return self.inline(frame, node, obj.__func__, args, kwargs, obj.__self__)
-        if inspect.isfunction(obj):
+        if inspect.isfunction(obj) and _is_user_code(obj):
             return self.inline(frame, node, obj, args, kwargs, None)
         construct = getattr(type(obj), "construct", None)
         if inspect.isfunction(construct):   # a primitive object such as Dropout2D
@@ -901,10 +929,25 @@ class Lowerer:
 
     def emit(self, frame, node, prim, args, kwargs, expr, hint, custom=None):
         """Append an Op computing ``expr``; returns the Var it assigns."""
+        stale = [a.name for a in args if isinstance(a, Var) and a.name in self.stale_views]
+        if stale:
+            raise self.unsupported(
+                frame, node, f"`{stale[0]}` is a view of an array that was updated in place "
+                f"after the view was taken", "take a copy (.copy()) before the update, or read "
+                "the array itself after it")
         name = self.names.fresh(hint) if hint else self.names.temp()
         rule = lookup(prim) if custom is None else None
+        bind_error = None
+        if rule is not None and rule.differentiable:
+            try:
+                rule.bind(args, kwargs)
+            except TypeError as exc:   # a form of the call the rule does not cover
+                rule, bind_error = None, f"s2sgrad's rule takes {rule.signature}: {exc}"
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
                            frame.location(node), rule, custom))
+        self.ops[-1].bind_error = bind_error
+        if _makes_view(prim, args) and isinstance(args[0], Var):
+            self.views[name] = self.views.get(args[0].name, args[0].name)
         ndim = self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
             self.ndims[name] = ndim
@@ -916,7 +959,7 @@ class Lowerer:
             self.ndims[name] = 0
         if prim == "getitem":
             base, index = args
-            self.ops[-1].basic_index = all(v in self.int_vars for v in atom_vars(index))
+            self.ops[-1].basic_index = _basic_index(index, self.int_vars)
             self.ops[-1].list_base = isinstance(base, Var) and base.name in self.lists
         return Var(name)
 
@@ -1025,6 +1068,11 @@ class Lowerer:
 
     def atom_node(self, atom):
         """The gast expression that reads an atom in generated code."""
+        from .custom import DictAtom
+        if isinstance(atom, DictAtom):
+            raise UnsupportedConstructError(
+                "a dict used as a value (s2sgrad reads dicts only with constant keys)", None,
+                None, "pass the items separately")
         if isinstance(atom, Var):
             return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
         if isinstance(atom, Seq):
@@ -1041,6 +1089,70 @@ class Lowerer:
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),
                                          _source_segment(frame, node), hint)
+
+
+#: primitives whose result may share memory with their first operand
+VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
+               np.asarray, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to,
+               "assign"}
+
+
+def _makes_view(prim, args):
+    if prim == "getitem":
+        return not _scalar_index(args[1])
+    return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == "assign"
+
+
+def _scalar_index(index):
+    """True when an index picks single elements only (no slice, None or Ellipsis)."""
+    if isinstance(index, Seq):
+        return index.kind != "slice" and all(_scalar_index(i) for i in index.items)
+    if isinstance(index, Const):
+        value = index.value
+        if isinstance(value, tuple):
+            return all(_scalar_index(Const(v)) for v in value)
+        return not (value is None or value is Ellipsis or isinstance(value, slice))
+    return True
+
+
+def _subscript_targets(statements):
+    names = []
+    for stmt in statements:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) \
+                    and isinstance(node.value, gast.Name):
+                names.append(node.value.id)
+    return names
+
+
+def _is_user_code(fn):
+    """True for functions s2sgrad reads: the user's own and s2sgrad's.  Functions of the
+    standard library and of installed packages are calls without a rule instead."""
+    module = getattr(fn, "__module__", "") or ""
+    if module.startswith("s2sgrad"):
+        return True
+    import sysconfig
+    path = os.path.abspath(getattr(fn.__code__, "co_filename", ""))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        root = sysconfig.get_paths().get(key)
+        if root and path.startswith(os.path.abspath(root) + os.sep):
+            return False
+    return True
+
+
+def _basic_index(index, int_vars):
+    """True for an index numpy treats as basic (ints, slices, None, ...): each element is
+    read at most once, so ``dx[index] += g`` is the adjoint.  Lists and arrays are not."""
+    if isinstance(index, Var):
+        return index.name in int_vars
+    if isinstance(index, Seq):
+        return index.kind in ("index", "slice") and all(_basic_index(i, int_vars)
+                                                         for i in index.items)
+    value = index.value
+    if isinstance(value, tuple):
+        return all(_basic_index(Const(v), int_vars) for v in value)
+    return value is None or value is Ellipsis or isinstance(value, slice) or (
+        isinstance(value, (int, np.integer)) and not isinstance(value, bool))
 
 
 def _is_append(call):

@@ -306,6 +306,13 @@ class _Reverser:
             if isinstance(value, Var) and value.name in self.active:
                 if self._scalar_element(stmt) and self.ndims.get(value.name) == 0:
                     contribution = dx_index
+                elif not _basic_setitem(stmt, self.int_vars):
+                    # an index array may name a position twice: the last write wins
+                    contribution = _call("rt", "unbroadcast", [
+                        _call("rt", "written_adjoint", [_name(self.adj.name(x)),
+                                                        _index_expression(copy.deepcopy(
+                                                            stmt.index_node))]),
+                        _name(value.name)])
                 else:   # a copy: the slice of dx is zeroed next
                     contribution = _call("rt", "unbroadcast", [
                         _call("rt", "copy_value", [dx_index]), _name(value.name)])
@@ -708,8 +715,10 @@ def _statement_names(stmt):
 def _missing_rule(op):
     from ..rules.registry import _display_name
     name = op.primitive if isinstance(op.primitive, str) else _display_name(op.primitive)
+    detail = getattr(op, "bind_error", None)
     return MissingRuleError(
-        f"no derivative rule for {name}, and a differentiated value flows through it",
+        f"no derivative rule for {name}" + (f" called this way ({detail})" if detail else "")
+        + ", and a differentiated value flows through it",
         op.origin, name,
         "register one with @s2sgrad.custom_vjp on a wrapper function, or "
         "s2sgrad.rules.vjp(<function>) with a template (see s2sgrad/rules/numpy_rules.py); "
@@ -723,7 +732,7 @@ def _getitem_adjoint(op, adj, active, out):
         return
     g = _name(adj.name(op.targets[0]))
     index_node = copy.deepcopy(op.expr.slice)
-    basic = getattr(op, "basic_index", False) or not atom_vars(op.args[1])
+    basic = getattr(op, "basic_index", False)
     if base not in adj.defined:
         out.append(gast.Assign(targets=[_name(adj.name(base), gast.Store())],
                                value=_call("np", "zeros_like", [_name(base)]), type_comment=None))
@@ -740,6 +749,11 @@ def _getitem_adjoint(op, adj, active, out):
     else:
         out.append(gast.Expr(value=_call("rt", "add_at", [_name(adj.name(base)),
                                                           _index_expression(index_node), g])))
+
+
+def _basic_setitem(stmt, int_vars):
+    from .lower import _basic_index
+    return _basic_index(stmt.index, int_vars)
 
 
 def _index_expression(node):

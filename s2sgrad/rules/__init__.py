@@ -4,6 +4,6 @@ from . import operators, numpy_rules  # noqa: F401  (registering the tables)
 
 nondifferentiable("stop_gradient", "boolop", "not_in", "opaque", "copy", *("attr." + a for a in (
     "shape", "ndim", "size", "dtype", "itemsize", "nbytes")), *(
-    "method." + m for m in ("nonzero", "argsort", "item_count", "tolist")))
+    "method." + m for m in ("nonzero", "argsort")))
 
 __all__ = ["Rule", "all_rules", "d", "lookup", "nondifferentiable", "vjp"]

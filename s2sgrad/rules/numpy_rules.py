@@ -133,7 +133,7 @@ nondifferentiable(
     np.full_like, np.zeros, np.ones, np.empty, np.full, np.arange, np.linspace, np.eye,
     np.identity, np.isnan, np.isinf, np.isfinite, np.greater, np.greater_equal, np.less,
     np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_not,
-    np.any, np.all, np.count_nonzero, np.nonzero, np.sort, np.searchsorted)
+    np.any, np.all, np.count_nonzero, np.nonzero, np.searchsorted)
 
 # ---------------------------------------------------------------- reductions
 
@@ -279,3 +279,14 @@ def _(ans, a, dtype):
 @vjp("getitem")
 def _(ans, a, index):
     d[a] = rt.scatter(d[ans], a, index)
+
+
+@vjp(np.sort)
+def _(ans, a, axis=-1):
+    d[a] = rt.sort_adjoint(d[ans], a, axis)
+
+
+@vjp(np.mod, np.remainder)
+def _(ans, a, b):
+    d[a] = rt.unbroadcast(d[ans], a)
+    d[b] = rt.unbroadcast(-d[ans] * np.floor_divide(a, b), b)

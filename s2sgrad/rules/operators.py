@@ -67,7 +67,7 @@ def _(ans, x):
 
 nondifferentiable(
     operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-    operator.not_, operator.floordiv, operator.mod, operator.and_, operator.or_,
+    operator.not_, operator.floordiv, operator.and_, operator.or_,
     operator.invert, operator.xor, operator.is_, operator.is_not, operator.contains,
     len, int, bool, round, range, isinstance, math.floor, math.ceil, math.trunc,
     math.isnan, math.isinf, math.isfinite)
@@ -175,3 +175,15 @@ def _(ans, a):
 @vjp("list")
 def _(ans, *items):
     d[items] = d[ans]
+
+
+@vjp(operator.mod)
+def _(ans, a, b):
+    d[a] = rt.unbroadcast(d[ans], a)
+    d[b] = rt.unbroadcast(-d[ans] * (a // b), b)
+
+
+@vjp(math.fmod)
+def _(ans, x, y):
+    d[x] = d[ans]
+    d[y] = -d[ans] * math.trunc(x / y)
