@@ -157,7 +157,8 @@ class GradFunction:
 
     # ------------------------------------------------------------ calling
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = self._complete(args, kwargs)
         positions = self.positions or ()
         if self.positions is not None and len(positions) == 0:
             raise GradientArgumentError(
@@ -201,6 +202,24 @@ class GradFunction:
             isinstance(f.obj, Tensor) for f in generated.free)
         value = _wrap_output(value, wrap)
         return self._structure(grads, value, weights)
+
+    def _complete(self, args, kwargs):
+        """The positional arguments with keywords placed and defaults filled in, as the
+        function itself would see them."""
+        fn, bound_self = self._target()
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return args
+        params = list(sig.parameters.values())[1 if bound_self is not None else 0:]
+        if len(args) >= len(params) and not kwargs:
+            return args
+        try:
+            bound = sig.replace(parameters=params).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise GradientArgumentError(f"{self.__name__[:-5]}: {exc}") from None
+        bound.apply_defaults()
+        return tuple(bound.args) + tuple(bound.kwargs.values())
 
     def _structure(self, grads, value, weights):
         n_pos = len(self.positions or ())

@@ -367,3 +367,14 @@ def test_custom_vjp_is_inlined_and_used():
     g = ms.grad(f)
     assert np.allclose(g(X), 1.0)
     assert "np.clip" in g.source
+
+
+def with_defaults(x, scale=3.0, *, shift=1.0):
+    return np.sum(x * scale + shift)
+
+
+def test_defaults_and_keywords_are_filled_in_like_a_call():
+    np.testing.assert_allclose(ms.grad(with_defaults)(X), 3.0)
+    np.testing.assert_allclose(ms.grad(with_defaults, 1)(X, scale=2.0), np.sum(X))
+    value, g = ms.value_and_grad(with_defaults)(X, shift=5.0)
+    assert np.isclose(value, np.sum(X * 3.0 + 5.0))

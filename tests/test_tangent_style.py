@@ -1762,8 +1762,6 @@ UNSUPPORTED = {
     "for_else_break": "for ... else (UnsupportedConstructError)",
     "for_else_no_break": "for ... else (UnsupportedConstructError)",
     "while_else": "while ... else (UnsupportedConstructError)",
-    "default_arg": "default argument left out: GradientArgumentError "
-                   "'default_arg takes 2 arguments, got 1'",
     "passthru_pack_0": "indexing a tuple with a run-time index (UnsupportedConstructError)",
     "passthru_pack_1": "indexing a tuple with a run-time index (UnsupportedConstructError)",
     "list_comprehension": "list comprehension (UnsupportedConstructError)",
