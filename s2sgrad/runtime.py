@@ -371,3 +371,12 @@ def sort_adjoint(g, a, axis=-1):
     out = np.zeros_like(np.asarray(g, dtype=np.result_type(g, np.float32)))
     np.put_along_axis(out, order, g, axis=axis)
     return out
+
+
+def spread_sum(g, items):
+    """The adjoint of the builtin ``sum(items)``: ``g`` for each item (an array's rows, a
+    tuple's or list's entries)."""
+    if isinstance(items, np.ndarray):
+        return np.broadcast_to(g, items.shape).copy() if np.ndim(g) == 0 else \
+            np.broadcast_to(g, items.shape).copy()
+    return [g for _ in items]

@@ -1746,15 +1746,6 @@ BACKENDS = ("numba", "python")
 
 # Reasonable numpy code that s2sgrad rejects with a clear S2sgradError (file, line, construct).
 UNSUPPORTED = {
-    "math_pow_hypot": "no derivative rule for math.hypot (MissingRuleError)",
-    "np_arctan2": "no derivative rule for numpy.arctan2 (MissingRuleError)",
-    "cart2polar": "no derivative rule for numpy.arctan2 (MissingRuleError)",
-    "cart2polar_b": "no derivative rule for numpy.arctan2 (MissingRuleError)",
-    "np_log_variants": "no derivative rule for numpy.exp2 (MissingRuleError)",
-    "np_flip": "no derivative rule for numpy.flip (MissingRuleError)",
-    "builtin_pow": "no derivative rule for builtins.pow (MissingRuleError)",
-    "builtin_sum_of_array": "no derivative rule for builtins.sum (MissingRuleError)",
-    "np_float64_cast": "no derivative rule for numpy.float64 (MissingRuleError)",
     "loop_early_return": "return inside a loop (UnsupportedConstructError)",
     "loop_early_return_never": "return inside a loop (UnsupportedConstructError)",
     "iterpower_with_nested_def": "nested function definition (UnsupportedConstructError)",
@@ -1765,10 +1756,6 @@ UNSUPPORTED = {
     "passthru_pack_0": "indexing a tuple with a run-time index (UnsupportedConstructError)",
     "passthru_pack_1": "indexing a tuple with a run-time index (UnsupportedConstructError)",
     "list_comprehension": "list comprehension (UnsupportedConstructError)",
-    "print_inside": "print(...) call statement: 'a statement whose value is thrown away'",
-    "chained_compare": "chained comparison 0 < a < 2 (UnsupportedConstructError)",
-    "helper_mutates_array": "helper that writes into its array argument, called as a statement: "
-                            "'a statement whose value is thrown away'",
     "copy_module_copy": "copy.copy(x): s2sgrad inlines the stdlib copy.copy and reports "
                         "'a call to a value computed at run time' at copy.py:76, "
                         "not at the user's line",

@@ -231,6 +231,8 @@ class Lowerer:
                 return  # a docstring or a bare constant
             if _is_append(stmt.value):
                 return self.lower_append(frame, stmt)
+            if self.lower_call_statement(frame, stmt):
+                return
             raise self.unsupported(frame, stmt, "a statement whose value is thrown away",
                                    "assign the value to a variable, or remove the call")
         elif isinstance(stmt, (gast.Pass, gast.Assert)):
@@ -238,6 +240,31 @@ class Lowerer:
         else:
             raise self.unsupported(frame, stmt, _statement_name(stmt),
                                    "rewrite the function without it")
+
+    def lower_call_statement(self, frame, stmt):
+        """A call whose value is not used: ``print(...)`` runs as it is; a call to the user's
+        own function is inlined for what it does (in-place updates).  True when handled."""
+        call = stmt.value
+        if not isinstance(call, gast.Call) or isinstance(call.func, gast.Attribute) and \
+                not isinstance(self.lower_expr(frame, call.func.value), Const):
+            return False
+        func = self.lower_expr(frame, call.func)
+        if not isinstance(func, Const):
+            return False
+        if func.value is print:
+            args = tuple(self.splice(frame, call.args))
+            kwargs = {k.arg: self.lower_expr(frame, k.value) for k in call.keywords}
+            self.emit(frame, stmt, "effect", args, kwargs, self.call_expr(
+                gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None),
+                args, kwargs), "_")
+            return True
+        obj = func.value
+        fn = obj.__func__ if inspect.ismethod(obj) else obj
+        if inspect.isfunction(fn) and _is_user_code(fn) and not \
+                getattr(obj, "__s2sgrad_op__", False):
+            self.lower_expr(frame, call)
+            return True
+        return False
 
     def mark_views_stale(self, array):
         """``array`` is updated in place: views of it taken so far no longer hold what they
@@ -690,8 +717,15 @@ class Lowerer:
 
     def expr_Compare(self, frame, node, hint):
         if len(node.ops) != 1:
-            raise self.unsupported(frame, node, "a chained comparison",
-                                   "split it: (a < b) & (b < c)")
+            # a < b < c  is  (a < b) and (b < c), b evaluated once
+            parts, left = [], node.left
+            for op, right in zip(node.ops, node.comparators):
+                pair = gast.copy_location(gast.Compare(left=left, ops=[op], comparators=[right]),
+                                          node)
+                parts.append(pair)
+                left = right
+            return self.lower_expr(frame, gast.copy_location(
+                gast.BoolOp(op=gast.And(), values=parts), node), hint)
         left = self.lower_expr(frame, node.left)
         right = self.lower_expr(frame, node.comparators[0])
         prim = CMPOPS[type(node.ops[0])]

@@ -673,7 +673,7 @@ def _without_dead_ops(body, backward, output):
     kept = []
     for stmt in reversed(body):
         if isinstance(stmt, Op):
-            if not any(t in needed for t in stmt.targets):
+            if not any(t in needed for t in stmt.targets) and stmt.primitive != "effect":
                 continue
             needed.update(stmt.operand_vars())
             if stmt.expr is not None:

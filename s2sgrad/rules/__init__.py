@@ -2,7 +2,7 @@
 from .registry import Rule, all_rules, d, lookup, nondifferentiable, vjp
 from . import operators, numpy_rules  # noqa: F401  (registering the tables)
 
-nondifferentiable("stop_gradient", "boolop", "not_in", "opaque", "copy", *("attr." + a for a in (
+nondifferentiable("stop_gradient", "boolop", "not_in", "opaque", "copy", "effect", *("attr." + a for a in (
     "shape", "ndim", "size", "dtype", "itemsize", "nbytes")), *(
     "method." + m for m in ("nonzero", "argsort")))
 

@@ -290,3 +290,30 @@ def _(ans, a, axis=-1):
 def _(ans, a, b):
     d[a] = rt.unbroadcast(d[ans], a)
     d[b] = rt.unbroadcast(-d[ans] * np.floor_divide(a, b), b)
+
+
+@vjp(np.arctan2)
+def _(ans, x1, x2):
+    d[x1] = rt.unbroadcast(d[ans] * x2 / (x1 * x1 + x2 * x2), x1)
+    d[x2] = rt.unbroadcast(-d[ans] * x1 / (x1 * x1 + x2 * x2), x2)
+
+
+@vjp(np.hypot)
+def _(ans, x1, x2):
+    d[x1] = rt.unbroadcast(d[ans] * x1 / ans, x1)
+    d[x2] = rt.unbroadcast(d[ans] * x2 / ans, x2)
+
+
+@vjp(np.exp2)
+def _(ans, x):
+    d[x] = d[ans] * ans * np.log(2.0)
+
+
+@vjp(np.flip)
+def _(ans, m, axis=None):
+    d[m] = np.flip(d[ans], axis)
+
+
+@vjp(np.float64, np.float32)
+def _(ans, x):
+    d[x] = d[ans]

@@ -187,3 +187,20 @@ def _(ans, a, b):
 def _(ans, x, y):
     d[x] = d[ans]
     d[y] = -d[ans] * math.trunc(x / y)
+
+
+@vjp(math.hypot)
+def _(ans, x, y):
+    d[x] = d[ans] * x / ans
+    d[y] = d[ans] * y / ans
+
+
+@vjp(pow)
+def _(ans, base, exp):
+    d[base] = d[ans] * exp * base ** (exp - 1)
+    d[exp] = d[ans] * ans * math.log(base)
+
+
+@vjp(sum)
+def _(ans, iterable):
+    d[iterable] = rt.spread_sum(d[ans], iterable)
