@@ -228,7 +228,37 @@ def list_built_without_loop(a, b):
     return np.sum(np.concatenate(parts))
 
 
+def last_iteration_value(x):
+    for i in range(3):
+        y = x[i] * 2.0
+    return y * y
+
+
+def return_inside_loop(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + a * x[i]
+        if s > 1.0:
+            return s * s
+    return -s
+
+
+def return_inside_nested_loops(m):
+    acc = 0.0
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            acc = acc + m[i, j] * m[i, j]
+            if acc > 2.0:
+                return acc * m[i, j]
+    return acc
+
+
 CASES = [
+    (last_iteration_value, (np.array([1.0, 2.0, 3.0]),), 0),
+    (return_inside_loop, (np.array([0.3, 0.4, 0.5, 0.6]), 0.9), (0, 1)),
+    (return_inside_loop, (np.array([0.1, 0.2, 0.1]), 0.9), (0, 1)),
+    (return_inside_nested_loops, (np.array([[0.5, 0.9, 1.0], [0.7, 1.1, 0.2]]),), 0),
+    (return_inside_nested_loops, (np.array([[0.1, 0.2], [0.3, 0.1]]),), 0),
     (list_of_states, (np.linspace(-1.0, 1.0, 5), 0.7), (0, 1)),
     (list_stacked, (np.linspace(-1.0, 1.0, 4),), 0),
     (list_built_without_loop, (RNG.normal(size=3), RNG.normal(size=3)), (0, 1)),
@@ -309,8 +339,6 @@ def test_recurrence_compiles_with_numba():
 
 
 @pytest.mark.parametrize("source, construct", [
-    ("def f(x):\n    for i in range(3):\n        if x > 0:\n            return x\n    return x\n",
-     "return inside a loop"),
     ("def f(x):\n    out = []\n    for i in range(3):\n        out.sort()\n    return x\n",
      "a statement whose value is thrown away"),
     ("def f(x):\n    for i in range(3):\n        out.append(x)\n    return x\n",

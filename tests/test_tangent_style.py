@@ -1746,8 +1746,6 @@ BACKENDS = ("numba", "python")
 
 # Reasonable numpy code that s2sgrad rejects with a clear S2sgradError (file, line, construct).
 UNSUPPORTED = {
-    "loop_early_return": "return inside a loop (UnsupportedConstructError)",
-    "loop_early_return_never": "return inside a loop (UnsupportedConstructError)",
     "iterpower_with_nested_def": "nested function definition (UnsupportedConstructError)",
     "local_lambda": "lambda inside the function (UnsupportedConstructError)",
     "for_else_break": "for ... else (UnsupportedConstructError)",

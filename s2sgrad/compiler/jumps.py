@@ -102,3 +102,64 @@ def returns_inside_loops(statements):
                     if isinstance(inner, gast.Return):
                         return inner
     return None
+
+
+def lift_loop_returns(statements, flag, value):
+    """A function body whose loops do not ``return``: inside a loop, ``return e`` becomes
+    ``value = e; flag = True; break`` and the loop is followed by ``if flag: return value``
+    (nested loops pass it outwards the same way).  ``flag`` starts False at the top."""
+    if returns_inside_loops(statements) is None:
+        return statements
+    init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
+                                          type_comment=None)],
+                       value=gast.Constant(value=False, kind=None), type_comment=None)
+    first = statements[0]
+    return [gast.copy_location(init, first)] + _lift(statements, flag, value)
+
+
+def _lift(statements, flag, value):
+    out = []
+    for stmt in statements:
+        if isinstance(stmt, (gast.For, gast.While)) and returns_inside_loops([stmt]) is not None:
+            stmt = copy.copy(stmt)
+            stmt.body = _returns_to_breaks(_lift(stmt.body, flag, value), flag, value)
+            leave = gast.If(test=gast.Name(id=flag, ctx=gast.Load(), annotation=None,
+                                           type_comment=None),
+                            body=[gast.Return(value=gast.Name(id=value, ctx=gast.Load(),
+                                                              annotation=None,
+                                                              type_comment=None))],
+                            orelse=[])
+            out += [stmt, gast.copy_location(leave, stmt)]
+            for node in gast.walk(leave):
+                gast.copy_location(node, stmt)
+        elif isinstance(stmt, gast.If):
+            stmt = copy.copy(stmt)
+            stmt.body = _lift(stmt.body, flag, value)
+            stmt.orelse = _lift(stmt.orelse, flag, value)
+            out.append(stmt)
+        else:
+            out.append(stmt)
+    return out
+
+
+def _returns_to_breaks(statements, flag, value):
+    out = []
+    for stmt in statements:
+        if isinstance(stmt, gast.Return):
+            result = stmt.value or gast.Constant(value=None, kind=None)
+            new = [gast.Assign(targets=[gast.Name(id=value, ctx=gast.Store(), annotation=None,
+                                                  type_comment=None)],
+                               value=result, type_comment=None),
+                   gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
+                                                  type_comment=None)],
+                               value=gast.Constant(value=True, kind=None), type_comment=None),
+                   gast.Break()]
+            out += [gast.copy_location(n, stmt) for n in new]
+        elif isinstance(stmt, gast.If):
+            stmt = copy.copy(stmt)
+            stmt.body = _returns_to_breaks(stmt.body, flag, value)
+            stmt.orelse = _returns_to_breaks(stmt.orelse, flag, value)
+            out.append(stmt)
+        else:
+            out.append(stmt)
+    return out

@@ -33,8 +33,8 @@ from .forward import forward_expression
 from .frontend import MISSING, parse_function
 from .ir import (Const, FreeValue, If, ListAppend, Loop, LoweredFunction, Op, Seq, SetItem,
                  Var, atom_vars)
-from .jumps import (assigned_names, remove_early_returns, remove_loop_jumps,
-                    returns_inside_loops)
+from .jumps import (assigned_names, lift_loop_returns, remove_early_returns,
+                    remove_loop_jumps)
 from .naming import NameAllocator
 
 BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -119,6 +119,7 @@ class Lowerer:
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.views = {}         # Var name -> the array variable it may be a view of
+        self.maybe_unbound = set()  # Var names some paths never assign
         self.stale_views = set()  # views of arrays updated in place since they were taken
 
     # ------------------------------------------------------------ entry
@@ -169,17 +170,16 @@ class Lowerer:
         result.int_vars = self.int_vars
         result.mutated = self.mutated
         result.lists = self.lists
+        result.maybe_unbound = self.maybe_unbound
         return result
 
     # ------------------------------------------------------------ statements
 
     def function_body(self, frame, parsed):
         """A function's statements with early returns made structured (see jumps.py)."""
-        inner = returns_inside_loops(parsed.node.body)
-        if inner is not None:
-            raise self.unsupported(frame, inner, "return inside a loop",
-                                   "set a variable and break, then return after the loop")
-        return remove_early_returns(parsed.node.body)
+        taken = {n.id for n in gast.walk(parsed.node) if isinstance(n, gast.Name)}
+        flag, value = _unused("returned", taken), _unused("result", taken)
+        return remove_early_returns(lift_loop_returns(parsed.node.body, flag, value))
 
     def lower_body(self, frame, statements):
         for stmt in statements:
@@ -345,7 +345,9 @@ class Lowerer:
             return a
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
-            return a if b is None else b
+            bound = a if b is None else b
+            self.maybe_unbound.update(atom_vars(bound))
+            return bound
         for atom in (a, b):
             if isinstance(atom, Const) and not literals.is_literal(atom.value) \
                     and atom.value is not None:
@@ -527,6 +529,7 @@ class Lowerer:
         for name in assigned:
             if name in after and name != flag and name not in dict(headers):
                 frame.env[name] = after[name]          # a body variable read after the loop
+                self.maybe_unbound.update(atom_vars(after[name]))   # unset if no iteration ran
         for name, atom in headers:
             frame.env[name] = atom
         self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
@@ -1187,6 +1190,15 @@ def _basic_index(index, int_vars):
         return all(_basic_index(Const(v), int_vars) for v in value)
     return value is None or value is Ellipsis or isinstance(value, slice) or (
         isinstance(value, (int, np.integer)) and not isinstance(value, bool))
+
+
+def _unused(name, taken):
+    """``name``, or ``name_1``, ``name_2``... whichever the function does not use."""
+    candidate, i = name, 0
+    while candidate in taken:
+        i += 1
+        candidate = f"{name}_{i}"
+    return candidate
 
 
 def _is_append(call):

@@ -47,6 +47,7 @@ class _Adjoints:
         self.lists = lists   # variables that are lists: their adjoints are lists too
         self.single_use = single_use   # variables with one use that can pass a gradient
         self.rebound = rebound         # variables whose adjoint is reassigned (loop-carried)
+        self.maybe_unbound = frozenset()   # variables some paths never assign
         self.of = {}
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
@@ -92,9 +93,14 @@ class _Adjoints:
 
     def zero(self, var, out):
         """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero."""
+        self.defined.add(var)
+        if var in self.maybe_unbound:
+            # var may hold no value here: a plain 0.0 adds to anything
+            out.append(_assign(self.name(var), gast.Constant(value=0.0, kind=None)))
+            self.owned.discard(var)
+            return
         maker = "zeros_list" if var in self.lists else "zeros_like"
         out.append(_assign(self.name(var), _call("rt", maker, [_name(var)])))
-        self.defined.add(var)
         self.owned.add(var)
 
 
@@ -165,7 +171,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     single_use, rebound = _use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
                     getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()),
-                    single_use - set(wrt), rebound)
+                    single_use - set(wrt), rebound, getattr(lowered, "maybe_unbound", set()))
     backward = []
     for s in seeds:
         if s in active:
@@ -191,7 +197,7 @@ class _Reverser:
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
                  mutated=frozenset(), lists=frozenset(), single_use=frozenset(),
-                 rebound=frozenset()):
+                 rebound=frozenset(), maybe_unbound=frozenset()):
         self.active = active
         self.mutated = mutated
         self.int_vars = int_vars
@@ -199,7 +205,9 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
+        self.exports = frozenset()  # loop variables whose adjoint came from after the loop
         self.adj = _Adjoints(names, lists, single_use, rebound)
+        self.adj.maybe_unbound = maybe_unbound
         self.stacks = []          # stack names to create at the top of the function
         self.taped = {}           # id(Loop) -> {variable: stack name}
         self.entering = {}        # id(Loop) -> {header variable: stack name}
@@ -247,6 +255,9 @@ class _Reverser:
             _instantiate(op, self.adj, self.active, self.names, out, self.ndims)
         if loop is not None and op.targets[0] in loop.headers:
             # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
+            self.adj.zero(op.targets[0], out)
+        elif op.targets[0] in self.exports:
+            # a loop variable read after the loop: only its last iteration had that gradient
             self.adj.zero(op.targets[0], out)
         return out
 
@@ -395,7 +406,11 @@ class _Reverser:
                                                            [_name(self.adj.name(v))])))
                 self.adj.owned.add(v)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
+        saved_exports = self.exports
+        self.exports = saved_exports | {v for v in inside if v in defined
+                                        and v not in stmt.headers}
         body = self.block(stmt.body, stmt)
+        self.exports = saved_exports
         self.adj.defined = defined
         self.adj.owned = owned & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body):
