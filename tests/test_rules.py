@@ -477,7 +477,8 @@ def test_rule(case, backend, cache_dir, monkeypatch):
 
 def _rules_looked_up(case, monkeypatch):
     """The names of the rules the compiler looks up while differentiating ``case.fn``."""
-    from s2sgrad.compiler import lower
+    from s2sgrad.compiler import lower, lower_flow
+    modules = (lower, lower_flow)            # the lowering passes that look rules up
     seen = set()
     real = lower.lookup
 
@@ -487,13 +488,15 @@ def _rules_looked_up(case, monkeypatch):
             seen.add(rule.name)
         return rule
 
-    monkeypatch.setattr(lower, "lookup", recording)
+    for module in modules:
+        monkeypatch.setattr(module, "lookup", recording)
     try:
         s2sgrad.grad(case.fn, grad_position=case.pos).source  # noqa: B018 - builds only
     except Exception:  # noqa: BLE001 - a case that cannot build fails (or xfails) in test_rule
         pass
     finally:
-        monkeypatch.setattr(lower, "lookup", real)
+        for module in modules:
+            monkeypatch.setattr(module, "lookup", real)
     return seen
 
 

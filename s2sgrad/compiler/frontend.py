@@ -8,6 +8,8 @@ Python would when the function runs (closure cells, module globals, builtins).
 import builtins
 import inspect
 import linecache
+import os
+import sysconfig
 import textwrap
 
 import gast
@@ -122,3 +124,17 @@ def _lambda_as_function(source, fn):
                             returns=None, type_comment=None, type_params=[])
     gast.copy_location(fdef, lam)
     return fdef
+
+
+def is_user_code(fn):
+    """True for functions s2sgrad reads: the user's own and s2sgrad's.  Functions of the
+    standard library and of installed packages are calls without a rule instead."""
+    module = getattr(fn, "__module__", "") or ""
+    if module.startswith("s2sgrad"):
+        return True
+    path = os.path.abspath(getattr(fn.__code__, "co_filename", ""))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        root = sysconfig.get_paths().get(key)
+        if root and path.startswith(os.path.abspath(root) + os.sep):
+            return False
+    return True

@@ -20,7 +20,6 @@ import copy
 import inspect
 import math
 import operator
-import os
 
 import gast
 import numpy as np
@@ -30,11 +29,12 @@ from ..errors import UnsupportedConstructError
 from ..rules import lookup
 from . import literals
 from .forward import forward_expression
-from .frontend import MISSING, parse_function
-from .ir import (Const, FreeValue, If, ListAppend, Loop, LoweredFunction, Op, Seq, SetItem,
-                 Var, atom_vars)
-from .jumps import (assigned_names, lift_loop_returns, remove_early_returns,
-                    remove_loop_jumps)
+from .frontend import MISSING, is_user_code, parse_function
+from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
+                 Var)
+from .jumps import lift_loop_returns, remove_early_returns
+from .lower_flow import FlowLowering, _is_append, _unused
+from .typeinfo import INTEGER_OPS, TypeInfo, _basic_index, _makes_view
 from .naming import NameAllocator
 
 BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -60,29 +60,10 @@ SHAPE_METHODS = {"reshape", "transpose"}
 #: attributes of arrays: the ones that carry no gradient, and .T
 ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
-#: primitives whose result has the largest rank of their operands
-ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-               operator.neg, operator.pos, "assign", "copy", "stop_gradient", abs, float,
-               min, max, np.copy, np.ascontiguousarray, "astype"}
-#: integer arithmetic: ints in, an int out
-INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-               operator.neg, "assign"}
-#: reductions to a scalar when called with the array alone
-FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.var, np.std}
-
 #: calls folded while building when every argument is a plain constant
 FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
             math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype,
             np.issubdtype}
-
-
-class _RankChanged(Exception):
-    """A loop-carried variable's rank differs between iterations: lower the loop again
-    without assuming it."""
-
-    def __init__(self, name):
-        super().__init__(name)
-        self.name = name
 
 
 class Frame:
@@ -101,7 +82,7 @@ class Frame:
         return self.call_site or self.parsed.location(node)
 
 
-class Lowerer:
+class Lowerer(FlowLowering, TypeInfo):
     """Lowers one root function and everything it calls into one LoweredFunction."""
 
     def __init__(self, arg_types=None):
@@ -241,328 +222,7 @@ class Lowerer:
             raise self.unsupported(frame, stmt, _statement_name(stmt),
                                    "rewrite the function without it")
 
-    def lower_call_statement(self, frame, stmt):
-        """A call whose value is not used: ``print(...)`` runs as it is; a call to the user's
-        own function is inlined for what it does (in-place updates).  True when handled."""
-        call = stmt.value
-        if not isinstance(call, gast.Call) or isinstance(call.func, gast.Attribute) and \
-                not isinstance(self.lower_expr(frame, call.func.value), Const):
-            return False
-        func = self.lower_expr(frame, call.func)
-        if not isinstance(func, Const):
-            return False
-        if func.value is print:
-            args = tuple(self.splice(frame, call.args))
-            kwargs = {k.arg: self.lower_expr(frame, k.value) for k in call.keywords}
-            self.emit(frame, stmt, "effect", args, kwargs, self.call_expr(
-                gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None),
-                args, kwargs), "_")
-            return True
-        obj = func.value
-        fn = obj.__func__ if inspect.ismethod(obj) else obj
-        if inspect.isfunction(fn) and _is_user_code(fn) and not \
-                getattr(obj, "__s2sgrad_op__", False):
-            self.lower_expr(frame, call)
-            return True
-        return False
-
-    def mark_views_stale(self, array):
-        """``array`` is updated in place: views of it taken so far no longer hold what they
-        held (reading them again is refused)."""
-        self.stale_views.update(v for v, base in self.views.items() if base == array)
-
-    def lower_append(self, frame, stmt):
-        """``xs.append(v)``: a tuple-like list grows while building; a list that a run-time
-        loop extends becomes a real list (ListAppend)."""
-        call = stmt.value
-        name = call.func.value.id
-        if len(call.args) != 1 or call.keywords:
-            raise self.unsupported(frame, stmt, "append with other than one argument",
-                                   "append one value at a time")
-        value = self.lower_expr(frame, call.args[0])
-        current = frame.env.get(name)
-        if isinstance(current, Seq) and current.kind == "list":
-            frame.env[name] = Seq(current.items + (value,), "list")
-        elif isinstance(current, Var) and current.name in self.lists:
-            self.ops.append(ListAppend(current.name, value, frame.location(stmt)))
-        else:
-            raise self.unsupported(frame, stmt, f"append to `{name}`, which is not a list made "
-                                   f"in this function", "start it with xs = [] in the function")
-
-    def materialise_lists(self, frame, statements, location):
-        """Lists that a run-time loop appends to: made real lists before the loop."""
-        for name in _appended_names(statements):
-            current = frame.env.get(name)
-            if isinstance(current, Seq) and current.kind == "list":
-                var = self.names.fresh(name)
-                self.ops.append(Op((var,), "list", tuple(current.items), {},
-                                   gast.List(elts=[self.atom_node(a) for a in current.items],
-                                             ctx=gast.Load()), location, lookup("list")))
-                self.lists.add(var)
-                frame.env[name] = Var(var)
-
     # ------------------------------------------------------------ control flow
-
-    def lower_if(self, frame, stmt, test):
-        """A branch on a run-time value: both sides lowered, variables merged by assignments
-        at the end of each side (the branches' 'phi' copies)."""
-        before = dict(frame.env)
-        sides = []
-        for statements in (stmt.body, stmt.orelse):
-            frame.env = dict(before)
-            frame.output, frame.returned = None, False
-            ops = self.collect(lambda: self.lower_body(frame, statements))
-            sides.append((ops, frame.env, frame.output if frame.returned else None))
-        (body, env_body, out_body), (orelse, env_else, out_else) = sides
-        frame.env = dict(before)
-        location = frame.location(stmt)
-        for name in dict.fromkeys(list(env_body) + list(env_else)):
-            a, b = env_body.get(name), env_else.get(name)
-            if a == b:
-                frame.env[name] = a
-            else:
-                frame.env[name] = self.merge(frame, stmt, name, a, b, body, orelse, location)
-        if (out_body is None) != (out_else is None):
-            raise self.unsupported(frame, stmt, "a branch that returns while the other falls "
-                                   "through", "return from both branches, or from neither")
-        if out_body is not None:
-            frame.output = self.merge(frame, stmt, "result", out_body, out_else, body, orelse,
-                                      location)
-            frame.returned = True
-        else:
-            frame.output, frame.returned = None, False
-        self.ops.append(If(test, body, orelse, location))
-
-    def merge(self, frame, stmt, name, a, b, body, orelse, location):
-        """The atom that holds ``a`` after ``body`` and ``b`` after ``orelse``."""
-        if isinstance(a, Seq) or isinstance(b, Seq):
-            if not (isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items)):
-                raise self.unsupported(frame, stmt, f"`{name}` is a tuple of different lengths "
-                                       f"in the two branches", "give it the same structure")
-            return Seq(tuple(self.merge(frame, stmt, name, x, y, body, orelse, location)
-                             for x, y in zip(a.items, b.items)), a.kind)
-        if a == b:
-            return a
-        if a is None or b is None:
-            # set on one path only: on the other, Python has no value for it either
-            bound = a if b is None else b
-            self.maybe_unbound.update(atom_vars(bound))
-            return bound
-        for atom in (a, b):
-            if isinstance(atom, Const) and not literals.is_literal(atom.value) \
-                    and atom.value is not None:
-                raise self.unsupported(frame, stmt, f"`{name}` names different objects in the "
-                                       f"two branches", "branch on values, not on functions")
-        merged = self.names.fresh(name if name.isidentifier() else "v")
-        if a is not None and b is not None and self.ndim_of(a) is not None \
-                and self.ndim_of(a) == self.ndim_of(b):
-            self.ndims[merged] = self.ndim_of(a)
-        for atom, ops in ((a, body), (b, orelse)):
-            if atom is not None:
-                ops.append(self.assign_op(merged, atom, location))
-        return Var(merged)
-
-    def assign_op(self, target, atom, location):
-        """``target = atom``: a copy that passes the gradient through."""
-        if self.ndim_of(atom) is not None and target not in self.ndims:
-            self.ndims[target] = self.ndim_of(atom)
-        if isinstance(atom, Var) and atom.name in self.dtypes and target not in self.dtypes:
-            self.dtypes[target] = self.dtypes[atom.name]
-        return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
-                  lookup("assign"))
-
-    def collect(self, lower):
-        """Run ``lower`` with a fresh op list; returns the ops it appended."""
-        saved, self.ops = self.ops, []
-        try:
-            lower()
-            return self.ops
-        finally:
-            self.ops = saved
-
-    def lower_for(self, frame, stmt):
-        call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
-        func = self.lower_expr(frame, call.func) if call is not None else None
-        if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
-            func = None
-            iterable = self.lower_expr(frame, stmt.iter)
-            if isinstance(iterable, Seq) or (
-                    isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple))
-                    and not all(isinstance(v, (int, float)) for v in iterable.value)):
-                return self.lower_unrolled_for(frame, stmt, iterable)
-        if isinstance(func, Const) and func.value is range:
-            bounds = [self.lower_expr(frame, a) for a in call.args]
-            if len(bounds) == 1:
-                bounds = [Const(0)] + bounds
-            if len(bounds) == 2:
-                bounds = bounds + [Const(1)]
-            return self.lower_loop(frame, stmt, ("range", tuple(bounds), stmt.target, []))
-        if isinstance(func, Const) and func.value in (enumerate, zip):
-            seqs = [self.lower_expr(frame, a) for a in call.args]
-            rows = seqs
-        else:
-            seqs, rows = [iterable], [iterable]
-        if not all(isinstance(q, Var) for q in seqs):
-            raise self.unsupported(frame, stmt, "a `for` loop over this iterable",
-                                   "loop over range(...), an array, enumerate(array) or "
-                                   "zip(arrays...)")
-        lengths = [self.length(frame, stmt, q) for q in seqs]
-        length = lengths[0]
-        for other in lengths[1:]:
-            length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
-                gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
-                (length, other), {}), "n")
-        index = gast.Name(id="i", ctx=gast.Store(), annotation=None, type_comment=None)
-        return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
-                                             [(func.value if isinstance(func, Const) else None,
-                                               rows)]))
-
-    def length(self, frame, node, seq):
-        """An op giving the number of rows of an array (or items of a run-time list)."""
-        if seq.name in self.lists:
-            result = self.emit(frame, node, len, (seq,), {}, self.call_expr(
-                gast.Name(id="len", ctx=gast.Load(), annotation=None, type_comment=None),
-                (seq,), {}), "n")
-        else:
-            result = self.emit(frame, node, "attr.shape", (seq,), {}, gast.Subscript(
-                value=gast.Attribute(value=self.atom_node(seq), attr="shape", ctx=gast.Load()),
-                slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
-        self.int_vars.add(result.name)
-        self.ndims[result.name] = 0
-        return result
-
-    def lower_unrolled_for(self, frame, stmt, iterable):
-        if isinstance(iterable, Seq):
-            items = list(iterable.items)
-        else:
-            items = [self.const_or_free(v, self.paths.get(id(v), "item")) for v in iterable.value]
-        for node in gast.walk(stmt):
-            if isinstance(node, (gast.Break, gast.Continue)):
-                raise self.unsupported(frame, node, "break/continue in a loop over a fixed "
-                                       "sequence (it is unrolled)", "remove it")
-        for item in items:
-            self.bind(frame, stmt.target, item)
-            self.lower_body(frame, stmt.body)
-
-    def lower_loop(self, frame, stmt, spec):
-        """A loop that runs at run time (``for`` over a range or array rows, ``while``).
-
-        ``spec`` is None for a while loop, else ('range', bounds, target node,
-        [(enumerate|zip|None, sequences)]) whose rows are read at each iteration start.
-        """
-        location = frame.location(stmt)
-        flag = self.names.fresh("stop")
-        flag_used = _contains_break(stmt.body)
-        body_src = remove_loop_jumps(stmt.body, flag)
-        if flag_used:
-            init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
-                                                  type_comment=None)],
-                               value=gast.Constant(value=False, kind=None), type_comment=None)
-            body_src = [gast.copy_location(init, stmt)] + body_src
-        self.materialise_lists(frame, body_src, location)
-        for name in _subscript_targets(body_src):
-            if isinstance(frame.env.get(name), Var):
-                self.mark_views_stale(frame.env[name].name)
-        assigned = assigned_names(body_src)
-        if spec is not None:
-            assigned = [n for n in assigned_names([gast.Assign(targets=[spec[2]], value=None)])
-                        if n not in assigned] + assigned
-        carried = [n for n in assigned if n in frame.env and n != flag
-                   and isinstance(frame.env[n], (Var, Const, Seq))]
-        headers = []      # (name, atom of header variables) per loop-carried name
-        header_vars = []
-        for name in carried:
-            atom = self.carry(frame.env[name], name, location, header_vars)
-            frame.env[name] = atom
-            headers.append((name, atom))
-        counter = self.names.fresh("n_iter")
-        target = None
-        bounds = ()
-        rows = []
-        if spec is not None:
-            _, bounds, target_node, rows = spec
-            target = self.names.fresh(target_node.id if isinstance(target_node, gast.Name)
-                                      else "i")
-            self.int_vars.add(target)
-            self.ndims[target] = 0
-        entry = dict(frame.env)
-
-        def lower_test():
-            holder.append(self.lower_expr(frame, stmt.test))
-
-        def lower_body():
-            if spec is not None:
-                index = Var(target)
-                if rows:
-                    kind, seqs = rows[0]
-                    items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
-                    if kind is enumerate:
-                        value = Seq((index, items[0]))
-                    elif kind is zip:
-                        value = Seq(tuple(items))
-                    else:
-                        value = items[0]
-                    self.bind(frame, stmt.target, value)
-                else:
-                    self.bind(frame, stmt.target, index)
-            self.lower_body(frame, body_src)
-            if frame.returned:
-                raise self.unsupported(frame, stmt, "return inside a loop",
-                                       "set a variable and break, then return after the loop")
-            for name, atom in headers:
-                self.uncarry(frame, stmt, name, frame.env.get(name), atom, location)
-
-        while True:   # lowered again when a loop-carried variable turns out to change rank
-            frame.env = dict(entry)
-            holder = []
-            test_ops = self.collect(lower_test) if spec is None else []
-            test = holder[0] if holder else None
-            before = dict(frame.env)
-            try:
-                body = self.collect(lower_body)
-                break
-            except _RankChanged as changed:
-                self.ndims.pop(changed.name, None)
-        after = frame.env
-        break_flag = after.get(flag) if flag_used else None
-        frame.env = dict(before)
-        for name in assigned:
-            if name in after and name != flag and name not in dict(headers):
-                frame.env[name] = after[name]          # a body variable read after the loop
-                self.maybe_unbound.update(atom_vars(after[name]))   # unset if no iteration ran
-        for name, atom in headers:
-            frame.env[name] = atom
-        self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
-                             test, body, header_vars, counter, break_flag, location))
-
-    def carry(self, atom, name, location, header_vars):
-        """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
-        before the loop; returns the atom made of them."""
-        if isinstance(atom, Seq):
-            return Seq(tuple(self.carry(a, name, location, header_vars) for a in atom.items),
-                       atom.kind)
-        if isinstance(atom, Const) and not literals.is_literal(atom.value):
-            return atom       # a function or module: not a value the loop changes
-        header = self.names.fresh(name)
-        self.ops.append(self.assign_op(header, atom, location))
-        header_vars.append(header)
-        return Var(header)
-
-    def uncarry(self, frame, stmt, name, value, header, location):
-        """At the end of an iteration: copy ``value`` into the loop-carried ``header``."""
-        if isinstance(header, Seq):
-            if not (isinstance(value, Seq) and len(value.items) == len(header.items)):
-                raise self.unsupported(frame, stmt, f"`{name}` changes structure inside the "
-                                       f"loop", "keep tuples the same length in every iteration")
-            for v, h in zip(value.items, header.items):
-                self.uncarry(frame, stmt, name, v, h, location)
-        elif isinstance(header, Var) and value != header:
-            if isinstance(value, Seq):
-                raise self.unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
-                                       "keep its structure the same in every iteration")
-            if header.name in self.ndims and self.ndim_of(value) != self.ndims[header.name]:
-                raise _RankChanged(header.name)
-            self.ops.append(self.assign_op(header.name, value, location))
 
     def bind(self, frame, target, value):
         """Assign the atom ``value`` to a target (a name or a tuple/list of targets)."""
@@ -691,21 +351,6 @@ class Lowerer:
         expr = gast.BinOp(left=self.typed_node(left, right), op=node.op,
                           right=self.typed_node(right, left))
         return self.emit(frame, node, prim, (left, right), {}, expr, hint)
-
-    def typed_node(self, atom, other):
-        """``atom`` in generated code; a Python number next to a float32 (float16) value is
-        written as ``np.float32(...)``: Numba would otherwise compute in float64."""
-        dtype = self.dtypes.get(other.name) if isinstance(other, Var) else None
-        if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
-                and not isinstance(atom.value, bool) and dtype is not None \
-                and dtype in (np.float32, np.float16):
-            return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
-                                                                 annotation=None,
-                                                                 type_comment=None),
-                                                 attr=np.dtype(dtype).name, ctx=gast.Load()),
-                             args=[gast.Constant(value=float(atom.value), kind=None)],
-                             keywords=[])
-        return self.atom_node(atom)
 
     def expr_UnaryOp(self, frame, node, hint):
         operand = self.lower_expr(frame, node.operand)
@@ -894,7 +539,7 @@ class Lowerer:
             return self.cell_call(frame, node, obj, args, kwargs, hint)
         if inspect.ismethod(obj) and inspect.isfunction(obj.__func__):
             return self.inline(frame, node, obj.__func__, args, kwargs, obj.__self__)
-        if inspect.isfunction(obj) and _is_user_code(obj):
+        if inspect.isfunction(obj) and is_user_code(obj):
             return self.inline(frame, node, obj, args, kwargs, None)
         construct = getattr(type(obj), "construct", None)
         if inspect.isfunction(construct):   # a primitive object such as Dropout2D
@@ -1000,67 +645,6 @@ class Lowerer:
             self.ops[-1].list_base = isinstance(base, Var) and base.name in self.lists
         return Var(name)
 
-    def is_int(self, atom):
-        """True when ``atom`` is known to be a Python int (a constant, a range variable...)."""
-        if isinstance(atom, Const):
-            return isinstance(atom.value, int) and not isinstance(atom.value, bool)
-        return isinstance(atom, Var) and atom.name in self.int_vars
-
-    def ndim_of(self, atom):
-        """The rank of an atom when it is known while building (None otherwise)."""
-        if isinstance(atom, Const):
-            return 0 if isinstance(atom.value, (int, float, np.number, bool)) else None
-        if isinstance(atom, Var):
-            return self.ndims.get(atom.name)
-        return None
-
-    def infer_dtype(self, prim, args, kwargs):
-        """The float dtype of ``prim``'s result where numpy's promotion rules give it from
-        the operands' dtypes (Python numbers are weak, as in numpy 2); else None."""
-        if prim == "getitem":
-            base = args[0]
-            return self.dtypes.get(base.name) if isinstance(base, Var) else None
-        if not (prim in ELEMENTWISE or isinstance(prim, np.ufunc)) or kwargs:
-            return None
-        parts = []
-        for atom in args:
-            if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
-                    and not isinstance(atom.value, bool):
-                parts.append(atom.value)
-            elif isinstance(atom, Var) and atom.name in self.dtypes:
-                parts.append(self.dtypes[atom.name])
-            else:
-                return None
-        try:
-            dtype = np.result_type(*parts)
-        except (TypeError, ValueError):
-            return None
-        if isinstance(prim, np.ufunc) and dtype.kind in "iub":
-            return None       # np.exp(int) is a float: leave it unknown
-        return dtype if dtype.kind == "f" else None
-
-    def infer_ndim(self, prim, args, kwargs):
-        """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
-        rank rule is simple (elementwise, full reductions, scalar indexing); else None."""
-        if prim == "getitem":
-            base, index = args
-            items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
-            rank = self.ndim_of(base)
-            if rank is None or not all(
-                    (isinstance(i, Const) and isinstance(i.value, int) and
-                     not isinstance(i.value, bool)) or
-                    (isinstance(i, Var) and i.name in self.int_vars) for i in items):
-                return None
-            return rank - len(items) if len(items) <= rank else None
-        if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
-            return 0
-        if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
-                getattr(prim, "__module__", None) == "math":
-            ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
-            if ranks and None not in ranks:
-                return max(ranks)
-        return None
-
     def emit_getitem(self, frame, node, value, index, hint):
         expr = gast.Subscript(value=self.atom_node(value), slice=self.atom_node(index),
                               ctx=gast.Load())
@@ -1126,105 +710,6 @@ class Lowerer:
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),
                                          _source_segment(frame, node), hint)
-
-
-#: primitives whose result may share memory with their first operand
-VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
-               np.asarray, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to,
-               "assign"}
-
-
-def _makes_view(prim, args):
-    if prim == "getitem":
-        return not _scalar_index(args[1])
-    return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == "assign"
-
-
-def _scalar_index(index):
-    """True when an index picks single elements only (no slice, None or Ellipsis)."""
-    if isinstance(index, Seq):
-        return index.kind != "slice" and all(_scalar_index(i) for i in index.items)
-    if isinstance(index, Const):
-        value = index.value
-        if isinstance(value, tuple):
-            return all(_scalar_index(Const(v)) for v in value)
-        return not (value is None or value is Ellipsis or isinstance(value, slice))
-    return True
-
-
-def _subscript_targets(statements):
-    names = []
-    for stmt in statements:
-        for node in gast.walk(stmt):
-            if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) \
-                    and isinstance(node.value, gast.Name):
-                names.append(node.value.id)
-    return names
-
-
-def _is_user_code(fn):
-    """True for functions s2sgrad reads: the user's own and s2sgrad's.  Functions of the
-    standard library and of installed packages are calls without a rule instead."""
-    module = getattr(fn, "__module__", "") or ""
-    if module.startswith("s2sgrad"):
-        return True
-    import sysconfig
-    path = os.path.abspath(getattr(fn.__code__, "co_filename", ""))
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        root = sysconfig.get_paths().get(key)
-        if root and path.startswith(os.path.abspath(root) + os.sep):
-            return False
-    return True
-
-
-def _basic_index(index, int_vars):
-    """True for an index numpy treats as basic (ints, slices, None, ...): each element is
-    read at most once, so ``dx[index] += g`` is the adjoint.  Lists and arrays are not."""
-    if isinstance(index, Var):
-        return index.name in int_vars
-    if isinstance(index, Seq):
-        return index.kind in ("index", "slice") and all(_basic_index(i, int_vars)
-                                                         for i in index.items)
-    value = index.value
-    if isinstance(value, tuple):
-        return all(_basic_index(Const(v), int_vars) for v in value)
-    return value is None or value is Ellipsis or isinstance(value, slice) or (
-        isinstance(value, (int, np.integer)) and not isinstance(value, bool))
-
-
-def _unused(name, taken):
-    """``name``, or ``name_1``, ``name_2``... whichever the function does not use."""
-    candidate, i = name, 0
-    while candidate in taken:
-        i += 1
-        candidate = f"{name}_{i}"
-    return candidate
-
-
-def _is_append(call):
-    return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-            and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
-
-
-def _appended_names(statements):
-    names = []
-    for stmt in statements:
-        for node in gast.walk(stmt):
-            if _is_append(node) and node.func.value.id not in names:
-                names.append(node.func.value.id)
-    return names
-
-
-def _contains_break(statements):
-    for stmt in statements:
-        stack = [stmt]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, gast.Break):
-                return True
-            if not isinstance(node, (gast.For, gast.While)):
-                stack.extend(gast.iter_child_nodes(node))
-    return False
 
 
 def _without_defaults(fn, kwargs):

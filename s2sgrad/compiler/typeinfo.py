@@ -1,0 +1,150 @@
+"""What is known while building about the rank and float dtype of values, mixed into the
+Lowerer.
+
+From the arguments' ranks and dtypes (the generated code is specialised on
+them), ranks and dtypes follow through elementwise operations, full
+reductions and scalar indexing.  The reverse pass uses ranks to drop
+``rt.unbroadcast`` between scalars; the forward sweep uses float32 dtypes to
+keep Python numbers from promoting float32 code to float64 under Numba.
+"""
+import operator
+
+import gast
+import numpy as np
+
+from .ir import Const, Seq, Var
+
+
+#: primitives whose result has the largest rank of their operands
+ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+               operator.neg, operator.pos, "assign", "copy", "stop_gradient", abs, float,
+               min, max, np.copy, np.ascontiguousarray, "astype"}
+
+
+#: integer arithmetic: ints in, an int out
+INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+               operator.neg, "assign"}
+
+
+#: reductions to a scalar when called with the array alone
+FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.var, np.std}
+
+
+#: primitives whose result may share memory with their first operand
+VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
+               np.asarray, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to,
+               "assign"}
+
+
+def _makes_view(prim, args):
+    if prim == "getitem":
+        return not _scalar_index(args[1])
+    return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == "assign"
+
+
+def _scalar_index(index):
+    """True when an index picks single elements only (no slice, None or Ellipsis)."""
+    if isinstance(index, Seq):
+        return index.kind != "slice" and all(_scalar_index(i) for i in index.items)
+    if isinstance(index, Const):
+        value = index.value
+        if isinstance(value, tuple):
+            return all(_scalar_index(Const(v)) for v in value)
+        return not (value is None or value is Ellipsis or isinstance(value, slice))
+    return True
+
+
+def _basic_index(index, int_vars):
+    """True for an index numpy treats as basic (ints, slices, None, ...): each element is
+    read at most once, so ``dx[index] += g`` is the adjoint.  Lists and arrays are not."""
+    if isinstance(index, Var):
+        return index.name in int_vars
+    if isinstance(index, Seq):
+        return index.kind in ("index", "slice") and all(_basic_index(i, int_vars)
+                                                         for i in index.items)
+    value = index.value
+    if isinstance(value, tuple):
+        return all(_basic_index(Const(v), int_vars) for v in value)
+    return value is None or value is Ellipsis or isinstance(value, slice) or (
+        isinstance(value, (int, np.integer)) and not isinstance(value, bool))
+
+
+class TypeInfo:
+    """Rank and dtype inference; see the module doc.  Mixed into ``Lowerer``."""
+
+    def ndim_of(self, atom):
+        """The rank of an atom when it is known while building (None otherwise)."""
+        if isinstance(atom, Const):
+            return 0 if isinstance(atom.value, (int, float, np.number, bool)) else None
+        if isinstance(atom, Var):
+            return self.ndims.get(atom.name)
+        return None
+
+    def infer_dtype(self, prim, args, kwargs):
+        """The float dtype of ``prim``'s result where numpy's promotion rules give it from
+        the operands' dtypes (Python numbers are weak, as in numpy 2); else None."""
+        if prim == "getitem":
+            base = args[0]
+            return self.dtypes.get(base.name) if isinstance(base, Var) else None
+        if not (prim in ELEMENTWISE or isinstance(prim, np.ufunc)) or kwargs:
+            return None
+        parts = []
+        for atom in args:
+            if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
+                    and not isinstance(atom.value, bool):
+                parts.append(atom.value)
+            elif isinstance(atom, Var) and atom.name in self.dtypes:
+                parts.append(self.dtypes[atom.name])
+            else:
+                return None
+        try:
+            dtype = np.result_type(*parts)
+        except (TypeError, ValueError):
+            return None
+        if isinstance(prim, np.ufunc) and dtype.kind in "iub":
+            return None       # np.exp(int) is a float: leave it unknown
+        return dtype if dtype.kind == "f" else None
+
+    def infer_ndim(self, prim, args, kwargs):
+        """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
+        rank rule is simple (elementwise, full reductions, scalar indexing); else None."""
+        if prim == "getitem":
+            base, index = args
+            items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
+            rank = self.ndim_of(base)
+            if rank is None or not all(
+                    (isinstance(i, Const) and isinstance(i.value, int) and
+                     not isinstance(i.value, bool)) or
+                    (isinstance(i, Var) and i.name in self.int_vars) for i in items):
+                return None
+            return rank - len(items) if len(items) <= rank else None
+        if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
+            return 0
+        if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
+                getattr(prim, "__module__", None) == "math":
+            ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
+            if ranks and None not in ranks:
+                return max(ranks)
+        return None
+
+    def is_int(self, atom):
+        """True when ``atom`` is known to be a Python int (a constant, a range variable...)."""
+        if isinstance(atom, Const):
+            return isinstance(atom.value, int) and not isinstance(atom.value, bool)
+        return isinstance(atom, Var) and atom.name in self.int_vars
+
+    def typed_node(self, atom, other):
+        """``atom`` in generated code; a Python number next to a float32 (float16) value is
+        written as ``np.float32(...)``: Numba would otherwise compute in float64."""
+        dtype = self.dtypes.get(other.name) if isinstance(other, Var) else None
+        if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
+                and not isinstance(atom.value, bool) and dtype is not None \
+                and dtype in (np.float32, np.float16):
+            return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
+                                                                 annotation=None,
+                                                                 type_comment=None),
+                                                 attr=np.dtype(dtype).name, ctx=gast.Load()),
+                             args=[gast.Constant(value=float(atom.value), kind=None)],
+                             keywords=[])
+        return self.atom_node(atom)
+
