@@ -80,7 +80,6 @@ class CustomCall:
         result = lowerer.inline(self.frame, self.node, self.backward,
                                 tuple(self.inputs) + (self.output, dout), {}, self.bound_self)
         body, lowerer.ops = lowerer.ops, saved
-        from .emit import to_source  # noqa: F401  (statement building below)
         for bop in body:
             targets = [gast.Name(id=t, ctx=gast.Store(), annotation=None, type_comment=None)
                        for t in bop.targets]
@@ -124,8 +123,8 @@ class CustomCall:
         if isinstance(g, Const) and g.value is None:
             return
         from .literals import literal_node
-        from .reverse import _atom_node
-        adj.accumulate(atom.name, _atom_node(g, literal_node), out)
+        from .templates import atom_node_of
+        adj.accumulate(atom.name, atom_node_of(g, literal_node), out)
 
 
 class DictAtom:

@@ -11,7 +11,9 @@ from ..errors import OutputStructureError
 from .emit import to_source
 from .ir import Seq, Var, atom_vars
 from .lower import Lowerer
-from .reverse import Comment, _atom_node, reverse
+from .adjoints import Comment
+from .reverse import reverse
+from .templates import atom_node_of
 
 INDENT = "    "
 
@@ -97,7 +99,7 @@ def _emit(lowered, sweeps, returned, fname, title, mutated):
     body += [f"{stack} = []" for stack in sweeps.stacks]
     body += render(sweeps.forward)
     output = lowered.output
-    value_src = to_source(_atom_node(output)) if not isinstance(output, Var) else output.name
+    value_src = to_source(atom_node_of(output)) if not isinstance(output, Var) else output.name
     if mutated & set(atom_vars(output)) or (sweeps.backward and _restores(sweeps.backward)):
         body.append(f"value = {_snapshot(output, mutated)}")
         value_src = "value"
@@ -126,7 +128,7 @@ def _snapshot(atom, mutated):
         return "(" + inner + ("," if len(atom.items) == 1 else "") + ")"
     if isinstance(atom, Var):
         return f"np.copy({atom.name})" if atom.name in mutated else atom.name
-    return to_source(_atom_node(atom))
+    return to_source(atom_node_of(atom))
 
 
 def render(items, depth=0):

@@ -1,0 +1,96 @@
+"""The adjoint variables of a generated function and the statements that fill them.
+
+``Adjoints`` names each adjoint (``dx`` for ``x``), knows which hold a value
+yet and which arrays the generated code owns (may update in place), and
+writes accumulation: the first contribution is an assignment, later ones add
+(in place into an owned array).  Small builders of gast statements live here
+too, shared by the reverse pass and the tape.
+"""
+import gast
+
+
+class Comment:
+    """A comment line in a generated statement list."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def name_node(id_, ctx=None):
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def assign(target, value):
+    return gast.Assign(targets=[target if not isinstance(target, str)
+                                else name_node(target, gast.Store())],
+                       value=value, type_comment=None)
+
+
+class Adjoints:
+    """Adjoint variable names, and which of them hold a value yet."""
+
+    def __init__(self, names, lists=frozenset(), single_use=frozenset(), rebound=frozenset()):
+        self.names = names
+        self.lists = lists   # variables that are lists: their adjoints are lists too
+        self.single_use = single_use   # variables with one use that can pass a gradient
+        self.rebound = rebound         # variables whose adjoint is reassigned (loop-carried)
+        self.maybe_unbound = frozenset()   # variables some paths never assign
+        self.of = {}
+        self.defined = set()
+        self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
+
+    def name(self, var):
+        if var not in self.of:
+            self.of[var] = self.names.adjoint(var)
+        return self.of[var]
+
+    def accumulate(self, var, expr, out):
+        """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
+        this code owns) or ``dvar = dvar + expr``."""
+        if isinstance(expr, gast.Name) and var not in self.defined and var not in self.of \
+                and var in self.single_use and var not in self.lists:
+            source = [other for other, name in self.of.items() if name == expr.id]
+            if source and not any(other in self.rebound for other in source):
+                # dvar would only copy dsource: read dsource itself
+                self.of[var] = expr.id
+                self.defined.add(var)
+                for other in source + [var]:
+                    self.owned.discard(other)
+                return
+        target = self.name(var)
+        if isinstance(expr, gast.Name):   # dvar now shares another adjoint's array
+            for other, name in self.of.items():
+                if name == expr.id:
+                    self.owned.discard(other)
+        if var in self.lists and var in self.defined:
+            out.append(assign(target, call("rt", "add_lists", [name_node(target), expr])))
+            self.owned.add(var)
+            return
+        if var in self.defined and var in self.owned:
+            out.append(gast.AugAssign(target=name_node(target, gast.Store()), op=gast.Add(),
+                                      value=expr))
+            return
+        if var in self.defined:
+            expr = gast.BinOp(left=name_node(target), op=gast.Add(), right=expr)
+            self.owned.add(var)
+        else:
+            self.defined.add(var)
+            self.owned.discard(var)
+        out.append(assign(target, expr))
+
+    def zero(self, var, out):
+        """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero."""
+        self.defined.add(var)
+        if var in self.maybe_unbound:
+            # var may hold no value here: a plain 0.0 adds to anything
+            out.append(assign(self.name(var), gast.Constant(value=0.0, kind=None)))
+            self.owned.discard(var)
+            return
+        maker = "zeros_list" if var in self.lists else "zeros_like"
+        out.append(assign(self.name(var), call("rt", maker, [name_node(var)])))
+        self.owned.add(var)
+
+
+def call(module, fn, args):
+    return gast.Call(func=gast.Attribute(value=name_node(module), attr=fn, ctx=gast.Load()),
+                     args=args, keywords=[])

@@ -1,0 +1,212 @@
+"""Rule templates instantiated at one operation: the adjoint statements of a primitive.
+
+``instantiate(op, adj, active, names, out, ndims)`` substitutes the
+operation's operands into its rule's ``d[x] = ...`` template, drops what an
+inactive operand would need, folds constant arithmetic and, between known
+scalars, ``rt.unbroadcast``.  Indexing (``x[i]``) has its own adjoint:
+``dx[i] += g`` for basic indices, ``rt.add_at`` for index arrays.
+"""
+import copy
+
+import gast
+
+from ..errors import MissingRuleError
+from .adjoints import call, name_node
+from .ir import Const, Seq, Var, atom_vars
+
+
+def missing_rule(op):
+    from ..rules.registry import _display_name
+    name = op.primitive if isinstance(op.primitive, str) else _display_name(op.primitive)
+    detail = getattr(op, "bind_error", None)
+    return MissingRuleError(
+        f"no derivative rule for {name}" + (f" called this way ({detail})" if detail else "")
+        + ", and a differentiated value flows through it",
+        op.origin, name,
+        "register one with @s2sgrad.custom_vjp on a wrapper function, or "
+        "s2sgrad.rules.vjp(<function>) with a template (see s2sgrad/rules/numpy_rules.py); "
+        "or wrap the value in ops.stop_gradient if no gradient should flow")
+
+
+def getitem_adjoint(op, adj, active, out):
+    """``dx[index] += dy`` (basic indexing) or ``rt.add_at(dx, index, dy)`` (array indices)."""
+    base = op.args[0].name
+    if base not in active:
+        return
+    g = name_node(adj.name(op.targets[0]))
+    index_node = copy.deepcopy(op.expr.slice)
+    basic = getattr(op, "basic_index", False)
+    if base not in adj.defined:
+        out.append(gast.Assign(targets=[name_node(adj.name(base), gast.Store())],
+                               value=call("np", "zeros_like", [name_node(base)]), type_comment=None))
+        adj.defined.add(base)
+        adj.owned.add(base)
+    elif base not in adj.owned:
+        out.append(gast.Assign(targets=[name_node(adj.name(base), gast.Store())],
+                               value=call("np", "copy", [name_node(adj.name(base))]),
+                               type_comment=None))
+        adj.owned.add(base)
+    if basic:
+        target = gast.Subscript(value=name_node(adj.name(base)), slice=index_node, ctx=gast.Store())
+        out.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
+    else:
+        out.append(gast.Expr(value=call("rt", "add_at", [name_node(adj.name(base)),
+                                                          index_expression(index_node), g])))
+
+
+def basic_setitem(stmt, int_vars):
+    from .lower import _basic_index
+    return _basic_index(stmt.index, int_vars)
+
+
+def index_expression(node):
+    """An index as a value: slices become slice(...) calls."""
+    if isinstance(node, gast.Slice):
+        parts = [p if p is not None else gast.Constant(value=None, kind=None)
+                 for p in (node.lower, node.upper, node.step)]
+        return gast.Call(func=name_node("slice"), args=parts, keywords=[])
+    if isinstance(node, gast.Tuple):
+        return gast.Tuple(elts=[index_expression(e) for e in node.elts], ctx=gast.Load())
+    return node
+
+
+def instantiate(op, adj, active, names, out, ndims=None):
+    """Append the rule template of ``op`` with its operands substituted.
+
+    Where the result and an operand are both known to be scalars, the
+    template's ``rt.unbroadcast(e, x)`` is just ``e``."""
+    rule = op.rule
+    bound = rule.bind(op.args, op.kwargs)
+    bindings = {rule.result: Var(op.targets[0])}
+    for pname, value in bound.items():
+        if isinstance(value, tuple):      # *args of the template
+            value = Seq(tuple(value))
+        elif not isinstance(value, (Var, Const, Seq)):
+            value = Const(value)          # a default of the template
+        bindings[pname] = value
+    locals_ = {}
+    statements = []
+    for stmt in rule.statements:
+        (tgt,) = stmt.targets
+        if _is_adjoint(tgt):
+            atom = bindings[tgt.slice.id]
+            if not any(v in active for v in atom_vars(atom)):
+                continue
+            statements.append(("adjoint", atom, stmt.value))
+        else:
+            statements.append(("local", tgt.id, stmt.value))
+    # keep only the template temporaries that a kept adjoint statement needs
+    needed = set()
+    for kind, key, value in reversed(statements):
+        if kind == "adjoint" or key in needed:
+            needed.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))
+    for kind, key, value in statements:
+        if kind == "local":
+            if key not in needed:
+                continue
+            locals_[key] = names.fresh(key)
+            expr = _substitute(value, bindings, locals_, adj)
+            out.append(gast.Assign(targets=[name_node(locals_[key], gast.Store())], value=expr,
+                                   type_comment=None))
+            continue
+        expr = _Fold().visit(_substitute(value, bindings, locals_, adj))
+        if ndims and ndims.get(op.targets[0]) == 0:
+            expr = _ScalarUnbroadcast(ndims).visit(expr)
+        if isinstance(key, Var):
+            adj.accumulate(key.name, expr, out)
+        elif isinstance(key, Seq):
+            parts = names.fresh("d_parts")
+            out.append(gast.Assign(targets=[name_node(parts, gast.Store())], value=expr,
+                                   type_comment=None))
+            for i, item in enumerate(key.items):
+                if isinstance(item, Var) and item.name in active:
+                    adj.accumulate(item.name, gast.Subscript(
+                        value=name_node(parts), slice=gast.Constant(value=i, kind=None),
+                        ctx=gast.Load()), out)
+
+
+class _Fold(gast.NodeTransformer):
+    """Arithmetic on constants a template produced: ``2 - 1`` -> ``1``, ``x ** 1`` -> ``x``,
+    ``x * 1`` -> ``x``."""
+
+    OPS = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
+           gast.Mult: lambda a, b: a * b, gast.Pow: lambda a, b: a ** b}
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = node.left, node.right
+        lv, rv = _number(left), _number(right)
+        if lv is not None and rv is not None and type(node.op) in self.OPS:
+            return gast.Constant(value=self.OPS[type(node.op)](lv, rv), kind=None)
+        if isinstance(node.op, gast.Pow) and rv == 1:
+            return left
+        if isinstance(node.op, gast.Mult) and rv == 1:
+            return left
+        if isinstance(node.op, gast.Mult) and lv == 1:
+            return right
+        return node
+
+
+def _number(node):
+    if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+class _ScalarUnbroadcast(gast.NodeTransformer):
+    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` is a known scalar (nothing was broadcast)."""
+
+    def __init__(self, ndims):
+        self.ndims = ndims
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if (isinstance(func, gast.Attribute) and func.attr == "unbroadcast"
+                and isinstance(func.value, gast.Name) and func.value.id == "rt"
+                and isinstance(node.args[1], gast.Name)
+                and self.ndims.get(node.args[1].id) == 0):
+            return node.args[0]
+        return node
+
+
+def _is_adjoint(node):
+    return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
+            and node.value.id == "d" and isinstance(node.slice, gast.Name))
+
+
+class _Substituter(gast.NodeTransformer):
+    def __init__(self, bindings, locals_, adj):
+        self.bindings = bindings
+        self.locals = locals_
+        self.adj = adj
+
+    def visit_Subscript(self, node):
+        if _is_adjoint(node):
+            atom = self.bindings[node.slice.id]
+            return name_node(self.adj.name(atom.name))
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id in self.locals:
+            return name_node(self.locals[node.id])
+        if node.id in self.bindings:
+            from .literals import literal_node
+            atom = self.bindings[node.id]
+            return atom_node_of(atom, literal_node)
+        return node
+
+
+def atom_node_of(atom, literal_node=None):
+    if literal_node is None:
+        from .literals import literal_node
+    if isinstance(atom, Var):
+        return name_node(atom.name)
+    if isinstance(atom, Seq):
+        return gast.Tuple(elts=[atom_node_of(a, literal_node) for a in atom.items], ctx=gast.Load())
+    return literal_node(atom.value)
+
+
+def _substitute(expr, bindings, locals_, adj):
+    return _Substituter(bindings, locals_, adj).visit(copy.deepcopy(expr))
