@@ -378,3 +378,12 @@ def test_defaults_and_keywords_are_filled_in_like_a_call():
     np.testing.assert_allclose(ms.grad(with_defaults, 1)(X, scale=2.0), np.sum(X))
     value, g = ms.value_and_grad(with_defaults)(X, shift=5.0)
     assert np.isclose(value, np.sum(X * 3.0 + 5.0))
+
+
+def test_show_prints_the_generated_source_and_the_object_says_where_it_lives(capsys):
+    source = ms.show(f2, (0, 1))
+    assert "def f2_value_and_grad(x, y):" in source and source in capsys.readouterr().out
+    g = ms.grad(f2, (0, 1))
+    g(X, Y)
+    assert g.backend == "python" and g.fallback_reason == "S2SGRAD_BACKEND=python"
+    assert open(g.path).read() == g.source
