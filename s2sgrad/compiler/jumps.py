@@ -29,11 +29,18 @@ def _contains(node, kinds):
     return False
 
 
-def _flag_assign(flag, node):
-    stmt = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
-                                          type_comment=None)],
-                       value=gast.Constant(value=True, kind=None), type_comment=None)
+def _name(id_, ctx):
+    return gast.Name(id=id_, ctx=ctx, annotation=None, type_comment=None)
+
+
+def _set(name, value, node):
+    """``name = value`` (a gast expression), located at ``node``."""
+    stmt = gast.Assign(targets=[_name(name, gast.Store())], value=value, type_comment=None)
     return gast.copy_location(stmt, node)
+
+
+def _flag_assign(flag, node):
+    return _set(flag, gast.Constant(value=True, kind=None), node)
 
 
 def _if(node, body, orelse):
@@ -110,11 +117,8 @@ def lift_loop_returns(statements, flag, value):
     (nested loops pass it outwards the same way).  ``flag`` starts False at the top."""
     if returns_inside_loops(statements) is None:
         return statements
-    init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
-                                          type_comment=None)],
-                       value=gast.Constant(value=False, kind=None), type_comment=None)
-    first = statements[0]
-    return [gast.copy_location(init, first)] + _lift(statements, flag, value)
+    init = _set(flag, gast.Constant(value=False, kind=None), statements[0])
+    return [init] + _lift(statements, flag, value)
 
 
 def _lift(statements, flag, value):
@@ -123,12 +127,8 @@ def _lift(statements, flag, value):
         if isinstance(stmt, (gast.For, gast.While)) and returns_inside_loops([stmt]) is not None:
             stmt = copy.copy(stmt)
             stmt.body = _returns_to_breaks(_lift(stmt.body, flag, value), flag, value)
-            leave = gast.If(test=gast.Name(id=flag, ctx=gast.Load(), annotation=None,
-                                           type_comment=None),
-                            body=[gast.Return(value=gast.Name(id=value, ctx=gast.Load(),
-                                                              annotation=None,
-                                                              type_comment=None))],
-                            orelse=[])
+            leave = gast.If(test=_name(flag, gast.Load()),
+                            body=[gast.Return(value=_name(value, gast.Load()))], orelse=[])
             out += [stmt, gast.copy_location(leave, stmt)]
             for node in gast.walk(leave):
                 gast.copy_location(node, stmt)
@@ -147,14 +147,8 @@ def _returns_to_breaks(statements, flag, value):
     for stmt in statements:
         if isinstance(stmt, gast.Return):
             result = stmt.value or gast.Constant(value=None, kind=None)
-            new = [gast.Assign(targets=[gast.Name(id=value, ctx=gast.Store(), annotation=None,
-                                                  type_comment=None)],
-                               value=result, type_comment=None),
-                   gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
-                                                  type_comment=None)],
-                               value=gast.Constant(value=True, kind=None), type_comment=None),
-                   gast.Break()]
-            out += [gast.copy_location(n, stmt) for n in new]
+            out += [_set(value, result, stmt), _flag_assign(flag, stmt),
+                    gast.copy_location(gast.Break(), stmt)]
         elif isinstance(stmt, gast.If):
             stmt = copy.copy(stmt)
             stmt.body = _returns_to_breaks(stmt.body, flag, value)
