@@ -463,49 +463,78 @@ def _kept_shape(shape, flags, count):
 _SUM, _PROD, _MAX, _MIN = 0, 1, 2, 3
 
 
+# Each kernel reduces the middle axis of a C-contiguous (outer, n, inner) array to
+# (outer, inner), walking memory in order.
+
 @register_jitable
-def _reduce_middle(src, kind):
-    """Reduce the middle axis of a C-contiguous (outer, n, inner) array -> (outer, inner)."""
+def _sum_middle(src):
     outer, n, inner = src.shape
-    if kind == _SUM:
-        out = np.zeros((outer, inner), dtype=src.dtype)
-        for o in range(outer):
-            for k in range(n):
-                for i in range(inner):
-                    out[o, i] += src[o, k, i]
-    elif kind == _PROD:
-        out = np.ones((outer, inner), dtype=src.dtype)
-        for o in range(outer):
-            for k in range(n):
-                for i in range(inner):
-                    out[o, i] *= src[o, k, i]
-    else:
-        if n == 0:
-            raise ValueError("zero-size array to reduction operation which has no identity")
-        out = np.empty((outer, inner), dtype=src.dtype)
-        for o in range(outer):
+    out = np.zeros((outer, inner), dtype=src.dtype)
+    for o in range(outer):
+        for k in range(n):
             for i in range(inner):
-                out[o, i] = src[o, 0, i]
-            for k in range(1, n):
-                for i in range(inner):
-                    v = src[o, k, i]
-                    best = out[o, i]
-                    # NaN wins, as in numpy: v != v only for NaN; a NaN best stays
-                    if (v > best if kind == _MAX else v < best) or v != v:
-                        out[o, i] = v
+                out[o, i] += src[o, k, i]
     return out
 
 
 @register_jitable
-def _reduce_keep(x, flags, kind):
-    """Reduce the C-contiguous ``x`` over the flagged axes, keeping them with length 1."""
-    cur = x
-    for d in range(x.ndim):
-        if flags[d]:
-            outer, n, inner = _outer_n_inner(cur.shape, d)
-            out = _reduce_middle(cur.reshape((outer, n, inner)), kind)
-            cur = out.reshape(tuple_setitem(cur.shape, d, 1))
-    return cur
+def _prod_middle(src):
+    outer, n, inner = src.shape
+    out = np.ones((outer, inner), dtype=src.dtype)
+    for o in range(outer):
+        for k in range(n):
+            for i in range(inner):
+                out[o, i] *= src[o, k, i]
+    return out
+
+
+@register_jitable
+def _max_middle(src):
+    outer, n, inner = src.shape
+    if n == 0:
+        raise ValueError("zero-size array to reduction operation maximum which has no identity")
+    out = src[:, 0, :].copy()
+    for o in range(outer):
+        for k in range(1, n):
+            for i in range(inner):
+                v = src[o, k, i]
+                if v > out[o, i] or v != v:     # NaN wins, as in numpy (a NaN best stays)
+                    out[o, i] = v
+    return out
+
+
+@register_jitable
+def _min_middle(src):
+    outer, n, inner = src.shape
+    if n == 0:
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    out = src[:, 0, :].copy()
+    for o in range(outer):
+        for k in range(1, n):
+            for i in range(inner):
+                v = src[o, k, i]
+                if v < out[o, i] or v != v:
+                    out[o, i] = v
+    return out
+
+
+def _make_reduce_keep(middle):
+    @register_jitable
+    def reduce_keep(x, flags):
+        """Reduce the C-contiguous ``x`` over the flagged axes, keeping them (length 1)."""
+        cur = x
+        for d in range(x.ndim):
+            if flags[d]:
+                outer, n, inner = _outer_n_inner(cur.shape, d)
+                out = middle(cur.reshape((outer, n, inner)))
+                cur = out.reshape(tuple_setitem(cur.shape, d, 1))
+        return cur
+    return reduce_keep
+
+
+_REDUCE_KEEP = {_SUM: _make_reduce_keep(_sum_middle), _PROD: _make_reduce_keep(_prod_middle),
+                _MAX: _make_reduce_keep(_max_middle), _MIN: _make_reduce_keep(_min_middle)}
+_sum_keep = _REDUCE_KEEP[_SUM]
 
 
 _FINISHERS = {}
@@ -563,15 +592,15 @@ def _reduction_overload(helper, kind):
         odt = _sum_dtype(x.dtype) if kind in (_SUM, _PROD) else x.dtype
         same = odt == x.dtype
         odt = as_dtype(odt).type
+        reduce_keep = _REDUCE_KEEP[kind]
         if same:
             def impl(x, axis, keepdims):
                 flags = _axis_flags(axis, nd)
-                return finish(_reduce_keep(np.ascontiguousarray(x), flags, kind), flags)
+                return finish(reduce_keep(np.ascontiguousarray(x), flags), flags)
         else:
             def impl(x, axis, keepdims):
                 flags = _axis_flags(axis, nd)
-                return finish(_reduce_keep(np.ascontiguousarray(x).astype(odt), flags, kind),
-                              flags)
+                return finish(reduce_keep(np.ascontiguousarray(x).astype(odt), flags), flags)
         return impl
     return _reduce
 
@@ -601,7 +630,7 @@ def _mean(x, axis, keepdims):
 
     def impl(x, axis, keepdims):
         flags = _axis_flags(axis, nd)
-        total = _reduce_keep(np.ascontiguousarray(x).astype(fdt), flags, _SUM)
+        total = _sum_keep(np.ascontiguousarray(x).astype(fdt), flags)
         return finish(total / fdt(_count(x.shape, flags)), flags)
     return impl
 
@@ -621,9 +650,9 @@ def _variance_overload(helper, root):
             flags = _axis_flags(axis, nd)
             xf = np.ascontiguousarray(x).astype(fdt)
             n = _count(x.shape, flags)
-            centre = _reduce_keep(xf, flags, _SUM) / fdt(n)
+            centre = _sum_keep(xf, flags) / fdt(n)
             dev = xf - centre
-            spread = _reduce_keep(dev * dev, flags, _SUM) / fdt(max(n - ddof, 0))
+            spread = _sum_keep(dev * dev, flags) / fdt(max(n - ddof, 0))
             return finish(np.sqrt(spread) if root else spread, flags)
         return impl
     return _variance

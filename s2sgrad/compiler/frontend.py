@@ -67,6 +67,22 @@ class ParsedFunction:
 MISSING = _MISSING
 
 
+def _lambdas_in_fragment(text):
+    """The lambdas of a line that does not parse on its own (a lambda inside a call's
+    arguments): each ``lambda`` parsed up to the longest end that parses."""
+    found = []
+    start = text.find("lambda")
+    while start != -1:
+        for end in range(len(text), start, -1):
+            try:
+                found.append(gast.parse("(" + text[start:end] + ")").body[0])
+                break
+            except SyntaxError:
+                continue
+        start = text.find("lambda", start + 1)
+    return gast.Module(body=found, type_ignores=[]) if found else None
+
+
 def parse_function(fn):
     """Read and parse ``fn``'s source. Raises SourceUnavailableError when it cannot be read."""
     fn = inspect.unwrap(fn)
@@ -104,6 +120,8 @@ def _lambda_as_function(source, fn):
             break
         except SyntaxError:
             continue
+    if tree is None:
+        tree = _lambdas_in_fragment(text)
     if tree is None:
         raise SourceUnavailableError(
             f"cannot isolate the lambda on line {fn.__code__.co_firstlineno} of "

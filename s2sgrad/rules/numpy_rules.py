@@ -161,13 +161,13 @@ def _(ans, a, axis=None, keepdims=False):
 @vjp(np.var)
 def _(ans, a, axis=None, ddof=0, keepdims=False):
     d[a] = (rt.unreduce(d[ans], a, axis, keepdims) * 2 / (rt.reduction_count(a, axis) - ddof)
-            * (a - np.mean(a, axis=axis, keepdims=True)))
+            * (a - rt.mean(a, axis, True)))
 
 
 @vjp(np.std)
 def _(ans, a, axis=None, ddof=0, keepdims=False):
     d[a] = (rt.unreduce(d[ans] / ans, a, axis, keepdims) / (rt.reduction_count(a, axis) - ddof)
-            * (a - np.mean(a, axis=axis, keepdims=True)))
+            * (a - rt.mean(a, axis, True)))
 
 
 @vjp(np.cumsum)
