@@ -198,9 +198,9 @@ class GradFunction:
             like = args[i] if kind == "position" else weights[i]
             g = computed.pop(0) if has else None
             grads.append(_finish_gradient(g, like))
-        wrap = any(isinstance(a, Tensor) for a in args) or any(
-            isinstance(f.obj, Tensor) for f in generated.free)
-        value = _wrap_output(value, wrap)
+        tensors = [a for a in args if isinstance(a, Tensor)] + [
+            f.obj for f in generated.free if isinstance(f.obj, Tensor)]
+        value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
         return self._structure(grads, value, weights)
 
     def _complete(self, args, kwargs):
@@ -325,13 +325,24 @@ def _finish_gradient(g, like):
     return Tensor(g) if isinstance(like, Tensor) else g
 
 
-def _wrap_output(value, wrap):
+def _float_dtype(tensors):
+    """The float dtype a Tensor computation on ``tensors`` gives (float32 by default)."""
+    floats = [np.asarray(t).dtype for t in tensors if np.asarray(t).dtype.kind == "f"]
+    return np.result_type(*floats) if floats else np.dtype(np.float32)
+
+
+def _wrap_output(value, dtype):
+    """Outputs as the function gives them: arrays and numbers become Tensors when the
+    function ran on Tensors (``dtype``: the float dtype of a bare number; compiled code
+    returns Python floats where numpy has float32 scalars)."""
     if isinstance(value, tuple):
-        return tuple(_wrap_output(v, wrap) for v in value)
+        return tuple(_wrap_output(v, dtype) for v in value)
     if isinstance(value, list):
-        return [_wrap_output(v, wrap) for v in value]
-    if wrap and isinstance(value, (np.ndarray, np.generic)):
+        return [_wrap_output(v, dtype) for v in value]
+    if dtype is not None and isinstance(value, (np.ndarray, np.generic)):
         return Tensor(np.asarray(value))
+    if dtype is not None and isinstance(value, float):
+        return Tensor(np.asarray(value, dtype=dtype))
     return value
 
 

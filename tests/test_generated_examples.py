@@ -55,3 +55,12 @@ def test_example_prints_the_tutorial_numbers(capsys):
     assert out.count("3.26189") >= 6 * 4       # rows of dw and db in four gradients
     assert "1.32618" in out and "1.01589" in out and "1.04216" in out
     assert "1.58914" in out and "4.21645" in out
+
+
+@pytest.mark.parametrize("backend", ["numba", "python"])
+def test_value_is_a_float32_tensor_under_both_backends(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    loss, _ = ms.value_and_grad(EX.forward_fn, None, weights=EX.model.trainable_params())(
+        EX.x, EX.y)
+    assert isinstance(loss, ms.Tensor) and loss.dtype == ms.float32
+    assert abs(float(loss) - 1.3423151) < 1e-6
