@@ -253,7 +253,36 @@ def return_inside_nested_loops(m):
     return acc
 
 
+def comprehensions(x, w):
+    squares = [x[i] * x[i] * w for i in range(x.shape[0]) if i != 1]
+    return sum(squares) + sum(np.sin(v) for v in squares) + np.sum(np.stack([x * w, x]))
+
+
+def local_functions(x, w):
+    scale = 2.0
+
+    def affine(v, shift=1.0):
+        return v * w * scale + shift
+    cube = lambda v: v * v * v  # noqa: E731
+    return np.sum(cube(affine(x))) + affine(w, shift=0.0)
+
+
+def loop_else(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 5.0:
+            break
+        s = s + x[i] * x[i]
+    else:
+        s = s * 10.0
+    return s
+
+
 CASES = [
+    (comprehensions, (RNG.normal(size=4), 0.8), (0, 1)),
+    (local_functions, (RNG.normal(size=3), 0.6), (0, 1)),
+    (loop_else, (np.array([1.0, 2.0, 3.0]),), 0),
+    (loop_else, (np.array([1.0, 7.0, 3.0]),), 0),
     (last_iteration_value, (np.array([1.0, 2.0, 3.0]),), 0),
     (return_inside_loop, (np.array([0.3, 0.4, 0.5, 0.6]), 0.9), (0, 1)),
     (return_inside_loop, (np.array([0.1, 0.2, 0.1]), 0.9), (0, 1)),
@@ -343,9 +372,7 @@ def test_recurrence_compiles_with_numba():
      "a statement whose value is thrown away"),
     ("def f(x):\n    for i in range(3):\n        out.append(x)\n    return x\n",
      "which is not a list made in this function"),
-    ("def f(x):\n    def g(y):\n        return y\n    return g(x)\n",
-     "a nested function definition"),
-    ("def f(x):\n    return (x * i for i in range(3))\n", "a generator expression"),
+    ("def f(x):\n    return {i: x * i for i in range(3)}[1]\n", "a dict comprehension"),
 ])
 def test_unsupported_constructs_name_the_line(tmp_path, source, construct):
     path = tmp_path / "user_code.py"

@@ -1685,6 +1685,7 @@ CASES = [
     ("tuple_in_loop", tuple_in_loop, (POS,)),
     ("dict_local", dict_local, (0.7,)),
     ("list_comprehension", list_comprehension, (VEC,)),
+    ("generator_expression", generator_expression, (VEC,)),
     # aliasing, views, builtins, misc
     ("alias_write", alias_write, (VEC,)),
     ("view_write", view_write, (VEC,)),
@@ -1746,14 +1747,8 @@ BACKENDS = ("numba", "python")
 
 # Reasonable numpy code that s2sgrad rejects with a clear S2sgradError (file, line, construct).
 UNSUPPORTED = {
-    "iterpower_with_nested_def": "nested function definition (UnsupportedConstructError)",
-    "local_lambda": "lambda inside the function (UnsupportedConstructError)",
-    "for_else_break": "for ... else (UnsupportedConstructError)",
-    "for_else_no_break": "for ... else (UnsupportedConstructError)",
-    "while_else": "while ... else (UnsupportedConstructError)",
     "passthru_pack_0": "indexing a tuple with a run-time index (UnsupportedConstructError)",
     "passthru_pack_1": "indexing a tuple with a run-time index (UnsupportedConstructError)",
-    "list_comprehension": "list comprehension (UnsupportedConstructError)",
     "copy_module_copy": "copy.copy(x): s2sgrad inlines the stdlib copy.copy and reports "
                         "'a call to a value computed at run time' at copy.py:76, "
                         "not at the user's line",
@@ -1832,7 +1827,6 @@ def test_float32_preserved(fn, x, backend):
 
 OUT_OF_SCOPE = [
     ("recursive", recursive, (0.7, 2), "return recursive(a * a, n - 1)"),
-    ("generator_expression", generator_expression, (VEC,), "return sum(v * v for v in x)"),
     ("try_except", try_except, (0.7,), "try:"),
 ]
 

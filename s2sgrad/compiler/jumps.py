@@ -157,3 +157,45 @@ def _returns_to_breaks(statements, flag, value):
         else:
             out.append(stmt)
     return out
+
+
+def expand_loop_else(loop, flag):
+    """``for/while ... else`` as plain statements: ``flag = False``, the loop with each of its
+    own ``break`` preceded by ``flag = True``, then ``if not flag: <else>``."""
+    new = copy.copy(loop)
+    new.body = _mark_breaks(loop.body, flag)
+    new.orelse = []
+    init = _set(flag, gast.Constant(value=False, kind=None), loop)
+    after = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=_name(flag, gast.Load())),
+                    body=loop.orelse, orelse=[])
+    return [init, new, gast.copy_location(after, loop)]
+
+
+def _mark_breaks(statements, flag):
+    out = []
+    for stmt in statements:
+        if isinstance(stmt, gast.Break):
+            out += [_flag_assign(flag, stmt), stmt]
+        elif isinstance(stmt, gast.If):
+            stmt = copy.copy(stmt)
+            stmt.body = _mark_breaks(stmt.body, flag)
+            stmt.orelse = _mark_breaks(stmt.orelse, flag)
+            out.append(stmt)
+        else:
+            out.append(stmt)   # a nested loop's breaks are its own
+    return out
+
+
+def comprehension_as_loop(node, name):
+    """``[elt for target in iter if cond]`` as ``name = []`` and a loop appending to it."""
+    (generator,) = node.generators
+    append = gast.Expr(value=gast.Call(
+        func=gast.Attribute(value=_name(name, gast.Load()), attr="append", ctx=gast.Load()),
+        args=[node.elt], keywords=[]))
+    body = [gast.copy_location(append, node)]
+    for condition in reversed(generator.ifs):
+        body = [gast.copy_location(gast.If(test=condition, body=body, orelse=[]), node)]
+    loop = gast.For(target=generator.target, iter=generator.iter, body=body, orelse=[],
+                    type_comment=None)
+    init = _set(name, gast.List(elts=[], ctx=gast.Load()), node)
+    return [init, gast.copy_location(loop, node)]

@@ -32,7 +32,8 @@ from .forward import forward_expression
 from .frontend import MISSING, is_user_code, parse_function
 from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
                  Var)
-from .jumps import lift_loop_returns, remove_early_returns
+from .jumps import (comprehension_as_loop, expand_loop_else, lift_loop_returns,
+                    remove_early_returns)
 from .lower_flow import FlowLowering, _is_append, _unused
 from .typeinfo import INTEGER_OPS, TypeInfo, _basic_index, _makes_view
 from .naming import NameAllocator
@@ -66,6 +67,19 @@ FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str,
             np.issubdtype}
 
 
+class LocalFunction:
+    """A ``def`` or ``lambda`` inside the function being differentiated: its syntax, the
+    frame that defined it (its closure) and its defaults, lowered where it was defined."""
+
+    def __init__(self, node, frame):
+        self.node = node
+        self.frame = frame
+        self.defaults = []
+
+    def __repr__(self):
+        return f"<local function {self.node.name}>"
+
+
 class Frame:
     """The state of one function being lowered: its source, its variables, its result."""
 
@@ -97,6 +111,7 @@ class Lowerer(FlowLowering, TypeInfo):
         self.paths = {}         # id(obj) -> a readable path to a resolved object
         self.stack = []         # the functions being inlined, to catch recursion
         self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
+        self.local_stack = []   # local functions (def/lambda inside) being inlined
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.views = {}         # Var name -> the array variable it may be a view of
@@ -199,14 +214,15 @@ class Lowerer(FlowLowering, TypeInfo):
                 self.lower_body(frame, stmt.body if test.value else stmt.orelse)
             else:
                 self.lower_if(frame, stmt, test)
+        elif isinstance(stmt, (gast.For, gast.While)) and stmt.orelse:
+            taken = {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)} | set(frame.env)
+            self.lower_body(frame, expand_loop_else(stmt, _unused("broke", taken)))
         elif isinstance(stmt, gast.For):
-            if stmt.orelse:
-                raise self.unsupported(frame, stmt, "for ... else", "remove the else clause")
             self.lower_for(frame, stmt)
         elif isinstance(stmt, gast.While):
-            if stmt.orelse:
-                raise self.unsupported(frame, stmt, "while ... else", "remove the else clause")
             self.lower_loop(frame, stmt, None)
+        elif isinstance(stmt, gast.FunctionDef):
+            frame.env[stmt.name] = self.local_function(frame, stmt)
         elif isinstance(stmt, gast.Expr):
             if isinstance(stmt.value, gast.Constant):
                 return  # a docstring or a bare constant
@@ -286,6 +302,38 @@ class Lowerer(FlowLowering, TypeInfo):
                                    "define it before building the gradient")
         self.paths.setdefault(id(obj), node.id)
         return self.const_or_free(obj, node.id)
+
+    def expr_ListComp(self, frame, node, hint):
+        """A list comprehension is a loop that appends (its variables stay local to it)."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            raise self.unsupported(frame, node, "a comprehension with several for clauses",
+                                   "write it as nested for loops that append to a list")
+        key = self.names.fresh(hint or "items")
+        local = {n.id for n in gast.walk(node.generators[0].target) if isinstance(n, gast.Name)}
+        outer = {n: frame.env[n] for n in local if n in frame.env}
+        self.lower_body(frame, comprehension_as_loop(node, key))
+        for n in local:
+            frame.env.pop(n, None)
+        frame.env.update(outer)
+        return frame.env.pop(key)
+
+    expr_GeneratorExp = expr_ListComp   # materialised: sum(...) and np.stack(...) read lists
+
+    def expr_Lambda(self, frame, node, hint):
+        fdef = gast.FunctionDef(name="lambda", args=node.args,
+                                body=[gast.copy_location(gast.Return(value=node.body), node)],
+                                decorator_list=[], returns=None, type_comment=None,
+                                type_params=[])
+        return self.local_function(frame, gast.copy_location(fdef, node))
+
+    def local_function(self, frame, node):
+        """A def/lambda inside the function: its defaults are evaluated where it is defined."""
+        if node.decorator_list:
+            raise self.unsupported(frame, node, "a decorated local function",
+                                   "define it at module level")
+        local = LocalFunction(node, frame)
+        local.defaults = [self.lower_expr(frame, d) for d in node.args.defaults]
+        return Const(local)
 
     def expr_Dict(self, frame, node, hint):
         from .custom import DictAtom
@@ -515,6 +563,8 @@ class Lowerer(FlowLowering, TypeInfo):
                 pass
         if obj is len and len(args) == 1 and isinstance(args[0], Seq):
             return Const(len(args[0].items))
+        if isinstance(obj, LocalFunction):
+            return self.inline_local(frame, node, obj, args, kwargs)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
         if custom is not None:
             from .custom import lower_custom_call
@@ -570,6 +620,39 @@ class Lowerer(FlowLowering, TypeInfo):
             return value
         return self.emit(frame, node, "stop_gradient", (value,), {}, self.atom_node(value),
                          hint or value.name + "_stopped")
+
+    def inline_local(self, frame, node, local, args, kwargs):
+        """A call to a function defined inside the one being differentiated: its body is
+        lowered with the enclosing function's variables as they are at the call."""
+        if local.node in self.local_stack:
+            raise self.unsupported(frame, node, f"recursion into {local.node.name}",
+                                   "write the recursion as a loop")
+        params = local.node.args
+        if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
+            raise self.unsupported(frame, node, "a local function with *args, **kwargs or "
+                                   "keyword-only parameters", "name its parameters")
+        names = [p.id for p in params.args]
+        defaults = local.defaults
+        values = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names or name in values:
+                raise self.unsupported(frame, node, f"a call of {local.node.name} with "
+                                       f"argument `{name}` it does not take", "fix the call")
+            values[name] = value
+        for name, default in zip(names[len(names) - len(defaults):], defaults):
+            values.setdefault(name, default)
+        missing = [n for n in names if n not in values]
+        if missing or len(args) > len(names):
+            raise self.unsupported(frame, node, f"a call of {local.node.name} with the wrong "
+                                   f"number of arguments", "pass one value per parameter")
+        callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
+        self.local_stack.append(local.node)
+        body = remove_early_returns(lift_loop_returns(
+            local.node.body, _unused("returned", set(callee.env)),
+            _unused("result", set(callee.env))))
+        self.lower_body(callee, body)
+        self.local_stack.pop()
+        return callee.output if callee.output is not None else Const(None)
 
     def inline(self, frame, node, fn, args, kwargs, bound_self):
         """Lower a call to a Python function by lowering its body with the arguments bound."""
