@@ -17,6 +17,7 @@ class Compiled:
         self.py_func = py_func
         self.fallback_reason = None
         self._jitted = None
+        self._ready = False    # compiled for the arguments it is called with
         self.backend = "numba"
         if os.environ.get("S2SGRAD_BACKEND", "numba").lower() == "python":
             self._use_python("S2SGRAD_BACKEND=python")
@@ -31,17 +32,23 @@ class Compiled:
     def __call__(self, *args):
         if self.backend == "python":
             return self.py_func(*args)
-        if self._jitted is None:
-            import numba
-            from . import numba_lists, numba_support  # noqa: F401  (register rt.* for Numba)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", numba.NumbaWarning)
-                self._jitted = numba.njit(cache=True)(self.py_func)
-        try:
-            import numba
-            with warnings.catch_warnings():   # performance hints are not the user's concern
-                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+        if self._ready:
+            try:
                 return self._jitted(*args)
+            except Exception as exc:  # noqa: BLE001 - e.g. new array layouts Numba cannot type
+                if not _is_typing_failure(exc):
+                    raise
+                self._ready = False
+        import numba
+        from . import numba_lists, numba_support  # noqa: F401  (register rt.* for Numba)
+        try:
+            with warnings.catch_warnings():   # compile-time hints are not the user's concern
+                warnings.simplefilter("ignore", numba.NumbaWarning)
+                if self._jitted is None:
+                    self._jitted = numba.njit(cache=True)(self.py_func)
+                result = self._jitted(*args)
+            self._ready = True
+            return result
         except Exception as exc:  # noqa: BLE001 - decided below
             if not _is_typing_failure(exc):
                 raise
