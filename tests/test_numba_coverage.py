@@ -299,3 +299,23 @@ def test_rewritten_calls_read_as_helpers():
     source = s2sgrad.grad(f).source
     assert "rt.amax(x, 1, True)" in source
     assert "np.stack((x, x), axis=1)" in source
+
+
+def sort_weighted(x):
+    return np.sum(np.sort(x) * np.arange(4.0))
+
+
+def builtin_sum_of_squares(x):
+    return sum(x * x)
+
+
+def write_with_repeated_index(x):
+    y = np.zeros(3)
+    y[np.array([0, 0, 2])] = x[:3] * 2.0
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("fn", [sort_weighted, builtin_sum_of_squares, write_with_repeated_index])
+def test_sort_builtin_sum_and_repeated_writes_compile_with_numba(fn):
+    g = check_grad(fn, (np.array([0.3, -1.2, 2.1, 0.9]),))
+    assert g.backend == "numba", g.fallback_reason

@@ -787,3 +787,46 @@ def _part_sizes_list(parts, ax):
                 sizes[i] = parts[i].shape[ax]
             return sizes
         return impl
+
+
+@overload(rt.sort_adjoint)
+def _sort_adjoint(g, a, axis=-1):
+    if isinstance(a, types.Array) and a.ndim == 1:
+        def impl(g, a, axis=-1):
+            order = np.argsort(a, kind="mergesort")
+            out = np.zeros(a.shape[0], dtype=g.dtype)
+            for k in range(order.shape[0]):
+                out[order[k]] = g[k]
+            return out
+        return impl
+
+
+@overload(rt.spread_sum)
+def _spread_sum(g, items):
+    if isinstance(items, types.Array):
+        def spread(g, items):
+            out = np.empty(items.shape, dtype=items.dtype)
+            out[...] = g
+            return out
+        return spread
+    if isinstance(items, types.List):
+        return lambda g, items: [g for _ in items]
+
+
+@overload(rt.written_adjoint)
+def _written_adjoint(dx, index):
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Integer) \
+            and index.ndim == 1 and isinstance(dx, types.Array) and dx.ndim == 1:
+        def impl(dx, index):
+            n = dx.shape[0]
+            out = np.zeros(index.shape[0], dtype=dx.dtype)
+            seen = np.zeros(n, dtype=np.bool_)
+            for k in range(index.shape[0] - 1, -1, -1):
+                position = index[k] % n
+                if not seen[position]:
+                    out[k] = dx[position]
+                    seen[position] = True
+            return out
+        return impl
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
+        return lambda dx, index: dx[index].copy()
