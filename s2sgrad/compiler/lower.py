@@ -112,6 +112,7 @@ class Lowerer(FlowLowering, TypeInfo):
         self.stack = []         # the functions being inlined, to catch recursion
         self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
         self.local_stack = []   # local functions (def/lambda inside) being inlined
+        self.cse = {}           # (primitive, operands) -> Var computed earlier in this block
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.views = {}         # Var name -> the array variable it may be a view of
@@ -275,6 +276,7 @@ class Lowerer(FlowLowering, TypeInfo):
             self.mark_views_stale(base.name)
             self.mutated.add(base.name)
             self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
+            self.cse.clear()
         else:
             raise self.unsupported(
                 frame, target, "assignment to an attribute or a nested subscript",
@@ -700,8 +702,11 @@ class Lowerer(FlowLowering, TypeInfo):
                 frame, node, f"`{stale[0]}` is a view of an array that was updated in place "
                 f"after the view was taken", "take a copy (.copy()) before the update, or read "
                 "the array itself after it")
-        name = self.names.fresh(hint) if hint else self.names.temp()
         rule = lookup(prim) if custom is None else None
+        key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
+        if key is not None and key in self.cse:
+            return self.cse[key]      # the same pure operation on the same values: reuse it
+        name = self.names.fresh(hint) if hint else self.names.temp()
         bind_error = None
         if rule is not None and rule.differentiable:
             try:
@@ -722,6 +727,8 @@ class Lowerer(FlowLowering, TypeInfo):
         if prim in INTEGER_OPS and all(self.is_int(a) for a in args):
             self.int_vars.add(name)
             self.ndims[name] = 0
+        if key is not None and (self.ndims.get(name) == 0 or name in self.int_vars):
+            self.cse[key] = Var(name)   # scalars only: an array result could be updated in place
         if prim == "getitem":
             base, index = args
             self.ops[-1].basic_index = _basic_index(index, self.int_vars)
@@ -793,6 +800,38 @@ class Lowerer(FlowLowering, TypeInfo):
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),
                                          _source_segment(frame, node), hint)
+
+
+#: primitives never reused: effects, run-time objects, fresh containers
+NOT_REUSED = {"effect", "opaque", "list", "copy"}
+
+
+def _cse_key(prim, args, kwargs):
+    """A key that identifies a pure operation on the same values, or None."""
+    if isinstance(prim, str) and prim in NOT_REUSED:
+        return None
+    try:
+        key = (prim if isinstance(prim, str) else id(prim),
+               tuple(_atom_key(a) for a in args),
+               tuple(sorted((k, _atom_key(v)) for k, v in kwargs.items())))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def _atom_key(atom):
+    if isinstance(atom, Var):
+        return ("v", atom.name)
+    if isinstance(atom, Seq):
+        return ("s", atom.kind, tuple(_atom_key(a) for a in atom.items))
+    if isinstance(atom, Const):
+        value = atom.value
+        if literals.is_literal(value) and not isinstance(value, float) or isinstance(
+                value, float) and value == value:
+            return ("c", type(value).__name__, value)
+        return ("o", id(value))
+    raise TypeError(atom)
 
 
 def _without_defaults(fn, kwargs):

@@ -64,6 +64,7 @@ class FlowLowering:
             frame.env[name] = Seq(current.items + (value,), "list")
         elif isinstance(current, Var) and current.name in self.lists:
             self.ops.append(ListAppend(current.name, value, frame.location(stmt)))
+            self.cse.clear()
         else:
             raise self.unsupported(frame, stmt, f"append to `{name}`, which is not a list made "
                                    f"in this function", "start it with xs = [] in the function")
@@ -109,6 +110,7 @@ class FlowLowering:
         else:
             frame.output, frame.returned = None, False
         self.ops.append(If(test, body, orelse, location))
+        self.cse.clear()
 
     def merge(self, frame, stmt, name, a, b, body, orelse, location):
         """The atom that holds ``a`` after ``body`` and ``b`` after ``orelse``."""
@@ -149,13 +151,15 @@ class FlowLowering:
                   lookup("assign"))
 
     def collect(self, lower):
-        """Run ``lower`` with a fresh op list; returns the ops it appended."""
+        """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
+        branch or a loop body); returns the ops it appended."""
         saved, self.ops = self.ops, []
+        saved_cse, self.cse = self.cse, {}
         try:
             lower()
             return self.ops
         finally:
-            self.ops = saved
+            self.ops, self.cse = saved, saved_cse
 
     def lower_for(self, frame, stmt):
         call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
@@ -309,6 +313,7 @@ class FlowLowering:
                 self.maybe_unbound.update(atom_vars(after[name]))   # unset if no iteration ran
         for name, atom in headers:
             frame.env[name] = atom
+        self.cse.clear()
         self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
                              test, body, header_vars, counter, break_flag, location))
 
