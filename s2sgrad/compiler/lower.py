@@ -28,6 +28,7 @@ from ..dtype import dtype_to_numpy
 from ..errors import UnsupportedConstructError
 from ..rules import lookup
 from . import literals
+from .emit import to_source
 from .forward import forward_expression
 from .frontend import MISSING, is_user_code, parse_function
 from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
@@ -393,9 +394,8 @@ class Lowerer(FlowLowering, TypeInfo):
         if isinstance(left, Seq) or isinstance(right, Seq):
             if prim is operator.add and isinstance(left, Seq) and isinstance(right, Seq):
                 return Seq(left.items + right.items, left.kind)
-            if prim is operator.add and all(isinstance(a, (Seq, Var)) for a in (left, right)):
-                pass  # concatenating a shape computed at run time with a fixed tuple
-            else:
+            # a shape computed at run time plus a fixed tuple is fine; other arithmetic is not
+            if not (prim is operator.add and all(isinstance(a, (Seq, Var)) for a in (left, right))):
                 raise self.unsupported(frame, node, "arithmetic on a tuple or list",
                                        "use np.array(...) or index the items")
         expr = gast.BinOp(left=self.typed_node(left, right), op=node.op,
@@ -859,17 +859,11 @@ def _is_library_function(obj):
 
 
 def _source_segment(frame, node):
-    """The construct's own text when it sits on one line, else None."""
+    """The construct's own text (its first line), for messages; None if it has none."""
     try:
-        text = gast.unparse(gast.gast_to_ast(node)) if hasattr(gast, "unparse") else None
+        text = to_source(node)
     except Exception:  # noqa: BLE001 - a message detail only
-        text = None
-    if text is None:
-        import ast
-        try:
-            text = ast.unparse(gast.gast_to_ast(node))
-        except Exception:  # noqa: BLE001
-            return None
+        return None
     return text.splitlines()[0] if text else None
 
 
