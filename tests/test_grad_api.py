@@ -387,3 +387,23 @@ def test_show_prints_the_generated_source_and_the_object_says_where_it_lives(cap
     g(X, Y)
     assert g.backend == "python" and g.fallback_reason == "S2SGRAD_BACKEND=python"
     assert open(g.path).read() == g.source
+
+
+@ms.custom_vjp
+def branchy_forward(x):
+    if np.sum(x) > 0:
+        return x * 2.0
+    return x
+
+
+@branchy_forward.defvjp
+def _(x, out, dout):
+    return (dout,)
+
+
+def test_custom_rule_with_run_time_branches_is_refused_naming_the_call():
+    def f(x):
+        return np.sum(branchy_forward(x))
+    with pytest.raises(UnsupportedConstructError, match="the forward of branchy_forward") as info:
+        ms.grad(f)(X)
+    assert "test_grad_api.py:" in str(info.value)

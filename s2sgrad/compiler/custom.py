@@ -17,7 +17,7 @@ import inspect
 
 import gast
 
-from ..errors import UserCodeError
+from ..errors import UnsupportedConstructError, UserCodeError
 from .ir import Const, Seq, Var, atom_vars
 
 
@@ -80,6 +80,7 @@ class CustomCall:
         result = lowerer.inline(self.frame, self.node, self.backward,
                                 tuple(self.inputs) + (self.output, dout), {}, self.bound_self)
         body, lowerer.ops = lowerer.ops, saved
+        _straight_line(body, self.frame, self.node, f"the backward of {self.name}")
         for bop in body:
             targets = [gast.Name(id=t, ctx=gast.Store(), annotation=None, type_comment=None)
                        for t in bop.targets]
@@ -159,6 +160,7 @@ def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hin
     output = lowerer.inline(frame, node, forward, args, {}, bound_self)
     nondiff = Rule("custom forward", None, "custom forward")
     produced = set()
+    _straight_line(lowerer.ops[start:], frame, node, f"the forward of {name or forward.__name__}")
     for op in lowerer.ops[start:]:
         op.rule = nondiff
         produced.update(op.targets)
@@ -173,6 +175,18 @@ def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hin
     lowerer.ops.append(Op(tuple(leaves), forward, tuple(args), {}, None, frame.location(node),
                           None, call))
     return output
+
+
+def _straight_line(statements, frame, node, what):
+    """Custom rules are inlined as straight-line code: refuse run-time branches, loops and
+    in-place updates in them, naming the call."""
+    from .ir import Op
+    for stmt in statements:
+        if not isinstance(stmt, Op):
+            raise UnsupportedConstructError(
+                f"{what} has run-time control flow or in-place updates, which a custom rule "
+                f"cannot hold", frame.location(node), None,
+                "keep custom forwards and backwards straight-line numpy (np.where for choices)")
 
 
 def _own_results(lowerer, frame, node, atom, produced, nondiff, hint):
