@@ -185,7 +185,9 @@ def walk_items(node):
 
 def without_dead_ops(body, backward, output):
     """The top-level forward ops whose results the output, the adjoint sweep or a kept
-    statement reads (statements inside branches and loops are all kept)."""
+    statement reads.  Inside branches and loops only merge copies nothing reads are
+    dropped (they could read a variable a path never set)."""
+    _drop_unread_copies(body, backward, output)
     needed = set(atom_vars(output))
     for stmt in backward:
         needed.update(n.id for n in walk_items(stmt) if isinstance(n, gast.Name))
@@ -202,6 +204,53 @@ def without_dead_ops(body, backward, output):
         kept.append(stmt)
     kept.reverse()
     return kept
+
+
+def _drop_unread_copies(body, backward, output):
+    while True:
+        read = set(atom_vars(output))
+        for stmt in backward:
+            read.update(n.id for n in walk_items(stmt) if isinstance(n, gast.Name))
+        for stmt in walk_statements(body):
+            read.update(_reads(stmt))
+        if not _drop_copies(body, read, top=True):
+            return
+
+
+def _reads(stmt):
+    """The names one statement reads (not the ones it assigns)."""
+    if isinstance(stmt, Op):
+        names = set(stmt.operand_vars())
+        if stmt.expr is not None:
+            names.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+        return names
+    if isinstance(stmt, If):
+        return set(atom_vars(stmt.test))
+    if isinstance(stmt, Loop):
+        names = set(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
+        names.update(atom_vars(stmt.break_flag) if stmt.break_flag is not None else ())
+        return names
+    return statement_names(stmt)
+
+
+def _drop_copies(statements, read, top):
+    """Remove ``assign`` copies whose target nothing reads (merge copies, loop-carried
+    copies of a variable no iteration reads), at every level."""
+    kept = [s for s in statements if not _unread_copy(s, read)]
+    dropped = len(kept) != len(statements)
+    statements[:] = kept
+    for stmt in statements:
+        if isinstance(stmt, If):
+            dropped |= _drop_copies(stmt.body, read, False)
+            dropped |= _drop_copies(stmt.orelse, read, False)
+        elif isinstance(stmt, Loop):
+            dropped |= _drop_copies(stmt.body, read, False)
+            stmt.headers[:] = [h for h in stmt.headers if h in read]
+    return dropped
+
+
+def _unread_copy(stmt, read):
+    return isinstance(stmt, Op) and stmt.primitive == "assign" and stmt.targets[0] not in read
 
 
 def statement_names(stmt):

@@ -1,0 +1,124 @@
+"""Random small programs (straight-line code, branches, loops, in-place updates), each
+differentiated by s2sgrad and checked against central finite differences.
+
+Hypothesis draws the programs; a failing one is printed as source, ready to paste.  The
+Python backend keeps this fast; the Numba path is covered by the other suites.
+"""
+import importlib.util
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from s2sgrad.testing import check_grad
+
+UNARY = ["np.sin({})", "np.tanh({})", "np.cos({})", "({} * 0.5)", "np.exp(np.sin({}))",
+         "({} * {} * 0.3)", "np.sqrt({} * {} + 1.0)"]
+BINARY = ["({} + {})", "({} - {})", "({} * {})", "np.maximum({}, {} + 0.25)",
+          "np.where({0} > {1}, {0}, {1} * 0.5)"]
+_counter = itertools.count()
+
+
+@st.composite
+def programs(draw):
+    """Source of ``def f(x, a)`` with x a 4-vector and a a float."""
+    arrays, scalars = ["x"], ["a"]
+    lines = ["def f(x, a):"]
+
+    def pick(pool):
+        return draw(st.sampled_from(pool))
+
+    def expression(pool):
+        if draw(st.booleans()):
+            template = pick(UNARY)
+            v = pick(pool)
+            return template.format(v, v)
+        template = pick(BINARY)
+        return template.format(pick(pool), pick(pool))
+
+    def statement(indent, depth):
+        kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem"]
+                                    if depth < 2 else ["array", "scalar", "index"]))
+        pad = "    " * indent
+        if kind == "array":
+            name = f"v{next(_counter)}"
+            lines.append(f"{pad}{name} = {expression(arrays)}")
+            arrays.append(name) if indent == 1 else None
+        elif kind == "scalar":
+            name = f"s{next(_counter)}"
+            lines.append(f"{pad}{name} = {expression(scalars)} + np.sum({pick(arrays)}) * 0.1")
+            scalars.append(name) if indent == 1 else None
+        elif kind == "index":
+            name = f"s{next(_counter)}"
+            lines.append(f"{pad}{name} = {pick(arrays)}[{draw(st.integers(-4, 3))}] * "
+                         f"{pick(scalars)}")
+            scalars.append(name) if indent == 1 else None
+        elif kind == "if":
+            threshold = draw(st.floats(-1.5, 1.5)).__round__(3) + 0.0137
+            lines.append(f"{pad}if np.sum({pick(arrays)}) > {threshold}:")
+            target = pick(scalars)
+            lines.append(f"{pad}    {target} = {target} * 1.5 + {pick(scalars)}")
+            statement(indent + 1, depth + 1)
+            lines.append(f"{pad}else:")
+            lines.append(f"{pad}    {target} = np.sin({target}) - 0.2")
+        elif kind == "loop":
+            acc = pick(scalars)
+            arr = pick(arrays)
+            lines.append(f"{pad}for i in range({draw(st.integers(0, 4))}):")
+            lines.append(f"{pad}    {acc} = np.tanh({acc} * 0.7 + {arr}[i] * {pick(scalars)})")
+            statement(indent + 1, depth + 1)
+        else:   # setitem on a copy
+            name = f"w{next(_counter)}"
+            src = pick(arrays)
+            lines.append(f"{pad}{name} = {src}.copy()")
+            lines.append(f"{pad}{name}[{draw(st.integers(0, 3))}] = {pick(scalars)} * 2.0")
+            arrays.append(name) if indent == 1 else None
+
+    for _ in range(draw(st.integers(2, 7))):
+        statement(1, 0)
+    lines.append(f"    return np.sum({arrays[-1]}) + {' + '.join(scalars[-3:])}")
+    return "\n".join(lines) + "\n"
+
+
+def load(source, directory):
+    path = directory / f"random_program_{next(_counter)}.py"
+    path.write_text("import numpy as np\n\n\n" + source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("programs")
+
+
+def check(source, seed, program_dir):
+    fn = load(source, program_dir)
+    rng = np.random.default_rng(seed)
+    x, a = rng.uniform(-1.0, 1.0, 4), float(rng.uniform(-1.0, 1.0))
+    try:
+        check_grad(fn, (x, a), grad_position=(0, 1), rtol=1e-4, atol=1e-6)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- program ---\n{source}") from None
+
+
+RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=RELAXED)
+@given(source=programs(), seed=st.integers(0, 2 ** 16))
+def test_random_program_gradient_matches_finite_differences(source, seed, program_dir,
+                                                            monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")    # the same for every example
+    check(source, seed, program_dir)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=RELAXED)
+@given(source=programs(), seed=st.integers(0, 2 ** 16))
+def test_random_program_compiled_by_numba(source, seed, program_dir, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")     # ~1 s of compiling per program
+    check(source, seed, program_dir)
