@@ -346,7 +346,10 @@ def copy_list(items):
 
 
 def add_lists(a, b):
-    """Item-by-item sum of two adjoint lists of the same length."""
+    """Item-by-item sum of two adjoint lists of the same length (``a`` may still be the
+    plain 0.0 of an adjoint that started where the list had no value)."""
+    if not isinstance(a, list):
+        return list(b)
     return [x + y for x, y in zip(a, b)]
 
 
@@ -380,3 +383,9 @@ def spread_sum(g, items):
         return np.broadcast_to(g, items.shape).copy() if np.ndim(g) == 0 else \
             np.broadcast_to(g, items.shape).copy()
     return [g for _ in items]
+
+
+def writable(g, like):
+    """``g`` as a fresh array of ``like``'s shape (``g`` may be a plain 0.0), for in-place
+    accumulation."""
+    return np.array(np.broadcast_to(g, np.shape(like)), dtype=np.result_type(g, like))

@@ -39,8 +39,9 @@ def programs(draw):
         return template.format(pick(pool), pick(pool))
 
     def statement(indent, depth):
-        kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem"]
-                                    if depth < 2 else ["array", "scalar", "index"]))
+        kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem",
+                                     "while", "break", "helper", "append", "return"]
+                                    if depth < 2 else ["array", "scalar", "index", "helper"]))
         pad = "    " * indent
         if kind == "array":
             name = f"v{next(_counter)}"
@@ -69,6 +70,33 @@ def programs(draw):
             lines.append(f"{pad}for i in range({draw(st.integers(0, 4))}):")
             lines.append(f"{pad}    {acc} = np.tanh({acc} * 0.7 + {arr}[i] * {pick(scalars)})")
             statement(indent + 1, depth + 1)
+        elif kind == "while":
+            acc, counter = pick(scalars), f"n{next(_counter)}"
+            lines.append(f"{pad}{counter} = 0")
+            lines.append(f"{pad}while {acc} * {acc} < 2.0 and {counter} < 3:")
+            lines.append(f"{pad}    {acc} = {acc} * 1.3 + np.sum({pick(arrays)}) * 0.05 + 0.1")
+            lines.append(f"{pad}    {counter} = {counter} + 1")
+        elif kind == "break":
+            acc, arr = pick(scalars), pick(arrays)
+            lines.append(f"{pad}for i in range(4):")
+            lines.append(f"{pad}    if {arr}[i] > {draw(st.floats(-0.9, 0.9)).__round__(3) + 0.0071}:")
+            lines.append(f"{pad}        {'break' if draw(st.booleans()) else 'continue'}")
+            lines.append(f"{pad}    {acc} = {acc} + {arr}[i] * {pick(scalars)}")
+        elif kind == "helper":
+            name = f"s{next(_counter)}"
+            lines.append(f"{pad}{name} = helper({pick(arrays)}, {pick(scalars)})")
+            scalars.append(name) if indent == 1 else None
+        elif kind == "append":
+            name = f"l{next(_counter)}"
+            arr = pick(arrays)
+            lines.append(f"{pad}{name} = []")
+            lines.append(f"{pad}for i in range({draw(st.integers(1, 4))}):")
+            lines.append(f"{pad}    {name}.append({arr} * {arr}[i])")
+            if indent == 1:
+                arrays.append(f"np.stack({name})[-1]")
+        elif kind == "return":
+            lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
+            lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")
         else:   # setitem on a copy
             name = f"w{next(_counter)}"
             src = pick(arrays)
@@ -84,7 +112,9 @@ def programs(draw):
 
 def load(source, directory):
     path = directory / f"random_program_{next(_counter)}.py"
-    path.write_text("import numpy as np\n\n\n" + source)
+    path.write_text("import numpy as np\n\n\ndef helper(v, c):\n"
+                    "    t = np.sum(np.sin(v) * c)\n    if t > 0.0:\n        return t * t\n"
+                    "    return -t\n\n\n" + source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -102,14 +132,15 @@ def check(source, seed, program_dir):
     x, a = rng.uniform(-1.0, 1.0, 4), float(rng.uniform(-1.0, 1.0))
     try:
         check_grad(fn, (x, a), grad_position=(0, 1), rtol=1e-4, atol=1e-6)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n--- program ---\n{source}") from None
+    except Exception as exc:   # any failure: show the program, ready to paste
+        raise AssertionError(f"{type(exc).__name__}: {exc}\n--- program ---\n{source}") \
+            from None
 
 
 RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=RELAXED)
+@settings(max_examples=150, deadline=None, suppress_health_check=RELAXED)
 @given(source=programs(), seed=st.integers(0, 2 ** 16))
 def test_random_program_gradient_matches_finite_differences(source, seed, program_dir,
                                                             monkeypatch):

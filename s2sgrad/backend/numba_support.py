@@ -830,3 +830,15 @@ def _written_adjoint(dx, index):
         return impl
     if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
         return lambda dx, index: dx[index].copy()
+
+
+@overload(rt.writable)
+def _writable(g, like):
+    if isinstance(like, types.Array):
+        if _is_scalar(g):
+            def fill(g, like):
+                out = np.empty(like.shape, dtype=like.dtype)
+                out[...] = g
+                return out
+            return fill
+        return lambda g, like: g.copy()

@@ -34,7 +34,7 @@ class Adjoints:
         self.lists = lists   # variables that are lists: their adjoints are lists too
         self.single_use = single_use   # variables with one use that can pass a gradient
         self.rebound = rebound         # variables whose adjoint is reassigned (loop-carried)
-        self.maybe_unbound = frozenset()   # variables some paths never assign
+        self.plain_zero = set()    # adjoints that started as a plain 0.0 (no array yet)
         self.of = {}
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
@@ -78,11 +78,24 @@ class Adjoints:
             self.owned.discard(var)
         out.append(assign(target, expr))
 
-    def zero(self, var, out):
-        """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero."""
+    def own(self, var, out):
+        """Make ``dvar`` an array of ``var``'s shape this code may update in place (a copy;
+        from a plain 0.0 where ``var`` may have had no value when the adjoint started)."""
+        target = self.name(var)
+        if var in self.plain_zero:
+            value = call("rt", "writable", [name_node(target), name_node(var)])
+        else:
+            value = call("np", "copy", [name_node(target)])
+        out.append(assign(target, value))
+        self.owned.add(var)
+
+    def zero(self, var, out, bound=True):
+        """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero.  Where
+        ``var`` may have no value yet (``bound`` False: set only on some paths), ``0.0``."""
         self.defined.add(var)
-        if var in self.maybe_unbound:
+        if not bound:
             # var may hold no value here: a plain 0.0 adds to anything
+            self.plain_zero.add(var)
             out.append(assign(self.name(var), gast.Constant(value=0.0, kind=None)))
             self.owned.discard(var)
             return

@@ -117,7 +117,6 @@ class Lowerer(FlowLowering, TypeInfo):
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.views = {}         # Var name -> the array variable it may be a view of
-        self.maybe_unbound = set()  # Var names some paths never assign
         self.stale_views = set()  # views of arrays updated in place since they were taken
 
     # ------------------------------------------------------------ entry
@@ -168,7 +167,6 @@ class Lowerer(FlowLowering, TypeInfo):
         result.int_vars = self.int_vars
         result.mutated = self.mutated
         result.lists = self.lists
-        result.maybe_unbound = self.maybe_unbound
         return result
 
     # ------------------------------------------------------------ statements

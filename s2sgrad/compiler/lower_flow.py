@@ -12,7 +12,7 @@ import gast
 
 from . import literals
 from .frontend import is_user_code
-from .ir import Const, If, ListAppend, Loop, Op, Seq, Var, atom_vars
+from .ir import Const, If, ListAppend, Loop, Op, Seq, Var
 from .jumps import assigned_names, remove_loop_jumps
 from ..rules import lookup
 
@@ -124,9 +124,7 @@ class FlowLowering:
             return a
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
-            bound = a if b is None else b
-            self.maybe_unbound.update(atom_vars(bound))
-            return bound
+            return a if b is None else b
         for atom in (a, b):
             if isinstance(atom, Const) and not literals.is_literal(atom.value) \
                     and atom.value is not None:
@@ -310,7 +308,6 @@ class FlowLowering:
         for name in assigned:
             if name in after and name != flag and name not in dict(headers):
                 frame.env[name] = after[name]          # a body variable read after the loop
-                self.maybe_unbound.update(atom_vars(after[name]))   # unset if no iteration ran
         for name, atom in headers:
             frame.env[name] = atom
         self.cse.clear()

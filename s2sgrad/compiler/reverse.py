@@ -61,7 +61,8 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     single_use, rebound = use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
                     getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()),
-                    single_use - set(wrt), rebound, getattr(lowered, "maybe_unbound", set()))
+                    single_use - set(wrt), rebound)
+    rev.bound = frozenset(lowered.params) | {f.name for f in lowered.free}
     backward = []
     for s in seeds:
         if s in active:
@@ -87,7 +88,7 @@ class _Reverser:
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
                  mutated=frozenset(), lists=frozenset(), single_use=frozenset(),
-                 rebound=frozenset(), maybe_unbound=frozenset()):
+                 rebound=frozenset()):
         self.active = active
         self.mutated = mutated
         self.int_vars = int_vars
@@ -96,8 +97,8 @@ class _Reverser:
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
         self.exports = frozenset()  # loop variables whose adjoint came from after the loop
+        self.bound = frozenset()    # variables surely assigned before the statement at hand
         self.adj = Adjoints(names, lists, single_use, rebound)
-        self.adj.maybe_unbound = maybe_unbound
         self.stacks = []          # stack names to create at the top of the function
         self.taped = {}           # id(Loop) -> {variable: stack name}
         self.entering = {}        # id(Loop) -> {header variable: stack name}
@@ -108,7 +109,13 @@ class _Reverser:
     def block(self, statements, loop):
         out = []
         last = None
-        for stmt in reversed(statements):
+        outer = self.bound
+        before = [set()]          # names the statements before each one surely assign
+        for stmt in statements:
+            before.append(before[-1] | (set(stmt.targets) if isinstance(stmt, Op) else set()))
+        for k in range(len(statements) - 1, -1, -1):
+            stmt = statements[k]
+            self.bound = outer | before[k]
             if isinstance(stmt, Op):
                 items = self.op(stmt, loop)
             elif isinstance(stmt, SetItem):
@@ -125,6 +132,7 @@ class _Reverser:
                 out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
                 last = stmt.origin if isinstance(stmt, (Op, SetItem, ListAppend)) else None
             out.extend(items)
+        self.bound = outer
         return out
 
     def op(self, op, loop):
@@ -201,8 +209,7 @@ class _Reverser:
                                   slice=copy.deepcopy(stmt.index_node), ctx=gast.Load())
         if x in self.active and x in self.adj.defined:
             if x not in self.adj.owned:
-                out.append(assign(self.adj.name(x), call("np", "copy", [name_node(self.adj.name(x))])))
-                self.adj.owned.add(x)
+                self.adj.own(x, out)
             value = stmt.value
             if isinstance(value, Var) and value.name in self.active:
                 if self._scalar_element(stmt) and self.ndims.get(value.name) == 0:
@@ -270,7 +277,7 @@ class _Reverser:
         inside = set(assigned_targets(stmt.body) + assigned_targets(stmt.orelse))
         for v in contributed([stmt], self.active):
             if v not in inside and v not in self.adj.defined:
-                self.adj.zero(v, out)
+                self.adj.zero(v, out, v in self.bound)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
         body = self.block(stmt.body, loop)
         owned_body = set(self.adj.owned)
@@ -289,7 +296,7 @@ class _Reverser:
         inside = set(assigned_targets(stmt.body)) | set(assigned_targets(stmt.test_ops))
         for v in contributed([stmt], self.active):
             if (v not in inside or v in stmt.headers) and v not in self.adj.defined:
-                self.adj.zero(v, out)
+                self.adj.zero(v, out, v in self.bound)
             elif v in self.adj.lists and v in self.adj.defined and v not in self.adj.owned:
                 # popped and updated inside the loop: a list of our own, once
                 out.append(assign(self.adj.name(v), call("rt", "copy_list",

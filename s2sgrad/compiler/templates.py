@@ -42,10 +42,7 @@ def getitem_adjoint(op, adj, active, out):
         adj.defined.add(base)
         adj.owned.add(base)
     elif base not in adj.owned:
-        out.append(gast.Assign(targets=[name_node(adj.name(base), gast.Store())],
-                               value=call("np", "copy", [name_node(adj.name(base))]),
-                               type_comment=None))
-        adj.owned.add(base)
+        adj.own(base, out)
     if basic:
         target = gast.Subscript(value=name_node(adj.name(base)), slice=index_node, ctx=gast.Store())
         out.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
