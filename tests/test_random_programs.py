@@ -40,7 +40,8 @@ def programs(draw):
 
     def statement(indent, depth):
         kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem",
-                                     "while", "break", "helper", "append", "return"]
+                                     "while", "break", "helper", "append", "return",
+                                     "tuple", "grid"]
                                     if depth < 2 else ["array", "scalar", "index", "helper"]))
         pad = "    " * indent
         if kind == "array":
@@ -94,6 +95,25 @@ def programs(draw):
             lines.append(f"{pad}    {name}.append({arr} * {arr}[i])")
             if indent == 1:
                 arrays.append(f"np.stack({name})[-1]")
+        elif kind == "tuple":
+            p, q = f"p{next(_counter)}", f"q{next(_counter)}"
+            lines.append(f"{pad}pair = ({pick(arrays)} * {pick(scalars)}, {pick(scalars)} + 1.0)")
+            lines.append(f"{pad}for i in range({draw(st.integers(0, 3))}):")
+            lines.append(f"{pad}    pair = (np.sin(pair[0]) + pair[1], pair[1] * 0.9)")
+            lines.append(f"{pad}{p}, {q} = pair")
+            if indent == 1:
+                arrays.append(p)
+                scalars.append(q)
+        elif kind == "grid":
+            m = f"m{next(_counter)}"
+            arr = pick(arrays)
+            lines.append(f"{pad}{m} = np.zeros((3, 4))")
+            lines.append(f"{pad}for i in range(3):")
+            lines.append(f"{pad}    for j in range(4):")
+            lines.append(f"{pad}        {m}[i, j] += {arr}[j] * (i + 1.0) + {pick(scalars)}")
+            lines.append(f"{pad}    {m}[i] = np.tanh({m}[i])")
+            if indent == 1:
+                arrays.append(f"np.sum({m}, axis=0)")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
             lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")

@@ -111,22 +111,24 @@ def returns_inside_loops(statements):
     return None
 
 
-def lift_loop_returns(statements, flag, value):
+def lift_loop_returns(statements, flag, values):
     """A function body whose loops do not ``return``: inside a loop, ``return e`` becomes
     ``value = e; flag = True; break`` and the loop is followed by ``if flag: return value``
-    (nested loops pass it outwards the same way).  ``flag`` starts False at the top."""
+    (nested loops pass it outwards the same way).  ``flag`` starts False at the top; each
+    loop gets its own ``value`` name from ``values()`` (a name no other path sets)."""
     if returns_inside_loops(statements) is None:
         return statements
     init = _set(flag, gast.Constant(value=False, kind=None), statements[0])
-    return [init] + _lift(statements, flag, value)
+    return [init] + _lift(statements, flag, values)
 
 
-def _lift(statements, flag, value):
+def _lift(statements, flag, values):
     out = []
     for stmt in statements:
         if isinstance(stmt, (gast.For, gast.While)) and returns_inside_loops([stmt]) is not None:
             stmt = copy.copy(stmt)
-            stmt.body = _returns_to_breaks(_lift(stmt.body, flag, value), flag, value)
+            value = values()
+            stmt.body = _returns_to_breaks(_lift(stmt.body, flag, values), flag, value)
             leave = gast.If(test=_name(flag, gast.Load()),
                             body=[gast.Return(value=_name(value, gast.Load()))], orelse=[])
             out += [stmt, gast.copy_location(leave, stmt)]
@@ -134,8 +136,8 @@ def _lift(statements, flag, value):
                 gast.copy_location(node, stmt)
         elif isinstance(stmt, gast.If):
             stmt = copy.copy(stmt)
-            stmt.body = _lift(stmt.body, flag, value)
-            stmt.orelse = _lift(stmt.orelse, flag, value)
+            stmt.body = _lift(stmt.body, flag, values)
+            stmt.orelse = _lift(stmt.orelse, flag, values)
             out.append(stmt)
         else:
             out.append(stmt)

@@ -68,6 +68,19 @@ FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str,
             np.issubdtype}
 
 
+def _return_names(taken):
+    """The flag and a maker of per-loop result names for ``lift_loop_returns``."""
+    taken = set(taken)
+    flag = _unused("returned", taken)
+    taken.add(flag)
+
+    def values():
+        name = _unused("result", taken)
+        taken.add(name)
+        return name
+    return flag, values
+
+
 class LocalFunction:
     """A ``def`` or ``lambda`` inside the function being differentiated: its syntax, the
     frame that defined it (its closure) and its defaults, lowered where it was defined."""
@@ -174,8 +187,7 @@ class Lowerer(FlowLowering, TypeInfo):
     def function_body(self, frame, parsed):
         """A function's statements with early returns made structured (see jumps.py)."""
         taken = {n.id for n in gast.walk(parsed.node) if isinstance(n, gast.Name)}
-        flag, value = _unused("returned", taken), _unused("result", taken)
-        return remove_early_returns(lift_loop_returns(parsed.node.body, flag, value))
+        return remove_early_returns(lift_loop_returns(parsed.node.body, *_return_names(taken)))
 
     def lower_body(self, frame, statements):
         for stmt in statements:
@@ -647,9 +659,9 @@ class Lowerer(FlowLowering, TypeInfo):
                                    f"number of arguments", "pass one value per parameter")
         callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
         self.local_stack.append(local.node)
-        body = remove_early_returns(lift_loop_returns(
-            local.node.body, _unused("returned", set(callee.env)),
-            _unused("result", set(callee.env))))
+        taken = set(callee.env) | {n.id for n in gast.walk(local.node)
+                                   if isinstance(n, gast.Name)}
+        body = remove_early_returns(lift_loop_returns(local.node.body, *_return_names(taken)))
         self.lower_body(callee, body)
         self.local_stack.pop()
         return callee.output if callee.output is not None else Const(None)

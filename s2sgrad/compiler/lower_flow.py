@@ -114,6 +114,9 @@ class FlowLowering:
 
     def merge(self, frame, stmt, name, a, b, body, orelse, location):
         """The atom that holds ``a`` after ``body`` and ``b`` after ``orelse``."""
+        if a is None or b is None:
+            # set on one path only: on the other, Python has no value for it either
+            return a if b is None else b
         if isinstance(a, Seq) or isinstance(b, Seq):
             if not (isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items)):
                 raise self.unsupported(frame, stmt, f"`{name}` is a tuple of different lengths "
@@ -122,9 +125,6 @@ class FlowLowering:
                              for x, y in zip(a.items, b.items)), a.kind)
         if a == b:
             return a
-        if a is None or b is None:
-            # set on one path only: on the other, Python has no value for it either
-            return a if b is None else b
         for atom in (a, b):
             if isinstance(atom, Const) and not literals.is_literal(atom.value) \
                     and atom.value is not None:

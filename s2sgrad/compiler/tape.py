@@ -207,14 +207,25 @@ def without_dead_ops(body, backward, output):
 
 
 def _drop_unread_copies(body, backward, output):
-    while True:
-        read = set(atom_vars(output))
-        for stmt in backward:
-            read.update(n.id for n in walk_items(stmt) if isinstance(n, gast.Name))
-        for stmt in walk_statements(body):
-            read.update(_reads(stmt))
-        if not _drop_copies(body, read, top=True):
-            return
+    """Drop ``assign`` copies whose value nothing uses (copies that only feed each other,
+    like the loop-carried copies of a loop variable, count as unused)."""
+    live = set(atom_vars(output))
+    for stmt in backward:
+        live.update(n.id for n in walk_items(stmt) if isinstance(n, gast.Name))
+    copies = []
+    for stmt in walk_statements(body):
+        if isinstance(stmt, Op) and stmt.primitive == "assign":
+            copies.append(stmt)
+        else:
+            live.update(_reads(stmt))
+    changed = True
+    while changed:
+        changed = False
+        for copy_op in copies:
+            if copy_op.targets[0] in live and not live.issuperset(copy_op.operand_vars()):
+                live.update(copy_op.operand_vars())
+                changed = True
+    _drop_copies(body, live, top=True)
 
 
 def _reads(stmt):
@@ -303,10 +314,12 @@ def use_counts(lowered):
 
 
 def walk_statements(statements):
+    """Every statement, compound ones before what they hold (a while loop's test too)."""
     for stmt in statements:
         yield stmt
         if isinstance(stmt, If):
             yield from walk_statements(stmt.body)
             yield from walk_statements(stmt.orelse)
         elif isinstance(stmt, Loop):
+            yield from walk_statements(stmt.test_ops)
             yield from walk_statements(stmt.body)
