@@ -373,6 +373,10 @@ def test_recurrence_compiles_with_numba():
     ("def f(x):\n    for i in range(3):\n        out.append(x)\n    return x\n",
      "which is not a list made in this function"),
     ("def f(x):\n    return {i: x * i for i in range(3)}[1]\n", "a dict comprehension"),
+    ("def f(x):\n    y = np.zeros(4)\n    v = y[1:3]\n    v[:] = x * 2.0\n    return np.sum(y)\n",
+     "writing into `v`, which may be a view of `y`"),
+    ("def f(x):\n    y = np.ones(4) * x\n    b = y[0:2]\n    y[0] = x * 5.0\n"
+     "    return np.sum(b * x)\n", "`b` is a view of an array that was updated in place"),
 ])
 def test_unsupported_constructs_name_the_line(tmp_path, source, construct):
     path = tmp_path / "user_code.py"

@@ -407,3 +407,13 @@ def test_custom_rule_with_run_time_branches_is_refused_naming_the_call():
     with pytest.raises(UnsupportedConstructError, match="the forward of branchy_forward") as info:
         ms.grad(f)(X)
     assert "test_grad_api.py:" in str(info.value)
+
+
+def sum_with_where(x):
+    return np.sum(x * x, where=x > 0)
+
+
+def test_a_call_form_the_rule_does_not_cover_is_a_missing_rule_naming_the_keyword():
+    with pytest.raises(MissingRuleError, match="numpy.sum called this way .*'where'") as info:
+        ms.grad(sum_with_where)(X)
+    assert "test_grad_api.py:" in str(info.value)
