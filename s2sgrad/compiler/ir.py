@@ -133,18 +133,23 @@ class Loop:
     origin: object
 
 
-def walk_ops(statements):
-    """Every Op and SetItem in a structured statement list, in forward order, descending
-    into branches and loops."""
+def walk_statements(statements):
+    """Every statement of a structured list in forward order, a branch or loop before what
+    it holds (a while loop's test too)."""
     for stmt in statements:
+        yield stmt
         if isinstance(stmt, If):
-            yield from walk_ops(stmt.body)
-            yield from walk_ops(stmt.orelse)
+            yield from walk_statements(stmt.body)
+            yield from walk_statements(stmt.orelse)
         elif isinstance(stmt, Loop):
-            yield from walk_ops(stmt.test_ops)
-            yield from walk_ops(stmt.body)
-        else:
-            yield stmt
+            yield from walk_statements(stmt.test_ops)
+            yield from walk_statements(stmt.body)
+
+
+def walk_ops(statements):
+    """The simple statements (Op, SetItem, ListAppend) of a structured list, in forward
+    order, descending into branches and loops."""
+    return (s for s in walk_statements(statements) if not isinstance(s, (If, Loop)))
 
 
 @dataclass

@@ -14,7 +14,8 @@ import operator
 import gast
 
 from .adjoints import Comment, assign, name_node
-from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops
+from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
+                 walk_statements)
 from .templates import atom_node_of
 
 
@@ -313,13 +314,3 @@ def use_counts(lowered):
     return frozenset(v for v, n in uses.items() if n == 1), frozenset(rebound)
 
 
-def walk_statements(statements):
-    """Every statement, compound ones before what they hold (a while loop's test too)."""
-    for stmt in statements:
-        yield stmt
-        if isinstance(stmt, If):
-            yield from walk_statements(stmt.body)
-            yield from walk_statements(stmt.orelse)
-        elif isinstance(stmt, Loop):
-            yield from walk_statements(stmt.test_ops)
-            yield from walk_statements(stmt.body)
