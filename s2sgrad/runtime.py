@@ -265,6 +265,20 @@ def arange_adjoints(g, bounds):
     return adjoints
 
 
+def item_adjoint(g, like, index):
+    """The adjoint of ``like.item(*index)``: ``g`` at that element of an array of zeros
+    shaped like ``like`` (no index: its one element; one int: a flat index)."""
+    out = np.zeros(np.shape(like), dtype=np.result_type(like, 0.0))
+    if len(index) == 0:
+        out.flat[0] = g
+    elif len(index) == 1:
+        position = index[0]
+        out[position if isinstance(position, tuple) else np.unravel_index(position, out.shape)] = g
+    else:
+        out[tuple(index)] = g
+    return out
+
+
 def divide_or_zero(g, d):
     """``g / d`` where ``d`` is not 0, and 0 where it is (``np.std``'s adjoint where the
     deviation is 0: one element, or equal ones, where 0 is the derivative or a

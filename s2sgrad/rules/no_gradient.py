@@ -9,7 +9,8 @@ user's line.  Nothing is treated as a constant by default.
 
 ``TABLE`` is a tuple of ``(reason, callables)``; a callable is a Python or
 numpy function, or a string naming an internal primitive or an array
-attribute/method the lowering emits (``"attr.shape"``, ``"method.nonzero"``).
+attribute/method the lowering emits (``"attr.shape"``, ``"method.nonzero"``; ``"integer_dtype"`` is any call the lowering
+sees converting to an integer or boolean dtype, ``x.astype(int)``, ``dtype=np.int32``).
 ``reason_of(prim)`` gives the reason of one primitive (None when it is not
 listed).  tests/test_no_silent_constants.py checks each entry numerically
 where it can (a finite difference of a listed numpy function is zero).
@@ -46,7 +47,7 @@ TABLE = (
       np.floor_divide, operator.floordiv, round, math.floor, math.ceil, math.trunc,
       np.spacing)),
     ("an integer or boolean conversion: the result is piecewise constant",
-     (int, bool, "astype.integer", np.int8, np.int16, np.int32, np.int64, np.uint8,
+     (int, bool, "integer_dtype", np.int8, np.int16, np.int32, np.int64, np.uint8,
       np.uint16, np.uint32, np.uint64, np.intp, np.bool_)),
     ("an index, count or position: an integer result",
      (len, np.argmax, np.argmin, np.argsort, np.argpartition, np.lexsort, np.nonzero,

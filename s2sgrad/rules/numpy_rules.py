@@ -140,6 +140,11 @@ def _(ans, a, dtype=None):
     d[a] = d[ans]
 
 
+@vjp("method.item")
+def _(ans, a, *index):
+    d[a] = rt.item_adjoint(d[ans], a, index)
+
+
 @vjp(np.full)
 def _(ans, shape, fill_value, dtype=None):
     d[fill_value] = rt.unbroadcast(d[ans], fill_value)
