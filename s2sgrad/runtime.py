@@ -7,6 +7,8 @@ what it does with plain numpy wherever numpy can.
 """
 import numpy as np
 
+from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_adjoints)
+
 
 def ones_like(value):
     """The sensitivity seed of an output: 1.0 for a scalar, ones for an array (same dtype)."""
@@ -184,33 +186,6 @@ def inner_adjoints(g, a, b):
     return da, db
 
 
-def einsum_adjoint(g, subscripts, operands, index):
-    """The adjoint of ``np.einsum(subscripts, *operands)`` for operand ``index``.
-
-    Contracts the output adjoint with the other operands back onto the
-    operand's letters; a letter summed out of that operand alone is
-    broadcast back.  Each operand's letters must be distinct.
-    """
-    spec = subscripts.replace(" ", "")
-    inputs, output = spec.split("->") if "->" in spec else (spec, None)
-    terms = inputs.split(",")
-    if output is None:
-        letters = "".join(terms)
-        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    target = terms[index]
-    if len(set(target)) != len(target) or "." in spec:
-        raise NotImplementedError(
-            f"einsum gradient for {subscripts!r}: repeated letters or '...' in one operand")
-    others = [t for i, t in enumerate(terms) if i != index]
-    kept = "".join(c for c in target if c in output or any(c in t for t in others))
-    partial = np.einsum(",".join([output] + others) + "->" + kept,
-                        g, *[o for i, o in enumerate(operands) if i != index])
-    missing = tuple(i for i, c in enumerate(target) if c not in kept)
-    if missing:
-        partial = np.expand_dims(partial, missing)
-    return np.broadcast_to(partial, np.shape(operands[index]))
-
-
 def _normalise_axes(axis, ndim):
     axes = axis if isinstance(axis, tuple) else (axis,)
     return tuple(sorted(a % ndim for a in axes))
@@ -257,9 +232,61 @@ def norm_adjoint(g, ans, x, ord, axis, keepdims):
     raise NotImplementedError(f"gradient of np.linalg.norm with ord={ord!r}")
 
 
-def einsum_adjoints(g, subscripts, operands):
-    """The adjoints of every operand of ``np.einsum(subscripts, *operands)``."""
-    return [einsum_adjoint(g, subscripts, operands, i) for i in range(len(operands))]
+def linspace_adjoints(g, start, stop, num, endpoint, axis):
+    """The adjoints of ``start`` and ``stop`` in ``np.linspace(start, stop, num, endpoint,
+    axis=axis)``.
+
+    Sample ``i`` is ``start + t_i (stop - start)`` with ``t_i = i / (num - 1)`` (``i / num``
+    without the endpoint; ``t_0 = 0`` when there is one sample), so ``start`` gets
+    ``sum_i g_i (1 - t_i)`` and ``stop`` ``sum_i g_i t_i``, each summed to its own shape.
+    A pair (d_start, d_stop).
+    """
+    div = num - 1 if endpoint else num
+    t = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
+    g = np.moveaxis(np.asarray(g), axis, 0)
+    t = t.reshape((num,) + (1,) * (g.ndim - 1))
+    return (unbroadcast(np.sum(g * (1 - t), axis=0), start),
+            unbroadcast(np.sum(g * t, axis=0), stop))
+
+
+def arange_adjoints(g, bounds):
+    """The adjoints of the positional arguments of ``np.arange(*bounds)``.
+
+    Element ``i`` is ``start + i * step``; the length is piecewise constant in the bounds,
+    so ``stop`` gets 0, ``start`` ``sum(g)`` and ``step`` ``sum(i g_i)``.  With one bound
+    (the stop) that bound gets 0.  A list, one adjoint per bound.
+    """
+    g = np.asarray(g)
+    if len(bounds) == 1:
+        return [0.0]
+    adjoints = [np.sum(g), 0.0]
+    if len(bounds) == 3:
+        adjoints.append(np.sum(g * np.arange(g.size)))
+    return adjoints
+
+
+def item_adjoint(g, like, index):
+    """The adjoint of ``like.item(*index)``: ``g`` at that element of an array of zeros
+    shaped like ``like`` (no index: its one element; one int: a flat index)."""
+    out = np.zeros(np.shape(like), dtype=np.result_type(like, 0.0))
+    if len(index) == 0:
+        out.flat[0] = g
+    elif len(index) == 1:
+        position = index[0]
+        out[position if isinstance(position, tuple) else np.unravel_index(position, out.shape)] = g
+    else:
+        out[tuple(index)] = g
+    return out
+
+
+def divide_or_zero(g, d):
+    """``g / d`` where ``d`` is not 0, and 0 where it is (``np.std``'s adjoint where the
+    deviation is 0: one element, or equal ones, where 0 is the derivative or a
+    subgradient).  Same shape as ``g``."""
+    if np.ndim(d) == 0:
+        return g / d if d != 0 else g * 0.0
+    zero = d == 0
+    return np.where(zero, 0.0, g / np.where(zero, 1.0, d))
 
 
 def copy_value(value):

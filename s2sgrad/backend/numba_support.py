@@ -842,3 +842,60 @@ def _writable(g, like):
                 return out
             return fill
         return lambda g, like: g.copy()
+
+
+@overload(rt.divide_or_zero)
+def _divide_or_zero(g, d):
+    if _is_scalar(d):
+        return lambda g, d: g / d if d != 0 else g * 0.0
+    if isinstance(d, types.Array) and isinstance(g, types.Array):
+        dtype = np.result_type(as_dtype(g.dtype), as_dtype(d.dtype))
+
+        def impl(g, d):
+            out = np.zeros(g.shape, dtype=dtype)
+            flat_out = out.reshape(out.size)
+            flat_g = np.ascontiguousarray(g).reshape(g.size)
+            flat_d = np.ascontiguousarray(d).reshape(d.size)
+            for k in range(flat_out.size):
+                if flat_d[k] != 0:
+                    flat_out[k] = flat_g[k] / flat_d[k]
+            return out
+        return impl
+
+
+@overload(rt.linspace_adjoints)
+def _linspace_adjoints(g, start, stop, num, endpoint, axis):
+    if not (_is_scalar(start) and _is_scalar(stop) and isinstance(g, types.Array)
+            and g.ndim == 1):
+        return None
+
+    def impl(g, start, stop, num, endpoint, axis):
+        div = num - 1 if endpoint else num
+        d_start = 0.0
+        d_stop = 0.0
+        for i in range(num):
+            t = i / div if div > 0 else 0.0
+            d_start += g[i] * (1.0 - t)
+            d_stop += g[i] * t
+        return d_start, d_stop
+    return impl
+
+
+@overload(rt.arange_adjoints)
+def _arange_adjoints(g, bounds):
+    if not isinstance(g, types.Array) or not isinstance(bounds, types.BaseTuple):
+        return None
+    n = len(bounds)
+
+    def impl(g, bounds):
+        if n == 1:
+            return [0.0]
+        flat = np.ascontiguousarray(g).reshape(g.size)
+        adjoints = [np.sum(flat), 0.0]
+        if n == 3:
+            step = 0.0
+            for i in range(flat.size):
+                step += i * flat[i]
+            adjoints.append(step)
+        return adjoints
+    return impl

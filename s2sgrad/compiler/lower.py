@@ -575,6 +575,14 @@ class Lowerer(FlowLowering, TypeInfo):
                 pass
         if obj is len and len(args) == 1 and isinstance(args[0], Seq):
             return Const(len(args[0].items))
+        if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
+                args[0], Seq) and len(args[0].items) > 1):
+            # max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule
+            items = args if len(args) > 2 else args[0].items
+            value = items[0]
+            for item in items[1:]:
+                value = self.call_object(frame, node, obj, (value, item), {}, None)
+            return value
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
@@ -588,6 +596,7 @@ class Lowerer(FlowLowering, TypeInfo):
         rule = lookup(obj)
         if rule is not None or _is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
+            args, kwargs = self.scalar_lists_as_arrays(frame, node, obj, rule, args, kwargs)
             expr = forward_expression(obj, args, kwargs, self.atom_node) or \
                 self.call_expr(literals.reference_node(obj, self), args, kwargs)
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
@@ -608,6 +617,51 @@ class Lowerer(FlowLowering, TypeInfo):
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
         return self.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def scalar_lists_as_arrays(self, frame, node, prim, rule, args, kwargs):
+        """``np.max([x, y])``: a list or tuple of numbers given where a numpy rule
+        differentiates an array becomes ``np.array([x, y])`` first (what numpy does with
+        it), so the rule's adjoint reads an array and ``np.array``'s rule hands each number
+        its part.  Gives the (args, kwargs) to call ``prim`` with."""
+        if rule is None or not rule.differentiable or not _is_library_function(prim) or \
+                prim in (np.array, np.asarray):
+            return args, kwargs
+        try:
+            bound = rule.signature.bind(*args, **kwargs).arguments
+        except TypeError:
+            return args, kwargs
+        params = rule.signature.parameters
+        arrays = {}
+        for pname in sorted(rule.diff_params):
+            value = bound.get(pname)
+            if params[pname].kind is not inspect.Parameter.VAR_POSITIONAL and \
+                    self._list_of_numbers(value):
+                expr = self.call_expr(literals.reference_node(np.array, self), (value,), {})
+                arrays[id(value)] = self.emit(frame, node, np.array, (value,), {}, expr, None)
+        if not arrays:
+            return args, kwargs
+        return (tuple(arrays.get(id(a), a) for a in args),
+                {k: arrays.get(id(v), v) for k, v in kwargs.items()})
+
+    def _list_of_numbers(self, atom):
+        """True for a (nested) tuple or list whose items are all numbers, some of them
+        float variables of this function."""
+        def leaves(a):
+            if isinstance(a, Seq):
+                return None if a.kind not in ("tuple", "list") else [
+                    x for item in a.items for x in (leaves(item) or [None])]
+            return [a]
+        if not isinstance(atom, Seq):
+            return False
+        items = leaves(atom)
+        if not items or any(x is None for x in items):
+            return False
+        numbers = all(
+            isinstance(x, Const) and isinstance(x.value, (int, float, np.number))
+            and not isinstance(x.value, bool)
+            or isinstance(x, Var) and self.ndims.get(x.name) == 0 for x in items)
+        return numbers and any(isinstance(x, Var) and x.name not in self.int_vars
+                               for x in items)
 
     def cell_call(self, frame, node, cell, args, kwargs, hint):
         construct = type(cell).construct
@@ -713,6 +767,8 @@ class Lowerer(FlowLowering, TypeInfo):
                 f"after the view was taken", "take a copy (.copy()) before the update, or read "
                 "the array itself after it")
         rule = lookup(prim) if custom is None else None
+        if custom is None and _integer_result(prim, args, kwargs):
+            rule = lookup("integer_dtype")   # piecewise constant: it carries no gradient
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
         if key is not None and key in self.cse:
             return self.cse[key]      # the same pure operation on the same values: reuse it
@@ -842,6 +898,18 @@ def _atom_key(atom):
             return ("c", type(value).__name__, value)
         return ("o", id(value))
     raise TypeError(atom)
+
+
+def _integer_result(prim, args, kwargs):
+    """True for a conversion to an integer or boolean dtype known while building:
+    ``x.astype(int)``, ``np.array(v, dtype=np.int32)``, ``np.sum(x, dtype=int)``."""
+    dtype = args[1] if prim == "astype" and len(args) > 1 else kwargs.get("dtype")
+    if not isinstance(dtype, Const) or dtype.value is None:
+        return False
+    try:
+        return np.dtype(literals.as_numpy_dtype(dtype.value)).kind in "biu"
+    except TypeError:
+        return False
 
 
 def _without_defaults(fn, kwargs):

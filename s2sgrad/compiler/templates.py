@@ -115,11 +115,21 @@ def instantiate(op, adj, active, names, out, ndims=None):
             parts = names.fresh("d_parts")
             out.append(gast.Assign(targets=[name_node(parts, gast.Store())], value=expr,
                                    type_comment=None))
-            for i, item in enumerate(key.items):
-                if isinstance(item, Var) and item.name in active:
-                    adj.accumulate(item.name, gast.Subscript(
-                        value=name_node(parts), slice=gast.Constant(value=i, kind=None),
-                        ctx=gast.Load()), out)
+            _accumulate_items(adj, active, name_node(parts), key, out)
+
+
+def _accumulate_items(adj, active, parts, seq, out):
+    """Add ``parts[i]`` to the adjoint of each active item of ``seq``, ``parts[i][j]`` to
+    the items of a nested tuple or list (``np.array([[x, y], [z, w]])``), at any depth."""
+    for i, item in enumerate(seq.items):
+        if not any(v in active for v in atom_vars(item)):
+            continue
+        part = gast.Subscript(value=copy.deepcopy(parts), slice=gast.Constant(value=i, kind=None),
+                              ctx=gast.Load())
+        if isinstance(item, Var):
+            adj.accumulate(item.name, part, out)
+        else:
+            _accumulate_items(adj, active, part, item, out)
 
 
 class _Fold(gast.NodeTransformer):

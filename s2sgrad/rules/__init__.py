@@ -1,9 +1,6 @@
-"""Derivative rules: the registry and the tables that fill it (numpy, math, operators, ops)."""
+"""Derivative rules: the registry and the tables that fill it (numpy, math, operators, ops),
+and the one list of calls that carry no gradient (``no_gradient.TABLE``)."""
 from .registry import Rule, all_rules, d, lookup, nondifferentiable, vjp
-from . import operators, numpy_rules  # noqa: F401  (registering the tables)
-
-nondifferentiable("stop_gradient", "boolop", "not_in", "opaque", "copy", "effect", *("attr." + a for a in (
-    "shape", "ndim", "size", "dtype", "itemsize", "nbytes")), *(
-    "method." + m for m in ("nonzero", "argsort")))
+from . import operators, numpy_rules, no_gradient  # noqa: F401  (registering the tables)
 
 __all__ = ["Rule", "all_rules", "d", "lookup", "nondifferentiable", "vjp"]

@@ -1,7 +1,7 @@
 """Rules for numpy functions (and the array methods the compiler maps onto them)."""
 import numpy as np
 
-from .registry import d, nondifferentiable, vjp
+from .registry import d, vjp
 from .. import runtime as rt
 
 # ---------------------------------------------------------------- elementwise
@@ -122,18 +122,50 @@ def _(ans, condition, x, y):
     d[y] = rt.unbroadcast(np.where(condition, 0, d[ans]), y)
 
 
-@vjp(np.copy, np.array, np.asarray, np.ascontiguousarray)
+@vjp(np.copy, np.ascontiguousarray)
 def _(ans, a):
     d[a] = d[ans]
 
 
-nondifferentiable(
-    np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.argmax, np.argmin,
-    np.argsort, np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like,
-    np.full_like, np.zeros, np.ones, np.empty, np.full, np.arange, np.linspace, np.eye,
-    np.identity, np.isnan, np.isinf, np.isfinite, np.greater, np.greater_equal, np.less,
-    np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_not,
-    np.any, np.all, np.count_nonzero, np.nonzero, np.searchsorted)
+# np.array / np.asarray of an array, a number, or nested lists and tuples of them: the
+# adjoint of an item is its slice of d[ans] (an integer dtype is a non-differentiable call,
+# decided where the call is lowered)
+@vjp(np.array)
+def _(ans, a, dtype=None, *, copy=True):
+    d[a] = d[ans]
+
+
+@vjp(np.asarray)
+def _(ans, a, dtype=None):
+    d[a] = d[ans]
+
+
+@vjp("method.item")
+def _(ans, a, *index):
+    d[a] = rt.item_adjoint(d[ans], a, index)
+
+
+@vjp(np.full)
+def _(ans, shape, fill_value, dtype=None):
+    d[fill_value] = rt.unbroadcast(d[ans], fill_value)
+
+
+@vjp(np.full_like)
+def _(ans, a, fill_value, dtype=None):
+    d[fill_value] = rt.unbroadcast(d[ans], fill_value)
+
+
+@vjp(np.linspace)
+def _(ans, start, stop, num=50, endpoint=True, *, dtype=None, axis=0):
+    d_start_stop = rt.linspace_adjoints(d[ans], start, stop, num, endpoint, axis)
+    d[start] = d_start_stop[0]
+    d[stop] = d_start_stop[1]
+
+
+@vjp(np.arange)
+def _(ans, *bounds, dtype=None):
+    d[bounds] = rt.arange_adjoints(d[ans], bounds)
+
 
 # ---------------------------------------------------------------- reductions
 
@@ -166,8 +198,8 @@ def _(ans, a, axis=None, ddof=0, keepdims=False):
 
 @vjp(np.std)
 def _(ans, a, axis=None, ddof=0, keepdims=False):
-    d[a] = (rt.unreduce(d[ans] / ans, a, axis, keepdims) / (rt.reduction_count(a, axis) - ddof)
-            * (a - rt.mean(a, axis, True)))
+    d[a] = (rt.unreduce(rt.divide_or_zero(d[ans], ans), a, axis, keepdims)
+            / (rt.reduction_count(a, axis) - ddof) * (a - rt.mean(a, axis, True)))
 
 
 @vjp(np.cumsum)
@@ -225,8 +257,8 @@ def _(ans, x, ord=None, axis=None, keepdims=False):
 
 
 @vjp(np.einsum)
-def _(ans, subscripts, *operands):
-    d[operands] = rt.einsum_adjoints(d[ans], subscripts, operands)
+def _(ans, *operands, optimize=False):
+    d[operands] = rt.einsum_adjoints(d[ans], operands)
 
 # ---------------------------------------------------------------- shapes
 

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from .registry import d, nondifferentiable, vjp
+from .registry import d, vjp
 from .. import runtime as rt
 
 
@@ -63,14 +63,6 @@ def _(ans, x):
 @vjp(float)
 def _(ans, x):
     d[x] = d[ans]
-
-
-nondifferentiable(
-    operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-    operator.not_, operator.floordiv, operator.and_, operator.or_,
-    operator.invert, operator.xor, operator.is_, operator.is_not, operator.contains,
-    len, int, bool, round, range, isinstance, math.floor, math.ceil, math.trunc,
-    math.isnan, math.isinf, math.isfinite)
 
 
 @vjp(math.exp)

@@ -40,10 +40,12 @@ class Rule:
     result never depends differentiably on its inputs.
     """
 
-    def __init__(self, primitive, template, name):
+    def __init__(self, primitive, template, name, reason=None):
         self.primitive = primitive
         self.name = name
         self.template = template
+        #: for a non-differentiable primitive: why its derivative is zero or undefined
+        self.reason = reason
         if template is None:
             self.result = None
             self.signature = None
@@ -128,10 +130,16 @@ def vjp(*primitives):
     return register
 
 
-def nondifferentiable(*primitives):
-    """Declare primitives whose results carry no gradient (comparisons, shapes, argmax...)."""
+def nondifferentiable(*primitives, reason=None):
+    """Declare primitives whose results carry no gradient (comparisons, shapes, argmax...).
+
+    ``reason`` says why the derivative is zero or undefined (a boolean result, piecewise
+    constant, an integer result...).  The list s2sgrad ships is the table in
+    ``s2sgrad/rules/no_gradient.py``; a primitive declared here without a reason
+    fails ``tests/test_no_silent_constants.py``.
+    """
     for prim in primitives:
-        _RULES[_key(prim)] = (prim, Rule(prim, None, _display_name(prim)))
+        _RULES[_key(prim)] = (prim, Rule(prim, None, _display_name(prim), reason))
 
 
 def lookup(primitive):
