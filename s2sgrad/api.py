@@ -225,13 +225,12 @@ class GradFunction:
         return tuple(bound.args) + tuple(bound.kwargs.values())
 
     def _structure(self, grads, value, weights):
-        n_pos = len(self.positions or ())
-        pos_grads, weight_grads = grads[:n_pos], grads[n_pos:]
+        positions = self.positions or ()
+        pos_grads, weight_grads = grads[:len(positions)], grads[len(positions):]
         if self.return_ids:
-            pos_grads = [(p, g) for p, g in zip(self.positions, pos_grads)]
+            pos_grads = [(p, g) for p, g in zip(positions, pos_grads)]
             weight_grads = [(w.name, g) for w, g in zip(weights, weight_grads)]
-        if self.positions is not None:
-            inputs = pos_grads[0] if len(pos_grads) == 1 else tuple(pos_grads)
+        inputs = pos_grads[0] if len(pos_grads) == 1 else tuple(pos_grads)
         if self.weights is None:
             result = inputs
         elif isinstance(self.weights, Parameter) and self.positions is None:
