@@ -778,6 +778,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 if data.dtype.kind == "f":
                     self.dtypes[name] = data.dtype
                 self.free_objects.append(obj)
+            self.names.claim(self.free[key].name)   # kept across a discarded reverse attempt
             return Var(self.free[key].name)
         return Const(obj)
 

@@ -58,6 +58,9 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
     sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
+    # a custom backward is lowered during the reverse sweep: what it reads from outside
+    # (its module's imports and globals, closures, Cell attributes) becomes free values then
+    lowered.free = list(lowerer.free.values())
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     fname = names.fresh(f"{lowered.name}_value_and_grad")
