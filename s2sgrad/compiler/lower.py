@@ -62,6 +62,11 @@ SHAPE_METHODS = {"reshape", "transpose"}
 #: attributes of arrays: the ones that carry no gradient, and .T
 ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
+#: a dict's views, known while building: (key, value) atom pairs -> a Seq
+DICT_VIEWS = {"keys": lambda pairs: Seq(tuple(k for k, _ in pairs)),
+              "values": lambda pairs: Seq(tuple(v for _, v in pairs)),
+              "items": lambda pairs: Seq(tuple(Seq((k, v)) for k, v in pairs))}
+
 #: calls folded while building when every argument is a plain constant
 FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
             math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype,
@@ -113,8 +118,9 @@ class Frame:
 class Lowerer(FlowLowering, TypeInfo):
     """Lowers one root function and everything it calls into one LoweredFunction."""
 
-    def __init__(self, arg_types=None):
-        self.arg_types = arg_types
+    def __init__(self, arg_types=None, arg_trees=None):
+        self.arg_types = arg_types    # per leaf parameter: (dtype, ndim) or None
+        self.arg_trees = arg_trees    # per argument: its treedef (s2sgrad.trees), None = leaf
         self.known = {}         # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
@@ -150,24 +156,18 @@ class Lowerer(FlowLowering, TypeInfo):
             self_node, arg_nodes = arg_nodes[0], arg_nodes[1:]
             env[self_node.id] = Const(bound_self)
             self.paths[id(bound_self)] = ""
+        arg_leaves, atoms = [], []
         for i, node in enumerate(arg_nodes + list(args.kwonlyargs)):
-            name = self.names.fresh(node.id)
-            env[node.id] = Var(name)
-            params.append(name)
-            if self.arg_types is not None and i < len(self.arg_types) and self.arg_types[i]:
-                dtype, ndim = self.arg_types[i]
-                self.ndims[name] = ndim
-                if isinstance(dtype, str) and dtype == "int":   # a Python int argument
-                    self.int_vars.add(name)
-                elif dtype is not None:
-                    self.known[name] = (dtype, ndim)
-                    if dtype.kind == "f":
-                        self.dtypes[name] = dtype
+            tree = self.arg_trees[i] if self.arg_trees and i < len(self.arg_trees) else None
+            first = len(params)
+            env[node.id] = self.argument_atom(tree, node.id, params)
+            atoms.append(env[node.id])
+            arg_leaves.append(list(range(first, len(params))))
         frame = Frame(parsed, env)
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
             # a Cell with its own backward, differentiated as a whole
-            frame.output = self.cell_call(frame, parsed.node, bound_self,
-                                          tuple(Var(p) for p in params), {}, None)
+            frame.output = self.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
+                                          None)
         else:
             self.stack.append(parsed.fn)
             self.lower_body(frame, self.function_body(frame, parsed))
@@ -176,11 +176,44 @@ class Lowerer(FlowLowering, TypeInfo):
                                  list(self.free.values()), self.ops,
                                  frame.output if frame.output is not None else Const(None))
         result.parsed = parsed
+        result.arg_leaves = arg_leaves
         result.ndims = self.ndims
         result.int_vars = self.int_vars
         result.mutated = self.mutated
         result.lists = self.lists
         return result
+
+    def argument_atom(self, tree, hint, params):
+        """The atom of one argument: a parameter Var for a leaf; for a tuple, list or dict
+        (``tree``, see s2sgrad.trees) a Seq or DictAtom of one parameter per leaf, so the
+        function's ``p[0]``, ``p['w']`` and ``a, b = p`` resolve while building.  The
+        parameters are appended to ``params``."""
+        if tree is None:
+            name = self.names.fresh(hint)
+            self.type_parameter(name, len(params))
+            params.append(name)
+            return Var(name)
+        kind, children = tree[0], tree[1]
+        if kind == "dict":
+            from .custom import DictAtom
+            return DictAtom([(Const(key), self.argument_atom(child, _leaf_hint(hint, key), params))
+                             for key, child in children])
+        return Seq(tuple(self.argument_atom(child, f"{hint}_{i}", params)
+                         for i, child in enumerate(children)),
+                   "list" if kind == "list" else "tuple")
+
+    def type_parameter(self, name, i):
+        """Record what ``arg_types`` says of leaf parameter ``i`` (dtype and rank)."""
+        if self.arg_types is None or i >= len(self.arg_types) or not self.arg_types[i]:
+            return
+        dtype, ndim = self.arg_types[i]
+        self.ndims[name] = ndim
+        if isinstance(dtype, str) and dtype == "int":   # a Python int argument
+            self.int_vars.add(name)
+        elif dtype is not None:
+            self.known[name] = (dtype, ndim)
+            if dtype.kind == "f":
+                self.dtypes[name] = dtype
 
     # ------------------------------------------------------------ statements
 
@@ -392,7 +425,13 @@ class Lowerer(FlowLowering, TypeInfo):
             expr = gast.Attribute(value=self.atom_node(base), attr=node.attr, ctx=gast.Load())
             prim = np.transpose if node.attr == "T" else "attr." + node.attr
             return self.emit(frame, node, prim, (base,), {}, expr, hint)
-        raise self.unsupported(frame, node, "an attribute of a tuple", "index the tuple first")
+        from .custom import DictAtom
+        if isinstance(base, DictAtom):
+            raise self.unsupported(frame, node, f"`.{node.attr}` of a dict",
+                                   "read a dict with constant keys (p['w']), or loop over "
+                                   "p.items(), p.keys() or p.values()")
+        raise self.unsupported(frame, node, f"`.{node.attr}` of a tuple or list",
+                               "index it first (p[0]) or unpack it (a, b = p)")
 
     def expr_BinOp(self, frame, node, hint):
         left = self.lower_expr(frame, node.left)
@@ -539,6 +578,10 @@ class Lowerer(FlowLowering, TypeInfo):
             receiver = self.lower_expr(frame, node.func.value)
             if isinstance(receiver, Var):
                 return self.method_call(frame, node, receiver, hint)
+            from .custom import DictAtom
+            if isinstance(receiver, DictAtom) and node.func.attr in DICT_VIEWS and \
+                    not node.args and not node.keywords:
+                return DICT_VIEWS[node.func.attr](receiver.pairs)
         func = self.lower_expr(frame, node.func)
         args = tuple(self.splice(frame, node.args))
         kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
@@ -575,6 +618,9 @@ class Lowerer(FlowLowering, TypeInfo):
                 pass
         if obj is len and len(args) == 1 and isinstance(args[0], Seq):
             return Const(len(args[0].items))
+        from .custom import DictAtom
+        if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
+            return Const(len(args[0].pairs))
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
@@ -894,6 +940,12 @@ def _expression_name(node):
             gast.Yield: "yield", gast.YieldFrom: "yield from", gast.Await: "await",
             gast.NamedExpr: "an assignment expression (:=)", gast.JoinedStr: "an f-string"
             }.get(type(node), type(node).__name__)
+
+
+def _leaf_hint(hint, key):
+    """The parameter name of a dict argument's item: ``params`` and 'w' -> ``params_w``."""
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in str(key))
+    return f"{hint}_{text}" if text else hint
 
 
 def _name_of(node):

@@ -161,7 +161,8 @@ class FlowLowering:
 
     def lower_for(self, frame, stmt):
         call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
-        func = self.lower_expr(frame, call.func) if call is not None else None
+        func = self.lower_expr(frame, call.func) if call is not None and \
+            isinstance(call.func, gast.Name) else None   # range, enumerate, zip
         if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
             func = None
             iterable = self.lower_expr(frame, stmt.iter)
@@ -179,6 +180,13 @@ class FlowLowering:
         if isinstance(func, Const) and func.value in (enumerate, zip):
             seqs = [self.lower_expr(frame, a) for a in call.args]
             rows = seqs
+            if seqs and all(isinstance(q, Seq) for q in seqs) and not call.keywords:
+                # over tuples/lists known while building (a tuple argument): unrolled
+                if func.value is enumerate:
+                    items = [Seq((Const(i), item)) for i, item in enumerate(seqs[0].items)]
+                else:
+                    items = [Seq(tuple(group)) for group in zip(*(q.items for q in seqs))]
+                return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
         else:
             seqs, rows = [iterable], [iterable]
         if not all(isinstance(q, Var) for q in seqs):
