@@ -64,7 +64,8 @@ def _check_weights(weights):
     if isinstance(weights, (list, tuple)):
         for w in weights:
             if not isinstance(w, Parameter):
-                raise TypeError(f"weights must hold Parameters, got {type(w).__name__}")
+                raise TypeError(f"weights must hold Parameters, got {_a(type(w).__name__)} "
+                                f"({w!r}); wrap the value as Parameter(Tensor(...), name=...)")
         return tuple(weights)
     raise TypeError(f"weights must be a Parameter, a list or a tuple of Parameters, got "
                     f"{type(weights).__name__}")
@@ -173,8 +174,10 @@ class GradFunction:
         for p in positions:
             if p >= len(args):
                 raise GradientArgumentError(
-                    f"grad_position {p} is out of range: {self.__name__[:-5]} was called with "
-                    f"{len(args)} argument{'s' if len(args) != 1 else ''}")
+                    f"grad_position {p} is out of range: the gradient of {self.__name__[:-5]} "
+                    f"was called with {_count(len(args), 'argument')}, so the positions are "
+                    f"{_positions_text(len(args))}; pass a position that names an argument, "
+                    f"or call it with more arguments")
         self._check_count(args)
         # tuples, lists and dicts are flattened: the generated function takes their leaves
         trees, leaves = [], []
@@ -190,7 +193,9 @@ class GradFunction:
         generated = self._build(arrays, trees)
         if len(arrays) != generated.n_params:
             raise GradientArgumentError(
-                f"{self.__name__[:-5]} takes {generated.n_params} arguments, got {len(arrays)}")
+                f"the generated gradient of {self.__name__[:-5]} takes "
+                f"{_count(generated.n_params, 'value')}, but the call gave {len(arrays)}; pass "
+                f"one value per parameter of {self.__name__[:-5]}")
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
         try:
             value, computed = self._compiled(*arrays, *free)
@@ -233,9 +238,8 @@ class GradFunction:
             return
         if len(args) > len(params):
             raise GradientArgumentError(
-                f"{self.__name__[:-5]} takes {len(params)} argument"
-                f"{'s' if len(params) != 1 else ''}, but the gradient function was called "
-                f"with {len(args)}; pass one value per parameter")
+                f"{self.__name__[:-5]} takes {_count(len(params), 'argument')}, but its "
+                f"gradient was called with {len(args)}; pass one value per parameter")
 
     def _complete(self, args, kwargs):
         """The positional arguments with keywords placed and defaults filled in, as the
@@ -253,7 +257,10 @@ class GradFunction:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise GradientArgumentError(f"{self.__name__[:-5]}: {exc}") from None
+            raise GradientArgumentError(
+                f"the gradient of {self.__name__[:-5]} was called with arguments that do not "
+                f"fit {self.__name__[:-5]}{self._signature} ({exc}); call it as you would "
+                f"call {self.__name__[:-5]}") from None
         bound.apply_defaults()
         return tuple(bound.args) + tuple(bound.kwargs.values())
 
@@ -276,6 +283,20 @@ class GradFunction:
             aux = tuple(value[1:])
             return (value, result) if self.with_value else (result, aux)
         return (value, result) if self.with_value else result
+
+
+def _a(noun):
+    """``noun`` with its indefinite article: 'a float', 'an int'."""
+    return ("an " if noun[:1].lower() in "aeiou" or noun == "ndarray" else "a ") + noun
+
+
+def _count(n, noun):
+    """'1 argument', '2 arguments'."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _positions_text(n):
+    return "none" if n == 0 else "0" if n == 1 else f"0 to {n - 1}"
 
 
 def _user_line_of(exc, path, source):
@@ -339,11 +360,11 @@ def _check_differentiable(position, value, path=""):
     what = f"the argument at grad_position {position}" + (f", item {path}," if path else "")
     if isinstance(value, (bool, np.bool_)):
         raise GradientTypeError(
-            f"{what} is a bool ({value!r}); only floating-point values can be "
+            f"{what} is a bool ({bool(value)!r}); only floating-point values can be "
             f"differentiated: pass a float (e.g. 1.0) or a float array")
     if isinstance(value, (int, np.integer)):
         raise GradientTypeError(
-            f"{what} is an integer ({value!r}); only floating-point values can be "
+            f"{what} is an integer ({int(value)!r}); only floating-point values can be "
             f"differentiated: pass a float (e.g. {float(value)!r}) or a float array")
     if isinstance(value, np.ndarray) and value.dtype.kind not in "fc":
         raise GradientTypeError(
@@ -351,7 +372,7 @@ def _check_differentiable(position, value, path=""):
             f"differentiated: cast it with .astype(np.float32) or .astype(np.float64)")
     if not isinstance(value, (float, complex, np.floating, np.complexfloating, np.ndarray)):
         raise GradientTypeError(
-            f"{what} is a {type(value).__name__}; s2sgrad differentiates floats, float "
+            f"{what} is {_a(type(value).__name__)}; s2sgrad differentiates floats, float "
             f"arrays and Tensors, and tuples, lists and dicts of them: pass one of those")
 
 

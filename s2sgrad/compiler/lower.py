@@ -25,7 +25,7 @@ import gast
 import numpy as np
 
 from ..dtype import dtype_to_numpy
-from ..errors import UnsupportedConstructError
+from ..errors import UnsupportedConstructError, UserCodeError
 from ..rules import lookup
 from . import literals
 from .emit import to_source
@@ -230,6 +230,17 @@ class Lowerer(FlowLowering, TypeInfo):
             self.lower_statement(frame, stmt)
 
     def lower_statement(self, frame, stmt):
+        """Lower one statement; an error raised without a place (deep in a helper) gets
+        this statement's file, line and text."""
+        try:
+            self._lower_statement(frame, stmt)
+        except UserCodeError as exc:
+            if exc.location is not None:
+                raise
+            raise type(exc)(exc.what, frame.location(stmt),
+                            exc.construct or _source_segment(frame, stmt), exc.hint) from None
+
+    def _lower_statement(self, frame, stmt):
         if isinstance(stmt, gast.Assign):
             hint = stmt.targets[0].id if (len(stmt.targets) == 1 and
                                           isinstance(stmt.targets[0], gast.Name)) else None
@@ -273,15 +284,21 @@ class Lowerer(FlowLowering, TypeInfo):
                 return  # a docstring or a bare constant
             if _is_append(stmt.value):
                 return self.lower_append(frame, stmt)
+            if isinstance(stmt.value, (gast.Yield, gast.YieldFrom, gast.Await)):
+                self.lower_expr(frame, stmt.value)   # refused, naming yield/await
             if self.lower_call_statement(frame, stmt):
                 return
-            raise self.unsupported(frame, stmt, "a statement whose value is thrown away",
-                                   "assign the value to a variable, or remove the call")
+            if isinstance(stmt.value, gast.Call):
+                raise self.unsupported(
+                    frame, stmt, "a call whose result is not used (s2sgrad cannot follow what "
+                    "a call changes in place)", "assign its result to a name, e.g. "
+                    "y = np.sort(x) instead of x.sort(), or remove the line")
+            raise self.unsupported(frame, stmt, "an expression whose value is not used",
+                                   "assign the value to a name, or remove the line")
         elif isinstance(stmt, (gast.Pass, gast.Assert)):
             return
         else:
-            raise self.unsupported(frame, stmt, _statement_name(stmt),
-                                   "rewrite the function without it")
+            raise self.unsupported(frame, stmt, *_statement_name(stmt))
 
     # ------------------------------------------------------------ control flow
 
@@ -291,10 +308,14 @@ class Lowerer(FlowLowering, TypeInfo):
             frame.env[target.id] = value
         elif isinstance(target, (gast.Tuple, gast.List)):
             n = len(target.elts)
+            if any(isinstance(elt, gast.Starred) for elt in target.elts):
+                raise self.unsupported(frame, target, "a starred assignment (a, *rest = ...)",
+                                       "unpack into one name per item, or index the items")
             if isinstance(value, Seq):
                 if len(value.items) != n:
                     raise self.unsupported(frame, target, f"unpacking {len(value.items)} values "
-                                           f"into {n} names", "make the counts match")
+                                           f"into {n} names", f"unpack into {len(value.items)} "
+                                           f"names, or index the items you need")
                 items = value.items
             elif isinstance(value, Const) and isinstance(value.value, (tuple, list)):
                 items = [Const(v) for v in value.value]
@@ -304,7 +325,8 @@ class Lowerer(FlowLowering, TypeInfo):
             for elt, item in zip(target.elts, items):
                 self.bind(frame, elt, item)
         elif isinstance(target, gast.Starred):
-            raise self.unsupported(frame, target, "starred assignment", "unpack by index")
+            raise self.unsupported(frame, target, "a starred assignment (a, *rest = ...)",
+                                   "unpack into one name per item, or index the items")
         elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
             base = frame.env.get(target.value.id)
             if not isinstance(base, Var):
@@ -332,8 +354,7 @@ class Lowerer(FlowLowering, TypeInfo):
         """Lower an expression; returns its atom. ``hint`` names the value's variable."""
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.unsupported(frame, node, _expression_name(node),
-                                   "rewrite the expression with plain operations")
+            raise self.unsupported(frame, node, *_expression_name(node))
         return method(frame, node, hint)
 
     def expr_Constant(self, frame, node, hint):
@@ -384,7 +405,8 @@ class Lowerer(FlowLowering, TypeInfo):
     def expr_Dict(self, frame, node, hint):
         from .custom import DictAtom
         if any(k is None for k in node.keys):
-            raise self.unsupported(frame, node, "** in a dict", "list the items")
+            raise self.unsupported(frame, node, "** in a dict", "write the dict's items out: "
+                                   "{'a': x, 'b': y}")
         return DictAtom([(self.lower_expr(frame, k), self.lower_expr(frame, v))
                          for k, v in zip(node.keys, node.values)])
 
@@ -400,8 +422,8 @@ class Lowerer(FlowLowering, TypeInfo):
             if isinstance(elt, gast.Starred):
                 value = self.lower_expr(frame, elt.value)
                 if not isinstance(value, Seq):
-                    raise self.unsupported(frame, elt, "* on a value of unknown length",
-                                           "pass the items one by one")
+                    raise self.unsupported(frame, elt, "* on a value whose length is known only "
+                                           "at run time", "pass the items one by one")
                 items.extend(value.items)
             else:
                 items.append(self.lower_expr(frame, elt))
@@ -414,7 +436,9 @@ class Lowerer(FlowLowering, TypeInfo):
                 obj = getattr(base.value, node.attr)
             except AttributeError:
                 raise self.unsupported(frame, node, f"`{node.attr}` is not an attribute of "
-                                       f"{type(base.value).__name__}", "check the name") from None
+                                       f"this {type(base.value).__name__}", "check the spelling, "
+                                       "or set the attribute before building the gradient") \
+                    from None
             path = _join(self.paths.get(id(base.value), ""), node.attr)
             self.paths.setdefault(id(obj), path)
             return self.const_or_free(obj, path)
@@ -480,7 +504,8 @@ class Lowerer(FlowLowering, TypeInfo):
             if isinstance(left, Const) and isinstance(right, Const):
                 found = left.value in right.value
                 return Const(found if prim is operator.contains else not found)
-            raise self.unsupported(frame, node, "`in` on run-time values", "compare explicitly")
+            raise self.unsupported(frame, node, "`in` on values known only at run time",
+                                   "compare explicitly (x == 1.0 or x == 2.0), or use np.isin")
         folded = self.fold(prim, (left, right))
         if folded is not None:
             return folded
@@ -526,21 +551,26 @@ class Lowerer(FlowLowering, TypeInfo):
                 if isinstance(key, Const) and isinstance(index, Const) and \
                         key.value == index.value:
                     return value
-            raise self.unsupported(frame, node, "a dict read with a key not known while "
-                                   "building", "index dicts with constant keys")
+            raise self.unsupported(frame, node, "a dict read with a key that is not one of its "
+                                   "constant keys", "index the dict with one of its keys, "
+                                   "written as a constant (d['w'])")
         if isinstance(base, (Seq, Const)) and isinstance(index, Const):
             seq = base.items if isinstance(base, Seq) else base.value
             try:
                 item = seq[index.value]
             except (IndexError, KeyError, TypeError) as exc:
-                raise self.unsupported(frame, node, f"bad index ({exc})", "check the index") \
-                    from None
+                size = f" of {len(seq)} items" if hasattr(seq, "__len__") else ""
+                raise self.unsupported(frame, node, f"the index {index.value!r} does not fit "
+                                       f"this {type(seq).__name__}{size} ({exc})",
+                                       "index within its items") from None
             if isinstance(base, Seq):
                 return Seq(tuple(item), base.kind) if isinstance(index.value, slice) else item
             return self.const_or_free(item, _join(self.paths.get(id(base.value), ""), "item"))
         if isinstance(base, Seq):
-            raise self.unsupported(frame, node, "indexing a tuple with a run-time index",
-                                   "use np.stack(...) to make an array and index that")
+            kind = "list" if base.kind == "list" else "tuple"
+            raise self.unsupported(frame, node, f"indexing a {kind} with an index known only at "
+                                   f"run time", "use np.stack(...) to make an array of the "
+                                   "items and index that")
         if isinstance(base, Const):
             base = self.const_or_free(base.value, "const")
             if isinstance(base, Const):
@@ -572,7 +602,8 @@ class Lowerer(FlowLowering, TypeInfo):
 
     def expr_Call(self, frame, node, hint):
         if any(k.arg is None for k in node.keywords):
-            raise self.unsupported(frame, node, "**kwargs in a call", "pass keywords by name")
+            raise self.unsupported(frame, node, "**kwargs in a call", "pass each keyword by "
+                                   "name: f(x, axis=0)")
         # a method call on a run-time value: x.sum(axis=0)
         if isinstance(node.func, gast.Attribute):
             receiver = self.lower_expr(frame, node.func.value)
@@ -586,8 +617,9 @@ class Lowerer(FlowLowering, TypeInfo):
         args = tuple(self.splice(frame, node.args))
         kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
         if not isinstance(func, Const):
-            raise self.unsupported(frame, node, "a call to a value computed at run time",
-                                   "call functions by name")
+            raise self.unsupported(frame, node, "a call of a value computed at run time",
+                                   "call functions by their names (a function chosen at run "
+                                   "time cannot be differentiated)")
         return self.call_object(frame, node, func.value, args, kwargs, hint)
 
     def method_call(self, frame, node, receiver, hint):
@@ -695,14 +727,17 @@ class Lowerer(FlowLowering, TypeInfo):
         for name, value in kwargs.items():
             if name not in names or name in values:
                 raise self.unsupported(frame, node, f"a call of {local.node.name} with "
-                                       f"argument `{name}` it does not take", "fix the call")
+                                       f"argument `{name}`, which it does not take or already "
+                                       f"got", f"pass each of its parameters once: "
+                                       f"{', '.join(names)}")
             values[name] = value
         for name, default in zip(names[len(names) - len(defaults):], defaults):
             values.setdefault(name, default)
         missing = [n for n in names if n not in values]
         if missing or len(args) > len(names):
             raise self.unsupported(frame, node, f"a call of {local.node.name} with the wrong "
-                                   f"number of arguments", "pass one value per parameter")
+                                   f"number of arguments", f"pass one value per parameter: "
+                                   f"{', '.join(names)}")
         callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
         self.local_stack.append(local.node)
         taken = set(callee.env) | {n.id for n in gast.walk(local.node)
@@ -724,7 +759,8 @@ class Lowerer(FlowLowering, TypeInfo):
             bound = sig.bind(*call_args, **kwargs)
         except TypeError as exc:
             raise self.unsupported(frame, node, f"a call that does not match "
-                                   f"{fn.__qualname__}{sig} ({exc})", "fix the arguments") from None
+                                   f"{fn.__qualname__}{sig} ({exc})", f"call {fn.__qualname__} "
+                                   f"with the arguments its signature takes") from None
         bound.apply_defaults()
         env = {}
         for name, value in bound.arguments.items():
@@ -733,7 +769,8 @@ class Lowerer(FlowLowering, TypeInfo):
                 env[name] = Seq(tuple(value))
             elif kind is inspect.Parameter.VAR_KEYWORD:
                 if value:
-                    raise self.unsupported(frame, node, "**kwargs", "pass keywords by name")
+                    raise self.unsupported(frame, node, "a call that fills **kwargs",
+                                           "pass the values as named parameters")
                 env[name] = Const({})
             elif isinstance(value, (Var, Const, Seq)):
                 env[name] = value
@@ -839,8 +876,9 @@ class Lowerer(FlowLowering, TypeInfo):
         from .custom import DictAtom
         if isinstance(atom, DictAtom):
             raise UnsupportedConstructError(
-                "a dict used as a value (s2sgrad reads dicts only with constant keys)", None,
-                None, "pass the items separately")
+                "a dict used as a whole value (s2sgrad reads dicts by constant keys only)",
+                None, None, "read its items with constant keys (d['w']) and pass or return "
+                "those")
         if isinstance(atom, Var):
             return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
         if isinstance(atom, Seq):
@@ -924,22 +962,62 @@ def _source_segment(frame, node):
     return text.splitlines()[0] if text else None
 
 
+#: statements s2sgrad refuses: what the user wrote, and what to do instead
+STATEMENTS = {
+    gast.Try: ("a try statement", "move the try/except to the code that calls the gradient "
+               "function; the differentiated function runs straight through"),
+    gast.With: ("a with statement", "move the with block out of the differentiated function "
+                "and pass in what it provides"),
+    gast.Raise: ("a raise statement", "check the inputs in the code that calls the gradient "
+                 "function and raise there"),
+    gast.Global: ("a global declaration", "pass the value in as an argument and return its "
+                  "new value"),
+    gast.Nonlocal: ("a nonlocal declaration", "pass the value in as an argument and return "
+                    "its new value"),
+    gast.Delete: ("a del statement", "remove it: a name that is no longer used costs nothing"),
+    gast.ClassDef: ("a class definition inside the function", "define the class at module "
+                    "level"),
+    gast.Import: ("an import inside the function", "import at the top of the module"),
+    gast.ImportFrom: ("an import inside the function", "import at the top of the module"),
+    gast.AsyncFor: ("an async for loop", "differentiate a plain (not async) function"),
+    gast.AsyncWith: ("an async with statement", "differentiate a plain (not async) function"),
+    gast.AsyncFunctionDef: ("an async function definition", "define a plain function"),
+}
+if hasattr(gast, "Match"):
+    STATEMENTS[gast.Match] = ("a match statement", "write it as if/elif on the values")
+
+#: expressions s2sgrad refuses: what the user wrote, and what to do instead
+EXPRESSIONS = {
+    gast.DictComp: ("a dict comprehension", "write the dict out with constant keys "
+                    "({'a': x, 'b': y}), or use a list"),
+    gast.SetComp: ("a set comprehension", "use a list or a tuple"),
+    gast.Set: ("a set", "use a list or a tuple"),
+    gast.Yield: ("`yield`: a generator cannot be differentiated", "return the result (a tuple "
+                 "for several values) instead of yielding it"),
+    gast.YieldFrom: ("`yield from`: a generator cannot be differentiated", "return the result "
+                     "(a tuple for several values) instead of yielding it"),
+    gast.Await: ("`await`: a coroutine cannot be differentiated", "differentiate a plain (not "
+                 "async) function"),
+    gast.NamedExpr: ("an assignment expression (:=)", "assign the value on its own line, then "
+                     "use the name"),
+    gast.JoinedStr: ("an f-string", "build strings outside the differentiated function"),
+    gast.Starred: ("a starred expression (*x) here", "pass the items one by one, or unpack "
+                   "into names"),
+}
+
+
 def _statement_name(stmt):
-    return {gast.While: "a while loop", gast.Try: "a try statement", gast.With: "a with statement",
-            gast.Raise: "a raise statement", gast.Global: "a global declaration",
-            gast.Nonlocal: "a nonlocal declaration", gast.Delete: "a del statement",
-            gast.FunctionDef: "a nested function definition", gast.ClassDef: "a class definition",
-            gast.Import: "an import inside the function", gast.ImportFrom: "an import inside the function",
-            gast.Break: "break", gast.Continue: "continue"}.get(type(stmt), type(stmt).__name__)
+    """(what the user wrote, what to do) for a statement s2sgrad refuses."""
+    name = type(stmt).__name__
+    return STATEMENTS.get(type(stmt), (f"a {name} statement", "rewrite the function without "
+                                       "it, with assignments, if, for and while"))
 
 
 def _expression_name(node):
-    return {gast.Lambda: "a lambda", gast.ListComp: "a list comprehension",
-            gast.GeneratorExp: "a generator expression", gast.DictComp: "a dict comprehension",
-            gast.SetComp: "a set comprehension", gast.Dict: "a dict", gast.Set: "a set",
-            gast.Yield: "yield", gast.YieldFrom: "yield from", gast.Await: "await",
-            gast.NamedExpr: "an assignment expression (:=)", gast.JoinedStr: "an f-string"
-            }.get(type(node), type(node).__name__)
+    """(what the user wrote, what to do) for an expression s2sgrad refuses."""
+    name = type(node).__name__
+    return EXPRESSIONS.get(type(node), (f"a {name} expression", "rewrite the expression with "
+                                        "plain operations"))
 
 
 def _leaf_hint(hint, key):

@@ -57,7 +57,7 @@ class FlowLowering:
         name = call.func.value.id
         if len(call.args) != 1 or call.keywords:
             raise self.unsupported(frame, stmt, "append with other than one argument",
-                                   "append one value at a time")
+                                   "append one value per call: xs.append(v)")
         value = self.lower_expr(frame, call.args[0])
         current = frame.env.get(name)
         if isinstance(current, Seq) and current.kind == "list":
@@ -191,8 +191,8 @@ class FlowLowering:
             seqs, rows = [iterable], [iterable]
         if not all(isinstance(q, Var) for q in seqs):
             raise self.unsupported(frame, stmt, "a `for` loop over this iterable",
-                                   "loop over range(...), an array, enumerate(array) or "
-                                   "zip(arrays...)")
+                                   "loop over range(...), an array's rows, a tuple or list, "
+                                   "enumerate(...) or zip(...) of those")
         lengths = [self.length(frame, stmt, q) for q in seqs]
         length = lengths[0]
         for other in lengths[1:]:
@@ -225,8 +225,9 @@ class FlowLowering:
             items = [self.const_or_free(v, self.paths.get(id(v), "item")) for v in iterable.value]
         for node in gast.walk(stmt):
             if isinstance(node, (gast.Break, gast.Continue)):
-                raise self.unsupported(frame, node, "break/continue in a loop over a fixed "
-                                       "sequence (it is unrolled)", "remove it")
+                raise self.unsupported(frame, node, "break/continue in a loop over a tuple or "
+                                       "list known while building (it is unrolled)",
+                                       "put the rest of the body under an if instead")
         for item in items:
             self.bind(frame, stmt.target, item)
             self.lower_body(frame, stmt.body)
