@@ -319,19 +319,30 @@ def _user_line_of(exc, path, source):
     return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
 
 
+def _is_option(value):
+    """None, a bool or a string argument: an option the code is built for, by value (so
+    ``if mask is None`` and ``if mode == 'sum'`` fold while building)."""
+    return value is None or isinstance(value, (bool, np.bool_, str))
+
+
 def _signature(value):
     if isinstance(value, np.ndarray):
         return (value.dtype.str, value.ndim)
+    if _is_option(value):
+        return ("option", type(value), value)
     return type(value)
 
 
 def _types(arrays):
-    """Per argument: (numpy dtype, ndim) for arrays, None for anything else."""
+    """Per argument: (numpy dtype, ndim) for arrays, ("const", value) for options (None,
+    bools, strings), None for anything else."""
     if arrays is None:
         return None
     out = []
     for a in arrays:
-        if isinstance(a, np.ndarray):
+        if _is_option(a):
+            out.append(("const", a))
+        elif isinstance(a, np.ndarray):
             out.append((a.dtype, a.ndim))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))

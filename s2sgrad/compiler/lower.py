@@ -119,7 +119,7 @@ class Lowerer(FlowLowering, TypeInfo):
     """Lowers one root function and everything it calls into one LoweredFunction."""
 
     def __init__(self, arg_types=None, arg_trees=None):
-        self.arg_types = arg_types    # per leaf parameter: (dtype, ndim) or None
+        self.arg_types = arg_types    # per leaf parameter: (dtype, ndim), ("const", v) or None
         self.arg_trees = arg_trees    # per argument: its treedef (s2sgrad.trees), None = leaf
         self.known = {}         # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
@@ -190,8 +190,12 @@ class Lowerer(FlowLowering, TypeInfo):
         parameters are appended to ``params``."""
         if tree is None:
             name = self.names.fresh(hint)
-            self.type_parameter(name, len(params))
+            i = len(params)
             params.append(name)
+            known = self.arg_types[i] if self.arg_types and i < len(self.arg_types) else None
+            if known is not None and isinstance(known[0], str) and known[0] == "const":
+                return Const(known[1])   # None, a bool or a string: folded while building
+            self.type_parameter(name, i)
             return Var(name)
         kind, children = tree[0], tree[1]
         if kind == "dict":
