@@ -110,6 +110,13 @@ UNSUPPORTED = [
     ("local call", "def f(x):\n    def g(a, b):\n        return a * b\n    return g(x)\n", 6,
      ["a call of g with the wrong number of arguments", "a, b"]),
     ("recursion", "def f(x):\n    return f(x)\n", 4, ["recursion into f", "loop"]),
+    ("returning a dict", "def f(x):\n    d = {'a': x}\n    return d\n", 5,
+     ["returning a dict from the differentiated function", "tuple"]),
+    ("returning a function", "def f(x):\n    return np.sum(x), np.sin\n", 4,
+     ["returning an object of type ufunc", "return a number"]),
+    ("dict differing in branches", "def f(x):\n    if x[0] > 0:\n        d = {'a': x}\n"
+     "    else:\n        d = {'a': x * 2.0}\n    return d['a']\n", 4,
+     ["`d` is a dict that differs between the two branches", "before the if"]),
 ]
 
 

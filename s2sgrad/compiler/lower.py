@@ -172,6 +172,7 @@ class Lowerer(FlowLowering, TypeInfo):
             self.stack.append(parsed.fn)
             self.lower_body(frame, self.function_body(frame, parsed))
             self.stack.pop()
+        self.check_output(frame, parsed)
         result = LoweredFunction(parsed.name, parsed.location(parsed.node), params,
                                  list(self.free.values()), self.ops,
                                  frame.output if frame.output is not None else Const(None))
@@ -182,6 +183,31 @@ class Lowerer(FlowLowering, TypeInfo):
         result.mutated = self.mutated
         result.lists = self.lists
         return result
+
+    def check_output(self, frame, parsed):
+        """The differentiated function returns numbers, arrays and tuples/lists of them; a
+        dict (or a function, or another object) is refused at its return line."""
+        from .custom import DictAtom
+
+        def bad(atom):
+            if isinstance(atom, Seq):
+                return next((b for b in map(bad, atom.items) if b), None)
+            if isinstance(atom, DictAtom):
+                return "a dict"
+            if isinstance(atom, Const) and isinstance(atom.value, (tuple, list)):
+                return next((b for b in (bad(Const(v)) for v in atom.value) if b), None)
+            if isinstance(atom, Const) and not (literals.is_literal(atom.value)
+                                                or literals.is_array_like(atom.value)):
+                return f"an object of type {type(atom.value).__name__}"
+            return None
+        what = bad(frame.output) if frame.output is not None else None
+        if what is None:
+            return
+        returns = [n for n in _own_nodes(parsed.node) if isinstance(n, gast.Return)]
+        node = returns[-1] if returns else parsed.node
+        raise self.unsupported(frame, node, f"returning {what} from the differentiated "
+                               f"function", "return a number, an array, or a tuple of them "
+                               "(e.g. return loss, aux with has_aux=True)")
 
     def argument_atom(self, tree, hint, params):
         """The atom of one argument: a parameter Var for a leaf; for a tuple, list or dict
@@ -1022,6 +1048,16 @@ def _expression_name(node):
     name = type(node).__name__
     return EXPRESSIONS.get(type(node), (f"a {name} expression", "rewrite the expression with "
                                         "plain operations"))
+
+
+def _own_nodes(fdef):
+    """The nodes of a function's body, not descending into functions defined in it."""
+    todo = list(fdef.body)
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            todo.extend(gast.iter_child_nodes(node))
 
 
 def _leaf_hint(hint, key):

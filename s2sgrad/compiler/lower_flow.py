@@ -117,6 +117,13 @@ class FlowLowering:
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
             return a if b is None else b
+        from .custom import DictAtom
+        if isinstance(a, DictAtom) or isinstance(b, DictAtom):
+            if a is b:
+                return a
+            raise self.unsupported(frame, stmt, f"`{name}` is a dict that differs between the "
+                                   f"two branches", "make the dict before the if and set only "
+                                   "its values' variables in the branches")
         if isinstance(a, Seq) or isinstance(b, Seq):
             if not (isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items)):
                 raise self.unsupported(frame, stmt, f"`{name}` is a tuple of different lengths "
