@@ -36,6 +36,7 @@ from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
 from .jumps import (comprehension_as_loop, expand_loop_else, lift_loop_returns,
                     remove_early_returns)
 from .lower_flow import FlowLowering, _is_append, _unused
+from .messages import expression_name, statement_name
 from .typeinfo import INTEGER_OPS, TypeInfo, _basic_index, _makes_view
 from .naming import NameAllocator
 
@@ -328,7 +329,7 @@ class Lowerer(FlowLowering, TypeInfo):
         elif isinstance(stmt, (gast.Pass, gast.Assert)):
             return
         else:
-            raise self.unsupported(frame, stmt, *_statement_name(stmt))
+            raise self.unsupported(frame, stmt, *statement_name(stmt))
 
     # ------------------------------------------------------------ control flow
 
@@ -384,7 +385,7 @@ class Lowerer(FlowLowering, TypeInfo):
         """Lower an expression; returns its atom. ``hint`` names the value's variable."""
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.unsupported(frame, node, *_expression_name(node))
+            raise self.unsupported(frame, node, *expression_name(node))
         return method(frame, node, hint)
 
     def expr_Constant(self, frame, node, hint):
@@ -990,64 +991,6 @@ def _source_segment(frame, node):
     except Exception:  # noqa: BLE001 - a message detail only
         return None
     return text.splitlines()[0] if text else None
-
-
-#: statements s2sgrad refuses: what the user wrote, and what to do instead
-STATEMENTS = {
-    gast.Try: ("a try statement", "move the try/except to the code that calls the gradient "
-               "function; the differentiated function runs straight through"),
-    gast.With: ("a with statement", "move the with block out of the differentiated function "
-                "and pass in what it provides"),
-    gast.Raise: ("a raise statement", "check the inputs in the code that calls the gradient "
-                 "function and raise there"),
-    gast.Global: ("a global declaration", "pass the value in as an argument and return its "
-                  "new value"),
-    gast.Nonlocal: ("a nonlocal declaration", "pass the value in as an argument and return "
-                    "its new value"),
-    gast.Delete: ("a del statement", "remove it: a name that is no longer used costs nothing"),
-    gast.ClassDef: ("a class definition inside the function", "define the class at module "
-                    "level"),
-    gast.Import: ("an import inside the function", "import at the top of the module"),
-    gast.ImportFrom: ("an import inside the function", "import at the top of the module"),
-    gast.AsyncFor: ("an async for loop", "differentiate a plain (not async) function"),
-    gast.AsyncWith: ("an async with statement", "differentiate a plain (not async) function"),
-    gast.AsyncFunctionDef: ("an async function definition", "define a plain function"),
-}
-if hasattr(gast, "Match"):
-    STATEMENTS[gast.Match] = ("a match statement", "write it as if/elif on the values")
-
-#: expressions s2sgrad refuses: what the user wrote, and what to do instead
-EXPRESSIONS = {
-    gast.DictComp: ("a dict comprehension", "write the dict out with constant keys "
-                    "({'a': x, 'b': y}), or use a list"),
-    gast.SetComp: ("a set comprehension", "use a list or a tuple"),
-    gast.Set: ("a set", "use a list or a tuple"),
-    gast.Yield: ("`yield`: a generator cannot be differentiated", "return the result (a tuple "
-                 "for several values) instead of yielding it"),
-    gast.YieldFrom: ("`yield from`: a generator cannot be differentiated", "return the result "
-                     "(a tuple for several values) instead of yielding it"),
-    gast.Await: ("`await`: a coroutine cannot be differentiated", "differentiate a plain (not "
-                 "async) function"),
-    gast.NamedExpr: ("an assignment expression (:=)", "assign the value on its own line, then "
-                     "use the name"),
-    gast.JoinedStr: ("an f-string", "build strings outside the differentiated function"),
-    gast.Starred: ("a starred expression (*x) here", "pass the items one by one, or unpack "
-                   "into names"),
-}
-
-
-def _statement_name(stmt):
-    """(what the user wrote, what to do) for a statement s2sgrad refuses."""
-    name = type(stmt).__name__
-    return STATEMENTS.get(type(stmt), (f"a {name} statement", "rewrite the function without "
-                                       "it, with assignments, if, for and while"))
-
-
-def _expression_name(node):
-    """(what the user wrote, what to do) for an expression s2sgrad refuses."""
-    name = type(node).__name__
-    return EXPRESSIONS.get(type(node), (f"a {name} expression", "rewrite the expression with "
-                                        "plain operations"))
 
 
 def _own_nodes(fdef):
