@@ -3,6 +3,8 @@ their leaves, the function's ``p[0]``, ``p['w']``, ``a, b = p``, loops over them
 ``p.items()`` resolve while building, and each gradient comes back in its argument's
 structure (tuple -> tuple, list -> list, dict -> dict with the same keys, nested),
 checked against central finite differences over every leaf."""
+import collections
+
 import numpy as np
 import pytest
 
@@ -166,6 +168,19 @@ def test_value_and_grad_return_ids_and_has_aux_keep_the_structure():
     assert np.allclose(g["w"], X) and np.allclose(g["b"], 0.0)
     (pos, g), (aux,) = ms.grad(f, 0, has_aux=True, return_ids=True)({"w": A, "b": B}, X)
     assert pos == 0 and np.allclose(g["w"], X) and np.allclose(aux, B * 2.0)
+
+
+Pair = collections.namedtuple("Pair", "w b")
+
+
+def test_namedtuple_fields_are_read_and_the_gradient_keeps_its_type():
+    def f(p, x):
+        return np.sum(p.w * x + p[1] ** 2)
+    g = ms.grad(f)
+    got = g(Pair(A, B), X)
+    assert type(got) is Pair
+    assert_tree_close(tuple(got), (X, 2 * B))
+    assert "def f_value_and_grad(p_w, p_b, x):" in g.source
 
 
 def test_a_tree_that_is_not_differentiated_is_read_as_is():

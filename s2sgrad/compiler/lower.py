@@ -138,6 +138,7 @@ class Lowerer(FlowLowering, TypeInfo):
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.views = {}         # Var name -> the array variable it may be a view of
         self.stale_views = set()  # views of arrays updated in place since they were taken
+        self.fields = {}          # Seq of a namedtuple argument -> its field names
 
     # ------------------------------------------------------------ entry
 
@@ -229,9 +230,13 @@ class Lowerer(FlowLowering, TypeInfo):
             from .custom import DictAtom
             return DictAtom([(Const(key), self.argument_atom(child, _leaf_hint(hint, key), params))
                              for key, child in children])
-        return Seq(tuple(self.argument_atom(child, f"{hint}_{i}", params)
-                         for i, child in enumerate(children)),
-                   "list" if kind == "list" else "tuple")
+        fields = getattr(tree[2], "_fields", ()) if kind == "namedtuple" else ()
+        seq = Seq(tuple(self.argument_atom(child, _leaf_hint(hint, fields[i] if fields else i),
+                                           params) for i, child in enumerate(children)),
+                  "list" if kind == "list" else "tuple")
+        if fields:
+            self.fields[seq] = fields   # p.w reads the item named w
+        return seq
 
     def type_parameter(self, name, i):
         """Record what ``arg_types`` says of leaf parameter ``i`` (dtype and rank)."""
@@ -485,6 +490,8 @@ class Lowerer(FlowLowering, TypeInfo):
             raise self.unsupported(frame, node, f"`.{node.attr}` of a dict",
                                    "read a dict with constant keys (p['w']), or loop over "
                                    "p.items(), p.keys() or p.values()")
+        if isinstance(base, Seq) and node.attr in self.fields.get(base, ()):
+            return base.items[self.fields[base].index(node.attr)]
         raise self.unsupported(frame, node, f"`.{node.attr}` of a tuple or list",
                                "index it first (p[0]) or unpack it (a, b = p)")
 
