@@ -156,8 +156,9 @@ CUSTOM = [
     ("branch in a backward", "@s2sgrad.custom_vjp\ndef h(x):\n    return x\n"
      "@h.defvjp\ndef _(x, out, dout):\n    if np.sum(x) > 0:\n        return (dout,)\n"
      "    return (-dout,)\n"
-     "def f(x):\n    return np.sum(h(x))\n", 13,
-     ["run-time control flow", "np.where"]),
+     "def f(x):\n    return np.sum(h(x))\n", 9,
+     ["the backward of h (called at ", "user_code.py:13)", "run-time control flow",
+      "np.where"]),
 ]
 
 
