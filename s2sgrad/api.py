@@ -18,6 +18,7 @@ from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
 from .tensor import Parameter, Tensor
+from .trees import flatten, is_tree, leaf_paths, unflatten
 
 
 def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
@@ -63,7 +64,8 @@ def _check_weights(weights):
     if isinstance(weights, (list, tuple)):
         for w in weights:
             if not isinstance(w, Parameter):
-                raise TypeError(f"weights must hold Parameters, got {type(w).__name__}")
+                raise TypeError(f"weights must hold Parameters, got {_a(type(w).__name__)} "
+                                f"({w!r}); wrap the value as Parameter(Tensor(...), name=...)")
         return tuple(weights)
     raise TypeError(f"weights must be a Parameter, a list or a tuple of Parameters, got "
                     f"{type(weights).__name__}")
@@ -113,21 +115,25 @@ class GradFunction:
             return ()
         return (self.weights,) if isinstance(self.weights, Parameter) else self.weights
 
-    def _build(self, arrays=None):
+    def _build(self, arrays=None, trees=None):
         """Generate, store and load the gradient code for arguments like ``arrays``.
 
-        The code is specialised on the arguments' dtypes and ranks (so that
-        branches on ``x.dtype`` or ``x.ndim`` fold while building); each
-        signature is built once.  Without arguments, an unspecialised build.
+        ``arrays`` are the leaves of the arguments and ``trees`` each argument's
+        structure (``s2sgrad.trees``; None for a plain value).  The code is
+        specialised on the structures and on the leaves' dtypes and ranks (so that
+        branches on ``x.dtype`` or ``x.ndim`` fold while building); each signature
+        is built once.  Without arguments, an unspecialised build.
         """
-        key = None if arrays is None else tuple(_signature(a) for a in arrays)
+        key = None if arrays is None else (tuple(trees or ()),
+                                           tuple(_signature(a) for a in arrays))
         if key in self._variants:
             self._generated, self._compiled, self.path = self._variants[key]
             return self._generated
         if self._generated is None or arrays is not None:
             fn, bound_self = self._target()
             self._generated = build(fn, self.positions or (), self._weight_list(),
-                                    self.has_aux, bound_self, arg_types=_types(arrays))
+                                    self.has_aux, bound_self, arg_types=_types(arrays),
+                                    arg_trees=trees)
             stem = self._generated.function_name
             self.path = cache.store(stem, self._generated.source)
             py_func = cache.load(self.path, self._generated.function_name)
@@ -168,15 +174,28 @@ class GradFunction:
         for p in positions:
             if p >= len(args):
                 raise GradientArgumentError(
-                    f"grad_position {p} is out of range: {self.__name__[:-5]} was called with "
-                    f"{len(args)} argument{'s' if len(args) != 1 else ''}")
-        arrays = [_to_array(a) for a in args]
+                    f"grad_position {p} is out of range: the gradient of {self.__name__[:-5]} "
+                    f"was called with {_count(len(args), 'argument')}, so the positions are "
+                    f"{_positions_text(len(args))}; pass a position that names an argument, "
+                    f"or call it with more arguments")
+        self._check_count(args)
+        # tuples, lists and dicts are flattened: the generated function takes their leaves
+        trees, leaves = [], []
+        for a in args:
+            items, tree = flatten(a) if is_tree(a) else ([a], None)
+            trees.append(tree)
+            leaves.extend(items)
         for p in positions:
-            _check_differentiable(p, arrays[p])
-        generated = self._build(arrays)
+            items, tree = flatten(args[p]) if trees[p] is not None else ([args[p]], None)
+            for item, path in zip(items, leaf_paths(tree)):
+                _check_differentiable(p, _to_array(item), path)
+        arrays = [_to_array(a) for a in leaves]
+        generated = self._build(arrays, trees)
         if len(arrays) != generated.n_params:
             raise GradientArgumentError(
-                f"{self.__name__[:-5]} takes {generated.n_params} arguments, got {len(arrays)}")
+                f"the generated gradient of {self.__name__[:-5]} takes "
+                f"{_count(generated.n_params, 'value')}, but the call gave {len(arrays)}; pass "
+                f"one value per parameter of {self.__name__[:-5]}")
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
         try:
             value, computed = self._compiled(*arrays, *free)
@@ -194,15 +213,33 @@ class GradFunction:
             raise exc
         computed = list(computed)
         weights = self._weight_list()
-        grads = []
+        leaf_grads, grads = {}, []
         for (kind, i), has in zip(generated.wrt, generated.computed):
-            like = args[i] if kind == "position" else weights[i]
-            g = computed.pop(0) if has else None
-            grads.append(_finish_gradient(g, like))
-        tensors = [a for a in args if isinstance(a, Tensor)] + [
+            like = leaves[i] if kind == "position" else weights[i]
+            g = _finish_gradient(computed.pop(0) if has else None, like)
+            if kind == "position":
+                leaf_grads[i] = g
+            else:
+                grads.append(g)
+        # each position's gradient in the structure of its argument
+        grads = [unflatten(trees[p], [leaf_grads[k] for k in generated.arg_leaves[p]])
+                 for p in positions] + grads
+        tensors = [a for a in leaves if isinstance(a, Tensor)] + [
             f.obj for f in generated.free if isinstance(f.obj, Tensor)]
         value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
         return self._structure(grads, value, weights)
+
+    def _check_count(self, args):
+        """More arguments than the function takes is an error naming both counts."""
+        if self._signature is None:
+            return
+        params = self._signature.parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+            return
+        if len(args) > len(params):
+            raise GradientArgumentError(
+                f"{self.__name__[:-5]} takes {_count(len(params), 'argument')}, but its "
+                f"gradient was called with {len(args)}; pass one value per parameter")
 
     def _complete(self, args, kwargs):
         """The positional arguments with keywords placed and defaults filled in, as the
@@ -220,18 +257,20 @@ class GradFunction:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise GradientArgumentError(f"{self.__name__[:-5]}: {exc}") from None
+            raise GradientArgumentError(
+                f"the gradient of {self.__name__[:-5]} was called with arguments that do not "
+                f"fit {self.__name__[:-5]}{self._signature} ({exc}); call it as you would "
+                f"call {self.__name__[:-5]}") from None
         bound.apply_defaults()
         return tuple(bound.args) + tuple(bound.kwargs.values())
 
     def _structure(self, grads, value, weights):
-        n_pos = len(self.positions or ())
-        pos_grads, weight_grads = grads[:n_pos], grads[n_pos:]
+        positions = self.positions or ()
+        pos_grads, weight_grads = grads[:len(positions)], grads[len(positions):]
         if self.return_ids:
-            pos_grads = [(p, g) for p, g in zip(self.positions, pos_grads)]
+            pos_grads = [(p, g) for p, g in zip(positions, pos_grads)]
             weight_grads = [(w.name, g) for w, g in zip(weights, weight_grads)]
-        if self.positions is not None:
-            inputs = pos_grads[0] if len(pos_grads) == 1 else tuple(pos_grads)
+        inputs = pos_grads[0] if len(pos_grads) == 1 else tuple(pos_grads)
         if self.weights is None:
             result = inputs
         elif isinstance(self.weights, Parameter) and self.positions is None:
@@ -244,6 +283,20 @@ class GradFunction:
             aux = tuple(value[1:])
             return (value, result) if self.with_value else (result, aux)
         return (value, result) if self.with_value else result
+
+
+def _a(noun):
+    """``noun`` with its indefinite article: 'a float', 'an int'."""
+    return ("an " if noun[:1].lower() in "aeiou" or noun == "ndarray" else "a ") + noun
+
+
+def _count(n, noun):
+    """'1 argument', '2 arguments'."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _positions_text(n):
+    return "none" if n == 0 else "0" if n == 1 else f"0 to {n - 1}"
 
 
 def _user_line_of(exc, path, source):
@@ -266,19 +319,30 @@ def _user_line_of(exc, path, source):
     return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
 
 
+def _is_option(value):
+    """None, a bool or a string argument: an option the code is built for, by value (so
+    ``if mask is None`` and ``if mode == 'sum'`` fold while building)."""
+    return value is None or isinstance(value, (bool, np.bool_, str))
+
+
 def _signature(value):
     if isinstance(value, np.ndarray):
         return (value.dtype.str, value.ndim)
+    if _is_option(value):
+        return ("option", type(value), value)
     return type(value)
 
 
 def _types(arrays):
-    """Per argument: (numpy dtype, ndim) for arrays, None for anything else."""
+    """Per argument: (numpy dtype, ndim) for arrays, ("const", value) for options (None,
+    bools, strings), None for anything else."""
     if arrays is None:
         return None
     out = []
     for a in arrays:
-        if isinstance(a, np.ndarray):
+        if _is_option(a):
+            out.append(("const", a))
+        elif isinstance(a, np.ndarray):
             out.append((a.dtype, a.ndim))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))
@@ -301,16 +365,26 @@ def _numba_argument(obj):
     return _is_array(obj) or isinstance(obj, (int, float, bool, np.generic))
 
 
-def _check_differentiable(position, value):
-    if isinstance(value, bool) or isinstance(value, (int, np.integer, np.bool_)):
+def _check_differentiable(position, value, path=""):
+    """Refuse a value at a differentiated position (``path``: where it sits inside a tuple,
+    list or dict argument, e.g. ``[1]``) that is not floating point, saying what to pass."""
+    what = f"the argument at grad_position {position}" + (f", item {path}," if path else "")
+    if isinstance(value, (bool, np.bool_)):
         raise GradientTypeError(
-            f"the argument at grad_position {position} is a {type(value).__name__}; only "
-            f"floating-point values can be differentiated: pass a float (e.g. 2.0) or a "
-            f"float array")
+            f"{what} is a bool ({bool(value)!r}); only floating-point values can be "
+            f"differentiated: pass a float (e.g. 1.0) or a float array")
+    if isinstance(value, (int, np.integer)):
+        raise GradientTypeError(
+            f"{what} is an integer ({int(value)!r}); only floating-point values can be "
+            f"differentiated: pass a float (e.g. {float(value)!r}) or a float array")
     if isinstance(value, np.ndarray) and value.dtype.kind not in "fc":
         raise GradientTypeError(
-            f"the argument at grad_position {position} has dtype {value.dtype}; only "
-            f"floating-point arrays can be differentiated: cast it with .astype(np.float32)")
+            f"{what} is an array of dtype {value.dtype}; only floating-point arrays can be "
+            f"differentiated: cast it with .astype(np.float32) or .astype(np.float64)")
+    if not isinstance(value, (float, complex, np.floating, np.complexfloating, np.ndarray)):
+        raise GradientTypeError(
+            f"{what} is {_a(type(value).__name__)}; s2sgrad differentiates floats, float "
+            f"arrays and Tensors, and tuples, lists and dicts of them: pass one of those")
 
 
 def _finish_gradient(g, like):

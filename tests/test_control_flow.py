@@ -369,7 +369,7 @@ def test_recurrence_compiles_with_numba():
 
 @pytest.mark.parametrize("source, construct", [
     ("def f(x):\n    out = []\n    for i in range(3):\n        out.sort()\n    return x\n",
-     "a statement whose value is thrown away"),
+     "a call whose result is not used"),
     ("def f(x):\n    for i in range(3):\n        out.append(x)\n    return x\n",
      "which is not a list made in this function"),
     ("def f(x):\n    return {i: x * i for i in range(3)}[1]\n", "a dict comprehension"),

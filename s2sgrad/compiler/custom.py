@@ -183,9 +183,12 @@ def _straight_line(statements, frame, node, what):
     from .ir import Op
     for stmt in statements:
         if not isinstance(stmt, Op):
+            call = frame.location(node)
+            where = getattr(stmt, "origin", None) or call
+            called = f" (called at {call})" if where != call else ""
             raise UnsupportedConstructError(
-                f"{what} has run-time control flow or in-place updates, which a custom rule "
-                f"cannot hold", frame.location(node), None,
+                f"{what}{called} has run-time control flow or in-place updates, which a "
+                f"custom rule cannot hold", where, None,
                 "keep custom forwards and backwards straight-line numpy (np.where for choices)")
 
 

@@ -6,6 +6,8 @@ line for messages, and a ``Scope`` that resolves every free name the way
 Python would when the function runs (closure cells, module globals, builtins).
 """
 import builtins
+import copy
+import functools
 import inspect
 import linecache
 import os
@@ -99,15 +101,56 @@ def parse_function(fn):
             f"source code, so define the function in a file (not in an interactive prompt "
             f"or through exec)") from exc
     source = textwrap.dedent("".join(lines))
-    if fn.__name__ == "<lambda>":
-        node = _lambda_as_function(source, fn)
-    else:
-        module = gast.parse(source)
-        node = module.body[0]
-        while isinstance(node, gast.ClassDef):  # pragma: no cover - defensive
-            node = node.body[0]
-    gast.increment_lineno(node, first_line - 1)
+    node = _lambda_in_file(fn) if fn.__name__ == "<lambda>" else None
+    if node is None:
+        if fn.__name__ == "<lambda>":
+            node = _lambda_as_function(source, fn)
+        else:
+            module = gast.parse(source)
+            node = module.body[0]
+            while isinstance(node, gast.ClassDef):  # pragma: no cover - defensive
+                node = node.body[0]
+        gast.increment_lineno(node, first_line - 1)
     return ParsedFunction(fn, node, filename, first_line, lines)
+
+
+def _body_span(code):
+    """(line, column, end line, end column) of a lambda's body expression, from the
+    positions of its code's instructions (Python 3.11+), or None."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return None
+    spans = [p for p in positions() if None not in p
+             and not (p[0] == p[1] and p[2] == p[3] == 0)]   # RESUME and the like
+    if not spans:
+        return None
+    start = min((p[0], p[2]) for p in spans)
+    end = max((p[1], p[3]) for p in spans)
+    return start + end
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_file(filename, text):
+    return gast.parse(text)
+
+
+def _lambda_in_file(fn):
+    """``fn``'s lambda, found in the parse of its whole file by the position of its body
+    (exact, however many lambdas share the line); None when that cannot be decided."""
+    span = _body_span(fn.__code__)
+    if span is None:
+        return None
+    try:
+        file_lines, _ = inspect.findsource(fn)
+        tree = _parse_file(fn.__code__.co_filename, "".join(file_lines))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    found = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda) and
+             (n.body.lineno, n.body.col_offset, n.body.end_lineno, n.body.end_col_offset) == span
+             and len(n.args.args) == fn.__code__.co_argcount]
+    if len(found) != 1:
+        return None
+    return _as_function_def(copy.deepcopy(found[0]))
 
 
 def _lambda_as_function(source, fn):
@@ -124,18 +167,25 @@ def _lambda_as_function(source, fn):
         tree = _lambdas_in_fragment(text)
     if tree is None:
         raise SourceUnavailableError(
-            f"cannot isolate the lambda on line {fn.__code__.co_firstlineno} of "
-            f"{fn.__code__.co_filename}; give it a name with def")
+            f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: s2sgrad cannot find "
+            f"where the lambda on this line starts and ends; give the function a name with "
+            f"def")
     arity = fn.__code__.co_argcount
     names = list(fn.__code__.co_varnames[:arity])
     lambdas = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda)
                and [a.id for a in n.args.args] == names]
     if len(lambdas) != 1:
+        where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+        params = ", ".join(names) or "no parameters"
+        found = f"{len(lambdas)} lambdas" if lambdas else "no lambda"
         raise SourceUnavailableError(
-            f"{len(lambdas)} lambdas with parameters {names} on line "
-            f"{fn.__code__.co_firstlineno} of {fn.__code__.co_filename}; s2sgrad cannot tell "
-            f"which one to read: give it a name with def")
-    lam = lambdas[0]
+            f"{where}: s2sgrad cannot tell which lambda to read: this line has {found} "
+            f"with parameters ({params}); give the function a name with def")
+    return _as_function_def(lambdas[0])
+
+
+def _as_function_def(lam):
+    """A Lambda node as the FunctionDef ``def lambda(<params>): return <body>``."""
     ret = gast.Return(value=lam.body)
     gast.copy_location(ret, lam)
     fdef = gast.FunctionDef(name="lambda", args=lam.args, body=[ret], decorator_list=[],

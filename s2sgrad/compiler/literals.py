@@ -115,4 +115,5 @@ def _free_reference(obj, lowerer):
                                    or "value")
         lowerer.free[key] = FreeValue(name, obj, path)
         lowerer.free_objects.append(obj)
+    lowerer.names.claim(lowerer.free[key].name)   # kept across a discarded reverse attempt
     return _name(lowerer.free[key].name)

@@ -25,7 +25,7 @@ import gast
 import numpy as np
 
 from ..dtype import dtype_to_numpy
-from ..errors import UnsupportedConstructError
+from ..errors import UnsupportedConstructError, UserCodeError
 from ..rules import lookup
 from . import literals
 from .emit import to_source
@@ -36,6 +36,7 @@ from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
 from .jumps import (comprehension_as_loop, expand_loop_else, lift_loop_returns,
                     remove_early_returns)
 from .lower_flow import FlowLowering, _is_append, _unused
+from .messages import expression_name, statement_name
 from .typeinfo import INTEGER_OPS, TypeInfo, _basic_index, _makes_view
 from .naming import NameAllocator
 
@@ -61,6 +62,11 @@ METHODS["astype"] = "astype"
 SHAPE_METHODS = {"reshape", "transpose"}
 #: attributes of arrays: the ones that carry no gradient, and .T
 ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
+
+#: a dict's views, known while building: (key, value) atom pairs -> a Seq
+DICT_VIEWS = {"keys": lambda pairs: Seq(tuple(k for k, _ in pairs)),
+              "values": lambda pairs: Seq(tuple(v for _, v in pairs)),
+              "items": lambda pairs: Seq(tuple(Seq((k, v)) for k, v in pairs))}
 
 #: calls folded while building when every argument is a plain constant
 FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
@@ -113,8 +119,9 @@ class Frame:
 class Lowerer(FlowLowering, TypeInfo):
     """Lowers one root function and everything it calls into one LoweredFunction."""
 
-    def __init__(self, arg_types=None):
-        self.arg_types = arg_types
+    def __init__(self, arg_types=None, arg_trees=None):
+        self.arg_types = arg_types    # per leaf parameter: (dtype, ndim), ("const", v) or None
+        self.arg_trees = arg_trees    # per argument: its treedef (s2sgrad.trees), None = leaf
         self.known = {}         # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
@@ -131,6 +138,7 @@ class Lowerer(FlowLowering, TypeInfo):
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.views = {}         # Var name -> the array variable it may be a view of
         self.stale_views = set()  # views of arrays updated in place since they were taken
+        self.fields = {}          # Seq of a namedtuple argument -> its field names
 
     # ------------------------------------------------------------ entry
 
@@ -150,37 +158,98 @@ class Lowerer(FlowLowering, TypeInfo):
             self_node, arg_nodes = arg_nodes[0], arg_nodes[1:]
             env[self_node.id] = Const(bound_self)
             self.paths[id(bound_self)] = ""
+        arg_leaves, atoms = [], []
         for i, node in enumerate(arg_nodes + list(args.kwonlyargs)):
-            name = self.names.fresh(node.id)
-            env[node.id] = Var(name)
-            params.append(name)
-            if self.arg_types is not None and i < len(self.arg_types) and self.arg_types[i]:
-                dtype, ndim = self.arg_types[i]
-                self.ndims[name] = ndim
-                if isinstance(dtype, str) and dtype == "int":   # a Python int argument
-                    self.int_vars.add(name)
-                elif dtype is not None:
-                    self.known[name] = (dtype, ndim)
-                    if dtype.kind == "f":
-                        self.dtypes[name] = dtype
+            tree = self.arg_trees[i] if self.arg_trees and i < len(self.arg_trees) else None
+            first = len(params)
+            env[node.id] = self.argument_atom(tree, node.id, params)
+            atoms.append(env[node.id])
+            arg_leaves.append(list(range(first, len(params))))
         frame = Frame(parsed, env)
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
             # a Cell with its own backward, differentiated as a whole
-            frame.output = self.cell_call(frame, parsed.node, bound_self,
-                                          tuple(Var(p) for p in params), {}, None)
+            frame.output = self.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
+                                          None)
         else:
             self.stack.append(parsed.fn)
             self.lower_body(frame, self.function_body(frame, parsed))
             self.stack.pop()
+        self.check_output(frame, parsed)
         result = LoweredFunction(parsed.name, parsed.location(parsed.node), params,
                                  list(self.free.values()), self.ops,
                                  frame.output if frame.output is not None else Const(None))
         result.parsed = parsed
+        result.arg_leaves = arg_leaves
         result.ndims = self.ndims
         result.int_vars = self.int_vars
         result.mutated = self.mutated
         result.lists = self.lists
         return result
+
+    def check_output(self, frame, parsed):
+        """The differentiated function returns numbers, arrays and tuples/lists of them; a
+        dict (or a function, or another object) is refused at its return line."""
+        from .custom import DictAtom
+
+        def bad(atom):
+            if isinstance(atom, Seq):
+                return next((b for b in map(bad, atom.items) if b), None)
+            if isinstance(atom, DictAtom):
+                return "a dict"
+            if isinstance(atom, Const) and isinstance(atom.value, (tuple, list)):
+                return next((b for b in (bad(Const(v)) for v in atom.value) if b), None)
+            if isinstance(atom, Const) and not (literals.is_literal(atom.value)
+                                                or literals.is_array_like(atom.value)):
+                return f"an object of type {type(atom.value).__name__}"
+            return None
+        what = bad(frame.output) if frame.output is not None else None
+        if what is None:
+            return
+        returns = [n for n in _own_nodes(parsed.node) if isinstance(n, gast.Return)]
+        node = returns[-1] if returns else parsed.node
+        raise self.unsupported(frame, node, f"returning {what} from the differentiated "
+                               f"function", "return a number, an array, or a tuple of them "
+                               "(e.g. return loss, aux with has_aux=True)")
+
+    def argument_atom(self, tree, hint, params):
+        """The atom of one argument: a parameter Var for a leaf; for a tuple, list or dict
+        (``tree``, see s2sgrad.trees) a Seq or DictAtom of one parameter per leaf, so the
+        function's ``p[0]``, ``p['w']`` and ``a, b = p`` resolve while building.  The
+        parameters are appended to ``params``."""
+        if tree is None:
+            name = self.names.fresh(hint)
+            i = len(params)
+            params.append(name)
+            known = self.arg_types[i] if self.arg_types and i < len(self.arg_types) else None
+            if known is not None and isinstance(known[0], str) and known[0] == "const":
+                return Const(known[1])   # None, a bool or a string: folded while building
+            self.type_parameter(name, i)
+            return Var(name)
+        kind, children = tree[0], tree[1]
+        if kind == "dict":
+            from .custom import DictAtom
+            return DictAtom([(Const(key), self.argument_atom(child, _leaf_hint(hint, key), params))
+                             for key, child in children])
+        fields = getattr(tree[2], "_fields", ()) if kind == "namedtuple" else ()
+        seq = Seq(tuple(self.argument_atom(child, _leaf_hint(hint, fields[i] if fields else i),
+                                           params) for i, child in enumerate(children)),
+                  "list" if kind == "list" else "tuple")
+        if fields:
+            self.fields[seq] = fields   # p.w reads the item named w
+        return seq
+
+    def type_parameter(self, name, i):
+        """Record what ``arg_types`` says of leaf parameter ``i`` (dtype and rank)."""
+        if self.arg_types is None or i >= len(self.arg_types) or not self.arg_types[i]:
+            return
+        dtype, ndim = self.arg_types[i]
+        self.ndims[name] = ndim
+        if isinstance(dtype, str) and dtype == "int":   # a Python int argument
+            self.int_vars.add(name)
+        elif dtype is not None:
+            self.known[name] = (dtype, ndim)
+            if dtype.kind == "f":
+                self.dtypes[name] = dtype
 
     # ------------------------------------------------------------ statements
 
@@ -197,6 +266,17 @@ class Lowerer(FlowLowering, TypeInfo):
             self.lower_statement(frame, stmt)
 
     def lower_statement(self, frame, stmt):
+        """Lower one statement; an error raised without a place (deep in a helper) gets
+        this statement's file, line and text."""
+        try:
+            self._lower_statement(frame, stmt)
+        except UserCodeError as exc:
+            if exc.location is not None:
+                raise
+            raise type(exc)(exc.what, frame.location(stmt),
+                            exc.construct or _source_segment(frame, stmt), exc.hint) from None
+
+    def _lower_statement(self, frame, stmt):
         if isinstance(stmt, gast.Assign):
             hint = stmt.targets[0].id if (len(stmt.targets) == 1 and
                                           isinstance(stmt.targets[0], gast.Name)) else None
@@ -240,15 +320,21 @@ class Lowerer(FlowLowering, TypeInfo):
                 return  # a docstring or a bare constant
             if _is_append(stmt.value):
                 return self.lower_append(frame, stmt)
+            if isinstance(stmt.value, (gast.Yield, gast.YieldFrom, gast.Await)):
+                self.lower_expr(frame, stmt.value)   # refused, naming yield/await
             if self.lower_call_statement(frame, stmt):
                 return
-            raise self.unsupported(frame, stmt, "a statement whose value is thrown away",
-                                   "assign the value to a variable, or remove the call")
+            if isinstance(stmt.value, gast.Call):
+                raise self.unsupported(
+                    frame, stmt, "a call whose result is not used (s2sgrad cannot follow what "
+                    "a call changes in place)", "assign its result to a name, e.g. "
+                    "y = np.sort(x) instead of x.sort(), or remove the line")
+            raise self.unsupported(frame, stmt, "an expression whose value is not used",
+                                   "assign the value to a name, or remove the line")
         elif isinstance(stmt, (gast.Pass, gast.Assert)):
             return
         else:
-            raise self.unsupported(frame, stmt, _statement_name(stmt),
-                                   "rewrite the function without it")
+            raise self.unsupported(frame, stmt, *statement_name(stmt))
 
     # ------------------------------------------------------------ control flow
 
@@ -258,10 +344,14 @@ class Lowerer(FlowLowering, TypeInfo):
             frame.env[target.id] = value
         elif isinstance(target, (gast.Tuple, gast.List)):
             n = len(target.elts)
+            if any(isinstance(elt, gast.Starred) for elt in target.elts):
+                raise self.unsupported(frame, target, "a starred assignment (a, *rest = ...)",
+                                       "unpack into one name per item, or index the items")
             if isinstance(value, Seq):
                 if len(value.items) != n:
                     raise self.unsupported(frame, target, f"unpacking {len(value.items)} values "
-                                           f"into {n} names", "make the counts match")
+                                           f"into {n} names", f"unpack into {len(value.items)} "
+                                           f"names, or index the items you need")
                 items = value.items
             elif isinstance(value, Const) and isinstance(value.value, (tuple, list)):
                 items = [Const(v) for v in value.value]
@@ -271,7 +361,8 @@ class Lowerer(FlowLowering, TypeInfo):
             for elt, item in zip(target.elts, items):
                 self.bind(frame, elt, item)
         elif isinstance(target, gast.Starred):
-            raise self.unsupported(frame, target, "starred assignment", "unpack by index")
+            raise self.unsupported(frame, target, "a starred assignment (a, *rest = ...)",
+                                   "unpack into one name per item, or index the items")
         elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
             base = frame.env.get(target.value.id)
             if not isinstance(base, Var):
@@ -299,8 +390,7 @@ class Lowerer(FlowLowering, TypeInfo):
         """Lower an expression; returns its atom. ``hint`` names the value's variable."""
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.unsupported(frame, node, _expression_name(node),
-                                   "rewrite the expression with plain operations")
+            raise self.unsupported(frame, node, *expression_name(node))
         return method(frame, node, hint)
 
     def expr_Constant(self, frame, node, hint):
@@ -351,7 +441,8 @@ class Lowerer(FlowLowering, TypeInfo):
     def expr_Dict(self, frame, node, hint):
         from .custom import DictAtom
         if any(k is None for k in node.keys):
-            raise self.unsupported(frame, node, "** in a dict", "list the items")
+            raise self.unsupported(frame, node, "** in a dict", "write the dict's items out: "
+                                   "{'a': x, 'b': y}")
         return DictAtom([(self.lower_expr(frame, k), self.lower_expr(frame, v))
                          for k, v in zip(node.keys, node.values)])
 
@@ -367,8 +458,8 @@ class Lowerer(FlowLowering, TypeInfo):
             if isinstance(elt, gast.Starred):
                 value = self.lower_expr(frame, elt.value)
                 if not isinstance(value, Seq):
-                    raise self.unsupported(frame, elt, "* on a value of unknown length",
-                                           "pass the items one by one")
+                    raise self.unsupported(frame, elt, "* on a value whose length is known only "
+                                           "at run time", "pass the items one by one")
                 items.extend(value.items)
             else:
                 items.append(self.lower_expr(frame, elt))
@@ -381,7 +472,9 @@ class Lowerer(FlowLowering, TypeInfo):
                 obj = getattr(base.value, node.attr)
             except AttributeError:
                 raise self.unsupported(frame, node, f"`{node.attr}` is not an attribute of "
-                                       f"{type(base.value).__name__}", "check the name") from None
+                                       f"this {type(base.value).__name__}", "check the spelling, "
+                                       "or set the attribute before building the gradient") \
+                    from None
             path = _join(self.paths.get(id(base.value), ""), node.attr)
             self.paths.setdefault(id(obj), path)
             return self.const_or_free(obj, path)
@@ -392,7 +485,15 @@ class Lowerer(FlowLowering, TypeInfo):
             expr = gast.Attribute(value=self.atom_node(base), attr=node.attr, ctx=gast.Load())
             prim = np.transpose if node.attr == "T" else "attr." + node.attr
             return self.emit(frame, node, prim, (base,), {}, expr, hint)
-        raise self.unsupported(frame, node, "an attribute of a tuple", "index the tuple first")
+        from .custom import DictAtom
+        if isinstance(base, DictAtom):
+            raise self.unsupported(frame, node, f"`.{node.attr}` of a dict",
+                                   "read a dict with constant keys (p['w']), or loop over "
+                                   "p.items(), p.keys() or p.values()")
+        if isinstance(base, Seq) and node.attr in self.fields.get(base, ()):
+            return base.items[self.fields[base].index(node.attr)]
+        raise self.unsupported(frame, node, f"`.{node.attr}` of a tuple or list",
+                               "index it first (p[0]) or unpack it (a, b = p)")
 
     def expr_BinOp(self, frame, node, hint):
         left = self.lower_expr(frame, node.left)
@@ -441,7 +542,8 @@ class Lowerer(FlowLowering, TypeInfo):
             if isinstance(left, Const) and isinstance(right, Const):
                 found = left.value in right.value
                 return Const(found if prim is operator.contains else not found)
-            raise self.unsupported(frame, node, "`in` on run-time values", "compare explicitly")
+            raise self.unsupported(frame, node, "`in` on values known only at run time",
+                                   "compare explicitly (x == 1.0 or x == 2.0), or use np.isin")
         folded = self.fold(prim, (left, right))
         if folded is not None:
             return folded
@@ -487,21 +589,26 @@ class Lowerer(FlowLowering, TypeInfo):
                 if isinstance(key, Const) and isinstance(index, Const) and \
                         key.value == index.value:
                     return value
-            raise self.unsupported(frame, node, "a dict read with a key not known while "
-                                   "building", "index dicts with constant keys")
+            raise self.unsupported(frame, node, "a dict read with a key that is not one of its "
+                                   "constant keys", "index the dict with one of its keys, "
+                                   "written as a constant (d['w'])")
         if isinstance(base, (Seq, Const)) and isinstance(index, Const):
             seq = base.items if isinstance(base, Seq) else base.value
             try:
                 item = seq[index.value]
             except (IndexError, KeyError, TypeError) as exc:
-                raise self.unsupported(frame, node, f"bad index ({exc})", "check the index") \
-                    from None
+                size = f" of {len(seq)} items" if hasattr(seq, "__len__") else ""
+                raise self.unsupported(frame, node, f"the index {index.value!r} does not fit "
+                                       f"this {type(seq).__name__}{size} ({exc})",
+                                       "index within its items") from None
             if isinstance(base, Seq):
                 return Seq(tuple(item), base.kind) if isinstance(index.value, slice) else item
             return self.const_or_free(item, _join(self.paths.get(id(base.value), ""), "item"))
         if isinstance(base, Seq):
-            raise self.unsupported(frame, node, "indexing a tuple with a run-time index",
-                                   "use np.stack(...) to make an array and index that")
+            kind = "list" if base.kind == "list" else "tuple"
+            raise self.unsupported(frame, node, f"indexing a {kind} with an index known only at "
+                                   f"run time", "use np.stack(...) to make an array of the "
+                                   "items and index that")
         if isinstance(base, Const):
             base = self.const_or_free(base.value, "const")
             if isinstance(base, Const):
@@ -533,18 +640,24 @@ class Lowerer(FlowLowering, TypeInfo):
 
     def expr_Call(self, frame, node, hint):
         if any(k.arg is None for k in node.keywords):
-            raise self.unsupported(frame, node, "**kwargs in a call", "pass keywords by name")
+            raise self.unsupported(frame, node, "**kwargs in a call", "pass each keyword by "
+                                   "name: f(x, axis=0)")
         # a method call on a run-time value: x.sum(axis=0)
         if isinstance(node.func, gast.Attribute):
             receiver = self.lower_expr(frame, node.func.value)
             if isinstance(receiver, Var):
                 return self.method_call(frame, node, receiver, hint)
+            from .custom import DictAtom
+            if isinstance(receiver, DictAtom) and node.func.attr in DICT_VIEWS and \
+                    not node.args and not node.keywords:
+                return DICT_VIEWS[node.func.attr](receiver.pairs)
         func = self.lower_expr(frame, node.func)
         args = tuple(self.splice(frame, node.args))
         kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
         if not isinstance(func, Const):
-            raise self.unsupported(frame, node, "a call to a value computed at run time",
-                                   "call functions by name")
+            raise self.unsupported(frame, node, "a call of a value computed at run time",
+                                   "call functions by their names (a function chosen at run "
+                                   "time cannot be differentiated)")
         return self.call_object(frame, node, func.value, args, kwargs, hint)
 
     def method_call(self, frame, node, receiver, hint):
@@ -575,6 +688,9 @@ class Lowerer(FlowLowering, TypeInfo):
                 pass
         if obj is len and len(args) == 1 and isinstance(args[0], Seq):
             return Const(len(args[0].items))
+        from .custom import DictAtom
+        if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
+            return Const(len(args[0].pairs))
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
                 args[0], Seq) and len(args[0].items) > 1):
             # max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule
@@ -703,14 +819,17 @@ class Lowerer(FlowLowering, TypeInfo):
         for name, value in kwargs.items():
             if name not in names or name in values:
                 raise self.unsupported(frame, node, f"a call of {local.node.name} with "
-                                       f"argument `{name}` it does not take", "fix the call")
+                                       f"argument `{name}`, which it does not take or already "
+                                       f"got", f"pass each of its parameters once: "
+                                       f"{', '.join(names)}")
             values[name] = value
         for name, default in zip(names[len(names) - len(defaults):], defaults):
             values.setdefault(name, default)
         missing = [n for n in names if n not in values]
         if missing or len(args) > len(names):
             raise self.unsupported(frame, node, f"a call of {local.node.name} with the wrong "
-                                   f"number of arguments", "pass one value per parameter")
+                                   f"number of arguments", f"pass one value per parameter: "
+                                   f"{', '.join(names)}")
         callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
         self.local_stack.append(local.node)
         taken = set(callee.env) | {n.id for n in gast.walk(local.node)
@@ -732,7 +851,8 @@ class Lowerer(FlowLowering, TypeInfo):
             bound = sig.bind(*call_args, **kwargs)
         except TypeError as exc:
             raise self.unsupported(frame, node, f"a call that does not match "
-                                   f"{fn.__qualname__}{sig} ({exc})", "fix the arguments") from None
+                                   f"{fn.__qualname__}{sig} ({exc})", f"call {fn.__qualname__} "
+                                   f"with the arguments its signature takes") from None
         bound.apply_defaults()
         env = {}
         for name, value in bound.arguments.items():
@@ -741,7 +861,8 @@ class Lowerer(FlowLowering, TypeInfo):
                 env[name] = Seq(tuple(value))
             elif kind is inspect.Parameter.VAR_KEYWORD:
                 if value:
-                    raise self.unsupported(frame, node, "**kwargs", "pass keywords by name")
+                    raise self.unsupported(frame, node, "a call that fills **kwargs",
+                                           "pass the values as named parameters")
                 env[name] = Const({})
             elif isinstance(value, (Var, Const, Seq)):
                 env[name] = value
@@ -834,6 +955,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 if data.dtype.kind == "f":
                     self.dtypes[name] = data.dtype
                 self.free_objects.append(obj)
+            self.names.claim(self.free[key].name)   # kept across a discarded reverse attempt
             return Var(self.free[key].name)
         return Const(obj)
 
@@ -848,8 +970,9 @@ class Lowerer(FlowLowering, TypeInfo):
         from .custom import DictAtom
         if isinstance(atom, DictAtom):
             raise UnsupportedConstructError(
-                "a dict used as a value (s2sgrad reads dicts only with constant keys)", None,
-                None, "pass the items separately")
+                "a dict used as a whole value (s2sgrad reads dicts by constant keys only)",
+                None, None, "read its items with constant keys (d['w']) and pass or return "
+                "those")
         if isinstance(atom, Var):
             return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
         if isinstance(atom, Seq):
@@ -945,22 +1068,20 @@ def _source_segment(frame, node):
     return text.splitlines()[0] if text else None
 
 
-def _statement_name(stmt):
-    return {gast.While: "a while loop", gast.Try: "a try statement", gast.With: "a with statement",
-            gast.Raise: "a raise statement", gast.Global: "a global declaration",
-            gast.Nonlocal: "a nonlocal declaration", gast.Delete: "a del statement",
-            gast.FunctionDef: "a nested function definition", gast.ClassDef: "a class definition",
-            gast.Import: "an import inside the function", gast.ImportFrom: "an import inside the function",
-            gast.Break: "break", gast.Continue: "continue"}.get(type(stmt), type(stmt).__name__)
+def _own_nodes(fdef):
+    """The nodes of a function's body, not descending into functions defined in it."""
+    todo = list(fdef.body)
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            todo.extend(gast.iter_child_nodes(node))
 
 
-def _expression_name(node):
-    return {gast.Lambda: "a lambda", gast.ListComp: "a list comprehension",
-            gast.GeneratorExp: "a generator expression", gast.DictComp: "a dict comprehension",
-            gast.SetComp: "a set comprehension", gast.Dict: "a dict", gast.Set: "a set",
-            gast.Yield: "yield", gast.YieldFrom: "yield from", gast.Await: "await",
-            gast.NamedExpr: "an assignment expression (:=)", gast.JoinedStr: "an f-string"
-            }.get(type(node), type(node).__name__)
+def _leaf_hint(hint, key):
+    """The parameter name of a dict argument's item: ``params`` and 'w' -> ``params_w``."""
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in str(key))
+    return f"{hint}_{text}" if text else hint
 
 
 def _name_of(node):

@@ -57,7 +57,7 @@ class FlowLowering:
         name = call.func.value.id
         if len(call.args) != 1 or call.keywords:
             raise self.unsupported(frame, stmt, "append with other than one argument",
-                                   "append one value at a time")
+                                   "append one value per call: xs.append(v)")
         value = self.lower_expr(frame, call.args[0])
         current = frame.env.get(name)
         if isinstance(current, Seq) and current.kind == "list":
@@ -117,6 +117,13 @@ class FlowLowering:
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
             return a if b is None else b
+        from .custom import DictAtom
+        if isinstance(a, DictAtom) or isinstance(b, DictAtom):
+            if a is b:
+                return a
+            raise self.unsupported(frame, stmt, f"`{name}` is a dict that differs between the "
+                                   f"two branches", "make the dict before the if and set only "
+                                   "its values' variables in the branches")
         if isinstance(a, Seq) or isinstance(b, Seq):
             if not (isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items)):
                 raise self.unsupported(frame, stmt, f"`{name}` is a tuple of different lengths "
@@ -161,7 +168,8 @@ class FlowLowering:
 
     def lower_for(self, frame, stmt):
         call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
-        func = self.lower_expr(frame, call.func) if call is not None else None
+        func = self.lower_expr(frame, call.func) if call is not None and \
+            isinstance(call.func, gast.Name) else None   # range, enumerate, zip
         if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
             func = None
             iterable = self.lower_expr(frame, stmt.iter)
@@ -179,12 +187,19 @@ class FlowLowering:
         if isinstance(func, Const) and func.value in (enumerate, zip):
             seqs = [self.lower_expr(frame, a) for a in call.args]
             rows = seqs
+            if seqs and all(isinstance(q, Seq) for q in seqs) and not call.keywords:
+                # over tuples/lists known while building (a tuple argument): unrolled
+                if func.value is enumerate:
+                    items = [Seq((Const(i), item)) for i, item in enumerate(seqs[0].items)]
+                else:
+                    items = [Seq(tuple(group)) for group in zip(*(q.items for q in seqs))]
+                return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
         else:
             seqs, rows = [iterable], [iterable]
         if not all(isinstance(q, Var) for q in seqs):
             raise self.unsupported(frame, stmt, "a `for` loop over this iterable",
-                                   "loop over range(...), an array, enumerate(array) or "
-                                   "zip(arrays...)")
+                                   "loop over range(...), an array's rows, a tuple or list, "
+                                   "enumerate(...) or zip(...) of those")
         lengths = [self.length(frame, stmt, q) for q in seqs]
         length = lengths[0]
         for other in lengths[1:]:
@@ -217,8 +232,9 @@ class FlowLowering:
             items = [self.const_or_free(v, self.paths.get(id(v), "item")) for v in iterable.value]
         for node in gast.walk(stmt):
             if isinstance(node, (gast.Break, gast.Continue)):
-                raise self.unsupported(frame, node, "break/continue in a loop over a fixed "
-                                       "sequence (it is unrolled)", "remove it")
+                raise self.unsupported(frame, node, "break/continue in a loop over a tuple or "
+                                       "list known while building (it is unrolled)",
+                                       "put the rest of the body under an if instead")
         for item in items:
             self.bind(frame, stmt.target, item)
             self.lower_body(frame, stmt.body)

@@ -38,6 +38,11 @@ class NameAllocator:
         used, temp = state
         self.used, self._temp = set(used), temp
 
+    def claim(self, name):
+        """Mark ``name`` as taken again (a name handed out before a ``restore`` that is
+        still in use, such as a free value's argument)."""
+        self.used.add(name)
+
     def temp(self):
         """A new temporary: ``t1``, ``t2``..."""
         while True:

@@ -23,32 +23,42 @@ class Generated:
 
     ``source``: the module text; ``function_name``; ``free``: the FreeValues
     passed after the user's arguments; ``wrt``: what each gradient is for, as
-    ('position', i) or ('weight', j); ``computed``: for each wrt, whether the
-    generated code returns its gradient (otherwise it is zeros).
+    ('position', k) with k the index of a leaf parameter (an argument that is a
+    tuple, list or dict has one per leaf) or ('weight', j); ``computed``: for
+    each wrt, whether the generated code returns its gradient (otherwise it is
+    zeros); ``n_params``: the number of leaf parameters; ``arg_leaves``: per
+    argument, the indices of its leaf parameters.
     """
 
-    def __init__(self, source, function_name, free, wrt, computed, n_params):
+    def __init__(self, source, function_name, free, wrt, computed, n_params, arg_leaves=None):
         self.source = source
         self.function_name = function_name
         self.free = free
         self.wrt = wrt
         self.computed = computed
         self.n_params = n_params
+        self.arg_leaves = arg_leaves if arg_leaves is not None else [[k] for k in
+                                                                       range(n_params)]
 
 
-def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None):
+def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None,
+          arg_trees=None):
     """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
 
-    ``arg_types`` (optional): per positional argument, (dtype, ndim) or None;
-    the code is then specialised on them (``x.dtype``/``x.ndim`` fold).
+    ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
+    tuple, list or dict: the generated function then takes its leaves as separate
+    parameters.  ``arg_types`` (optional): per leaf parameter, (dtype, ndim), ("const",
+    value) for an option (None, a bool, a string: folded as that value) or None; the
+    code is then specialised on them (``x.dtype``/``x.ndim`` fold).
     """
-    lowerer = Lowerer(arg_types)
+    lowerer = Lowerer(arg_types, arg_trees)
     lowered = lowerer.lower(fn, bound_self)
     params = lowered.params
     wrt_vars, wrt = [], []
     for i in positions:
-        wrt_vars.append(params[i])
-        wrt.append(("position", i))
+        for k in lowered.arg_leaves[i]:
+            wrt_vars.append(params[k])
+            wrt.append(("position", k))
     for j, w in enumerate(weights):
         free = lowerer.free.get(id(w))
         wrt_vars.append(free.name if free is not None and getattr(w, "requires_grad", True)
@@ -58,13 +68,16 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
     sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
+    # a custom backward is lowered during the reverse sweep: what it reads from outside
+    # (its module's imports and globals, closures, Cell attributes) becomes free values then
+    lowered.free = list(lowerer.free.values())
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     fname = names.fresh(f"{lowered.name}_value_and_grad")
     source = _emit(lowered, sweeps, returned, fname, title or _title(lowered, positions, weights),
                    lowerer.mutated)
     return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
-                     len(params))
+                     len(params), lowered.arg_leaves)
 
 
 def _seed_names(lowered, has_aux):
@@ -80,7 +93,7 @@ def _seed_names(lowered, has_aux):
 
 
 def _title(lowered, positions, weights):
-    parts = [lowered.params[i] for i in positions] + [
+    parts = [lowered.params[k] for i in positions for k in lowered.arg_leaves[i]] + [
         f"weight {getattr(w, 'name', '?')}" for w in weights]
     import os as _os
     where = f"{_os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
