@@ -10,7 +10,9 @@ it again.  A corrupt or unwritable Numba cache is dropped, never fatal.  Set
 ``S2SGRAD_BACKEND=python`` to skip Numba altogether.
 
 Both backends return the same types: scalars come back as numpy scalars of
-their dtype (Numba would give Python floats and ints).
+their dtype (Numba would give Python floats and ints), and the compiled
+results take the types and dtypes the same code gives run as Python (learnt
+by one Python run per argument types, on the first call).
 """
 import os
 import warnings
@@ -79,7 +81,7 @@ class Compiled:
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
                 warnings.simplefilter("ignore", numba.NumbaWarning)
-                signature = self._compile(args)
+                self._compile(args)
         except Exception as exc:  # noqa: BLE001 - decided below
             if not _is_typing_failure(exc):
                 raise
@@ -88,8 +90,10 @@ class Compiled:
                 cache.remember_fallback(self.path, self.digest, remembered_as, reason)
             self._use_python(reason)
             return as_numpy_scalars(self.py_func(*args))
+        # the types the same code gives as Python, once per argument types: the compiled
+        # results are given the same (see ``restorer_like``)
+        restore = restorer_like(as_numpy_scalars(self.py_func(*args)))
         self.backend, self.fallback_reason = "numba", None
-        restore = restorer(self._jitted.overloads[signature].signature.return_type)
         self._ready[key] = restore
         return restore(self._jitted(*args))
 
@@ -189,7 +193,7 @@ def _describe(value):
 
 def as_numpy_scalars(result):
     """``result`` with every Python number in it (in tuples and lists) made the numpy
-    scalar of its dtype, as Numba's results are by ``restorer``."""
+    scalar of its dtype (Python floats become np.float64, ints np.int64, bools np.bool_)."""
     if isinstance(result, tuple):
         return tuple(as_numpy_scalars(v) for v in result)
     if isinstance(result, list):
@@ -206,23 +210,21 @@ def _identity(value):
     return value
 
 
-def restorer(numba_type):
-    """A function that gives a value Numba returned as ``numba_type`` the Python types the
-    same code gives run as Python: scalars as numpy scalars of their dtype."""
-    from numba import types
-    from numba.np.numpy_support import as_dtype
-    if isinstance(numba_type, (types.Boolean, types.Integer, types.Float, types.Complex)):
-        return as_dtype(numba_type).type
-    if isinstance(numba_type, types.BaseTuple):
-        parts = [restorer(t) for t in numba_type.types]
+def restorer_like(reference):
+    """A function that gives a result of the compiled code the types of ``reference``, the
+    same code's result run as Python: numpy scalars of the same type, arrays of the same
+    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not)."""
+    if isinstance(reference, (tuple, list)):
+        parts = [restorer_like(r) for r in reference]
         if all(p is _identity for p in parts):
             return _identity
-        return lambda value: tuple(p(v) for p, v in zip(parts, value))
-    if isinstance(numba_type, types.List):
-        item = restorer(numba_type.dtype)
-        if item is _identity:
-            return _identity
-        return lambda value: [item(v) for v in value]
+        kind = type(reference)
+        return lambda value: kind(p(v) for p, v in zip(parts, value))
+    if isinstance(reference, np.generic):
+        return type(reference)
+    if isinstance(reference, np.ndarray):
+        dtype = reference.dtype
+        return lambda value: value if value.dtype == dtype else value.astype(dtype)
     return _identity
 
 
