@@ -13,7 +13,7 @@ import inspect
 import numpy as np
 
 from .backend import cache
-from .backend.numba_backend import Compiled
+from .backend.numba_backend import Compiled, undecided_state
 from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
@@ -95,6 +95,7 @@ class GradFunction:
         self._generated = None
         self._compiled = None
         self._variants = {}   # argument signature -> (Generated, Compiled, path)
+        self._last = None     # the signature of the last call
         self._signature = None  # the differentiated function's signature (its own params)
         self.path = None
         self.__name__ = getattr(fn, "__name__", type(fn).__name__) + "_grad"
@@ -122,45 +123,50 @@ class GradFunction:
         structure (``s2sgrad.trees``; None for a plain value).  The code is
         specialised on the structures and on the leaves' dtypes and ranks (so that
         branches on ``x.dtype`` or ``x.ndim`` fold while building); each signature
-        is built once.  Without arguments, an unspecialised build.
+        is built once.  Without arguments: the code the last call ran, or before
+        any call an unspecialised build.
         """
         key = None if arrays is None else (tuple(trees or ()),
                                            tuple(_signature(a) for a in arrays))
-        if key in self._variants:
-            self._generated, self._compiled, self.path = self._variants[key]
-            return self._generated
-        if self._generated is None or arrays is not None:
+        if arrays is not None:
+            self._last = key
+        elif self._last is not None:
+            key = self._last
+        if key not in self._variants:
             fn, bound_self = self._target()
-            self._generated = build(fn, self.positions or (), self._weight_list(),
-                                    self.has_aux, bound_self, arg_types=_types(arrays),
-                                    arg_trees=trees)
-            stem = self._generated.function_name
-            self.path = cache.store(stem, self._generated.source)
-            py_func = cache.load(self.path, self._generated.function_name)
-            unsupported = [f.path for f in self._generated.free
-                           if not _numba_argument(f.obj)]
-            self._compiled = Compiled(py_func, allow_numba=not unsupported)
-            if unsupported:
-                self._compiled.fallback_reason = (
-                    "the function reads " + ", ".join(unsupported) +
-                    ", which Numba cannot take as arguments")
-            self._variants[key] = (self._generated, self._compiled, self.path)
+            generated = build(fn, self.positions or (), self._weight_list(),
+                              self.has_aux, bound_self, arg_types=_types(arrays),
+                              arg_trees=trees)
+            py_func, path, on_disk = cache.materialise(
+                generated.function_name, generated.source, generated.function_name)
+            unsupported = [f.path for f in generated.free if not _numba_argument(f.obj)]
+            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
+                                source=generated.source, on_disk=on_disk,
+                                python_reason=_python_objects_reason(unsupported))
+            self._variants[key] = (generated, compiled, path)
+        self._generated, self._compiled, self.path = self._variants[key]
         return self._generated
 
     @property
     def source(self):
-        """The generated Python source of the value-and-gradient function."""
+        """The generated Python source of the value-and-gradient function (the code the
+        last call ran; before any call, a build for unspecified argument types)."""
         return self._build().source
 
     @property
     def backend(self):
-        self._build()
-        return self._compiled.backend
+        """'numba' or 'python': what ran the last call; before the first call 'undecided'
+        (or 'python' when S2SGRAD_BACKEND=python)."""
+        if self._last is None:
+            return undecided_state()[0]
+        return self._variants[self._last][1].backend
 
     @property
     def fallback_reason(self):
-        self._build()
-        return self._compiled.fallback_reason
+        """Why the last call did not run compiled by Numba (None when it did)."""
+        if self._last is None:
+            return undecided_state()[1]
+        return self._variants[self._last][1].fallback_reason
 
     # ------------------------------------------------------------ calling
 
@@ -361,6 +367,16 @@ def _to_array(obj):
     return np.asarray(obj) if isinstance(obj, Tensor) else obj
 
 
+def _python_objects_reason(paths):
+    """Why code reading the Python objects at ``paths`` runs as Python (None if none)."""
+    if not paths:
+        return None
+    return (f"The function reads {', '.join(paths)}, which compiled code cannot take as "
+            f"{'an argument' if len(paths) == 1 else 'arguments'} (only arrays, Tensors and "
+            f"numbers), so the gradient runs as Python (correct, slower). To run it "
+            f"compiled, read arrays or numbers there instead.")
+
+
 def _numba_argument(obj):
     return _is_array(obj) or isinstance(obj, (int, float, bool, np.generic))
 
@@ -398,6 +414,8 @@ def _finish_gradient(g, like):
             g = np.broadcast_to(g, base.shape).copy()
         if base.dtype.kind in "fc" and g.dtype != base.dtype:
             g = g.astype(base.dtype)
+    elif isinstance(base, np.generic):
+        g = base.dtype.type(g) if base.dtype.kind in "fc" and np.ndim(g) == 0 else g
     else:
         g = float(g) if np.ndim(g) == 0 else g
     return Tensor(g) if isinstance(like, Tensor) else g

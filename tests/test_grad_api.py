@@ -385,7 +385,7 @@ def test_show_prints_the_generated_source_and_the_object_says_where_it_lives(cap
     assert "def f2_value_and_grad(x, y):" in source and source in capsys.readouterr().out
     g = ms.grad(f2, (0, 1))
     g(X, Y)
-    assert g.backend == "python" and g.fallback_reason == "S2SGRAD_BACKEND=python"
+    assert g.backend == "python" and "S2SGRAD_BACKEND=python" in g.fallback_reason
     assert open(g.path).read() == g.source
 
 

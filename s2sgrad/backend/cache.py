@@ -1,38 +1,117 @@
-"""The on-disk cache of generated modules: content-addressed files in ``generated/``.
+"""The on-disk cache of generated modules: content-addressed files in a per-user folder.
 
-A module's file name ends in a hash of its full text and of the s2sgrad
-version, so different code never shares a file.  A file whose text does not
-match its name (truncated, edited, corrupt) is rewritten before use; writes
-go through a temporary file and an atomic rename, so a reader never sees
-half a file.  The directory is ``$S2SGRAD_CACHE_DIR`` or ``./generated``.
+A module's file name ends in a hash of its full text, of the s2sgrad version
+and of the runtime helpers compiled code inlines (``runtime.py`` and their
+Numba versions), so different code never shares a file and Numba's machine
+code cached beside a module is never stale.  A file whose text does not match
+its name (truncated, edited, corrupt) is rewritten before use; writes go
+through a temporary file and an atomic rename, so a reader never sees half a
+file, even with several processes filling the same entry at once.
+
+The folder is ``$S2SGRAD_CACHE_DIR``, else the platform's per-user cache
+folder (``$XDG_CACHE_HOME/s2sgrad`` or ``~/.cache/s2sgrad`` on Linux,
+``~/Library/Caches/s2sgrad`` on macOS, ``%LOCALAPPDATA%\\s2sgrad\\Cache`` on
+Windows).  Where it cannot be written, modules are kept in memory, with one
+warning per process.
+
+Beside a module, ``<module>.fallback.json`` remembers the argument types for
+which Numba could not compile it (and why), so a later process runs it as
+Python at once instead of failing the same compile again.
 """
 import hashlib
 import importlib.util
+import json
+import linecache
 import os
 import sys
 import tempfile
+import types
+import warnings
 
 VERSION = "0.1.0"
+#: the files whose code Numba inlines into every compiled gradient
+_INLINED = ("runtime.py",) + tuple(os.path.join("backend", name) for name in (
+    "numba_support.py", "numba_lists.py", "numba_indexing.py"))
+_fingerprint = None
+_warned = set()
+
+
+class CacheWarning(UserWarning):
+    """The cache folder cannot be used as it should; s2sgrad carries on without it."""
+
+
+def warn_once(key, message):
+    """Issue ``message`` as a CacheWarning, at most once per process for ``key``."""
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, CacheWarning, stacklevel=4)
+
+
+def default_cache_dir():
+    """The per-user cache folder of this platform, with ``s2sgrad`` appended."""
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+        return os.path.join(base, "s2sgrad", "Cache")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Caches", "s2sgrad")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):          # the XDG spec: a relative value is ignored
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "s2sgrad")
 
 
 def cache_dir():
-    """The directory generated modules live in (created on demand)."""
-    path = os.environ.get("S2SGRAD_CACHE_DIR") or os.path.join(os.getcwd(), "generated")
-    os.makedirs(path, exist_ok=True)
-    return os.path.abspath(path)
+    """The directory generated modules live in (not created here)."""
+    return os.path.abspath(os.environ.get("S2SGRAD_CACHE_DIR") or default_cache_dir())
+
+
+def fingerprint():
+    """A hash of s2sgrad's version and of the runtime helpers compiled code inlines."""
+    global _fingerprint
+    if _fingerprint is None:
+        digest = hashlib.sha256(VERSION.encode())
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for name in _INLINED:
+            try:
+                with open(os.path.join(root, name), "rb") as f:
+                    digest.update(f.read())
+            except OSError:
+                digest.update(b"?")
+        _fingerprint = digest.hexdigest()[:16]
+    return _fingerprint
+
+
+def digest_of(source):
+    """The content hash that names the module holding ``source``."""
+    return hashlib.sha256((fingerprint() + "\n" + source).encode()).hexdigest()[:16]
 
 
 def module_path(stem, source, directory=None):
     """The file that holds ``source``: ``<directory>/<stem>_<hash>.py``."""
-    digest = hashlib.sha256((VERSION + "\n" + source).encode()).hexdigest()[:16]
-    return os.path.join(directory or cache_dir(), f"{stem}_{digest}.py")
+    return os.path.join(directory or cache_dir(), f"{stem}_{digest_of(source)}.py")
+
+
+def _write_atomically(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def store(stem, source, directory=None):
     """Make sure the file for ``source`` exists with exactly that text; returns its path.
 
     An existing file with the same text is left alone (its Numba cache stays
-    valid); one with other text (corrupt) is replaced atomically.
+    valid); one with other text (corrupt) is replaced atomically.  Raises
+    OSError when the folder cannot be written.
     """
     path = module_path(stem, source, directory)
     try:
@@ -41,10 +120,8 @@ def store(stem, source, directory=None):
                 return path
     except (OSError, UnicodeDecodeError):
         pass
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(source)
-    os.replace(tmp, path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write_atomically(path, source)
     return path
 
 
@@ -58,3 +135,75 @@ def load(path, function_name):
         spec.loader.exec_module(module)
         sys.modules[module_name] = module
     return getattr(module, function_name)
+
+
+def load_in_memory(path, source, function_name):
+    """Run ``source`` as the module that would live at ``path`` without writing it (its
+    lines are registered for tracebacks); returns its function ``function_name``."""
+    module_name = "s2sgrad_generated." + os.path.splitext(os.path.basename(path))[0]
+    module = sys.modules.get(module_name)
+    if module is None or getattr(module, "__file__", None) != path:
+        module = types.ModuleType(module_name)
+        module.__file__ = path
+        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - our own code
+        sys.modules[module_name] = module
+    return getattr(module, function_name)
+
+
+def materialise(stem, source, function_name):
+    """The function ``function_name`` of the module with text ``source``, from the cache
+    folder; kept in memory (one warning) when the folder cannot be written.
+
+    Returns ``(function, path, on_disk)``.
+    """
+    try:
+        path = store(stem, source)
+    except OSError as exc:
+        folder = cache_dir()
+        warn_once(("store", folder),
+                  f"s2sgrad cannot write generated code to the cache folder {folder} "
+                  f"({exc.strerror or exc}); it is kept in memory and compiled again in "
+                  f"every process. Set S2SGRAD_CACHE_DIR to a writable folder to cache it.")
+        path = module_path(stem, source)
+        return load_in_memory(path, source, function_name), path, False
+    return load(path, function_name), path, True
+
+
+# ---------------------------------------------------------------- remembered fallbacks
+
+def fallback_path(path):
+    """The sidecar file beside the module at ``path`` that remembers failed compiles."""
+    return os.path.splitext(path)[0] + ".fallback.json"
+
+
+def _read_sidecar(path, digest):
+    """The entries of the sidecar of ``path`` if it is whole and belongs to the module
+    with hash ``digest``; {} otherwise (missing, corrupt or stale: ignored)."""
+    try:
+        with open(fallback_path(path), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("module") != digest or \
+            not isinstance(data.get("failed"), dict):
+        return {}
+    return {k: v for k, v in data["failed"].items() if isinstance(v, str)}
+
+
+def recall_fallback(path, digest, key):
+    """The reason Numba could not compile the module at ``path`` (hash ``digest``) for
+    ``key`` (the Numba version and the argument types), or None if not remembered."""
+    return _read_sidecar(path, digest).get(key)
+
+
+def remember_fallback(path, digest, key, reason):
+    """Record beside the module that Numba cannot compile it for ``key``, and why.  A
+    corrupt sidecar is replaced; a folder that cannot be written is left as it is."""
+    entries = _read_sidecar(path, digest)
+    entries[key] = reason
+    text = json.dumps({"module": digest, "failed": entries}, indent=1, sort_keys=True)
+    try:
+        _write_atomically(fallback_path(path), text + "\n")
+    except OSError:
+        pass

@@ -1,59 +1,231 @@
 """Compile generated functions with Numba, falling back to Python with a reason.
 
-``Compiled(py_func)`` wraps one generated function.  Its first call tries
-``numba.njit(cache=True)`` on the argument types of that call; if Numba
-cannot type the code (the user's code is outside Numba's subset) the
-function runs as plain Python from then on, and ``fallback_reason`` says
-why.  Set ``S2SGRAD_BACKEND=python`` to skip Numba altogether.
+``Compiled(py_func, ...)`` wraps one generated function.  Which backend runs
+it is decided on its first call, for the types of that call's arguments:
+``numba.njit(cache=True)`` compiles it, or, if Numba cannot type the code
+(the user's code is outside Numba's subset), it runs as plain Python from
+then on and ``fallback_reason`` says why.  A failed compile is remembered
+beside the module (``cache.remember_fallback``) so later processes do not try
+it again.  A corrupt or unwritable Numba cache is dropped, never fatal.  Set
+``S2SGRAD_BACKEND=python`` to skip Numba altogether.
+
+Both backends return the same types: scalars come back as numpy scalars of
+their dtype (Numba would give Python floats and ints), and the compiled
+results take the types and dtypes the same code gives run as Python (learnt
+by one Python run per argument types, on the first call).
 """
 import os
 import warnings
 
+import numpy as np
+
+from . import cache
+from .reasons import explain
+
+UNDECIDED = "undecided"
+UNDECIDED_REASON = ("Not decided yet: s2sgrad tries Numba on the first call, for the types "
+                    "of that call's arguments.")
+ENV_REASON = "S2SGRAD_BACKEND=python is set, so the gradient code runs as Python."
+_numba_version = None
+
 
 class Compiled:
-    """A generated function and the backend that runs it ('numba' or 'python')."""
+    """A generated function and the backend that runs it.
 
-    def __init__(self, py_func, allow_numba=True):
+    ``backend`` is 'undecided' before the first call, then 'numba' or 'python';
+    ``fallback_reason`` says why it is not (yet) 'numba'.  ``path`` and
+    ``source`` are the module's file and text (``on_disk`` False: kept in
+    memory), used to remember failed compiles and to name the user's line.
+    """
+
+    def __init__(self, py_func, allow_numba=True, python_reason=None, path=None,
+                 source=None, on_disk=False):
         self.py_func = py_func
-        self.fallback_reason = None
+        self.path, self.source, self.on_disk = path, source, on_disk
+        self.digest = cache.digest_of(source) if source is not None else None
+        self.backend = UNDECIDED
+        self.fallback_reason = UNDECIDED_REASON
         self._jitted = None
-        self._ready = False    # compiled for the arguments it is called with
-        self.backend = "numba"
+        self._ready = {}           # argument types it is compiled for -> result restorer
         if os.environ.get("S2SGRAD_BACKEND", "numba").lower() == "python":
-            self._use_python("S2SGRAD_BACKEND=python")
+            self._use_python(ENV_REASON)
         elif not allow_numba:
-            self._use_python("the generated code calls Python objects Numba cannot compile")
+            self._use_python(python_reason or "The gradient code calls Python objects that "
+                             "Numba cannot compile, so it runs as Python.")
 
     def _use_python(self, reason):
         self.backend = "python"
         self.fallback_reason = reason
         self._jitted = None
+        self._ready = {}
 
     def __call__(self, *args):
         if self.backend == "python":
-            return self.py_func(*args)
-        if self._ready:
-            try:
-                return self._jitted(*args)
-            except Exception as exc:  # noqa: BLE001 - e.g. new array layouts Numba cannot type
-                if not _is_typing_failure(exc):
-                    raise
-                self._ready = False
+            return as_numpy_scalars(self.py_func(*args))
+        key = argument_key(args)
+        restore = self._ready.get(key)
+        if restore is not None:
+            return restore(self._jitted(*args))
+        return self._first_call(key, args)
+
+    def _first_call(self, key, args):
+        """Compile for the types of ``args`` (or recall that it cannot be) and run."""
+        remembered_as = f"numba {numba_version()}; {key}"
+        if self.on_disk:
+            reason = cache.recall_fallback(self.path, self.digest, remembered_as)
+            if reason is not None:
+                self._use_python(reason)
+                return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import numba_lists, numba_support  # noqa: F401  (register rt.* for Numba)
+        from . import numba_indexing, numba_lists, numba_support  # noqa: F401  (rt.* in Numba)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
                 warnings.simplefilter("ignore", numba.NumbaWarning)
-                if self._jitted is None:
-                    self._jitted = numba.njit(cache=True)(self.py_func)
-                result = self._jitted(*args)
-            self._ready = True
-            return result
+                self._compile(args)
         except Exception as exc:  # noqa: BLE001 - decided below
             if not _is_typing_failure(exc):
                 raise
-            self._use_python(_summarise(exc))
-            return self.py_func(*args)
+            reason = explain(exc, self.path, self.source)
+            if self.on_disk:
+                cache.remember_fallback(self.path, self.digest, remembered_as, reason)
+            self._use_python(reason)
+            return as_numpy_scalars(self.py_func(*args))
+        # the types the same code gives as Python, once per argument types: the compiled
+        # results are given the same (see ``restorer_like``)
+        restore = restorer_like(as_numpy_scalars(self.py_func(*args)))
+        self.backend, self.fallback_reason = "numba", None
+        self._ready[key] = restore
+        return restore(self._jitted(*args))
+
+    def _compile(self, args):
+        """Compile the dispatcher for the Numba types of ``args``; returns the signature.
+
+        A Numba cache beside the module that cannot be read or written (corrupt
+        index or data file, read-only folder) is dropped and the code compiled
+        afresh; typing failures propagate.
+        """
+        if self._jitted is None:
+            self._jitted = self._dispatcher(cache_it=self.on_disk)
+        signature = tuple(self._jitted.typeof_pyval(a) for a in args)
+        try:
+            self._jitted.compile(signature)
+            return signature
+        except Exception as exc:  # noqa: BLE001 - a typing failure is the user's code
+            if _is_typing_failure(exc):
+                raise
+            first = exc
+        _drop_numba_cache(self._jitted)
+        self._jitted = self._dispatcher(cache_it=True)
+        try:
+            self._jitted.compile(signature)
+            return signature
+        except Exception as exc:  # noqa: BLE001
+            if _is_typing_failure(exc):
+                raise
+        cache.warn_once(("numba-cache", os.path.dirname(self.path or "")),
+                        f"s2sgrad could not use Numba's cache beside {self.path} "
+                        f"({type(first).__name__}: {first}); the gradient is compiled "
+                        f"without it, again in every process.")
+        self._jitted = self._dispatcher(cache_it=False)
+        self._jitted.compile(signature)
+        return signature
+
+    def _dispatcher(self, cache_it):
+        import numba
+        if cache_it:
+            try:
+                return numba.njit(cache=True)(self.py_func)
+            except RuntimeError as exc:    # no folder Numba can write its cache to
+                cache.warn_once(("numba-cache", os.path.dirname(self.path or "")),
+                                f"Numba cannot cache compiled code for {self.path} ({exc}); "
+                                f"the gradient is compiled again in every process.")
+        return numba.njit(cache=False)(self.py_func)
+
+
+def _drop_numba_cache(dispatcher):
+    """Delete the Numba index and data files of ``dispatcher``'s function (if it has any)."""
+    files = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    index = getattr(files, "_index_path", None)
+    if index is None:
+        return
+    folder, stem = os.path.split(index)
+    stem = stem[:-len(".nbi")]
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(stem) and name.endswith((".nbi", ".nbc")):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
+def numba_version():
+    """Numba's version, read without importing Numba (which costs a second)."""
+    global _numba_version
+    if _numba_version is None:
+        from importlib import metadata
+        try:
+            _numba_version = metadata.version("numba")
+        except metadata.PackageNotFoundError:
+            import numba
+            _numba_version = numba.__version__
+    return _numba_version
+
+
+def argument_key(args):
+    """A text naming the types of ``args`` at least as finely as Numba types them."""
+    return ", ".join(_describe(a) for a in args)
+
+
+def _describe(value):
+    if isinstance(value, np.ndarray):
+        layout = "C" if value.flags.c_contiguous else "F" if value.flags.f_contiguous else "A"
+        return f"array({value.dtype.str}, {value.ndim}d, {layout}" + \
+            ("" if value.flags.writeable else ", readonly") + ")"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_describe(v) for v in value)
+        return f"{type(value).__name__}({inner})"
+    return type(value).__name__
+
+
+def as_numpy_scalars(result):
+    """``result`` with every Python number in it (in tuples and lists) made the numpy
+    scalar of its dtype (Python floats become np.float64, ints np.int64, bools np.bool_)."""
+    if isinstance(result, tuple):
+        return tuple(as_numpy_scalars(v) for v in result)
+    if isinstance(result, list):
+        return [as_numpy_scalars(v) for v in result]
+    if isinstance(result, (bool, int, float, complex)) and not isinstance(result, np.generic):
+        try:
+            return np.asarray(result)[()]
+        except OverflowError:
+            return result
+    return result
+
+
+def _identity(value):
+    return value
+
+
+def restorer_like(reference):
+    """A function that gives a result of the compiled code the types of ``reference``, the
+    same code's result run as Python: numpy scalars of the same type, arrays of the same
+    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not)."""
+    if isinstance(reference, (tuple, list)):
+        parts = [restorer_like(r) for r in reference]
+        if all(p is _identity for p in parts):
+            return _identity
+        kind = type(reference)
+        return lambda value: kind(p(v) for p, v in zip(parts, value))
+    if isinstance(reference, np.generic):
+        return type(reference)
+    if isinstance(reference, np.ndarray):
+        dtype = reference.dtype
+        return lambda value: value if value.dtype == dtype else value.astype(dtype)
+    return _identity
 
 
 def _is_typing_failure(exc):
@@ -62,7 +234,8 @@ def _is_typing_failure(exc):
                             nerr.NumbaError, NotImplementedError))
 
 
-def _summarise(exc):
-    text = str(exc).strip().splitlines()
-    keep = [line for line in text if line.strip() and not line.startswith("During:")]
-    return "Numba could not compile the generated code: " + " ".join(keep[:3])[:400]
+def undecided_state():
+    """(backend, fallback_reason) of a gradient not called yet."""
+    if os.environ.get("S2SGRAD_BACKEND", "numba").lower() == "python":
+        return "python", ENV_REASON
+    return UNDECIDED, UNDECIDED_REASON

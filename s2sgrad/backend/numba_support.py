@@ -217,41 +217,6 @@ def _cast_like(g, like):
     return lambda g, like: g
 
 
-@overload(rt.add_at)
-def _add_at(target, index, g):
-    if isinstance(index, types.Integer):
-        def add_int(target, index, g):
-            target[index] += g
-            return target
-        return add_int
-    if isinstance(index, types.Array) and isinstance(index.dtype, types.Integer) \
-            and index.ndim == 1:
-        def add_array(target, index, g):
-            for k in range(index.shape[0]):
-                target[index[k]] += g[k]
-            return target
-        return add_array
-    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean) and \
-            isinstance(target, types.Array) and index.ndim <= target.ndim:
-        # target[mask] += g: g holds the selected elements (rows) in C order
-        if _is_scalar(g):
-            def add_mask_scalar(target, index, g):
-                for idx in np.ndindex(index.shape):
-                    if index[idx]:
-                        target[idx] += g
-                return target
-            return add_mask_scalar
-        if isinstance(g, types.Array) and g.ndim == target.ndim - index.ndim + 1:
-            def add_mask(target, index, g):
-                k = 0
-                for idx in np.ndindex(index.shape):
-                    if index[idx]:
-                        target[idx] += g[k]
-                        k += 1
-                return target
-            return add_mask
-
-
 def _is_none(t):
     return t is None or isinstance(t, (types.NoneType, types.Omitted))
 

@@ -1,0 +1,78 @@
+"""What ``g.backend`` and ``g.fallback_reason`` say: 'undecided' before the first call,
+then what ran the last call; reasons are whole sentences that name the user's line and
+what to do, without memory addresses or s2sgrad's internal file paths."""
+import os
+import re
+
+import numpy as np
+import s2sgrad as ms
+
+
+def uses_einsum(x):
+    y = x * 2.0
+    return np.einsum("i,i->", y, y)
+
+
+def plain(x):
+    return np.sum(np.sin(x) * x)
+
+
+def _is_whole_and_clean(reason):
+    assert reason.endswith("."), reason
+    assert not re.search(r"0x[0-9a-f]{6,}", reason), reason
+    assert "s2sgrad/" not in reason and os.sep + "backend" not in reason, reason
+    assert "/tmp" not in reason and str(os.path.dirname(ms.__file__)) not in reason, reason
+
+
+def test_before_the_first_call_the_backend_is_undecided(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = ms.grad(plain)
+    assert g.backend == "undecided" and "first call" in g.fallback_reason
+    g.source  # noqa: B018 - building the code decides nothing either
+    assert g.backend == "undecided"
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    g = ms.grad(plain)
+    assert g.backend == "python" and "S2SGRAD_BACKEND=python" in g.fallback_reason
+
+
+def test_after_a_call_backend_says_what_ran_even_after_reading_the_source(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = ms.grad(uses_einsum)
+    g(np.array([1.0, 2.0]))
+    assert g.backend == "python"
+    assert "def uses_einsum_value_and_grad" in g.source
+    assert g.backend == "python" and g.fallback_reason is not None
+    assert open(g.path).read() == g.source     # the code that ran
+
+
+def test_fallback_reason_names_the_user_line_and_what_to_do(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = ms.grad(uses_einsum)
+    g(np.array([1.0, 2.0]))
+    reason = g.fallback_reason
+    assert 'np.einsum("i,i->", y, y)' in reason or "np.einsum('i,i->', y, y)" in reason, reason
+    line = uses_einsum.__code__.co_firstlineno + 2
+    assert f"test_backend_state.py:{line}" in reason, reason
+    assert "einsum" in reason.split(":", 2)[-1]           # what Numba lacks
+    assert "S2SGRAD_BACKEND=python" in reason and "runs as Python" in reason
+    _is_whole_and_clean(reason)
+
+
+def test_compiled_call_reports_numba_and_no_reason(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = ms.value_and_grad(plain)
+    g(np.array([0.5, 1.0]))
+    assert g.backend == "numba" and g.fallback_reason is None
+
+
+def test_reason_for_python_objects_is_a_whole_sentence(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    drop = ms.ops.Dropout2D(keep_prob=0.75)
+
+    def with_dropout(x):
+        out, mask = drop(x)
+        return np.sum(out * 1.0)
+    g = ms.grad(with_dropout)
+    g(np.ones((1, 2, 2, 2)))
+    assert g.backend == "python"
+    _is_whole_and_clean(g.fallback_reason)

@@ -1,0 +1,160 @@
+"""Every runtime helper generated code can call has a Numba version, and the indexing
+adjoints compile under Numba for every index form the generator passes.
+
+The helpers are found by reading s2sgrad's own source: ``rt.<name>`` in the rule
+templates, and the names the code generator passes to ``call("rt", ...)`` and its
+other spellings (any string constant naming a helper in ``s2sgrad/compiler``).  A
+new helper without a Numba version fails here, not by a silent Python fallback.
+"""
+import ast
+import inspect
+import pathlib
+
+import numba
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad import runtime as rt
+from s2sgrad.backend import numba_indexing, numba_lists, numba_support  # noqa: F401
+from s2sgrad.testing import check_grad
+
+PACKAGE = pathlib.Path(ms.__file__).resolve().parent
+HELPERS = {name for name, f in vars(rt).items()
+           if inspect.isfunction(f) and f.__module__ == rt.__name__ and not name.startswith("_")}
+#: helpers whose forward numpy call has no Numba version either (the code runs as Python)
+FORWARD_NOT_IN_NUMBA = {"inner_adjoints": "np.inner", "einsum_adjoints": "np.einsum"}
+
+
+def _helpers_generated_code_calls():
+    found = {}
+    for path in sorted((PACKAGE / "rules").glob("*.py")) + sorted(
+            (PACKAGE / "compiler").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "rt" and path.parent.name == "rules":
+                found.setdefault(node.attr, path.name)
+            if path.parent.name == "compiler" and isinstance(node, ast.Constant) and \
+                    node.value in HELPERS:
+                found.setdefault(node.value, path.name)
+    return found
+
+
+CALLED = _helpers_generated_code_calls()
+
+
+def test_the_scan_finds_the_helpers_of_rules_templates_and_generator():
+    for name in ("unbroadcast", "add_at", "unreduce", "zeros_like", "ones_like", "writable",
+                 "written_adjoint", "copy_value", "zeros_list", "add_lists", "mean", "squeeze"):
+        assert name in CALLED, name
+    assert set(CALLED) <= HELPERS, set(CALLED) - HELPERS
+
+
+@pytest.mark.parametrize("name", sorted(CALLED))
+def test_every_helper_generated_code_calls_has_a_numba_version(name):
+    if name in FORWARD_NOT_IN_NUMBA:
+        pytest.skip(f"{FORWARD_NOT_IN_NUMBA[name]} itself does not compile under Numba")
+    helper = getattr(rt, name)
+    context = numba.core.registry.cpu_target.typing_context
+    context.refresh()
+    try:
+        typed = context.resolve_value_type(helper)   # a Function type once overloaded
+    except ValueError:
+        typed = None
+    assert isinstance(typed, numba.core.types.Function), (f"rt.{name} (called from {CALLED[name]}) has no Numba version in "
+                       f"s2sgrad/backend; generated code calling it falls back to Python")
+
+
+# ---------------------------------------------------------------- index forms, end to end
+
+def slice_from_shape(w):
+    H = w.shape[0] // 2
+    return np.sum(np.tanh(w[H:]))
+
+
+def head_from_shape(w):
+    H = w.shape[0] // 2
+    return np.sum(w[:H] * w[:H])
+
+
+def negative_step(w):
+    n = w.shape[0]
+    return np.sum(np.sin(w[n - 2::-2]))
+
+
+def both_bounds_and_step(w):
+    n = w.shape[0]
+    return np.sum(w[1:n - 1:2] ** 2)
+
+
+def int_from_shape(w):
+    last = w.shape[0] - 1
+    return np.exp(w[last]) + w[0]
+
+
+def rows_and_columns(W):
+    H = W.shape[0] // 2
+    k = W.shape[1] - 1
+    return np.sum(np.tanh(W[H:, :k])) + np.sum(W[0, 1:] * W[H, :k])
+
+
+def reversed_rows(W):
+    n = W.shape[0]
+    return np.sum(W[n - 1::-1, 1] * np.arange(n))
+
+
+def integer_array(w):
+    idx = np.array([0, 2, 2, 1])
+    return np.sum(w[idx] ** 2)
+
+
+def pairs_of_indices(W):
+    rows = np.array([0, 1, 1])
+    cols = np.array([2, 0, 0])
+    return np.sum(np.sin(W[rows, cols]))
+
+
+def array_and_slice(W):
+    cols = np.array([1, 1, 0])
+    return np.sum(W[:, cols] ** 2) + np.sum(W[np.array([1, 0]), 1:] * 3.0)
+
+
+def boolean_mask(w):
+    return np.sum(w[w > 0.1] ** 2)
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (slice_from_shape, (8,)), (head_from_shape, (6,)), (negative_step, (7,)),
+    (both_bounds_and_step, (9,)), (int_from_shape, (5,)), (rows_and_columns, (4, 3)),
+    (reversed_rows, (3, 4)), (integer_array, (4,)), (pairs_of_indices, (2, 3)),
+    (array_and_slice, (2, 3)), (boolean_mask, (6,))])
+def test_index_forms_compile_under_numba_with_correct_gradients(fn, shape, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    x = np.random.default_rng(1).standard_normal(shape)
+    g = ms.grad(fn)
+    got = g(x)
+    assert g.backend == "numba", g.fallback_reason
+    check_grad(fn, (x,))
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    np.testing.assert_allclose(got, ms.grad(fn)(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("index", [
+    3, -1, slice(1, 6, 2), slice(6, None, -2), slice(None, 3), np.array([1, 1, 5]),
+    np.array([[0, 2], [2, 2]]), "mask", (1, 2), (slice(0, 2), -1), (1, slice(None, None, -2)),
+    (np.array([0, 2, 2]), np.array([1, 1, 1])), (slice(None), np.array([3, 3, 0])),
+    (np.array([2, 2]), slice(1, 3)), (np.array([1]), np.array([0, 3, 3]))])
+def test_add_at_under_numba_matches_numpy_add_at(index):
+    @numba.njit
+    def compiled(target, index, g):
+        return rt.add_at(target, index, g)
+    target = np.arange(12.0).reshape(3, 4) if isinstance(index, tuple) or (
+        isinstance(index, np.ndarray) and index.ndim == 2) else np.arange(8.0)
+    if isinstance(index, str):
+        index = target > 2.5
+    g = np.random.default_rng(0).standard_normal(np.shape(target[index]))
+    g = float(g) if g.ndim == 0 else g     # generated code passes a scalar's adjoint as one
+    expected = np.zeros_like(target)
+    np.add.at(expected, index, g)
+    np.testing.assert_allclose(compiled(np.zeros_like(target), index, g), expected)
+    np.testing.assert_allclose(rt.add_at(np.zeros_like(target), index, g), expected)
