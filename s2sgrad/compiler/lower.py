@@ -54,7 +54,7 @@ CMPOPS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
 METHODS = {name: getattr(np, name) for name in (
     "sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "argmax", "argmin",
     "transpose", "reshape", "squeeze", "ravel", "dot", "clip", "copy", "round", "any", "all",
-    "nonzero", "argsort", "trace", "swapaxes")}
+    "nonzero", "argsort", "trace", "swapaxes", "cumprod", "diagonal", "repeat")}
 METHODS["flatten"] = np.ravel
 METHODS["astype"] = "astype"
 #: methods whose several positional arguments numpy's function takes as one tuple
@@ -726,6 +726,8 @@ class Lowerer(FlowLowering, TypeInfo):
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
                            frame.location(node), rule, custom))
         self.ops[-1].bind_error = bind_error
+        if rule is not None and rule.tuple_result:
+            self.lists.add(name)   # read by index like a list; its adjoint is a list
         if _makes_view(prim, args) and isinstance(args[0], Var):
             self.views[name] = self.views.get(args[0].name, args[0].name)
         ndim = self.infer_ndim(prim, args, kwargs)
