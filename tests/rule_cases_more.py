@@ -41,6 +41,11 @@ def W(*shape):
     return np.arange(1.0, np.prod(shape) + 1.0).reshape(shape) / np.prod(shape)
 
 
+# fixed weights read from globals (free arguments of the generated code: Numba compiles
+# those, not the np.prod in W)
+W33, W34, W44 = W(3, 3), W(3, 4), W(4, 4)
+
+
 def sign_free_eigh(a):
     """A loss of eigh's eigenvectors that does not depend on their signs."""
     w, v = np.linalg.eigh(a)
@@ -131,9 +136,9 @@ def more_cases(C):
           [R(2, 3, 4)]),
         C("method_trace_offset", lambda a: np.sin(a.trace(offset=-1)), [R(4, 3)]),
         C("diagonal", lambda a: np.sum(np.sin(np.diagonal(a, 1, 0, 2)) * W(2, 3)), [R(3, 2, 4)]),
-        C("diag_vec", lambda v: np.sum(np.sin(np.diag(v, 1)) * W(4, 4)), [R(3)], numba=True),
+        C("diag_vec", lambda v: np.sum(np.sin(np.diag(v, 1)) * W44), [R(3)], numba=True),
         C("diag_mat", lambda m: np.sum(np.sin(np.diag(m, -1))), [R(4, 3)]),
-        C("triu", lambda m: np.sum(np.sin(np.triu(m, 1)) * W(3, 4)), [R(3, 4)], numba=True),
+        C("triu", lambda m: np.sum(np.sin(np.triu(m, 1)) * W34), [R(3, 4)], numba=True),
         C("tril", lambda m: np.sum(np.sin(np.tril(m)) * W(3, 4)), [R(3, 4)]),
         C("tril_1d", lambda v: np.sum(np.tril(v, -1) * W(3, 3)), [R(3)]),
         # ------------------------------------------------------------ copies, rearrangements
@@ -143,20 +148,20 @@ def more_cases(C):
           [R(3, 4)]),
         C("tile", lambda x: np.sum(np.sin(np.tile(x, (2, 1, 3))) * W(2, 3, 12)), [R(3, 4)]),
         C("tile_int", lambda x: np.sum(np.sin(np.tile(x, 2)) * W(8)), [R(4)]),
-        C("diff", lambda x: np.sum(np.sin(np.diff(x)) * W(3, 3)), [R(3, 4)], numba=True),
+        C("diff", lambda x: np.sum(np.sin(np.diff(x)) * W33), [R(3, 4)], numba=True),
         C("diff_n2_axis0", lambda x: np.sum(np.sin(np.diff(x, n=2, axis=0)) * W(2, 4)),
           [R(4, 4)]),
         C("moveaxis", lambda x: np.sum(np.sin(np.moveaxis(x, 0, -1)) * W(3, 4, 2)), [R(2, 3, 4)]),
         C("rollaxis", lambda x: np.sum(np.sin(np.rollaxis(x, 2, 0)) * W(4, 2, 3)), [R(2, 3, 4)]),
         C("rollaxis_start", lambda x: np.sum(np.sin(np.rollaxis(x, 0, 3)) * W(3, 4, 2)),
           [R(2, 3, 4)]),
-        C("roll", lambda x: np.sum(np.sin(np.roll(x, 2)) * W(3, 4)), [R(3, 4)], numba=True),
+        C("roll", lambda x: np.sum(np.sin(np.roll(x, 2)) * W34), [R(3, 4)], numba=True),
         C("roll_axis", lambda x: np.sum(np.sin(np.roll(x, (1, -1), axis=(0, 1))) * W(3, 4)),
           [R(3, 4)]),
         C("rot90", lambda x: np.sum(np.sin(np.rot90(x)) * W(4, 3)), [R(3, 4)]),
         C("rot90_k", lambda x: np.sum(np.sin(np.rot90(x, 3, axes=(1, 2))) * W(2, 4, 3)),
           [R(2, 3, 4)]),
-        C("flipud_fliplr", lambda x: np.sum(np.sin(np.flipud(x) + np.fliplr(x) * 2.0) * W(3, 4)),
+        C("flipud_fliplr", lambda x: np.sum(np.sin(np.flipud(x) + np.fliplr(x) * 2.0) * W34),
           [R(3, 4)], numba=True),
         C("pad_constant", lambda x: np.sum(np.sin(np.pad(x, ((1, 2), (0, 1)))) * W(6, 5)),
           [R(3, 4)]),

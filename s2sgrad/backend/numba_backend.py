@@ -40,7 +40,7 @@ class Compiled:
                     raise
                 self._ready = False
         import numba
-        from . import numba_lists, numba_support  # noqa: F401  (register rt.* for Numba)
+        from . import numba_lists, numba_more, numba_support  # noqa: F401  (register rt.* for Numba)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
                 warnings.simplefilter("ignore", numba.NumbaWarning)
