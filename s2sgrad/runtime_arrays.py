@@ -12,7 +12,8 @@ __all__ = ["kron_adjoints", "tensordot_adjoints", "repeat_adjoint", "tile_adjoin
            "diff_adjoint", "diagonal_adjoint", "trace_adjoint", "pad_adjoint",
            "diag_adjoint", "permutation_adjoint", "stacked_adjoints", "append_adjoints",
            "select_adjoints", "select_default_adjoint", "roll_adjoint", "rollaxis_adjoint",
-           "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoints"]
+           "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoints",
+           "index_trick_adjoints"]
 
 
 def shaped_like(g, like):
@@ -195,6 +196,21 @@ def stacked_adjoints(g, arrays, how):
         axis = 0 if len(shapes[0]) == 1 else 1
     cuts = np.cumsum([s[axis] for s in shapes])[:-1]
     return [shaped_like(piece, x) for piece, x in zip(np.split(g, cuts, axis=axis), arrays)]
+
+
+def index_trick_adjoints(g, items, which):
+    """The adjoints of the items of ``np.r_[items]`` (``which`` "r_": joined along the first
+    axis, numbers as 1-element arrays) or ``np.c_[items]`` ("c_": 1-D items as columns,
+    joined along the last axis), as a list."""
+    if which == "r_":
+        shapes = [np.shape(x) if np.ndim(x) else (1,) for x in items]
+        axis = 0
+    else:
+        shapes = [(np.shape(x)[0], 1) if np.ndim(x) == 1 else
+                  (np.shape(x) if np.ndim(x) else (1, 1)) for x in items]
+        axis = -1
+    cuts = np.cumsum([s[axis] for s in shapes])[:-1]
+    return [shaped_like(piece, x) for piece, x in zip(np.split(g, cuts, axis=axis), items)]
 
 
 def append_adjoints(g, arr, values, axis):

@@ -189,6 +189,9 @@ def more_cases(C):
           (0, 1)),
         C("append_axis", lambda x, y: np.sum(np.sin(np.append(x, y, axis=0)) * W(5, 4)),
           [R(3, 4), R(2, 4)], (0, 1)),
+        C("r_", lambda x, y, z: np.sum(np.sin(np.r_[x, y, 2.0, z]) * W(8)), [R(3), R(3), 0.4],
+          (0, 1, 2)),
+        C("c_", lambda x, y: np.sum(np.sin(np.c_[x, y]) * W(3, 3)), [R(3), R(3, 2)], (0, 1)),
         C("select", select_loss, [R(3, 4) * 1.5, R(3, 4)], (0, 1)),
         # ------------------------------------------------------------ linear algebra
         C("slogdet", slogdet_loss, [WC(3, 3)]),

@@ -47,3 +47,4 @@ def test_readme_links_stay_in_the_repository():
     for target in targets:
         if "://" not in target:
             assert (ROOT / target.split("#")[0]).exists(), f"README.md links missing {target}"
+

@@ -30,6 +30,7 @@ from ..rules import lookup
 from . import literals
 from .emit import to_source
 from .forward import forward_expression
+from .index_tricks import is_index_trick, lower_index_trick
 from .frontend import MISSING, is_user_code, parse_function
 from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
                  Var)
@@ -489,6 +490,8 @@ class Lowerer(FlowLowering, TypeInfo):
                     return value
             raise self.unsupported(frame, node, "a dict read with a key not known while "
                                    "building", "index dicts with constant keys")
+        if isinstance(base, Const) and is_index_trick(base.value) and not isinstance(index, Const):
+            return lower_index_trick(self, frame, node, base.value, index, hint)   # np.r_[x, y]
         if isinstance(base, (Seq, Const)) and isinstance(index, Const):
             seq = base.items if isinstance(base, Seq) else base.value
             try:

@@ -27,7 +27,8 @@ _SYNTAX = {
     operator.ne: "!=", operator.not_: "not", operator.floordiv: "//", operator.and_: "&",
     operator.or_: "|", operator.invert: "~", operator.xor: "^", operator.is_: "is",
     operator.is_not: "is not", operator.contains: "in", "not_in": "not in",
-    "boolop": "and / or", "stop_gradient": "ops.stop_gradient",
+    "boolop": "and / or", "stop_gradient": "ops.stop_gradient", "np.r_": "np.r_[...]",
+    "np.c_": "np.c_[...]",
 }
 
 _MODULES = (("np.linalg", "numpy.linalg", np.linalg), ("np", "numpy", np),

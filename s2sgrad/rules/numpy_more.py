@@ -267,3 +267,13 @@ def _(ans, arr, values, axis=None):
 def _(ans, condlist, choicelist, default=0):
     d[choicelist] = rt.select_adjoints(d[ans], condlist, choicelist)
     d[default] = rt.select_default_adjoint(d[ans], condlist, default)
+
+
+@vjp("np.r_")
+def _(ans, *items):
+    d[items] = rt.index_trick_adjoints(d[ans], items, "r_")
+
+
+@vjp("np.c_")
+def _(ans, *items):
+    d[items] = rt.index_trick_adjoints(d[ans], items, "c_")
