@@ -13,7 +13,9 @@ __all__ = ["kron_adjoints", "tensordot_adjoints", "repeat_adjoint", "tile_adjoin
            "diag_adjoint", "permutation_adjoint", "stacked_adjoints", "append_adjoints",
            "select_adjoints", "select_default_adjoint", "roll_adjoint", "rollaxis_adjoint",
            "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoints",
-           "index_trick_adjoints"]
+           "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoints",
+           "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoints",
+           "correlate_adjoints", "trapezoid_adjoints", "vecdot_adjoints"]
 
 
 def shaped_like(g, like):
@@ -303,3 +305,159 @@ def logsumexp_adjoints(g, ans, a, axis, b, keepdims):
     spread = np.broadcast_to(unreduce(g, np.empty(full), axis, keepdims), full)
     weights = np.exp(np.asarray(a) - unreduce(ans, np.empty(full), axis, keepdims))
     return unbroadcast(spread * weights * b, a), unbroadcast(spread * weights, b)
+
+
+def gradient_adjoint(g, f, spacing, axis, edge_order):
+    """The adjoint of ``np.gradient(f, *spacing, axis=axis, edge_order=edge_order)``: along
+    each axis, ``g``'s part times the transpose of that axis's difference matrix (made by
+    np.gradient of the identity: n x n for an axis of length n).  ``g`` is one array for
+    one axis, else the adjoints of the result's arrays, stacked."""
+    f = np.asarray(f)
+    axes = list(range(f.ndim)) if axis is None else (
+        [axis] if isinstance(axis, (int, np.integer)) else list(axis))
+    axes = [a % f.ndim for a in axes]
+    parts = [g] if len(axes) == 1 else list(np.asarray(g))
+    steps = list(spacing) if len(spacing) > 1 else list(spacing) * len(axes) if spacing \
+        else [1.0] * len(axes)
+    out = np.zeros(f.shape, dtype=np.result_type(f, np.float32))
+    for part, ax, step in zip(parts, axes, steps):
+        n = f.shape[ax]
+        matrix = np.gradient(np.eye(n), step, axis=0, edge_order=edge_order)
+        moved = np.moveaxis(np.asarray(part), ax, 0)
+        out += np.moveaxis(np.tensordot(matrix.T, moved, axes=1), 0, ax)
+    return out
+
+
+def nan_extremum_mask(x, ans, axis, keepdims):
+    """Where ``x`` attains ``np.nanmax`` / ``np.nanmin`` ``ans`` (NaNs never), split evenly
+    between ties."""
+    from .runtime import unreduce
+    hit = (np.asarray(x) == unreduce(ans, x, axis, keepdims)).astype(np.result_type(x, np.float32))
+    return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+def average_adjoints(g, ans, a, axis, weights, keepdims):
+    """The adjoints of ``a`` and ``weights`` in ``np.average(a, axis, weights, keepdims=)``
+    (``weights`` None: the mean; its adjoint is then None).  1-D weights with an int axis
+    lie along that axis, as numpy reads them."""
+    from .runtime import reduction_count, unbroadcast, unreduce
+    spread = unreduce(g, a, axis, keepdims)
+    if weights is None:
+        return spread / reduction_count(a, axis), None
+    a = np.asarray(a)
+    w = np.asarray(weights)
+    if w.ndim == 1 and a.ndim > 1 and axis is not None:
+        shape = [1] * a.ndim
+        shape[axis % a.ndim] = w.size
+        w_full = w.reshape(shape)
+    else:
+        w_full = w
+    total = np.sum(np.broadcast_to(w_full, a.shape), axis=axis, keepdims=True)
+    mean = unreduce(ans, a, axis, keepdims)
+    da = spread * w_full / total
+    dw = spread * (a - mean) / total
+    if w_full is not w:
+        dw = np.sum(dw, axis=tuple(i for i in range(a.ndim) if i != axis % a.ndim))
+        return da, dw
+    return da, unbroadcast(dw, weights)
+
+
+def take_adjoint(g, a, indices, axis):
+    """The adjoint of ``np.take(a, indices, axis)`` (None: of the flattened array): ``g``
+    added back at the indices (repeats accumulate)."""
+    arr = np.asarray(a)
+    out = np.zeros(arr.shape if axis is not None else (arr.size,),
+                   dtype=np.result_type(g, np.float32))
+    ax = 0 if axis is None else axis % arr.ndim
+    moved = np.moveaxis(out, ax, 0)
+    g_moved = np.moveaxis(np.asarray(g), list(range(ax, ax + np.ndim(indices))),
+                          list(range(np.ndim(indices))))
+    np.add.at(moved, np.asarray(indices), g_moved)
+    return shaped_like(out, a)
+
+
+def take_along_axis_adjoint(g, arr, indices, axis):
+    """The adjoint of ``np.take_along_axis(arr, indices, axis)``: ``g`` added back where
+    each value was read (repeats accumulate)."""
+    arr = np.asarray(arr)
+    if axis is None:
+        return shaped_like(take_along_axis_adjoint(g, np.ravel(arr), indices, 0), arr)
+    ax = axis % arr.ndim
+    full = np.broadcast_shapes(np.shape(indices), tuple(
+        1 if i == ax else n for i, n in enumerate(arr.shape)))
+    grid = list(np.indices(full, sparse=True))
+    grid[ax] = np.broadcast_to(indices, full)
+    out = np.zeros(arr.shape, dtype=np.result_type(g, np.float32))
+    np.add.at(out, tuple(grid), np.broadcast_to(g, full))
+    return out
+
+
+def split_adjoint(g, ary, axis):
+    """The adjoint of ``np.split`` / ``np.array_split(ary, ..., axis)``: the pieces'
+    adjoints (a list) joined back along ``axis``."""
+    return shaped_like(np.concatenate([np.asarray(piece) for piece in g], axis=axis), ary)
+
+
+def _full_window(g, n, m, mode):
+    """``g`` of ``np.convolve(a (n), v (m), mode)`` placed in the full result (n + m - 1)."""
+    full = np.zeros(n + m - 1, dtype=np.result_type(g, np.float32))
+    size = np.size(g)
+    start = {"full": 0, "valid": min(n, m) - 1, "same": (n + m - 1 - size) // 2}[mode]
+    full[start:start + size] = g
+    return full
+
+
+def convolve_adjoints(g, a, v, mode):
+    """The adjoints of ``a`` and ``v`` in ``np.convolve(a, v, mode)`` (1-D)."""
+    a, v = np.asarray(a), np.asarray(v)
+    full = _full_window(g, a.size, v.size, mode)
+    return (np.convolve(full, v[::-1], "valid")[:a.size],
+            np.convolve(full, a[::-1], "valid")[:v.size])
+
+
+def correlate_adjoints(g, a, v, mode):
+    """The adjoints of ``a`` and ``v`` in ``np.correlate(a, v, mode)`` = ``np.convolve(a,
+    v[::-1], mode)`` (real 1-D)."""
+    da, dv_reversed = convolve_adjoints(g, a, np.asarray(v)[::-1], mode)
+    return da, dv_reversed[::-1]
+
+
+def _pad_axis(x, axis, before, after):
+    widths = [(0, 0)] * np.ndim(x)
+    widths[axis] = (before, after)
+    return np.pad(x, widths)
+
+
+def trapezoid_adjoints(g, y, x, dx, axis):
+    """The adjoints of ``y`` and ``x`` in ``np.trapezoid(y, x, dx, axis)`` (``x`` None: the
+    spacing ``dx``; the adjoint of ``x`` is then None).  With widths ``w = diff(x)``:
+    ``dy[i] = g (w[i-1] + w[i]) / 2``, ``dx`` the adjoint of diff of ``g (y[i] + y[i+1]) / 2``."""
+    y = np.asarray(y)
+    ax = axis % y.ndim
+    n = y.shape[ax]
+    shape = [1] * y.ndim
+    shape[ax] = n - 1
+    if x is None:
+        widths = np.full(shape, float(dx))
+    else:
+        xa = np.asarray(x)
+        widths = np.diff(xa, axis=axis) if xa.ndim > 1 else np.diff(xa).reshape(shape)
+    gk = np.expand_dims(np.asarray(g), ax)
+    half = gk * widths / 2.0
+    dy = np.broadcast_to(_pad_axis(half, ax, 1, 0) + _pad_axis(half, ax, 0, 1), y.shape)
+    if x is None:
+        return dy, None
+    means = gk * (np.take(y, range(1, n), axis=ax) + np.take(y, range(n - 1), axis=ax)) / 2.0
+    dcoords = diff_adjoint(means, 1, ax)
+    if np.ndim(x) == 1 and y.ndim > 1:
+        return dy, np.sum(np.moveaxis(dcoords, ax, -1).reshape(-1, n), axis=0)
+    from .runtime import unbroadcast
+    return dy, unbroadcast(dcoords, x)
+
+
+def vecdot_adjoints(g, x1, x2, axis):
+    """The adjoints of ``np.vecdot(x1, x2, axis=axis)`` (real): ``g`` times the other
+    operand along ``axis``."""
+    from .runtime import unbroadcast
+    gk = np.expand_dims(np.asarray(g), axis)
+    return unbroadcast(gk * x2, x1), unbroadcast(gk * x1, x2)

@@ -44,6 +44,8 @@ def W(*shape):
 # fixed weights read from globals (free arguments of the generated code: Numba compiles
 # those, not the np.prod in W)
 W33, W34, W44 = W(3, 3), W(3, 4), W(4, 4)
+HOLES = np.zeros((3, 4), dtype=bool)      # where the nan-reduction cases hold NaNs
+HOLES[0, 1] = HOLES[2, 3] = HOLES[1, 0] = True
 
 
 def sign_free_eigh(a):
@@ -75,6 +77,16 @@ def slogdet_loss(a):
 
 def unpacked_slogdet_batched(a):
     return np.sum(np.sin(np.linalg.slogdet(a)[1]))
+
+
+def gradient_2d(f):
+    gy, gx = np.gradient(f, 0.5, 2.0)
+    return np.sum(np.sin(gy) * W(3, 4) + gx * gx)
+
+
+def array_split_loss(x):
+    a, b, c = np.array_split(x, 3)
+    return np.sum(np.sin(a) * 2.0) + np.sum(c * c)
 
 
 def select_loss(x, y):
@@ -116,7 +128,38 @@ def more_cases(C):
         C("cumprod_axis_zero", lambda x: np.sum(np.sin(np.cumprod(x, axis=1)) * W(3, 4)),
           [np.where(np.arange(12).reshape(3, 4) == 5, 0.0, P(3, 4))]),
         C("method_cumprod", lambda x: np.sum(x.cumprod(axis=0) * W(3, 4)), [P(3, 4)]),
+        # ------------------------------------------------------------ reductions
+        C("nansum_nanmean", lambda x: np.sum(np.sin(np.nansum(x, axis=0)) * W(4))
+          + np.nanmean(x * W(3, 4)), [np.where(HOLES, np.nan, R(3, 4))]),
+        C("nanmax_nanmin", lambda x: np.sum(np.sin(np.nanmax(x, axis=1)) * W(3))
+          + np.nanmin(x), [np.where(HOLES, np.nan, rng.permutation(12).reshape(3, 4) * 0.1)]),
+        C("ptp", lambda x: np.sum(np.sin(np.ptp(x, axis=0)) * W(4)) + np.ptp(x),
+          [rng.permutation(12).reshape(3, 4) * 0.1]),
+        C("average", lambda x: np.sum(np.sin(np.average(x, axis=1)) * W(3)), [R(3, 4)]),
+        C("average_weights", lambda x, w: np.sum(np.sin(np.average(x, axis=1, weights=w))
+                                                 * W(3)), [R(3, 4), P(4)], (0, 1)),
+        C("average_weights_full", lambda x, w: np.average(x, weights=w), [R(3, 4), P(3, 4)],
+          (0, 1)),
+        C("trapezoid_dx", lambda y: np.sum(np.sin(np.trapezoid(y, dx=0.3)) * W(3)), [R(3, 4)]),
+        C("trapezoid_x", lambda y, x: np.sin(np.trapezoid(y, x)), [R(5), np.cumsum(P(5))],
+          (0, 1)),
+        C("trapezoid_x_axis0", lambda y, x: np.sum(np.sin(np.trapezoid(y, x, axis=0)) * W(4)),
+          [R(3, 4), np.cumsum(P(3))], (0, 1)),
         # ------------------------------------------------------------ products
+        C("vecdot", lambda a, b: np.sum(np.sin(np.vecdot(a, b)) * W(3)), [R(3, 4), R(4)],
+          (0, 1)),
+        C("linalg_vecdot_axis0", lambda a, b: np.sum(np.sin(np.linalg.vecdot(a, b, axis=0))),
+          [R(3, 4), R(3, 4)], (0, 1)),
+        C("convolve", lambda a, v: np.sum(np.sin(np.convolve(a, v)) * W(7)), [R(5), R(3)],
+          (0, 1)),
+        C("convolve_same", lambda a, v: np.sum(np.sin(np.convolve(a, v, "same")) * W(5)),
+          [R(5), R(4)], (0, 1)),
+        C("convolve_valid_short_a", lambda a, v: np.sum(np.sin(np.convolve(a, v, "valid"))
+                                                        * W(3)), [R(3), R(5)], (0, 1)),
+        C("correlate", lambda a, v: np.sum(np.sin(np.correlate(a, v, "full")) * W(7)),
+          [R(5), R(3)], (0, 1)),
+        C("correlate_valid", lambda a, v: np.sum(np.sin(np.correlate(a, v)) * W(3)),
+          [R(5), R(3)], (0, 1)),
         C("cross", lambda a, b: np.sum(np.sin(np.cross(a, b))), [R(4, 3), R(4, 3)], (0, 1),
           numba=True),
         C("cross_bcast", lambda a, b: np.sum(np.sin(np.cross(a, b))), [R(4, 3), R(3)], (0, 1)),
@@ -142,6 +185,14 @@ def more_cases(C):
         C("tril", lambda m: np.sum(np.sin(np.tril(m)) * W(3, 4)), [R(3, 4)]),
         C("tril_1d", lambda v: np.sum(np.tril(v, -1) * W(3, 3)), [R(3)]),
         # ------------------------------------------------------------ copies, rearrangements
+        C("take", lambda x: np.sum(np.sin(np.take(x, [0, 2, 2, 1], axis=1)) * W(3, 4)),
+          [R(3, 4)]),
+        C("take_flat", lambda x: np.sum(np.sin(np.take(x, np.array([[5, 0], [5, 11]])))
+                                        * W(2, 2)), [R(3, 4)]),
+        C("take_along_axis", lambda x: np.sum(np.sin(np.take_along_axis(
+            x, np.array([[0, 0], [3, 1], [2, 2]]), axis=1)) * W(3, 2)), [R(3, 4)]),
+        C("split", lambda x: np.sum(np.sin(np.split(x, 2, axis=1)[1]) * W(3, 2)), [R(3, 4)]),
+        C("array_split_unpacked", array_split_loss, [R(5, 2)]),
         C("repeat_int", lambda x: np.sum(np.sin(np.repeat(x, 2)) * W(24)), [R(3, 4)]),
         C("repeat_axis", lambda x: np.sum(np.sin(np.repeat(x, 3, axis=1)) * W(3, 12)), [R(3, 4)]),
         C("repeat_array", lambda x: np.sum(np.sin(np.repeat(x, [1, 0, 2], axis=0)) * W(3, 4)),
@@ -151,6 +202,12 @@ def more_cases(C):
         C("diff", lambda x: np.sum(np.sin(np.diff(x)) * W33), [R(3, 4)], numba=True),
         C("diff_n2_axis0", lambda x: np.sum(np.sin(np.diff(x, n=2, axis=0)) * W(2, 4)),
           [R(4, 4)]),
+        C("gradient_1d", lambda f: np.sum(np.sin(np.gradient(f)) * W(5)), [R(5)]),
+        C("gradient_edge2", lambda f: np.sum(np.sin(np.gradient(f, 0.3, edge_order=2)) * W(5)),
+          [R(5)]),
+        C("gradient_2d", gradient_2d, [R(3, 4)]),
+        C("gradient_axis_coords", lambda f: np.sum(np.sin(np.gradient(
+            f, np.array([0.0, 0.5, 1.5, 1.7]), axis=1)) * W(3, 4)), [R(3, 4)]),
         C("moveaxis", lambda x: np.sum(np.sin(np.moveaxis(x, 0, -1)) * W(3, 4, 2)), [R(2, 3, 4)]),
         C("rollaxis", lambda x: np.sum(np.sin(np.rollaxis(x, 2, 0)) * W(4, 2, 3)), [R(2, 3, 4)]),
         C("rollaxis_start", lambda x: np.sum(np.sin(np.rollaxis(x, 0, 3)) * W(3, 4, 2)),
@@ -211,6 +268,18 @@ def more_cases(C):
         C("svd_square", sign_free_svd_square, [np.diag([3.0, 2.0, 1.0]) + R(3, 3) * 0.2]),
         C("svdvals", lambda a: np.sum(np.sin(np.linalg.svdvals(a))),
           [np.diag([3.0, 2.0, 1.0]) @ np.eye(3, 4) + R(3, 4) * 0.2]),
+        C("vector_norm", lambda x: np.linalg.vector_norm(x) + np.sum(np.linalg.vector_norm(
+            x, axis=0, ord=1) * W(4)) + np.linalg.vector_norm(x, ord=np.inf), [NZ(3, 4)]),
+        C("matrix_norm", lambda x: np.linalg.matrix_norm(x) + np.sum(np.linalg.matrix_norm(
+            x, ord="nuc", keepdims=True)), [np.diag([3.0, 2.0, 1.0]) + R(3, 3) * 0.2]),
+        C("linalg_trace_diagonal", lambda x: np.sum(np.sin(np.linalg.trace(x, offset=1)) * W(2))
+          + np.sum(np.linalg.diagonal(x) * W(2, 3)), [R(2, 3, 4)]),
+        C("linalg_matrix_transpose_matmul", lambda a, b: np.sum(np.sin(np.linalg.matmul(
+            np.linalg.matrix_transpose(a), b)) * W(4, 2)), [R(3, 4), R(3, 2)], (0, 1)),
+        C("linalg_outer_cross_tensordot", lambda a, b: np.sum(np.sin(np.linalg.outer(a, b))
+                                                             * W(3, 3))
+          + np.sum(np.linalg.cross(a, b) * W(3)) + np.sin(np.linalg.tensordot(a, b, axes=1)),
+          [R(3), R(3)], (0, 1)),
         C("pinv_tall", lambda a: np.sum(np.sin(np.linalg.pinv(a)) * W(3, 4)),
           [np.eye(4, 3) * 2.0 + R(4, 3) * 0.3]),
         C("pinv_square", lambda a: np.sum(np.sin(np.linalg.pinv(a))), [WC(3, 3)]),

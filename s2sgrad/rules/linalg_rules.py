@@ -59,3 +59,41 @@ def _(ans, a, n):
 @vjp(np.linalg.multi_dot)
 def _(ans, arrays):
     d[arrays] = rt.multi_dot_adjoints(d[ans], arrays)
+
+
+@vjp(np.linalg.vector_norm)
+def _(ans, x, axis=None, keepdims=False, ord=2):
+    d[x] = rt.vector_norm_adjoint(d[ans], ans, x, ord, axis, keepdims)
+
+
+@vjp(np.linalg.matrix_norm)
+def _(ans, x, keepdims=False, ord="fro"):
+    d[x] = rt.matrix_norm_axes_adjoint(d[ans], x, ord, (-2, -1), keepdims)
+
+
+@vjp(np.linalg.trace)
+def _(ans, x, offset=0):
+    d[x] = rt.trace_adjoint(d[ans], x, offset, -2, -1)
+
+
+@vjp(np.linalg.diagonal)
+def _(ans, x, offset=0):
+    d[x] = rt.diagonal_adjoint(d[ans], x, offset, -2, -1)
+
+
+@vjp(np.linalg.matrix_transpose)
+def _(ans, x):
+    d[x] = np.swapaxes(d[ans], -1, -2)
+
+
+@vjp(np.linalg.matmul)
+def _(ans, x1, x2):
+    d1_d2 = rt.matmul_adjoints(d[ans], x1, x2)
+    d[x1] = d1_d2[0]
+    d[x2] = d1_d2[1]
+
+
+@vjp(np.linalg.outer)
+def _(ans, x1, x2):
+    d[x1] = d[ans] @ x2
+    d[x2] = x1 @ d[ans]

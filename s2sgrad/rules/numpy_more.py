@@ -118,10 +118,50 @@ def _(ans, a, axis=None):
     d[a] = rt.cumprod_adjoint(d[ans], a, axis)
 
 
+# ---------------------------------------------------------------- reductions
+
+
+@vjp(np.nansum)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans], a, axis, keepdims) * np.logical_not(np.isnan(a))
+
+
+@vjp(np.nanmean)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = (rt.unreduce(d[ans], a, axis, keepdims) * np.logical_not(np.isnan(a))
+            / np.sum(np.logical_not(np.isnan(a)), axis=axis, keepdims=True))
+
+
+@vjp(np.nanmax, np.nanmin)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans], a, axis, keepdims) * rt.nan_extremum_mask(a, ans, axis, keepdims)
+
+
+@vjp(np.ptp)
+def _(ans, a, axis=None, keepdims=False):
+    d[a] = rt.unreduce(d[ans], a, axis, keepdims) * (
+        rt.extremum_mask(a, rt.amax(a, axis, keepdims), axis, keepdims)
+        - rt.extremum_mask(a, rt.amin(a, axis, keepdims), axis, keepdims))
+
+
+@vjp(np.average)
+def _(ans, a, axis=None, weights=None, keepdims=False):
+    da_dw = rt.average_adjoints(d[ans], ans, a, axis, weights, keepdims)
+    d[a] = da_dw[0]
+    d[weights] = da_dw[1]
+
+
+@vjp(np.trapezoid)
+def _(ans, y, x=None, dx=1.0, axis=-1):
+    dy_dx = rt.trapezoid_adjoints(d[ans], y, x, dx, axis)
+    d[y] = dy_dx[0]
+    d[x] = dy_dx[1]
+
+
 # ---------------------------------------------------------------- products
 
 
-@vjp(np.cross)
+@vjp(np.cross, np.linalg.cross)
 def _(ans, a, b):
     d[a] = rt.unbroadcast(np.cross(b, d[ans]), a)
     d[b] = rt.unbroadcast(np.cross(d[ans], a), b)
@@ -134,11 +174,32 @@ def _(ans, a, b):
     d[b] = da_db[1]
 
 
-@vjp(np.tensordot)
+@vjp(np.tensordot, np.linalg.tensordot)
 def _(ans, a, b, axes=2):
     da_db = rt.tensordot_adjoints(d[ans], a, b, axes)
     d[a] = da_db[0]
     d[b] = da_db[1]
+
+
+@vjp(np.vecdot, np.linalg.vecdot)
+def _(ans, x1, x2, axis=-1):
+    d1_d2 = rt.vecdot_adjoints(d[ans], x1, x2, axis)
+    d[x1] = d1_d2[0]
+    d[x2] = d1_d2[1]
+
+
+@vjp(np.convolve)
+def _(ans, a, v, mode="full"):
+    da_dv = rt.convolve_adjoints(d[ans], a, v, mode)
+    d[a] = da_dv[0]
+    d[v] = da_dv[1]
+
+
+@vjp(np.correlate)
+def _(ans, a, v, mode="valid"):
+    da_dv = rt.correlate_adjoints(d[ans], a, v, mode)
+    d[a] = da_dv[0]
+    d[v] = da_dv[1]
 
 
 @vjp(np.vdot)
@@ -178,6 +239,21 @@ def _(ans, m, k=0):
 # ---------------------------------------------------------------- copies and rearrangements
 
 
+@vjp(np.take)
+def _(ans, a, indices, axis=None):
+    d[a] = rt.take_adjoint(d[ans], a, indices, axis)
+
+
+@vjp(np.take_along_axis)
+def _(ans, arr, indices, axis=-1):
+    d[arr] = rt.take_along_axis_adjoint(d[ans], arr, indices, axis)
+
+
+@vjp(np.split, np.array_split, tuple_result=True)
+def _(ans, ary, indices_or_sections, axis=0):
+    d[ary] = rt.split_adjoint(d[ans], ary, axis)
+
+
 @vjp(np.repeat)
 def _(ans, a, repeats, axis=None):
     d[a] = rt.repeat_adjoint(d[ans], a, repeats, axis)
@@ -191,6 +267,11 @@ def _(ans, A, reps):
 @vjp(np.diff)
 def _(ans, a, n=1, axis=-1):
     d[a] = rt.diff_adjoint(d[ans], n, axis)
+
+
+@vjp(np.gradient)
+def _(ans, f, *varargs, axis=None, edge_order=1):
+    d[f] = rt.gradient_adjoint(d[ans], f, varargs, axis, edge_order)
 
 
 @vjp(np.moveaxis)
