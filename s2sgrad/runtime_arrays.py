@@ -15,7 +15,8 @@ __all__ = ["kron_adjoints", "tensordot_adjoints", "repeat_adjoint", "tile_adjoin
            "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoints",
            "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoints",
            "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoints",
-           "correlate_adjoints", "trapezoid_adjoints", "vecdot_adjoints"]
+           "correlate_adjoints", "trapezoid_adjoints", "vecdot_adjoints",
+           "gradient_spacing_adjoints", "matvec_adjoints", "quantile_adjoint"]
 
 
 def shaped_like(g, like):
@@ -429,9 +430,10 @@ def _pad_axis(x, axis, before, after):
 
 
 def trapezoid_adjoints(g, y, x, dx, axis):
-    """The adjoints of ``y`` and ``x`` in ``np.trapezoid(y, x, dx, axis)`` (``x`` None: the
-    spacing ``dx``; the adjoint of ``x`` is then None).  With widths ``w = diff(x)``:
-    ``dy[i] = g (w[i-1] + w[i]) / 2``, ``dx`` the adjoint of diff of ``g (y[i] + y[i+1]) / 2``."""
+    """The adjoints of ``y``, ``x`` and ``dx`` in ``np.trapezoid(y, x, dx, axis)`` (``x``
+    None: the spacing is ``dx`` and ``x``'s adjoint is None; else ``dx``'s is 0).  With
+    widths ``w = diff(x)``: ``dy[i] = g (w[i-1] + w[i]) / 2``; ``x``'s adjoint is the adjoint
+    of diff applied to ``g (y[i] + y[i+1]) / 2``, ``dx``'s the sum of that over the widths."""
     y = np.asarray(y)
     ax = axis % y.ndim
     n = y.shape[ax]
@@ -445,14 +447,14 @@ def trapezoid_adjoints(g, y, x, dx, axis):
     gk = np.expand_dims(np.asarray(g), ax)
     half = gk * widths / 2.0
     dy = np.broadcast_to(_pad_axis(half, ax, 1, 0) + _pad_axis(half, ax, 0, 1), y.shape)
-    if x is None:
-        return dy, None
     means = gk * (np.take(y, range(1, n), axis=ax) + np.take(y, range(n - 1), axis=ax)) / 2.0
+    if x is None:
+        return dy, None, np.sum(means)
     dcoords = diff_adjoint(means, 1, ax)
     if np.ndim(x) == 1 and y.ndim > 1:
-        return dy, np.sum(np.moveaxis(dcoords, ax, -1).reshape(-1, n), axis=0)
+        return dy, np.sum(np.moveaxis(dcoords, ax, -1).reshape(-1, n), axis=0), 0.0
     from .runtime import unbroadcast
-    return dy, unbroadcast(dcoords, x)
+    return dy, unbroadcast(dcoords, x), 0.0
 
 
 def vecdot_adjoints(g, x1, x2, axis):
@@ -461,3 +463,56 @@ def vecdot_adjoints(g, x1, x2, axis):
     from .runtime import unbroadcast
     gk = np.expand_dims(np.asarray(g), axis)
     return unbroadcast(gk * x2, x1), unbroadcast(gk * x1, x2)
+
+
+def gradient_spacing_adjoints(g, ans, spacing, axis, ndim):
+    """The adjoints of the scalar spacings in ``np.gradient(f, *spacing, axis=axis)`` (the
+    result scales as 1/h: ``dh = -sum(g * result) / h``), as a list; a coordinate array
+    spacing is refused."""
+    count = ndim if axis is None else (1 if isinstance(axis, (int, np.integer)) else len(axis))
+    parts = [np.asarray(g)] if count == 1 else list(np.asarray(g))
+    results = [np.asarray(ans)] if count == 1 else list(ans)
+    terms = [-np.sum(p * r) for p, r in zip(parts, results)]
+    if any(np.ndim(h) for h in spacing):
+        raise NotImplementedError("gradient of np.gradient with respect to coordinate arrays")
+    if len(spacing) == 1:
+        return [sum(terms) / spacing[0]]
+    return [t / h for t, h in zip(terms, spacing)]
+
+
+def matvec_adjoints(g, x1, x2):
+    """The adjoints of ``np.matvec(x1, x2)`` = ``x1 @ x2[..., None]`` without the last axis."""
+    from .runtime import unbroadcast
+    g = np.asarray(g)
+    return (unbroadcast(g[..., :, None] * np.asarray(x2)[..., None, :], x1),
+            unbroadcast(np.einsum("...mn,...m->...n", x1, g), x2))
+
+
+def quantile_adjoint(g, a, q, axis, method, keepdims):
+    """The adjoint of ``np.quantile(a, q, axis, method="linear", keepdims=)`` for a scalar
+    ``q`` (``np.median`` is q = 0.5): the two order statistics it interpolates get ``g``
+    times their weights, put back where those values were in ``a``."""
+    if method != "linear" or np.ndim(q):
+        raise NotImplementedError("gradient of np.quantile / percentile: s2sgrad has "
+                                  "method='linear' with one q")
+    arr = np.asarray(a)
+    if axis is None:
+        return shaped_like(quantile_adjoint(np.reshape(g, ()), np.ravel(arr), q, 0, method,
+                                            False), a)
+    ax = axis % arr.ndim
+    n = arr.shape[ax]
+    pos = float(q) * (n - 1)
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    weights = np.zeros(n)
+    weights[lo] += hi - pos if hi != lo else 1.0
+    if hi != lo:
+        weights[hi] += pos - lo
+    shape = [1] * arr.ndim
+    shape[ax] = n
+    gk = np.asarray(g) if keepdims else np.expand_dims(np.asarray(g), ax)
+    in_order = gk * weights.reshape(shape)
+    out = np.zeros(arr.shape, dtype=np.result_type(g, np.float32))
+    np.put_along_axis(out, np.argsort(arr, axis=ax, kind="stable"),
+                      np.broadcast_to(in_order, arr.shape), axis=ax)
+    return out

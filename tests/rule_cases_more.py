@@ -89,6 +89,11 @@ def array_split_loss(x):
     return np.sum(np.sin(a) * 2.0) + np.sum(c * c)
 
 
+def gradient_2d_spacings(f, hy, hx):
+    gy, gx = np.gradient(f, hy, hx)
+    return np.sum(np.sin(gy) * W(3, 4) + gx * gx)
+
+
 def select_loss(x, y):
     return np.sum(np.sin(np.select([x > 0.5, x < -0.5], [x * y, np.sin(x)], y)) * W(3, 4))
 
@@ -135,17 +140,28 @@ def more_cases(C):
           + np.nanmin(x), [np.where(HOLES, np.nan, rng.permutation(12).reshape(3, 4) * 0.1)]),
         C("ptp", lambda x: np.sum(np.sin(np.ptp(x, axis=0)) * W(4)) + np.ptp(x),
           [rng.permutation(12).reshape(3, 4) * 0.1]),
+        C("median", lambda x: np.sum(np.sin(np.median(x, axis=1)) * W(3)) + np.median(x),
+          [rng.permutation(12).reshape(3, 4) * 0.1]),
+        C("median_odd_keep", lambda x: np.sum(np.sin(np.median(x, axis=0, keepdims=True))
+                                              * W(1, 4)), [rng.permutation(12).reshape(3, 4)
+                                                          * 0.1]),
+        C("quantile_percentile", lambda x: np.sum(np.sin(np.quantile(x, 0.3, axis=1)) * W(3))
+          + np.percentile(x, 80.0), [rng.permutation(12).reshape(3, 4) * 0.1]),
         C("average", lambda x: np.sum(np.sin(np.average(x, axis=1)) * W(3)), [R(3, 4)]),
         C("average_weights", lambda x, w: np.sum(np.sin(np.average(x, axis=1, weights=w))
                                                  * W(3)), [R(3, 4), P(4)], (0, 1)),
         C("average_weights_full", lambda x, w: np.average(x, weights=w), [R(3, 4), P(3, 4)],
           (0, 1)),
         C("trapezoid_dx", lambda y: np.sum(np.sin(np.trapezoid(y, dx=0.3)) * W(3)), [R(3, 4)]),
+        C("trapezoid_dx_active", lambda y, h: np.sin(np.trapezoid(y, dx=h)), [R(5), 0.4],
+          (0, 1)),
         C("trapezoid_x", lambda y, x: np.sin(np.trapezoid(y, x)), [R(5), np.cumsum(P(5))],
           (0, 1)),
         C("trapezoid_x_axis0", lambda y, x: np.sum(np.sin(np.trapezoid(y, x, axis=0)) * W(4)),
           [R(3, 4), np.cumsum(P(3))], (0, 1)),
         # ------------------------------------------------------------ products
+        C("matvec_vecmat", lambda a, v, u: np.sum(np.sin(np.matvec(a, v)) * W(2, 3))
+          + np.sum(np.vecmat(u, a) * W(2, 4)), [R(2, 3, 4), R(4), R(3)], (0, 1, 2)),
         C("vecdot", lambda a, b: np.sum(np.sin(np.vecdot(a, b)) * W(3)), [R(3, 4), R(4)],
           (0, 1)),
         C("linalg_vecdot_axis0", lambda a, b: np.sum(np.sin(np.linalg.vecdot(a, b, axis=0))),
@@ -206,6 +222,9 @@ def more_cases(C):
         C("gradient_edge2", lambda f: np.sum(np.sin(np.gradient(f, 0.3, edge_order=2)) * W(5)),
           [R(5)]),
         C("gradient_2d", gradient_2d, [R(3, 4)]),
+        C("gradient_spacing_active", lambda f, h: np.sum(np.sin(np.gradient(f, h)) * W(5)),
+          [R(5), 0.7], (0, 1)),
+        C("gradient_2d_spacings_active", gradient_2d_spacings, [R(3, 4), 0.5, 2.0], (0, 1, 2)),
         C("gradient_axis_coords", lambda f: np.sum(np.sin(np.gradient(
             f, np.array([0.0, 0.5, 1.5, 1.7]), axis=1)) * W(3, 4)), [R(3, 4)]),
         C("moveaxis", lambda x: np.sum(np.sin(np.moveaxis(x, 0, -1)) * W(3, 4, 2)), [R(2, 3, 4)]),

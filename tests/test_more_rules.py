@@ -98,3 +98,19 @@ def test_eigh_result_indexed_without_unpacking():
 
     a = np.diag([1.0, 2.0, 3.5]) + 0.1
     check_grad(f, (a,))
+
+
+def test_rule_registered_inside_a_function():
+    """The decorator may name a local primitive: only the template's body is resolved."""
+    def local_double(x):
+        return 2.0 * x
+
+    @vjp(local_double)
+    def _(ans, x):
+        d[x] = d[ans] * 2.0
+
+    from s2sgrad.rules.registry import _RULES
+    try:
+        assert _RULES[id(local_double)][1].differentiable
+    finally:
+        del _RULES[id(local_double)]

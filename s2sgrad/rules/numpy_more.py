@@ -4,7 +4,10 @@ build or rearrange arrays (kron, tensordot, repeat, tile, pad, stacks, rolls...)
 Their helpers are in ``s2sgrad/runtime_arrays.py`` (read as ``rt.<name>``).
 A rule's parameters are the forms it covers: a call with another argument
 (``np.cross(a, b, axis=0)``, ``np.pad(x, 1, constant_values=2)``) does not
-bind and is refused with ``MissingRuleError`` where a gradient flows.
+bind and is refused with ``MissingRuleError`` where a gradient flows.  A
+parameter numpy takes after others the rule leaves out is keyword-only here
+(``np.nansum(a, axis, dtype, out, keepdims)``: ``def _(ans, a, axis=None, *,
+keepdims=False)``), so a positional ``dtype`` cannot bind to it.
 """
 import numpy as np
 
@@ -122,30 +125,45 @@ def _(ans, a, axis=None):
 
 
 @vjp(np.nansum)
-def _(ans, a, axis=None, keepdims=False):
+def _(ans, a, axis=None, *, keepdims=False):
     d[a] = rt.unreduce(d[ans], a, axis, keepdims) * np.logical_not(np.isnan(a))
 
 
 @vjp(np.nanmean)
-def _(ans, a, axis=None, keepdims=False):
+def _(ans, a, axis=None, *, keepdims=False):
     d[a] = (rt.unreduce(d[ans], a, axis, keepdims) * np.logical_not(np.isnan(a))
             / np.sum(np.logical_not(np.isnan(a)), axis=axis, keepdims=True))
 
 
 @vjp(np.nanmax, np.nanmin)
-def _(ans, a, axis=None, keepdims=False):
+def _(ans, a, axis=None, *, keepdims=False):
     d[a] = rt.unreduce(d[ans], a, axis, keepdims) * rt.nan_extremum_mask(a, ans, axis, keepdims)
 
 
 @vjp(np.ptp)
-def _(ans, a, axis=None, keepdims=False):
+def _(ans, a, axis=None, *, keepdims=False):
     d[a] = rt.unreduce(d[ans], a, axis, keepdims) * (
         rt.extremum_mask(a, rt.amax(a, axis, keepdims), axis, keepdims)
         - rt.extremum_mask(a, rt.amin(a, axis, keepdims), axis, keepdims))
 
 
+@vjp(np.median)
+def _(ans, a, axis=None, *, keepdims=False):
+    d[a] = rt.quantile_adjoint(d[ans], a, 0.5, axis, "linear", keepdims)
+
+
+@vjp(np.quantile)
+def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
+    d[a] = rt.quantile_adjoint(d[ans], a, q, axis, method, keepdims)
+
+
+@vjp(np.percentile)
+def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
+    d[a] = rt.quantile_adjoint(d[ans], a, q / 100.0, axis, method, keepdims)
+
+
 @vjp(np.average)
-def _(ans, a, axis=None, weights=None, keepdims=False):
+def _(ans, a, axis=None, weights=None, *, keepdims=False):
     da_dw = rt.average_adjoints(d[ans], ans, a, axis, weights, keepdims)
     d[a] = da_dw[0]
     d[weights] = da_dw[1]
@@ -153,9 +171,10 @@ def _(ans, a, axis=None, weights=None, keepdims=False):
 
 @vjp(np.trapezoid)
 def _(ans, y, x=None, dx=1.0, axis=-1):
-    dy_dx = rt.trapezoid_adjoints(d[ans], y, x, dx, axis)
-    d[y] = dy_dx[0]
-    d[x] = dy_dx[1]
+    adjoints = rt.trapezoid_adjoints(d[ans], y, x, dx, axis)
+    d[y] = adjoints[0]
+    d[x] = adjoints[1]
+    d[dx] = adjoints[2]
 
 
 # ---------------------------------------------------------------- products
@@ -182,10 +201,24 @@ def _(ans, a, b, axes=2):
 
 
 @vjp(np.vecdot, np.linalg.vecdot)
-def _(ans, x1, x2, axis=-1):
+def _(ans, x1, x2, *, axis=-1):
     d1_d2 = rt.vecdot_adjoints(d[ans], x1, x2, axis)
     d[x1] = d1_d2[0]
     d[x2] = d1_d2[1]
+
+
+@vjp(np.matvec)
+def _(ans, x1, x2):
+    d1_d2 = rt.matvec_adjoints(d[ans], x1, x2)
+    d[x1] = d1_d2[0]
+    d[x2] = d1_d2[1]
+
+
+@vjp(np.vecmat)
+def _(ans, x1, x2):
+    d2_d1 = rt.matvec_adjoints(d[ans], np.swapaxes(x2, -1, -2), x1)
+    d[x1] = d2_d1[1]
+    d[x2] = np.swapaxes(d2_d1[0], -1, -2)
 
 
 @vjp(np.convolve)
@@ -272,6 +305,7 @@ def _(ans, a, n=1, axis=-1):
 @vjp(np.gradient)
 def _(ans, f, *varargs, axis=None, edge_order=1):
     d[f] = rt.gradient_adjoint(d[ans], f, varargs, axis, edge_order)
+    d[varargs] = rt.gradient_spacing_adjoints(d[ans], ans, varargs, axis, np.ndim(f))
 
 
 @vjp(np.moveaxis)

@@ -99,10 +99,11 @@ def _template_globals(template, fdef, params):
     (besides ``np``, ``math``, ``rt``, ``d`` and builtins).  A TypeError names one that
     generated code could not import."""
     from ..compiler.imports import module_and_name, fixed_path
-    assigned = {t.id for n in gast.walk(fdef) if isinstance(n, gast.Assign)
+    body = gast.Module(body=fdef.body, type_ignores=[])   # not the decorators or defaults
+    assigned = {t.id for n in gast.walk(body) if isinstance(n, gast.Assign)
                 for t in n.targets if isinstance(t, gast.Name)}
     found = {}
-    for node in gast.walk(fdef):
+    for node in gast.walk(body):
         if not isinstance(node, gast.Name) or not isinstance(node.ctx, gast.Load):
             continue
         name = node.id
