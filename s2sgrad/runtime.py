@@ -8,6 +8,8 @@ what it does with plain numpy wherever numpy can.
 import numpy as np
 
 from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_adjoints)
+from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoints... : adjoints of array functions)
+from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 
 
 def ones_like(value):
@@ -218,18 +220,15 @@ def solve_a_adjoint(gb, x, b):
 
 
 def norm_adjoint(g, ans, x, ord, axis, keepdims):
-    """The adjoint of ``np.linalg.norm(x, ord, axis, keepdims)`` for the 2-norm / Frobenius norm,
-    the 1-norm and the max-norm of vectors."""
+    """The adjoint of ``np.linalg.norm(x, ord, axis, keepdims)``: the 2-norm / Frobenius norm,
+    matrix norms (``runtime_linalg.matrix_norm_axes_adjoint``) and vector p-norms."""
+    if is_matrix_norm(x, ord, axis):
+        return matrix_norm_axes_adjoint(g, x, ord, axis, keepdims)
     if ord is None or ord == 2 or ord == "fro":
-        if ord == 2 and np.ndim(x) == 2 and axis is None:
-            raise NotImplementedError("gradient of the matrix 2-norm (spectral norm)")
         return unreduce(g / ans, x, axis, keepdims) * x
     if ord == 1:
         return unreduce(g, x, axis, keepdims) * np.sign(x)
-    if ord == np.inf:
-        return unreduce(g, x, axis, keepdims) * extremum_mask(np.abs(x), ans, axis, keepdims) \
-            * np.sign(x)
-    raise NotImplementedError(f"gradient of np.linalg.norm with ord={ord!r}")
+    return vector_norm_adjoint(g, ans, x, ord, axis, keepdims)
 
 
 def linspace_adjoints(g, start, stop, num, endpoint, axis):

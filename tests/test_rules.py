@@ -21,6 +21,7 @@ import s2sgrad
 from s2sgrad import ops
 from s2sgrad.rules import all_rules
 from s2sgrad.testing import check_grad
+from rule_cases_more import more_cases
 
 rng = np.random.default_rng(1234)
 
@@ -505,6 +506,8 @@ CASES = [
     C("ops_abs", lambda x: ops.sum(ops.sin(ops.abs(x))), [NZ(3, 4)]),
     C("ops_tanh", lambda x: ops.sum(ops.sin(ops.tanh(x))), [R(3, 4)], numba=True),
 ]
+
+CASES += more_cases(C)   # numpy_more, linalg_rules, scipy_rules: tests/rule_cases_more.py
 
 IDS = [c.id for c in CASES]
 assert len(set(IDS)) == len(IDS), "case ids must be unique"

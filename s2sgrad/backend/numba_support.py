@@ -319,7 +319,12 @@ def _norm_adjoint(g, ans, x, ord, axis, keepdims):
                 return (g / hit.sum()) * hit * np.sign(x)
             if ord == 2:
                 return (g / ans) * x
-            raise NotImplementedError("gradient of np.linalg.norm with this ord")
+            if ord == -np.inf:
+                low = (np.abs(x) == ans) * 1.0
+                return (g / low.sum()) * low * np.sign(x)
+            if ord == 0:
+                raise NotImplementedError("np.linalg.norm with ord=0 counts nonzeros: no gradient")
+            return g * np.sign(x) * (np.abs(x) / ans) ** (ord - 1)
         return vector
 
 

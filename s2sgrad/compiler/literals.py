@@ -6,13 +6,15 @@ name (``np.exp``, ``math.sin``, ``len``).  Anything else (an array, a user
 object) cannot be a literal: the lowering passes it to the generated
 function as an extra argument.
 """
-import builtins
 import math
 
 import gast
 import numpy as np
 
 from ..dtype import DType
+from ..rules import lookup
+from . import imports
+from .imports import fixed_path
 
 
 def is_array_like(obj):
@@ -43,22 +45,20 @@ def _attr(base, *names):
 
 def public_path(obj):
     """('np', 'linalg', 'inv') style path of a numpy/math/builtin callable, or None."""
-    name = getattr(obj, "__name__", None)
-    if name is None:
-        return None
-    for base, module in (("np", np), ("np.linalg", np.linalg), ("math", math)):
-        if getattr(module, name, None) is obj:
-            return tuple(base.split(".")) + (name,)
-    if getattr(builtins, name, None) is obj:
-        return (name,)
-    return None
+    return fixed_path(obj)
 
 
 def reference_node(obj, lowerer):
-    """The expression that names callable ``obj`` in generated code."""
+    """The expression that names callable ``obj`` in generated code: numpy, math and
+    builtins by their public name; another library's function that has a derivative rule
+    through its module (imported by the generated module); anything else is passed in."""
     path = public_path(obj)
     if path is not None:
         return _attr(*path) if len(path) > 1 else _name(path[0])
+    if lowerer is not None and lookup(obj) is not None:
+        node = imports.reference(obj, lowerer.names)
+        if node is not None:
+            return node
     return _free_reference(obj, lowerer)
 
 

@@ -30,6 +30,7 @@ from ..rules import lookup
 from . import literals
 from .emit import to_source
 from .forward import forward_expression
+from .index_tricks import is_index_trick, lower_index_trick
 from .frontend import MISSING, is_user_code, parse_function
 from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
                  Var)
@@ -55,7 +56,7 @@ CMPOPS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
 METHODS = {name: getattr(np, name) for name in (
     "sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "argmax", "argmin",
     "transpose", "reshape", "squeeze", "ravel", "dot", "clip", "copy", "round", "any", "all",
-    "nonzero", "argsort", "trace", "swapaxes")}
+    "nonzero", "argsort", "trace", "swapaxes", "cumprod", "diagonal", "repeat")}
 METHODS["flatten"] = np.ravel
 METHODS["astype"] = "astype"
 #: methods whose several positional arguments numpy's function takes as one tuple
@@ -592,6 +593,8 @@ class Lowerer(FlowLowering, TypeInfo):
             raise self.unsupported(frame, node, "a dict read with a key that is not one of its "
                                    "constant keys", "index the dict with one of its keys, "
                                    "written as a constant (d['w'])")
+        if isinstance(base, Const) and is_index_trick(base.value) and not isinstance(index, Const):
+            return lower_index_trick(self, frame, node, base.value, index, hint)   # np.r_[x, y]
         if isinstance(base, (Seq, Const)) and isinstance(index, Const):
             seq = base.items if isinstance(base, Seq) else base.value
             try:
@@ -903,6 +906,8 @@ class Lowerer(FlowLowering, TypeInfo):
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
                            frame.location(node), rule, custom))
         self.ops[-1].bind_error = bind_error
+        if rule is not None and rule.tuple_result:
+            self.lists.add(name)   # read by index like a list; its adjoint is a list
         if _makes_view(prim, args) and isinstance(args[0], Var):
             self.views[name] = self.views.get(args[0].name, args[0].name)
         ndim = self.infer_ndim(prim, args, kwargs)

@@ -16,6 +16,9 @@ class NameAllocator:
     def __init__(self):
         self.used = set()
         self._temp = 0
+        #: modules generated code reads besides np, math and rt: dotted path -> the name
+        #: it reads them by (see ``module`` and ``compiler/imports.py``)
+        self.modules = {}
 
     def fresh(self, hint):
         """A new name that looks like ``hint`` (``hint``, then ``hint_1``, ``hint_2``...)."""
@@ -32,11 +35,18 @@ class NameAllocator:
 
     def snapshot(self):
         """The allocator's state, to undo names handed out by a discarded attempt."""
-        return set(self.used), self._temp
+        return set(self.used), self._temp, dict(self.modules)
 
     def restore(self, state):
-        used, temp = state
-        self.used, self._temp = set(used), temp
+        used, temp, modules = state
+        self.used, self._temp, self.modules = set(used), temp, dict(modules)
+
+    def module(self, path):
+        """The name generated code reads module ``path`` (``'scipy.special'``) by: its last
+        component (``special``), made unique on first use and the same afterwards."""
+        if path not in self.modules:
+            self.modules[path] = self.fresh(path.rsplit(".", 1)[-1])
+        return self.modules[path]
 
     def claim(self, name):
         """Mark ``name`` as taken again (a name handed out before a ``restore`` that is

@@ -9,6 +9,7 @@ import gast
 
 from ..errors import OutputStructureError
 from .emit import to_source
+from .imports import import_lines
 from .ir import Seq, Var, atom_vars
 from .lower import Lowerer
 from .adjoints import Comment
@@ -75,7 +76,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     fname = names.fresh(f"{lowered.name}_value_and_grad")
     source = _emit(lowered, sweeps, returned, fname, title or _title(lowered, positions, weights),
-                   lowerer.mutated)
+                   lowerer.mutated, import_lines(names.modules))
     return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
                      len(params), lowered.arg_leaves)
 
@@ -100,11 +101,11 @@ def _title(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def _emit(lowered, sweeps, returned, fname, title, mutated):
+def _emit(lowered, sweeps, returned, fname, title, mutated, imports=()):
     lines = [f"# s2sgrad: {title}",
              "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
-             "import math", "", "import numpy as np", "", "from s2sgrad import runtime as rt",
-             "", ""]
+             "import math", "", "import numpy as np", *imports, "",
+             "from s2sgrad import runtime as rt", "", ""]
     args = lowered.params + [f.name for f in lowered.free]
     lines.append(f"def {fname}({', '.join(args)}):")
     body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"

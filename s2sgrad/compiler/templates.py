@@ -7,11 +7,13 @@ scalars, ``rt.unbroadcast``.  Indexing (``x[i]``) has its own adjoint:
 ``dx[i] += g`` for basic indices, ``rt.add_at`` for index arrays.
 """
 import copy
+import inspect
 
 import gast
 
 from ..errors import MissingRuleError
 from .adjoints import call, name_node
+from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
 
 
@@ -76,8 +78,8 @@ def instantiate(op, adj, active, names, out, ndims=None):
     bound = rule.bind(op.args, op.kwargs)
     bindings = {rule.result: Var(op.targets[0])}
     for pname, value in bound.items():
-        if isinstance(value, tuple):      # *args of the template
-            value = Seq(tuple(value))
+        if rule.signature.parameters[pname].kind is inspect.Parameter.VAR_POSITIONAL:
+            value = Seq(tuple(value))     # *args of the template
         elif not isinstance(value, (Var, Const, Seq)):
             value = Const(value)          # a default of the template
         bindings[pname] = value
@@ -102,11 +104,11 @@ def instantiate(op, adj, active, names, out, ndims=None):
             if key not in needed:
                 continue
             locals_[key] = names.fresh(key)
-            expr = _substitute(value, bindings, locals_, adj)
+            expr = _substitute(value, bindings, locals_, adj, rule.globals, names)
             out.append(gast.Assign(targets=[name_node(locals_[key], gast.Store())], value=expr,
                                    type_comment=None))
             continue
-        expr = _Fold().visit(_substitute(value, bindings, locals_, adj))
+        expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names))
         if ndims and ndims.get(op.targets[0]) == 0:
             expr = _ScalarUnbroadcast(ndims).visit(expr)
         if isinstance(key, Var):
@@ -184,10 +186,12 @@ def _is_adjoint(node):
 
 
 class _Substituter(gast.NodeTransformer):
-    def __init__(self, bindings, locals_, adj):
+    def __init__(self, bindings, locals_, adj, globals_=None, names=None):
         self.bindings = bindings
         self.locals = locals_
         self.adj = adj
+        self.globals = globals_ or {}
+        self.names = names
 
     def visit_Subscript(self, node):
         if _is_adjoint(node):
@@ -202,6 +206,8 @@ class _Substituter(gast.NodeTransformer):
             from .literals import literal_node
             atom = self.bindings[node.id]
             return atom_node_of(atom, literal_node)
+        if node.id in self.globals:   # a module or function of the rule's module: imported
+            return reference(self.globals[node.id], self.names)
         return node
 
 
@@ -215,5 +221,5 @@ def atom_node_of(atom, literal_node=None):
     return literal_node(atom.value)
 
 
-def _substitute(expr, bindings, locals_, adj):
-    return _Substituter(bindings, locals_, adj).visit(copy.deepcopy(expr))
+def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):
+    return _Substituter(bindings, locals_, adj, globals_, names).visit(copy.deepcopy(expr))

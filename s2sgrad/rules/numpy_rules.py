@@ -229,11 +229,6 @@ def _(ans, a, b):
     d[b] = da_db[1]
 
 
-@vjp(np.trace)
-def _(ans, a):
-    d[a] = d[ans] * np.eye(a.shape[0], a.shape[1], dtype=a.dtype)
-
-
 @vjp(np.linalg.det)
 def _(ans, a):
     d[a] = rt.det_adjoint(d[ans], ans, a)

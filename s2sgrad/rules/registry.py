@@ -11,9 +11,13 @@ make template-local temporaries.  Example::
     def _(ans, x):
         d[x] = d[ans] * ans
 
-Names the template uses besides its parameters must be ``np``, ``math`` or
-``rt`` (s2sgrad.runtime): the generated module imports exactly those.
+Besides its parameters and builtins, a template may read ``np``, ``math``,
+``rt`` (s2sgrad.runtime) and any module or importable function its own module
+defines at top level (``from scipy import special`` ... ``special.digamma(x)``):
+the generated module imports what the instantiated statements read, under a
+name the function's name allocator hands out (``compiler/imports.py``).
 """
+import builtins
 import inspect
 import textwrap
 
@@ -40,6 +44,8 @@ class Rule:
     result never depends differentiably on its inputs.
     """
 
+    tuple_result = False   # the primitive returns a tuple; d[ans] is a list of adjoints
+
     def __init__(self, primitive, template, name, reason=None):
         self.primitive = primitive
         self.name = name
@@ -47,6 +53,7 @@ class Rule:
         #: for a non-differentiable primitive: why its derivative is zero or undefined
         self.reason = reason
         if template is None:
+            self.globals = {}
             self.result = None
             self.signature = None
             self.statements = []
@@ -60,6 +67,7 @@ class Rule:
         self.result = params[0].name
         self.signature = sig.replace(parameters=params[1:])
         self.diff_params = frozenset(_assigned_adjoints(fdef.body))
+        self.globals = _template_globals(template, fdef, [p.name for p in params])
         self.uses_result = any(
             isinstance(n, gast.Name) and n.id == self.result
             and not _is_adjoint_ref(n, parents)
@@ -82,6 +90,39 @@ class Rule:
 
     def __repr__(self):
         return f"<Rule {self.name}>"
+
+
+#: names every generated module defines: templates read them as they are
+_FIXED_NAMES = frozenset({"np", "math", "rt", "d"})
+
+
+def _template_globals(template, fdef, params):
+    """{name: module or function} for the names a template reads from its own module
+    (besides ``np``, ``math``, ``rt``, ``d`` and builtins).  A TypeError names one that
+    generated code could not import."""
+    from ..compiler.imports import module_and_name, fixed_path
+    body = gast.Module(body=fdef.body, type_ignores=[])   # not the decorators or defaults
+    assigned = {t.id for n in gast.walk(body) if isinstance(n, gast.Assign)
+                for t in n.targets if isinstance(t, gast.Name)}
+    found = {}
+    for node in gast.walk(body):
+        if not isinstance(node, gast.Name) or not isinstance(node.ctx, gast.Load):
+            continue
+        name = node.id
+        if name in _FIXED_NAMES or name in params or name in assigned or name in found:
+            continue
+        if name not in template.__globals__:
+            if hasattr(builtins, name):
+                continue
+            raise TypeError(f"rule template {template.__qualname__} reads `{name}`, which its "
+                            f"module does not define")
+        obj = template.__globals__[name]
+        if fixed_path(obj) is None and module_and_name(obj) is None:
+            raise TypeError(f"rule template {template.__qualname__} reads `{name}` ({obj!r}), "
+                            "which generated code cannot import by name: use a module-level "
+                            "function of an importable module")
+        found[name] = obj
+    return found
 
 
 def _assigned_adjoints(statements):
@@ -119,12 +160,17 @@ def _key(obj):
     return obj if isinstance(obj, str) else id(obj)
 
 
-def vjp(*primitives):
-    """Register the decorated template as the rule of each primitive given."""
+def vjp(*primitives, tuple_result=False):
+    """Register the decorated template as the rule of each primitive given.
+
+    ``tuple_result=True``: the primitive returns a tuple of arrays (``w, v = eigh(a)``);
+    the template's ``d[ans]`` is then a list with one adjoint per item."""
 
     def register(template):
         for prim in primitives:
-            _RULES[_key(prim)] = (prim, Rule(prim, template, _display_name(prim)))
+            rule = Rule(prim, template, _display_name(prim))
+            rule.tuple_result = tuple_result
+            _RULES[_key(prim)] = (prim, rule)
         return template
 
     return register

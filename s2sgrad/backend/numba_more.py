@@ -1,0 +1,103 @@
+"""Numba implementations of the ``s2sgrad.runtime_arrays`` helpers that rules of common
+calls use (trace with an offset, sinc, roll, diff, diag); the contract is each helper's
+docstring.  A helper or a form with no overload here makes the generated function run
+as Python, with the reason."""
+import numpy as np
+from numba import types
+from numba.cpython.unsafe.tuple import tuple_setitem
+from numba.extending import overload
+
+from .. import runtime as rt
+
+
+def _is_none(t):
+    return t is None or isinstance(t, (types.NoneType, types.Omitted))
+
+
+@overload(rt.trace_adjoint)
+def _trace_adjoint(g, a, offset, axis1, axis2):
+    if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(g, (types.Number,))):
+        return None
+
+    def impl(g, a, offset, axis1, axis2):
+        out = np.zeros_like(a)
+        swap = axis1 % 2 == 1
+        rows = a.shape[1] if swap else a.shape[0]
+        cols = a.shape[0] if swap else a.shape[1]
+        for i in range(rows):
+            j = i + offset
+            if 0 <= j < cols:
+                if swap:
+                    out[j, i] = g
+                else:
+                    out[i, j] = g
+        return out
+    return impl
+
+
+@overload(rt.sinc_derivative)
+def _sinc_derivative(x):
+    if isinstance(x, types.Float):
+        def scalar(x):
+            if x == 0:
+                return x * 0
+            return (np.cos(np.pi * x) - np.sinc(x)) / x
+        return scalar
+    if isinstance(x, types.Array):
+        def array(x):
+            out = np.empty_like(x)
+            flat = x.ravel()
+            res = out.reshape(out.size)
+            for k in range(flat.size):
+                v = flat[k]
+                res[k] = 0.0 if v == 0 else (np.cos(np.pi * v) - np.sinc(v)) / v
+            return out
+        return array
+
+
+@overload(rt.roll_adjoint)
+def _roll_adjoint(g, shift, axis):
+    if isinstance(g, types.Array) and isinstance(shift, types.Integer) and _is_none(axis):
+        return lambda g, shift, axis: np.roll(g, -shift)
+
+
+@overload(rt.diff_adjoint)
+def _diff_adjoint(g, n, axis):
+    if not (isinstance(g, types.Array) and isinstance(n, types.Integer)
+            and isinstance(axis, types.Integer)):
+        return None
+
+    def impl(g, n, axis):
+        gc = np.ascontiguousarray(g)
+        ax = axis % gc.ndim
+        m = gc.shape[ax]
+        inner = 1
+        for k in range(ax + 1, gc.ndim):
+            inner *= gc.shape[k]
+        outer = gc.size // max(m * inner, 1)
+        cur = gc.reshape((outer, m, inner)).copy()
+        for _ in range(n):
+            size = cur.shape[1]
+            nxt = np.zeros((outer, size + 1, inner), dtype=cur.dtype)
+            for o in range(outer):
+                for k in range(size + 1):
+                    for i in range(inner):
+                        before = cur[o, k - 1, i] if k >= 1 else 0.0
+                        here = cur[o, k, i] if k < size else 0.0
+                        nxt[o, k, i] = before - here
+            cur = nxt
+        return cur.reshape(tuple_setitem(gc.shape, ax, m + n))
+    return impl
+
+
+@overload(rt.diag_adjoint)
+def _diag_adjoint(g, v, k):
+    if not (isinstance(g, types.Array) and isinstance(v, types.Array) and g.ndim == 2):
+        return None
+    if v.ndim == 1:
+        def of_vector(g, v, k):
+            out = np.empty(v.shape[0], dtype=g.dtype)
+            for i in range(v.shape[0]):
+                out[i] = g[i + max(-k, 0), i + max(k, 0)]
+            return out
+        return of_vector

@@ -1,0 +1,32 @@
+"""``np.r_[a, b, ...]`` and ``np.c_[a, b, ...]`` on run-time values: one primitive each
+(``"np.r_"`` / ``"np.c_"``, rules in ``s2sgrad/rules/numpy_more.py``), written in the
+generated code as the user wrote it.  Items must be arrays or numbers: slices
+(``np.r_[0:3]``) and string directives (``np.r_['0,2', a]``) are refused."""
+import gast
+import numpy as np
+
+from .ir import Const, Seq
+
+#: the index-trick objects and their primitive names
+TRICKS = {id(np.r_): "np.r_", id(np.c_): "np.c_"}
+
+
+def is_index_trick(obj):
+    return id(obj) in TRICKS and (obj is np.r_ or obj is np.c_)
+
+
+def lower_index_trick(lowerer, frame, node, obj, index, hint):
+    """The Var of ``np.r_[index]`` / ``np.c_[index]`` (``index`` an atom or an index Seq)."""
+    name = TRICKS[id(obj)]
+    items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
+    for item in items:
+        if isinstance(item, Seq) or (isinstance(item, Const) and (
+                isinstance(item.value, bool) or not isinstance(item.value, (int, float)))):
+            raise lowerer.unsupported(frame, node, f"{name}[...] with a slice, a string or a "
+                                      "tuple item", "join arrays and numbers only, or call "
+                                      "np.concatenate / np.arange")
+    expr = gast.Subscript(value=gast.Attribute(value=gast.Name(
+        id="np", ctx=gast.Load(), annotation=None, type_comment=None), attr=name[3:],
+        ctx=gast.Load()), slice=gast.Tuple(elts=[lowerer.atom_node(i) for i in items],
+                                           ctx=gast.Load()), ctx=gast.Load())
+    return lowerer.emit(frame, node, name, tuple(items), {}, expr, hint)

@@ -1,0 +1,116 @@
+"""How the rules of numpy_more / linalg_rules / scipy_rules meet the compiler: modules a
+template reads are imported by the generated module under names that cannot clash,
+another library's function is named (not passed in), tuple results, and the forms a
+rule does not cover are refused loudly."""
+import numpy as np
+import pytest
+import scipy.special
+
+import s2sgrad
+from s2sgrad.errors import MissingRuleError, UnsupportedConstructError
+from s2sgrad.rules import d, vjp
+from s2sgrad.testing import check_grad
+
+
+@pytest.fixture(autouse=True)
+def python_backend(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+
+def test_template_module_gets_a_name_the_function_does_not_use():
+    """A user variable called `special` and a rule reading scipy's `special`: the generated
+    module imports scipy.special under another name."""
+    def f(x):
+        special = x * 2.0
+        return np.sum(scipy.special.gammaln(special) + special)
+
+    g = check_grad(f, (np.array([0.7, 1.3, 2.1]),))
+    assert "import scipy.special as special_1" in g.source
+    assert "special_1.gammaln(special)" in g.source
+    assert "special_1.digamma(special)" in g.source
+
+
+def test_library_function_is_named_not_passed_in():
+    def f(x):
+        return np.sum(scipy.special.expit(x) * x)
+
+    g = s2sgrad.grad(f)
+    g(np.array([0.1, -0.4]))
+    assert "from scipy import special" in g.source
+    assert "def f_value_and_grad(x):" in g.source   # no extra argument for expit
+
+
+def test_generated_text_is_deterministic():
+    def f(x):
+        return np.sum(scipy.special.erf(x) + scipy.special.xlogy(x, x + 2.0))
+
+    sources = {s2sgrad.grad(f).source for _ in range(2)}
+    assert len(sources) == 1
+
+
+#: a function generated code could not import by name (a lambda has no importable name)
+doubler = (lambda v: v * 2.0)
+
+
+def spaced(x):
+    return x
+
+
+def test_template_reading_what_cannot_be_imported_is_refused():
+    def template(ans, x):
+        d[x] = d[ans] * doubler(x)
+
+    with pytest.raises(TypeError, match="reads `doubler`.*cannot import by name"):
+        vjp(spaced)(template)
+
+
+@pytest.mark.parametrize("fn,args,what", [
+    (lambda a, b: np.sum(np.cross(a, b, axis=0)), (np.ones((3, 2)), np.ones((3, 2))),
+     "numpy.cross called this way"),
+    (lambda a: np.sum(np.linalg.svd(a, compute_uv=False)), (np.eye(3),), "svd called this way"),
+    (lambda a: np.sum(np.pad(a, 1, constant_values=2.0)), (np.ones(3),), "pad called this way"),
+    (lambda a: np.sum(np.linalg.eigh(a, UPLO="U")[0]), (np.eye(3),), "eigh called this way"),
+])
+def test_forms_a_rule_does_not_cover_are_refused(fn, args, what):
+    with pytest.raises(MissingRuleError, match=what):
+        s2sgrad.grad(fn)(*args)
+
+
+def test_unsupported_modes_raise_when_the_gradient_runs():
+    with pytest.raises(NotImplementedError, match="linear_ramp"):
+        s2sgrad.grad(lambda a: np.sum(np.pad(a, 1, mode="linear_ramp")))(np.ones(3))
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        s2sgrad.grad(lambda a: np.sum(np.linalg.svd(a)[1]))(np.ones((3, 2)))
+
+
+def test_index_tricks_refuse_slices():
+    def f(x):
+        return np.sum(np.r_[x, 0:3])
+
+    with pytest.raises(UnsupportedConstructError, match=r"np\.r_\[\.\.\.\] with a slice"):
+        s2sgrad.grad(f)(np.ones(2))
+
+
+def test_eigh_result_indexed_without_unpacking():
+    def f(a):
+        result = np.linalg.eigh(a)
+        return np.sum(result[0] * np.arange(1.0, 4.0))
+
+    a = np.diag([1.0, 2.0, 3.5]) + 0.1
+    check_grad(f, (a,))
+
+
+def test_rule_registered_inside_a_function():
+    """The decorator may name a local primitive: only the template's body is resolved."""
+    def local_double(x):
+        return 2.0 * x
+
+    @vjp(local_double)
+    def _(ans, x):
+        d[x] = d[ans] * 2.0
+
+    from s2sgrad.rules.registry import _RULES
+    try:
+        assert _RULES[id(local_double)][1].differentiable
+    finally:
+        del _RULES[id(local_double)]
