@@ -38,6 +38,7 @@ class Adjoints:
         self.of = {}
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
+        self.copied = set()  # adjoints ``own`` copied (to hoist such copies out of loops)
 
     def name(self, var):
         if var not in self.of:
@@ -86,6 +87,7 @@ class Adjoints:
             value = call("rt", "writable", [name_node(target), name_node(var)])
         else:
             value = call("np", "copy", [name_node(target)])
+            self.copied.add(var)
         out.append(assign(target, value))
         self.owned.add(var)
 

@@ -303,11 +303,7 @@ class _Reverser:
                                                            [name_node(self.adj.name(v))])))
                 self.adj.owned.add(v)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
-        saved_exports = self.exports
-        self.exports = saved_exports | {v for v in inside if v in defined
-                                        and v not in stmt.headers}
-        body = self.block(stmt.body, stmt)
-        self.exports = saved_exports
+        body, owned = self._loop_body(stmt, inside, defined, owned, out)
         self.adj.defined = defined
         self.adj.owned = owned & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body):
@@ -331,6 +327,56 @@ class _Reverser:
                             iter=gast.Call(func=name_node("range"), args=bounds, keywords=[]),
                             body=prologue + body, orelse=[], type_comment=None))
         return out
+
+    def _loop_body(self, stmt, inside, defined, owned, out):
+        """The reversed body of loop ``stmt``, and the adjoints owned when it starts.
+
+        An adjoint that the body copies to update it in place (``dx = np.copy(dx)``),
+        that was defined before the loop and is still owned when the body ends, is
+        copied once before the loop instead of in every iteration: the body is built
+        again with that adjoint owned from its start.  (An element-wise update of an
+        adjoint array in a loop would otherwise copy the whole array per element.)"""
+        saved_exports = self.exports
+        self.exports = saved_exports | {v for v in inside if v in defined
+                                        and v not in stmt.headers}
+        state = self._state()
+        self.adj.copied = set()
+        body = self.block(stmt.body, stmt)
+        hoist = sorted(v for v in self.adj.copied
+                       if v in defined and v not in owned and v in self.adj.owned)
+        if hoist:
+            first_try = self._state()
+            self._restore(state)
+            self.adj.owned = owned | set(hoist)
+            self.adj.copied = set()
+            hoisted = self.block(stmt.body, stmt)
+            if set(hoist) <= self.adj.owned:
+                for v in hoist:
+                    self.adj.own(v, out)
+                owned = owned | set(hoist)
+                body = hoisted
+            else:   # ownership does not survive an iteration: keep the copy in the body
+                self._restore(first_try)
+        self.exports = saved_exports
+        return body, owned
+
+    def _state(self):
+        """What building adjoint statements changes, to build a block a second time."""
+        adj = self.adj
+        return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
+                dict(self.taped), dict(self.entering), dict(adj.of), set(adj.defined),
+                set(adj.owned), set(adj.plain_zero), set(adj.copied))
+
+    def _restore(self, state):
+        (names, stacks, saves, restores, taped, entering, of, defined, owned, plain_zero,
+         copied) = state
+        self.names.restore(names)
+        self.stacks[:] = stacks
+        self.saves, self.restores = dict(saves), dict(restores)
+        self.taped, self.entering = dict(taped), dict(entering)
+        adj = self.adj
+        adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
+        adj.plain_zero, adj.copied = set(plain_zero), set(copied)
 
     def _stack(self, var):
         name = self.names.fresh(var + "_stack")

@@ -1,0 +1,107 @@
+"""Adjoint arrays updated element by element in a loop are copied once, before the loop,
+never per iteration (issue 9: a stencil's reverse sweep copied the whole adjoint array at
+every element), and the gradients stay those of finite differences."""
+import gast
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.testing import check_grad
+
+
+@pytest.fixture(autouse=True)
+def python_backend(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+
+def stencil_copy_at_top(u0, k):
+    u = u0.copy()
+    for step in range(4):
+        un = u.copy()
+        for i in range(1, u.shape[0] - 1):
+            un[i] = u[i] + k * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u = un
+    return np.sum(u ** 2)
+
+
+def stencil_copy_after(u0, k):
+    u = u0.copy()
+    un = u0.copy()
+    for step in range(4):
+        for i in range(1, u.shape[0] - 1):
+            un[i] = u[i] + k * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u = un.copy()
+    return np.sum(u ** 2)
+
+
+def stencil_2d(u0, k):
+    u = u0.copy()
+    for step in range(3):
+        un = u.copy()
+        for i in range(1, u.shape[0] - 1):
+            for j in range(1, u.shape[1] - 1):
+                un[i, j] = u[i, j] + k * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1]
+                                          + u[i, j + 1] - 4.0 * u[i, j])
+        u = un
+    return np.sum(u ** 2)
+
+
+def prefix_products(x):
+    y = x.copy()
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def scatter_in_while(x, w):
+    acc = np.zeros(3)
+    i = 0
+    while i < x.shape[0]:
+        acc[i % 3] = acc[i % 3] + w * x[i]
+        i += 1
+    return np.sum(acc ** 2)
+
+
+def alias_inside_loop(x, w):
+    # the adjoint of y is shared with z's in every iteration: the copy must stay inside
+    y = x.copy()
+    total = 0.0
+    for i in range(x.shape[0]):
+        z = y
+        y[i] = z[i] * w
+        total = total + np.sum(z * y)
+    return total
+
+
+PROGRAMS = [
+    (stencil_copy_at_top, lambda r: (r.random(9), 0.2)),
+    (stencil_copy_after, lambda r: (r.random(9), 0.2)),
+    (stencil_2d, lambda r: (r.random((6, 5)), 0.1)),
+    (prefix_products, lambda r: (r.random(7) + 0.5,)),
+    (scatter_in_while, lambda r: (r.random(8), 0.7)),
+    (alias_inside_loop, lambda r: (r.random(5), 0.9)),
+]
+
+
+@pytest.mark.parametrize("fn, make", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+def test_gradients_match_differences(fn, make):
+    args = make(np.random.default_rng(3))
+    check_grad(fn, args, grad_position=tuple(range(len(args))))
+
+
+def copies_in(node):
+    return [n for n in gast.walk(node) if isinstance(n, gast.Call)
+            and isinstance(n.func, gast.Attribute) and n.func.attr == "copy"
+            and isinstance(n.func.value, gast.Name) and n.func.value.id == "np"]
+
+
+@pytest.mark.parametrize("fn, make", PROGRAMS[:3], ids=[p[0].__name__ for p in PROGRAMS[:3]])
+def test_no_adjoint_copy_in_the_innermost_reversed_loop(fn, make):
+    g = s2sgrad.value_and_grad(fn, (0, 1))
+    g(*make(np.random.default_rng(0)))
+    tree = gast.parse(g.source)
+    loops = [n for n in gast.walk(tree) if isinstance(n, gast.For)]
+    innermost = [loop for loop in loops
+                 if not any(isinstance(n, gast.For) for b in loop.body for n in gast.walk(b))]
+    # forward and reverse innermost loops: none copies an array per element
+    assert innermost and not any(copies_in(loop) for loop in innermost), g.source
