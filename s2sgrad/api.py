@@ -155,8 +155,9 @@ class GradFunction:
 
     @property
     def backend(self):
-        """'numba' or 'python': what ran the last call; before the first call 'undecided'
-        (or 'python' when S2SGRAD_BACKEND=python)."""
+        """What ran the last call: 'numba' (compiled), 'numpy' (loop-free code, run as numpy
+        calls without a compile) or 'python' (not compilable; see ``fallback_reason``);
+        before the first call 'undecided' (or 'python' when S2SGRAD_BACKEND=python)."""
         if self._last is None:
             return undecided_state()[0]
         return self._variants[self._last][1].backend

@@ -139,11 +139,9 @@ def transpose_adjoint(g, axes):
     return np.transpose(g, inverse_permutation(axes, np.ndim(g)))
 
 
-def matmul_adjoints(g, a, b):
-    """The adjoints of ``a @ b`` for every ndim numpy's matmul accepts (1-D and batched)."""
+def _matmul_operands(g, a, b):
+    """``a``, ``b`` and ``g`` of ``a @ b`` with 1-D operands made matrices (numpy's rule)."""
     a, b = np.asarray(a), np.asarray(b)
-    if a.ndim == 1 and b.ndim == 1:
-        return g * b, g * a
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     g2 = g
@@ -151,13 +149,53 @@ def matmul_adjoints(g, a, b):
         g2 = np.expand_dims(g2, -2)
     if b.ndim == 1:
         g2 = np.expand_dims(g2, -1)
+    return a, b, a2, b2, g2
+
+
+def matmul_left(g, a, b):
+    """The adjoint of ``a`` in ``a @ b`` (every ndim numpy's matmul accepts), computed
+    alone: the other operand's adjoint costs as much and is often unused."""
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return g * np.asarray(b)
+    a, b, a2, b2, g2 = _matmul_operands(g, a, b)
     da = g2 @ np.swapaxes(b2, -1, -2)
-    db = np.swapaxes(a2, -1, -2) @ g2
     if a.ndim == 1:
         da = da[..., 0, :]
+    return unbroadcast(da, a)
+
+
+def matmul_right(g, a, b):
+    """The adjoint of ``b`` in ``a @ b``, computed alone (see ``matmul_left``)."""
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return g * np.asarray(a)
+    a, b, a2, b2, g2 = _matmul_operands(g, a, b)
+    db = np.swapaxes(a2, -1, -2) @ g2
     if b.ndim == 1:
         db = db[..., :, 0]
-    return unbroadcast(da, a), unbroadcast(db, b)
+    return unbroadcast(db, b)
+
+
+def matmul_adjoints(g, a, b):
+    """The adjoints of ``a @ b`` for every ndim numpy's matmul accepts (1-D and batched)."""
+    return matmul_left(g, a, b), matmul_right(g, a, b)
+
+
+def dot_left(g, a, b):
+    """The adjoint of ``a`` in ``np.dot(a, b)``, alone where that is cheaper."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a)
+    if np.ndim(b) <= 2 and np.ndim(a) <= 2:
+        return matmul_left(g, np.asarray(a), np.asarray(b))
+    return dot_adjoints(g, a, b)[0]
+
+
+def dot_right(g, a, b):
+    """The adjoint of ``b`` in ``np.dot(a, b)``, alone where that is cheaper."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * a, b)
+    if np.ndim(b) <= 2 and np.ndim(a) <= 2:
+        return matmul_right(g, np.asarray(a), np.asarray(b))
+    return dot_adjoints(g, a, b)[1]
 
 
 def dot_adjoints(g, a, b):

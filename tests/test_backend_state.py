@@ -76,3 +76,35 @@ def test_reason_for_python_objects_is_a_whole_sentence(monkeypatch):
     g(np.ones((1, 2, 2, 2)))
     assert g.backend == "python"
     _is_whole_and_clean(g.fallback_reason)
+
+
+def looping(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + np.sin(x[i]) * x[i]
+    return total
+
+
+def test_auto_mode_runs_loop_free_code_as_numpy_and_compiles_loops(monkeypatch):
+    monkeypatch.delenv("S2SGRAD_BACKEND", raising=False)   # the default: auto
+    x = np.array([0.5, 1.0, -0.3])
+    g = ms.grad(plain)
+    got = g(x)
+    assert g.backend == "numpy"
+    assert "no loops" in g.fallback_reason and "S2SGRAD_BACKEND=numba" in g.fallback_reason
+    _is_whole_and_clean(g.fallback_reason)
+    np.testing.assert_allclose(got, np.sin(x) + x * np.cos(x))
+    g_loop = ms.grad(looping)
+    np.testing.assert_allclose(g_loop(x), np.sin(x) + x * np.cos(x))
+    assert g_loop.backend == "numba" and g_loop.fallback_reason is None
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")          # compile loop-free code too
+    g_forced = ms.grad(plain)
+    np.testing.assert_allclose(g_forced(x), got)
+    assert g_forced.backend == "numba"
+
+
+def test_unknown_backend_setting_is_refused_with_the_choices(monkeypatch):
+    import pytest
+    monkeypatch.setenv("S2SGRAD_BACKEND", "cuda")
+    with pytest.raises(ValueError, match="auto, numba, python"):
+        ms.grad(plain)(np.ones(2))

@@ -68,7 +68,8 @@ def test_error_inside_generated_code_names_the_user_line(monkeypatch, backend):
     assert "z = x @ y" in notes and "test_cache_and_emit.py:" in notes
 
 
-def test_tutorial_gradient_compiles_with_numba():
+def test_tutorial_gradient_compiles_with_numba(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")   # loop-free: only compiled when asked
     from examples_loader import load_functional_autodiff
     ex = load_functional_autodiff()
     g = ms.grad(ex.function, (2, 3))

@@ -16,6 +16,12 @@ import s2sgrad
 from s2sgrad import Parameter, nn, ops
 from s2sgrad.testing import check_grad
 
+
+@pytest.fixture(autouse=True)
+def compile_everything(monkeypatch):
+    """These tests are about Numba: compile loop-free gradients too (not 'auto')."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+
 rng = np.random.default_rng(7)
 
 

@@ -39,6 +39,5 @@ def forward_fn_value_and_grad(x, y, w, b):
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
     dt1 = rt.unbroadcast(dz, t1)
     db = rt.unbroadcast(dz, b)
-    da_db = rt.matmul_adjoints(dt1, x, w)
-    dw = da_db[1]
+    dw = rt.matmul_right(dt1, x, w)
     return out, (dw, db)

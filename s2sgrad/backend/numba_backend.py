@@ -6,8 +6,12 @@ it is decided on its first call, for the types of that call's arguments:
 (the user's code is outside Numba's subset), it runs as plain Python from
 then on and ``fallback_reason`` says why.  A failed compile is remembered
 beside the module (``cache.remember_fallback``) so later processes do not try
-it again.  A corrupt or unwritable Numba cache is dropped, never fatal.  Set
-``S2SGRAD_BACKEND=python`` to skip Numba altogether.
+it again.  A corrupt or unwritable Numba cache is dropped, never fatal.
+
+Which code Numba gets is set by ``S2SGRAD_BACKEND``: ``auto`` (the default)
+compiles gradients that loop and runs loop-free ones as numpy (backend
+'numpy': no compile, and numpy's own kernels are as fast as Numba's on array
+code); ``numba`` compiles every gradient; ``python`` compiles none.
 
 Both backends return the same types: scalars come back as numpy scalars of
 their dtype (Numba would give Python floats and ints), and the compiled
@@ -26,6 +30,28 @@ UNDECIDED = "undecided"
 UNDECIDED_REASON = ("Not decided yet: s2sgrad tries Numba on the first call, for the types "
                     "of that call's arguments.")
 ENV_REASON = "S2SGRAD_BACKEND=python is set, so the gradient code runs as Python."
+LOOP_FREE_REASON = ("The gradient has no loops, so it runs as numpy calls: no compile, and "
+                    "numpy is as fast as Numba on array code. Set S2SGRAD_BACKEND=numba to "
+                    "compile it with Numba anyway.")
+MODES = ("auto", "numba", "python")
+
+
+def backend_mode():
+    """``S2SGRAD_BACKEND``: 'auto' (default), 'numba' or 'python'."""
+    mode = os.environ.get("S2SGRAD_BACKEND", "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        raise ValueError(f"S2SGRAD_BACKEND={mode!r} is not one of {', '.join(MODES)}: "
+                         "'auto' compiles gradients with loops, 'numba' every gradient, "
+                         "'python' none.")
+    return mode
+
+
+def has_loops(source):
+    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown)."""
+    if source is None:
+        return True
+    import ast
+    return any(isinstance(node, (ast.For, ast.While)) for node in ast.walk(ast.parse(source)))
 _numba_version = None
 
 
@@ -33,6 +59,7 @@ class Compiled:
     """A generated function and the backend that runs it.
 
     ``backend`` is 'undecided' before the first call, then 'numba' or 'python';
+    or 'numpy' from the start for loop-free code (``S2SGRAD_BACKEND=auto``);
     ``fallback_reason`` says why it is not (yet) 'numba'.  ``path`` and
     ``source`` are the module's file and text (``on_disk`` False: kept in
     memory), used to remember failed compiles and to name the user's line.
@@ -47,20 +74,23 @@ class Compiled:
         self.fallback_reason = UNDECIDED_REASON
         self._jitted = None
         self._ready = {}           # argument types it is compiled for -> result restorer
-        if os.environ.get("S2SGRAD_BACKEND", "numba").lower() == "python":
+        mode = backend_mode()
+        if mode == "python":
             self._use_python(ENV_REASON)
         elif not allow_numba:
             self._use_python(python_reason or "The gradient code calls Python objects that "
                              "Numba cannot compile, so it runs as Python.")
+        elif mode == "auto" and not has_loops(source):
+            self._use_python(LOOP_FREE_REASON, backend="numpy")
 
-    def _use_python(self, reason):
-        self.backend = "python"
+    def _use_python(self, reason, backend="python"):
+        self.backend = backend
         self.fallback_reason = reason
         self._jitted = None
         self._ready = {}
 
     def __call__(self, *args):
-        if self.backend == "python":
+        if self.backend in ("python", "numpy"):
             return as_numpy_scalars(self.py_func(*args))
         key = argument_key(args)
         restore = self._ready.get(key)
@@ -236,6 +266,6 @@ def _is_typing_failure(exc):
 
 def undecided_state():
     """(backend, fallback_reason) of a gradient not called yet."""
-    if os.environ.get("S2SGRAD_BACKEND", "numba").lower() == "python":
+    if backend_mode() == "python":
         return "python", ENV_REASON
     return UNDECIDED, UNDECIDED_REASON

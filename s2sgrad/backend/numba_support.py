@@ -192,6 +192,50 @@ def _matmul_adjoints(g, a, b):
         return lambda g, a, b: (g * b, g * a)
 
 
+@overload(rt.matmul_left)
+def _matmul_left(g, a, b):
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
+        return None
+    if a.ndim == 2 and b.ndim == 2:
+        return lambda g, a, b: g @ np.ascontiguousarray(b.T)
+    if a.ndim == 1 and b.ndim == 2:
+        return lambda g, a, b: np.ascontiguousarray(b) @ g
+    if a.ndim == 2 and b.ndim == 1:
+        return lambda g, a, b: np.outer(g, b)
+    if a.ndim == 1 and b.ndim == 1:
+        return lambda g, a, b: g * b
+
+
+@overload(rt.matmul_right)
+def _matmul_right(g, a, b):
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
+        return None
+    if a.ndim == 2 and b.ndim == 2:
+        return lambda g, a, b: np.ascontiguousarray(a.T) @ g
+    if a.ndim == 1 and b.ndim == 2:
+        return lambda g, a, b: np.outer(a, g)
+    if a.ndim == 2 and b.ndim == 1:
+        return lambda g, a, b: np.ascontiguousarray(a.T) @ g
+    if a.ndim == 1 and b.ndim == 1:
+        return lambda g, a, b: g * a
+
+
+@overload(rt.dot_left)
+def _dot_left(g, a, b):
+    if isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim <= 2 and b.ndim <= 2:
+        return lambda g, a, b: rt.matmul_left(g, a, b)
+    if _is_scalar(a) and _is_scalar(b):
+        return lambda g, a, b: g * b
+
+
+@overload(rt.dot_right)
+def _dot_right(g, a, b):
+    if isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim <= 2 and b.ndim <= 2:
+        return lambda g, a, b: rt.matmul_right(g, a, b)
+    if _is_scalar(a) and _is_scalar(b):
+        return lambda g, a, b: g * a
+
+
 @overload(rt.dot_adjoints)
 def _dot_adjoints(g, a, b):
     if isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim <= 2 and b.ndim <= 2:

@@ -88,9 +88,8 @@ def _(ans, x):
 
 @vjp(np.linalg.matmul)
 def _(ans, x1, x2):
-    d1_d2 = rt.matmul_adjoints(d[ans], x1, x2)
-    d[x1] = d1_d2[0]
-    d[x2] = d1_d2[1]
+    d[x1] = rt.matmul_left(d[ans], x1, x2)
+    d[x2] = rt.matmul_right(d[ans], x1, x2)
 
 
 @vjp(np.linalg.outer)

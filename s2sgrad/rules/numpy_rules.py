@@ -211,9 +211,8 @@ def _(ans, a, axis=None):
 
 @vjp(np.dot)
 def _(ans, a, b):
-    da_db = rt.dot_adjoints(d[ans], a, b)
-    d[a] = da_db[0]
-    d[b] = da_db[1]
+    d[a] = rt.dot_left(d[ans], a, b)
+    d[b] = rt.dot_right(d[ans], a, b)
 
 
 @vjp(np.outer)

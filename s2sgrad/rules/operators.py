@@ -50,9 +50,8 @@ def _(ans, a):
 
 @vjp(operator.matmul, np.matmul)
 def _(ans, a, b):
-    da_db = rt.matmul_adjoints(d[ans], a, b)
-    d[a] = da_db[0]
-    d[b] = da_db[1]
+    d[a] = rt.matmul_left(d[ans], a, b)
+    d[b] = rt.matmul_right(d[ans], a, b)
 
 
 @vjp(abs, math.fabs)
