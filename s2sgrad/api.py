@@ -91,10 +91,15 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **exam
         _check_function(fn, "show")
         g = GradFunction(fn, grad_position, weights, has_aux, False, True)
     if example_args or example_kwargs:
+        # the gradient object's last call stays what its source and path report
+        kept = (g._last, g._generated, g._compiled, g.path)
         generated = g._prepare(example_args, example_kwargs)[0]
+        path = g.path
+        if kept[0] is not None:
+            g._last, g._generated, g._compiled, g.path = kept
         source = generated.source
         header = (f"# s2sgrad.show: the code that runs for arguments like "
-                  f"({_describe_args(example_args, example_kwargs)}); module {g.path}")
+                  f"({_describe_args(example_args, example_kwargs)}); module {path}")
     else:
         generated, options = g._build_generic()
         source = generated.source

@@ -198,3 +198,12 @@ def test_show_of_a_decorated_method_with_examples():
     shown = ms.show(s.force, X)
     s.force(X)
     assert shown == s.force.source
+
+
+def test_show_of_other_arguments_leaves_the_last_call_reported(capsys):
+    h = ms.grad(deep)
+    h(X)
+    ran = h.source
+    matrix_code = ms.show(h, np.ones((2, 2)))
+    assert matrix_code != ran and "x_1 = x * 2.0" not in matrix_code
+    assert h.source == ran == open(h.path).read()
