@@ -207,3 +207,28 @@ def test_show_of_other_arguments_leaves_the_last_call_reported(capsys):
     matrix_code = ms.show(h, np.ones((2, 2)))
     assert matrix_code != ran and "x_1 = x * 2.0" not in matrix_code
     assert h.source == ran == open(h.path).read()
+
+
+class Scaled(nn.Cell):
+    """A Cell with its own bprop: a decorated method differentiates the method's body,
+    calling the Cell (and so its bprop) where the body calls self(x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.array([2.0], dtype=np.float32)), name="weight")
+
+    def construct(self, x):
+        return self.w * x
+
+    def bprop(self, x, out, dout):
+        return (dout * 10.0,)
+
+    @ms.grad
+    def loss(self, x):
+        return (self(x) * x).sum()
+
+
+def test_method_of_a_cell_with_bprop_is_its_own_body():
+    x = Tensor(np.array([3.0], np.float32))
+    # d/dx [self(x) * x] = bprop's 10 * x + self(x) = 30 + 6
+    np.testing.assert_allclose(np.asarray(Scaled().loss(x)), [36.0])
