@@ -92,6 +92,7 @@ def test_decorated_method_binds_self():
     np.testing.assert_allclose(Spring(5.0).force(X), 5.0 * X)
     assert s.force is s.force
     assert isinstance(Spring.force, ms.api.GradFunction)
+    assert repr(s.both).startswith("<s2sgrad value_and_grad of both (grad_position=(0, 1))")
 
 
 class Classifier(nn.Cell):
@@ -134,6 +135,7 @@ def test_cell_loss_method_with_weights_from_the_instance():
         assert g.shape == p.shape
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-6)
     assert np.abs(np.asarray(grads[0])).sum() > 0
+    assert "weights=Cell.trainable_params" in repr(Classifier.train_loss)
     # frozen weights are left out: the weights function is read at each lookup
     net.dense.bias.requires_grad = False
     _, grads = net.train_loss(x, y)
