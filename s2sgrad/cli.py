@@ -1,13 +1,14 @@
 """The command line: ``python -m s2sgrad show|cache ...``.
 
-    python -m s2sgrad show module:function [--grad-position 0,1] [--has-aux]
+    python -m s2sgrad show module:function [--grad-position 0,1] [--has-aux] [--arg ...]
     python -m s2sgrad cache list
     python -m s2sgrad cache clear
 
 ``show`` prints the generated value-and-gradient code of a function (a module
 name or a ``.py`` file, then the function's name, dotted for a method or an
-attribute: ``examples/train_digits.py:Network``), the generic build as
-``s2sgrad.show(fn)`` gives it.  ``cache list`` lists the generated modules in
+attribute: ``mypkg.losses:loss``), the generic build as ``s2sgrad.show(fn)``
+gives it, or with ``--arg`` per argument (``--arg float32[64,784]``) the code
+that runs for such arguments.  ``cache list`` lists the generated modules in
 the cache folder (``$S2SGRAD_CACHE_DIR`` or the per-user default); ``cache
 clear`` deletes them.
 """
@@ -26,7 +27,11 @@ def main(argv=None):
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:      # output piped into `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _parser():
@@ -40,8 +45,9 @@ def _parser():
     show = commands.add_parser(
         "show", help="print the generated gradient code of a function",
         description="Print the generated value-and-gradient code of a function: the generic "
-                    "build, not specialised on argument types (in Python, "
-                    "s2sgrad.show(fn, *example_args) prints the code for given arguments).")
+                    "build, not specialised on argument types, or with --arg per argument "
+                    "the code that runs for such arguments (in Python: "
+                    "s2sgrad.show(fn, *example_args)).")
     show.add_argument("target", metavar="module:function",
                       help="a module name (pkg.mod) or a .py file, a colon, then the function's "
                            "name; dotted for a method (Class.method) or an object's attribute")
@@ -50,6 +56,11 @@ def _parser():
                            "(default) or 0,1")
     show.add_argument("--has-aux", action="store_true",
                       help="the function returns (loss, aux...): differentiate the loss only")
+    show.add_argument("--arg", action="append", default=[], metavar="EXAMPLE",
+                      help="an example argument, once per argument in order, to print the code "
+                           "that runs for such arguments: an array as dtype[shape] "
+                           "(float32[64,28,28], int32[64], float64[]), or float, int, None, "
+                           "True, False, or a quoted string ('sum')")
     show.set_defaults(run=_show)
 
     cache = commands.add_parser(
@@ -84,12 +95,13 @@ def _show(args):
     from .errors import S2sgradError
     try:
         positions = _positions(args.grad_position)
+        examples = [_example(text) for text in args.arg]
         fn = _resolve(args.target)
     except (ValueError, ImportError, AttributeError, OSError) as exc:
         print(f"s2sgrad show: {exc}", file=sys.stderr)
         return 2
     try:
-        api.show(fn, grad_position=positions, has_aux=args.has_aux)
+        api.show(fn, *examples, grad_position=positions, has_aux=args.has_aux)
     except (S2sgradError, ValueError, TypeError) as exc:
         print(f"s2sgrad show: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -106,6 +118,28 @@ def _positions(text):
     if not items:
         raise ValueError("--grad-position needs at least one position, like 0 or 0,1")
     return items[0] if len(items) == 1 else items
+
+
+def _example(text):
+    """An example argument from its description: 'float32[64,28,28]' -> ones of that dtype
+    and shape ('float64[]': a 0-d array), 'float' -> 1.0, 'int' -> 1, 'None', 'True',
+    'False', and a quoted string."""
+    import numpy as np
+    text = text.strip()
+    simple = {"float": 1.0, "int": 1, "None": None, "True": True, "False": False}
+    if text in simple:
+        return simple[text]
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text.endswith("]") and "[" in text:
+        dtype, shape = text[:-1].split("[", 1)
+        try:
+            dims = tuple(int(n) for n in shape.replace(" ", "").split(",") if n)
+            return np.ones(dims, dtype=np.dtype(dtype))
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"--arg takes dtype[shape] (float32[64,28,28], float64[]), float, int, "
+                     f"None, True, False or a quoted string; got {text!r}")
 
 
 def _resolve(target):

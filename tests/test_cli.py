@@ -70,6 +70,21 @@ def test_show_a_file_function_prints_the_generic_build(user_module, tmp_path):
     assert source == ms.show(module.loss, grad_position=(0, 1)) + "\n"
 
 
+def test_show_with_example_arguments_prints_the_code_that_runs_for_them(user_module, tmp_path):
+    path, module = user_module
+    done = run("show", f"{path}:loss", "--arg", "float32[2,3]", "--arg", "float32[3]",
+               "--arg", "2.0", cache=tmp_path / "c")
+    assert done.returncode != 0 and "--arg takes dtype[shape]" in done.stderr
+    done = run("show", f"{path}:loss", "--arg", "float32[2,3]", "--arg", "float32[3]",
+               "--arg", "float", cache=tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    header, source = done.stdout.split("\n", 1)
+    assert "the code that runs for arguments like (float32[2, 3], float32[3], float)" in header
+    assert source == ms.show(module.loss, np.ones((2, 3), np.float32),
+                             np.ones(3, np.float32), 1.0) + "\n"
+    assert "np.tanh" not in source      # scale given: the branch for None is folded away
+
+
 def test_show_a_module_by_name_from_the_current_folder(user_module):
     path, _ = user_module
     done = run("show", "mymodel:loss", cwd=path.parent, cache=path.parent / "c")
