@@ -119,6 +119,8 @@ def main(epochs=10, batch_size=64, learning_rate=1e-3, max_steps=None, seed=1):
     print("Its first lines:\n")
     print("\n".join(lines[:24]))
     print("    ...")
+    print("\n(python -m s2sgrad cache list: every generated module; "
+          "python -m s2sgrad show --help: print one)")
     return {"test_accuracy": test_acc, "train_accuracy": train_acc, "seconds": total,
             "steps": steps, "path": grad_fn.path}
 

@@ -107,7 +107,8 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **exam
             f"{k}={v!r}" for k, v in options.items())) if options else ""
         header = ("# s2sgrad.show: generic build, not specialised on the arguments' dtypes "
                   f"and ranks{defaults} (a call builds code for its own arguments); pass "
-                  "example arguments, show(fn, x, ...), to see the code that runs for them")
+                  "example arguments (show(fn, x, ...); on the command line --arg) to see "
+                  "the code that runs for them")
     print(header)
     print(source)
     return source
