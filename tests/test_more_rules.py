@@ -114,3 +114,32 @@ def test_rule_registered_inside_a_function():
         assert _RULES[id(local_double)][1].differentiable
     finally:
         del _RULES[id(local_double)]
+
+
+B34 = np.arange(12.0).reshape(3, 4) / 10.0
+
+
+def kron_left(a):
+    return np.sum(np.sin(np.kron(a, B34)))
+
+
+def tensordot_right(b):
+    return np.sum(np.sin(np.tensordot(B34, b, 1)))
+
+
+def logsumexp_values(a):
+    return scipy.special.logsumexp(a, b=np.arange(1.0, 5.0))
+
+
+@pytest.mark.parametrize("fn,arg,call", [
+    (kron_left, np.ones((2, 2)), "rt.kron_adjoint(dt1, a, B34, 0)"),
+    (tensordot_right, np.ones((4, 2)), "rt.tensordot_adjoint(dt1, B34, b, 1, 1)"),
+    (logsumexp_values, np.ones(4), ", 0)"),
+])
+def test_only_the_active_operands_adjoint_is_computed(fn, arg, call):
+    """A rule of two operands computes the adjoint of the differentiated one only: the
+    helper is called once, for that operand (``wrt``)."""
+    g = check_grad(fn, (arg,))
+    helper = call.split("(")[0] if call.startswith("rt.") else "rt.logsumexp_adjoint"
+    assert g.source.count(helper) == 1, g.source
+    assert call in g.source, g.source
