@@ -10,6 +10,7 @@ import numpy as np
 from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_adjoints)
 from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
+from .runtime_surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 
 
 def ones_like(value):

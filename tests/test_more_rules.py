@@ -143,3 +143,39 @@ def test_only_the_active_operands_adjoint_is_computed(fn, arg, call):
     helper = call.split("(")[0] if call.startswith("rt.") else "rt.logsumexp_adjoint"
     assert g.source.count(helper) == 1, g.source
     assert call in g.source, g.source
+
+
+def gammainc_of_shape(a):
+    return np.sum(scipy.special.gammainc(a, 1.5))
+
+
+def bessel_of_order(v):
+    return np.sum(scipy.special.jv(v, 2.0))
+
+
+@pytest.mark.parametrize("fn,arg", [(gammainc_of_shape, np.array([1.5, 2.5])),
+                                    (bessel_of_order, np.array([0.5, 1.5]))])
+def test_a_parameter_without_a_derivative_is_refused_not_zero(fn, arg):
+    """``a`` of gammainc and a Bessel order have no closed-form derivative: refused at the
+    user's line, never a silent zero (the same calls differentiate w.r.t. x)."""
+    with pytest.raises(MissingRuleError, match=r"with respect to its argument `(a|v)`"):
+        s2sgrad.grad(fn)(arg)
+
+
+def test_refuse_names_a_parameter_of_the_template():
+    def template(ans, x):
+        d[x] = d[ans]
+
+    with pytest.raises(TypeError, match=r"\['y'\] are not parameters"):
+        vjp(spaced, refuse=("y",))(template)
+
+
+@pytest.mark.parametrize("fn,args,what", [
+    (lambda m, y: np.sum(np.cov(m, y)), (np.ones((2, 3)), np.ones((2, 3))), "cov called"),
+    (lambda x: np.sum(np.interp(x, [0.0, 1.0], [1.0, 2.0], left=0.0)), (np.ones(3),),
+     "interp called"),
+    (lambda x: np.sum(np.meshgrid(x, x, sparse=True)[0]), (np.ones(3),), "meshgrid called"),
+])
+def test_surface_forms_a_rule_does_not_cover_are_refused(fn, args, what):
+    with pytest.raises(MissingRuleError, match=what):
+        s2sgrad.grad(fn)(*args)
