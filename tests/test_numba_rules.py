@@ -39,7 +39,13 @@ def array_helpers(x, y, v):
 
 
 def interp_helpers(x, xp, fp):
-    return np.sum(np.sin(np.interp(x, xp, fp)) * W6)
+    """interp, and the joins and choices: stacks, select, partition of a vector."""
+    return (np.sum(np.sin(np.interp(x, xp, fp)) * W6)
+            + np.sum(np.sin(np.vstack((x, x * 2.0))) * W12.reshape(2, 6))
+            + np.sum(np.sin(np.hstack((fp, xp))) * W12[:8])
+            + np.sum(np.sin(np.column_stack((fp, xp))) * W12[:8].reshape(4, 2))
+            + np.sum(np.sin(np.select([x > 1.0, x < 0.0], [x * 2.0, np.sin(x)], 0.5)) * W6)
+            + np.sum(np.sin(np.partition(x, 2)) * W6))
 
 
 def linalg_helpers(a, m):

@@ -358,3 +358,72 @@ def _cov_adjoint(g, m, rowvar, bias, ddof):
         dx = gs @ xc / f
         return np.ascontiguousarray(dx.T) if flip else dx
     return impl
+
+
+@overload(rt.stacked_adjoints)
+def _stacked_adjoints(g, arrays, how):
+    """Operands of one number of dimensions (a UniTuple): ``g`` split where they joined."""
+    if not (isinstance(g, types.Array) and isinstance(arrays, types.UniTuple)
+            and isinstance(arrays.dtype, types.Array)):
+        return None
+    if not isinstance(how, types.StringLiteral):
+        return None
+    kind, nd = how.literal_value, arrays.dtype.ndim
+    if (kind == "vstack" and nd == 1) or (kind == "column_stack" and nd == 1):
+        axis = 0 if kind == "vstack" else 1      # each operand is a row / a column of g
+        return lambda g, arrays, how: rt.unstack(g, len(arrays), axis)
+    axis = {"vstack": 0, "hstack": 0 if nd == 1 else 1, "column_stack": 1, "dstack": 2}[kind]
+    if (kind == "column_stack" and nd != 2) or (kind == "dstack" and nd != 3):
+        return None
+    return lambda g, arrays, how: rt.split_like(g, arrays, axis)
+
+
+@overload(rt.select_adjoints)
+def _select_adjoints(g, condlist, choicelist):
+    if not (isinstance(g, types.Array) and isinstance(condlist, types.UniTuple)
+            and isinstance(choicelist, types.UniTuple)
+            and isinstance(condlist.dtype, types.Array) and condlist.dtype.ndim == g.ndim
+            and isinstance(choicelist.dtype, types.Array)):
+        return None
+
+    def impl(g, condlist, choicelist):
+        taken = np.zeros(g.shape, dtype=np.bool_)
+        zero = np.zeros_like(g)
+        out = []
+        for k in range(len(choicelist)):
+            picked = np.logical_and(condlist[k], np.logical_not(taken))
+            out.append(rt.unbroadcast(np.where(picked, g, zero), choicelist[k]))
+            taken = np.logical_or(taken, condlist[k])
+        return out
+    return impl
+
+
+@overload(rt.select_default_adjoint)
+def _select_default_adjoint(g, condlist, default):
+    if not (isinstance(g, types.Array) and isinstance(condlist, types.UniTuple)
+            and isinstance(condlist.dtype, types.Array) and condlist.dtype.ndim == g.ndim):
+        return None
+
+    def impl(g, condlist, default):
+        taken = np.zeros(g.shape, dtype=np.bool_)
+        for k in range(len(condlist)):
+            taken = np.logical_or(taken, condlist[k])
+        return rt.unbroadcast(np.where(taken, np.zeros_like(g), g), default)
+    return impl
+
+
+@overload(rt.permutation_adjoint)
+def _permutation_adjoint(g, a, ans, axis):
+    """1-D ``a`` (``np.partition`` of a vector): each value's adjoint goes back to where
+    the value was (stable order for ties)."""
+    if not (_arrays(g, a, ans) and a.ndim == 1 and g.ndim == 1):
+        return None
+
+    def impl(g, a, ans, axis):
+        to = np.argsort(a, kind="mergesort")
+        source = np.argsort(ans, kind="mergesort")
+        out = np.zeros(a.size, dtype=g.dtype)
+        for k in range(a.size):
+            out[to[k]] = g[source[k]]
+        return out
+    return impl
