@@ -480,6 +480,12 @@ def tape_dtypes(lowered):
                 a.name in ints or ndims.get(a.name) == 0) for a in op.args)
             return np.dtype(bool) if scalar else _UNKNOWN
         args = list(op.args)
+        if op.primitive == "getitem":    # an element of an array of a known dtype
+            base = of_atom(args[0])
+            if base == _UNSEEN:
+                return _UNSEEN
+            ok = isinstance(base, np.dtype) and ndims.get(op.targets[0]) == 0
+            return base if ok else _UNKNOWN
         if len(args) == 2 and getattr(op.primitive, "__module__", None) == "_operator":
             parts = [of_atom(args[0], args[1]), of_atom(args[1], args[0])]
         else:
@@ -488,9 +494,6 @@ def tape_dtypes(lowered):
             return _UNKNOWN
         if _UNSEEN in parts:
             return _UNSEEN
-        if op.primitive == "getitem":
-            ok = isinstance(parts[0], np.dtype) and ndims.get(op.targets[0]) == 0
-            return parts[0] if ok else _UNKNOWN
         if op.primitive is float:
             return np.dtype(np.float64)
         if op.primitive == "assign":
