@@ -74,7 +74,7 @@ class FlowLowering:
         for name in _appended_names(statements):
             current = frame.env.get(name)
             if isinstance(current, Seq) and current.kind == "list":
-                var = self.names.fresh(name)
+                var = self.names.variable(name)
                 self.ops.append(Op((var,), "list", tuple(current.items), {},
                                    gast.List(elts=[self.atom_node(a) for a in current.items],
                                              ctx=gast.Load()), location, lookup("list")))
@@ -137,7 +137,7 @@ class FlowLowering:
                     and atom.value is not None:
                 raise self.unsupported(frame, stmt, f"`{name}` names different objects in the "
                                        f"two branches", "branch on values, not on functions")
-        merged = self.names.fresh(name if name.isidentifier() else "v")
+        merged = self.names.variable(name if name.isidentifier() else "v")
         if a is not None and b is not None and self.ndim_of(a) is not None \
                 and self.ndim_of(a) == self.ndim_of(b):
             self.ndims[merged] = self.ndim_of(a)
@@ -206,7 +206,7 @@ class FlowLowering:
             length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
                 gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
                 (length, other), {}), "n")
-        index = gast.Name(id="i", ctx=gast.Store(), annotation=None, type_comment=None)
+        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
                                              [(func.value if isinstance(func, Const) else None,
                                                rows)]))
@@ -276,7 +276,7 @@ class FlowLowering:
         rows = []
         if spec is not None:
             _, bounds, target_node, rows = spec
-            target = self.names.fresh(target_node.id if isinstance(target_node, gast.Name)
+            target = self.names.variable(target_node.id if isinstance(target_node, gast.Name)
                                       else "i")
             self.int_vars.add(target)
             self.ndims[target] = 0
@@ -338,7 +338,7 @@ class FlowLowering:
                        atom.kind)
         if isinstance(atom, Const) and not literals.is_literal(atom.value):
             return atom       # a function or module: not a value the loop changes
-        header = self.names.fresh(name)
+        header = self.names.variable(name)
         self.ops.append(self.assign_op(header, atom, location))
         header_vars.append(header)
         return Var(header)
