@@ -140,6 +140,7 @@ class Lowerer(FlowLowering, TypeInfo):
         self.views = {}         # Var name -> the array variable it may be a view of
         self.stale_views = set()  # views of arrays updated in place since they were taken
         self.fields = {}          # Seq of a namedtuple argument -> its field names
+        self.producers = {}       # Var name -> the primitive of the Op that assigned it
 
     # ------------------------------------------------------------ entry
 
@@ -907,6 +908,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 rule, bind_error = None, f"s2sgrad's rule takes {rule.signature}: {exc}"
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
                            frame.location(node), rule, custom))
+        self.producers[name] = prim
         self.ops[-1].bind_error = bind_error
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list

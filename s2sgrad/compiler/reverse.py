@@ -311,8 +311,11 @@ class _Reverser:
         if not any(not isinstance(s, Comment) for s in body):
             return out
         referenced = {n.id for s in body for n in walk_items(s) if isinstance(n, gast.Name)}
-        entering = {h: self._stack(h) for h in stmt.headers if h in referenced}
         recomputed = recomputable(stmt, self.int_vars, self.ndims, self.mutated, referenced)
+        # what the recomputed values read (``t = i - 1`` reads the loop variable) is read by
+        # the adjoint loop too: restored, or walked again, before them
+        referenced |= {v for op in recomputed.values() for v in op.operand_vars()}
+        entering = {h: self._stack(h) for h in stmt.headers if h in referenced}
         taped = {v: self._stack(v) for v in level_assigned(stmt.body)
                  if v in referenced and v not in stmt.headers and v not in recomputed}
         self.entering[id(stmt)] = entering
