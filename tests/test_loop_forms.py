@@ -63,6 +63,24 @@ def test_reversed_range_with_shape_bound_and_constant_bounds():
     check_grad(f, (X,))
 
 
+def test_loop_variable_read_only_by_recomputed_neighbours():
+    """Was a silent wrong gradient: the adjoint loop recomputed ``x[i - 1]`` from a loop
+    variable it did not walk again (it kept its last forward value)."""
+    def down(x):
+        acc = 0.0
+        for i in range(x.shape[0] - 2, 0, -1):
+            acc = np.tanh(acc + x[i - 1] * x[i + 1])
+        return acc
+
+    def up(x):
+        acc = 0.0
+        for i in range(1, x.shape[0] - 1, 2):
+            acc = np.tanh(acc + x[i - 1] * x[i + 1])
+        return acc
+    check_grad(down, (X,))
+    check_grad(up, (X,))
+
+
 def test_reversed_range_with_a_run_time_step_is_refused():
     def f(x, s):
         acc = 0.0
