@@ -331,6 +331,35 @@ def copy_value(value):
     return np.copy(value) if isinstance(value, np.ndarray) else value
 
 
+# ---------------------------------------------------------------- tapes
+#
+# A loop's scalar values of a known type go on array tapes: ``tape`` holds
+# ``top`` values, the last on top; the room for a loop's values is reserved
+# before it runs, so a store is one write.
+
+
+def reserve(tape, top, count):
+    """``tape`` with room for ``count`` more values above ``top`` (a larger copy when it
+    has too little; ``count`` < 0 counts as 0)."""
+    need = top + max(count, 0)
+    if need <= tape.shape[0]:
+        return tape
+    grown = np.empty(max(need, 2 * tape.shape[0]), dtype=tape.dtype)
+    grown[:top] = tape[:top]
+    return grown
+
+
+def push(tape, top, value):
+    """Store ``value`` at ``tape[top]`` (room was reserved); the new count."""
+    tape[top] = value
+    return top + 1
+
+
+def trip_count(start, stop, step=1):
+    """How many values ``range(start, stop, step)`` gives."""
+    return len(range(start, stop, step))
+
+
 # ---------------------------------------------------------------- forward spellings
 #
 # The generated forward sweep calls these where numpy's own call is outside what

@@ -185,6 +185,8 @@ class Lowerer(FlowLowering, TypeInfo):
         result.arg_leaves = arg_leaves
         result.ndims = self.ndims
         result.int_vars = self.int_vars
+        result.dtypes = self.dtypes
+        result.known = self.known
         result.mutated = self.mutated
         result.lists = self.lists
         return result

@@ -110,7 +110,7 @@ def _emit(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
     lines.append(f"def {fname}({', '.join(args)}):")
     body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
             for name in args if name in mutated]
-    body += [f"{stack} = []" for stack in sweeps.stacks]
+    body += [line for tape in sweeps.stacks for line in tape.declaration()]
     body += render(sweeps.forward)
     output = lowered.output
     value_src = to_source(atom_node_of(output)) if not isinstance(output, Var) else output.name
