@@ -35,6 +35,17 @@ def reversed_range(bounds, counter):
             right=gast.Constant(value=abs(shift), kind=None))
         stop = gast.Constant(value=shift, kind=None) if shift >= 0 else copy.deepcopy(minus_one)
         return [last, stop, copy.deepcopy(minus_one)]
+    if isinstance(step, Const) and isinstance(step.value, int) and step.value != 0:
+        # a constant step: ``start - 3 * (n - 1)``, ``start + 1``, ``3`` (no ``--3``)
+        s = step.value
+        sign, mag = (gast.Add(), s) if s > 0 else (gast.Sub(), -s)
+        count = gast.BinOp(left=n, op=gast.Sub(), right=one)
+        moved = count if mag == 1 else gast.BinOp(left=gast.Constant(value=mag, kind=None),
+                                                   op=gast.Mult(), right=count)
+        last = gast.BinOp(left=atom_node_of(start), op=sign, right=moved)
+        stop = gast.BinOp(left=atom_node_of(start), op=gast.Sub() if s > 0 else gast.Add(),
+                          right=gast.Constant(value=mag, kind=None))
+        return [last, stop, gast.Constant(value=-s, kind=None)]
     start_node, step_node = atom_node_of(start), atom_node_of(step)
     last = gast.BinOp(left=start_node, op=gast.Add(), right=gast.BinOp(
         left=gast.BinOp(left=n, op=gast.Sub(), right=one), op=gast.Mult(), right=step_node))
