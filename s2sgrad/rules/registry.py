@@ -185,7 +185,9 @@ def vjp(*primitives, tuple_result=False, refuse=()):
             if unknown:
                 raise TypeError(f"vjp({rule.name}, refuse=...): {sorted(unknown)} are not "
                                 f"parameters of {template.__qualname__}")
-            rule.diff_params = rule.diff_params | rule.refused
+            # differentiable parameters in signature order (deterministic emission)
+            rule.diff_params = tuple(p for p in rule.signature.parameters
+                                     if p in rule.diff_params or p in rule.refused)
             _RULES[_key(prim)] = (prim, rule)
         return template
 
