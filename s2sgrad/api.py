@@ -540,7 +540,9 @@ def _types(arrays):
             out.append((a.dtype, a.ndim))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))
-        elif isinstance(a, (float, np.floating)):
+        elif isinstance(a, np.floating):
+            out.append((a.dtype, 0))
+        elif isinstance(a, float):
             out.append((None, 0))
         else:
             out.append(None)

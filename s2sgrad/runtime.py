@@ -8,8 +8,9 @@ what it does with plain numpy wherever numpy can.
 import numpy as np
 
 from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_adjoints)
-from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoints... : adjoints of array functions)
+from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
+from .runtime_surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 
 
 def ones_like(value):
@@ -216,14 +217,16 @@ def dot_adjoints(g, a, b):
     return da, db
 
 
-def inner_adjoints(g, a, b):
-    """The adjoints of ``np.inner(a, b)``: it contracts the last axes of ``a`` and ``b``."""
+def inner_adjoint(g, a, b, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``np.inner(a, b)``: it contracts the
+    last axes of ``a`` and ``b``."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * b, a), unbroadcast(g * a, b)
+        return unbroadcast(g * b, a) if wrt == 0 else unbroadcast(g * a, b)
     lead = np.ndim(a) - 1
-    da = np.tensordot(g, b, axes=(list(range(lead, np.ndim(g))), list(range(np.ndim(b) - 1))))
-    db = np.tensordot(g, a, axes=(list(range(lead)), list(range(lead))))
-    return da, db
+    if wrt == 0:
+        return np.tensordot(g, b, axes=(list(range(lead, np.ndim(g))),
+                                        list(range(np.ndim(b) - 1))))
+    return np.tensordot(g, a, axes=(list(range(lead)), list(range(lead))))
 
 
 def _normalise_axes(axis, ndim):
@@ -329,6 +332,35 @@ def divide_or_zero(g, d):
 def copy_value(value):
     """A copy of an array (a scalar as it is): what an in-place update overwrites."""
     return np.copy(value) if isinstance(value, np.ndarray) else value
+
+
+# ---------------------------------------------------------------- tapes
+#
+# A loop's scalar values of a known type go on array tapes: ``tape`` holds
+# ``top`` values, the last on top; the room for a loop's values is reserved
+# before it runs, so a store is one write.
+
+
+def reserve(tape, top, count):
+    """``tape`` with room for ``count`` more values above ``top`` (a larger copy when it
+    has too little; ``count`` < 0 counts as 0)."""
+    need = top + max(count, 0)
+    if need <= tape.shape[0]:
+        return tape
+    grown = np.empty(max(need, 2 * tape.shape[0]), dtype=tape.dtype)
+    grown[:top] = tape[:top]
+    return grown
+
+
+def push(tape, top, value):
+    """Store ``value`` at ``tape[top]`` (room was reserved); the new count."""
+    tape[top] = value
+    return top + 1
+
+
+def trip_count(start, stop, step=1):
+    """How many values ``range(start, stop, step)`` gives."""
+    return len(range(start, stop, step))
 
 
 # ---------------------------------------------------------------- forward spellings

@@ -913,3 +913,32 @@ def _arange_adjoints(g, bounds):
             adjoints.append(step)
         return adjoints
     return impl
+
+
+@overload(rt.reserve)
+def _reserve(tape, top, count):
+    def reserve(tape, top, count):
+        need = top + max(count, 0)
+        if need <= tape.shape[0]:
+            return tape
+        grown = np.empty(max(need, 2 * tape.shape[0]), dtype=tape.dtype)
+        grown[:top] = tape[:top]
+        return grown
+    return reserve
+
+
+@overload(rt.push)
+def _push(tape, top, value):
+    def push(tape, top, value):
+        tape[top] = value
+        return top + 1
+    return push
+
+
+@overload(rt.trip_count)
+def _trip_count(start, stop, step=1):
+    def trip_count(start, stop, step=1):
+        if step > 0:
+            return max(0, (stop - start + step - 1) // step)
+        return max(0, (start - stop - step - 1) // -step)
+    return trip_count

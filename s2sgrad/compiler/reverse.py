@@ -14,14 +14,16 @@ contribution to an inactive operand is dropped with everything only it used.
 import copy
 
 import gast
+import numpy as np
 
 from .activity import active_names
 from .adjoints import Adjoints, Comment, assign, call, name_node
 from .emit import location_comment
-from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var
-from .tape import (contributed, level_assigned, nested_headers, pop, pops, push, recomputable,
-                   reversed_range, short_range, use_counts, value_reads, walk_items,
-                   without_dead_ops, assigned_targets)
+from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
+from .tape import (Tape, tape_dtypes, assigned_targets, carried_copies, contributed,
+                   level_assigned, level_ops, nested_headers, pop, push, recomputable, reserve,
+                   restores, reversed_range, short_range, trip_count, use_counts, value_reads,
+                   walk_items, without_dead_ops)
 from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expression,
                         instantiate, missing_rule)
 
@@ -29,11 +31,12 @@ from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expr
 class Sweeps:
     """The two sweeps of a generated function, as statement lists (gast nodes, Comments).
 
-    ``stacks``: the tape stacks to create before the forward sweep;
+    ``stacks``: the tapes (``Tape``) to create before the forward sweep;
     ``grads``: for each differentiated name, its adjoint's name (None: no gradient).
     """
 
-    def __init__(self, forward, backward, stacks, grads, active):
+    def __init__(self, forward, backward, stacks, grads, active, adjoint_names=frozenset()):
+        self.adjoint_names = adjoint_names   # the names adjoints have in the generated code
         self.forward = forward
         self.backward = backward
         self.stacks = stacks
@@ -54,7 +57,8 @@ def reverse(lowered, wrt, seeds, names):
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active)
+    return Sweeps(forward, backward, rev.stacks, grads, active,
+                  frozenset(rev.adj.of.values()))
 
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
@@ -62,6 +66,9 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
                     getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()),
                     single_use - set(wrt), rebound)
+    rev.tape_types = tape_dtypes(lowered)
+    rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
+                           if isinstance(s, Loop)})
     rev.bound = frozenset(lowered.params) | {f.name for f in lowered.free}
     backward = []
     for s in seeds:
@@ -99,7 +106,8 @@ class _Reverser:
         self.exports = frozenset()  # loop variables whose adjoint came from after the loop
         self.bound = frozenset()    # variables surely assigned before the statement at hand
         self.adj = Adjoints(names, lists, single_use, rebound)
-        self.stacks = []          # stack names to create at the top of the function
+        self.stacks = []          # the tapes (Tape) to create at the top of the function
+        self.tape_types = {}      # Var name -> dtype of a scalar that can go on an array
         self.taped = {}           # id(Loop) -> {variable: stack name}
         self.entering = {}        # id(Loop) -> {header variable: stack name}
         self.saves = {}           # id(SetItem) -> (stack or variable name, in_loop)
@@ -232,16 +240,19 @@ class _Reverser:
             return out
         saved = self.names.fresh(x + ("_saved" if loop is not None else "_old"))
         self.saves[id(stmt)] = (saved, loop is not None)
+        where = gast.Subscript(value=name_node(x), slice=copy.deepcopy(stmt.index_node),
+                               ctx=gast.Store())
         if loop is not None:
-            self.stacks.append(saved)
-            old = gast.Call(func=gast.Attribute(value=name_node(saved), attr="pop", ctx=gast.Load()),
-                            args=[], keywords=[])
+            dtype = self._dtype_source(self.tape_types.get(x)) if self._scalar_element(stmt) \
+                else None
+            tape = self._new_tape(saved, loop, dtype)
+            self.saves[id(stmt)] = (tape, True)
+            restore = pop(tape, where)
         else:
-            old = name_node(saved)
-        restore = assign(gast.Subscript(value=name_node(x), slice=copy.deepcopy(stmt.index_node),
-                                         ctx=gast.Store()), old)
-        self.restores[id(restore)] = x
-        out.append(restore)
+            restore = [assign(where, name_node(saved))]
+        for item in restore:
+            self.restores[id(item)] = x
+        out.extend(restore)
         return out
 
     def _scalar_element(self, stmt):
@@ -308,21 +319,32 @@ class _Reverser:
         self.adj.owned = owned & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body):
             return out
-        referenced = {n.id for s in body for n in walk_items(s) if isinstance(n, gast.Name)}
-        entering = {h: self._stack(h) for h in stmt.headers if h in referenced}
+        scalars = {v for v, n in self.ndims.items() if n == 0} | set(self.int_vars)
+        referenced = set()
+        for item in body:
+            if not isinstance(item, Comment):
+                referenced |= value_reads(item, scalars)
         recomputed = recomputable(stmt, self.int_vars, self.ndims, self.mutated, referenced)
-        taped = {v: self._stack(v) for v in level_assigned(stmt.body)
-                 if v in referenced and v not in stmt.headers and v not in recomputed}
+        referenced |= {v for op in level_ops(stmt.body) if set(op.targets) & recomputed
+                       for v in op.operand_vars()}
+        shifted = {v: h for h, v in carried_copies(stmt).items()
+                   if h in referenced and v in referenced and v not in recomputed}
+        entering = {h: self._stack(h, stmt) for h in stmt.headers if h in referenced}
+        taped = {v: self._stack(v, stmt) for v in level_assigned(stmt.body)
+                 if v in referenced and v not in stmt.headers and v not in recomputed
+                 and v not in shifted}
         self.entering[id(stmt)] = entering
         self.taped[id(stmt)] = taped
-        prologue = pops(stmt.body, taped) + [
-            assign(h, pop(s)) for h, s in entering.items()] + [
-            assign(op.targets[0], copy.deepcopy(op.expr)) for op in recomputed.values()]
+        # what the iteration left in h_1 is what the next one started h with (h = h_1)
+        prologue = [assign(v, name_node(h)) for v, h in shifted.items()]
+        for h, tape in entering.items():
+            prologue.extend(pop(tape, h))
+        prologue.extend(restores(stmt.body, taped, recomputed))
         if stmt.kind == "range" and stmt.target in referenced:
             # the range's values again, last first: nothing to tape
             target, bounds = stmt.target, reversed_range(stmt.bounds, stmt.counter)
         else:
-            target, bounds = "_", [name_node(stmt.counter)]
+            target, bounds = self.names.fresh("_"), [name_node(stmt.counter)]
         out.append(gast.For(target=name_node(target, gast.Store()),
                             iter=gast.Call(func=name_node("range"), args=bounds, keywords=[]),
                             body=prologue + body, orelse=[], type_comment=None))
@@ -378,10 +400,31 @@ class _Reverser:
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
         adj.plain_zero, adj.copied = set(plain_zero), set(copied)
 
-    def _stack(self, var):
-        name = self.names.fresh(var + "_stack")
-        self.stacks.append(name)
-        return name
+    def _stack(self, var, loop):
+        """A new tape for ``var``'s values in ``loop``: an array for scalars of a known
+        type in a range loop, else a list."""
+        dtype = None
+        known = self.tape_types.get(var)
+        if var in self.int_vars or self.ndims.get(var) == 0 or (
+                known is not None and known.kind in "bi"):   # a flag, a loop's counter
+            dtype = self._dtype_source(known)
+        if loop.kind != "range":
+            dtype = None
+        return self._new_tape(var + ("_tape" if dtype else "_stack"), loop, dtype)
+
+    @staticmethod
+    def _dtype_source(dtype):
+        if dtype is None:
+            return None
+        return "np.bool_" if dtype.kind == "b" else f"np.{np.dtype(dtype).name}"
+
+    def _new_tape(self, base, loop, dtype):
+        if loop.kind != "range":
+            dtype = None
+        tape = Tape(self.names.fresh(base), dtype,
+                    self.names.fresh(base + "_top") if dtype else None, loop)
+        self.stacks.append(tape)
+        return tape
 
     # ------------------------------------------------------------ forward sweep
 
@@ -400,8 +443,9 @@ class _Reverser:
                 out.append(assign(gast.Tuple(elts=[name_node(t, gast.Store()) for t in stmt.targets],
                                               ctx=gast.Store()) if len(stmt.targets) > 1
                                    else stmt.targets[0], stmt.expr))
-                out.extend(push(s, t) for t, s in taped.items()
-                           if t in stmt.targets and t not in nested)
+                for t, tape in taped.items():
+                    if t in stmt.targets and t not in nested:
+                        out.extend(push(tape, t))
             elif isinstance(stmt, SetItem):
                 out.extend(self._forward_setitem(stmt))
             elif isinstance(stmt, ListAppend):
@@ -416,8 +460,9 @@ class _Reverser:
             else:
                 last = None
                 out.extend(self._forward_loop(stmt))
-                out.extend(push(taped[v], v) for v in [stmt.counter] + stmt.headers
-                           if v in taped)
+                for v in [stmt.counter] + stmt.headers:
+                    if v in taped:
+                        out.extend(push(taped[v], v))
         return out
 
     def _forward_setitem(self, stmt):
@@ -427,7 +472,7 @@ class _Reverser:
             current = gast.Subscript(value=name_node(stmt.target),
                                      slice=copy.deepcopy(stmt.index_node), ctx=gast.Load())
             value = call("rt", "copy_value", [current])
-            out.append(push(saved, value) if in_loop else assign(saved, value))
+            out.extend(push(saved, value) if in_loop else [assign(saved, value)])
         target = gast.Subscript(value=name_node(stmt.target), slice=copy.deepcopy(stmt.index_node),
                                 ctx=gast.Store())
         out.append(assign(target, atom_node_of(stmt.value, None)))
@@ -438,12 +483,15 @@ class _Reverser:
                assign(stmt.counter, gast.Constant(value=0, kind=None))]
         body = [gast.AugAssign(target=name_node(stmt.counter, gast.Store()), op=gast.Add(),
                                value=gast.Constant(value=1, kind=None))]
-        body += [push(s, h) for h, s in self.entering.get(id(stmt), {}).items()]
+        for h, tape in self.entering.get(id(stmt), {}).items():
+            body.extend(push(tape, h))
         body += self.forward(stmt.body, stmt)
         if stmt.break_flag is not None:
             body.append(gast.If(test=atom_node_of(stmt.break_flag, None), body=[gast.Break()],
                                 orelse=[]))
         if stmt.kind == "range":
+            out.extend(reserve(tape, trip_count(stmt.bounds)) for tape in self.stacks
+                       if tape.loop is stmt and tape.dtype is not None)
             out.append(gast.For(target=name_node(stmt.target, gast.Store()),
                                 iter=gast.Call(func=name_node("range"),
                                                args=[atom_node_of(b, None) for b in

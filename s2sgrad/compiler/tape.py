@@ -10,10 +10,12 @@ output need (``without_dead_ops``) and which adjoints can simply be others
 """
 import copy
 import operator
+from dataclasses import dataclass
 
 import gast
+import numpy as np
 
-from .adjoints import Comment, assign, name_node
+from .adjoints import Comment, assign, call, name_node
 from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
                  walk_statements)
 from .templates import atom_node_of
@@ -33,6 +35,17 @@ def reversed_range(bounds, counter):
             right=gast.Constant(value=abs(shift), kind=None))
         stop = gast.Constant(value=shift, kind=None) if shift >= 0 else copy.deepcopy(minus_one)
         return [last, stop, copy.deepcopy(minus_one)]
+    if isinstance(step, Const) and isinstance(step.value, int) and step.value != 0:
+        # a constant step: ``start - 3 * (n - 1)``, ``start + 1``, ``3`` (no ``--3``)
+        s = step.value
+        sign, mag = (gast.Add(), s) if s > 0 else (gast.Sub(), -s)
+        count = gast.BinOp(left=n, op=gast.Sub(), right=one)
+        moved = count if mag == 1 else gast.BinOp(left=gast.Constant(value=mag, kind=None),
+                                                   op=gast.Mult(), right=count)
+        last = gast.BinOp(left=atom_node_of(start), op=sign, right=moved)
+        stop = gast.BinOp(left=atom_node_of(start), op=gast.Sub() if s > 0 else gast.Add(),
+                          right=gast.Constant(value=mag, kind=None))
+        return [last, stop, gast.Constant(value=-s, kind=None)]
     start_node, step_node = atom_node_of(start), atom_node_of(step)
     last = gast.BinOp(left=start_node, op=gast.Add(), right=gast.BinOp(
         left=gast.BinOp(left=n, op=gast.Sub(), right=one), op=gast.Mult(), right=step_node))
@@ -50,41 +63,101 @@ def short_range(bounds):
     return [start, stop, step]
 
 
-def push(stack, value):
+@dataclass
+class Tape:
+    """Where the forward sweep stores one variable's values, last on top, for the reversed
+    loop to take back.
+
+    With ``dtype`` (source text such as ``np.float64``: a scalar of a known type stored
+    by a range loop) it is a preallocated array ``name`` and a count ``top``; room for
+    one value per iteration of ``loop`` is reserved before each run of it.  Without, a
+    list (arrays, values of unknown type, while loops: Numba's own lists grow faster
+    than an array checked for room on every store)."""
+    name: str
+    dtype: str | None = None
+    top: str | None = None
+    loop: object = None
+
+    def declaration(self):
+        """Source lines creating the empty tape at the top of the generated function."""
+        if self.dtype is None:
+            return [f"{self.name} = []"]
+        return [f"{self.name} = np.empty(0, {self.dtype})", f"{self.top} = 0"]
+
+
+def push(tape, value):
+    """Statements storing ``value`` (a name or node) on ``tape``."""
     value = name_node(value) if isinstance(value, str) else value
-    return gast.Expr(value=gast.Call(func=gast.Attribute(value=name_node(stack), attr="append",
-                                                         ctx=gast.Load()),
-                                     args=[value], keywords=[]))
+    if tape.dtype is None:
+        return [gast.Expr(value=gast.Call(
+            func=gast.Attribute(value=name_node(tape.name), attr="append", ctx=gast.Load()),
+            args=[value], keywords=[]))]
+    return [assign(tape.top, call("rt", "push", [name_node(tape.name), name_node(tape.top),
+                                                 value]))]
 
 
-def pop(stack):
-    return gast.Call(func=gast.Attribute(value=name_node(stack), attr="pop", ctx=gast.Load()),
-                     args=[], keywords=[])
+def pop(tape, target):
+    """Statements taking the top value of ``tape`` back into ``target`` (a name or node)."""
+    if tape.dtype is None:
+        return [assign(target, gast.Call(
+            func=gast.Attribute(value=name_node(tape.name), attr="pop", ctx=gast.Load()),
+            args=[], keywords=[]))]
+    return [gast.AugAssign(target=name_node(tape.top, gast.Store()), op=gast.Sub(),
+                           value=gast.Constant(value=1, kind=None)),
+            assign(target, gast.Subscript(value=name_node(tape.name),
+                                          slice=name_node(tape.top), ctx=gast.Load()))]
 
 
-def pops(statements, taped):
-    """The pops that restore, at the start of a reversed iteration, every taped variable as
-    the forward iteration left it (mirroring its branches)."""
+def reserve(tape, count):
+    """The statement making room on an array ``tape`` for ``count`` (a node) more values."""
+    return assign(tape.name, call("rt", "reserve", [name_node(tape.name), name_node(tape.top),
+                                                    count]))
+
+
+def trip_count(bounds):
+    """A node for the number of iterations of ``range(*bounds)`` (at most; a break may end
+    it sooner)."""
+    args = [atom_node_of(b, None) for b in short_range(bounds)]
+    if len(args) == 1:
+        return args[0]
+    return call("rt", "trip_count", args)
+
+
+def restores(statements, taped, recomputed):
+    """The statements that restore, at the start of a reversed iteration, every variable the
+    adjoint reads as the forward iteration left it, in forward order and mirroring its
+    branches: a taped variable is popped, a recomputed one (``recomputed``: names) is
+    computed again from what was restored before it."""
     out = []
     nested = nested_headers(statements)
     for stmt in statements:
         if isinstance(stmt, Op):
-            out.extend(assign(t, pop(taped[t])) for t in stmt.targets
-                       if t in taped and t not in nested)
+            if len(stmt.targets) == 1 and stmt.targets[0] in recomputed:
+                out.append(assign(stmt.targets[0], copy.deepcopy(stmt.expr)))
+            else:
+                for t in stmt.targets:
+                    if t in taped and t not in nested:
+                        out.extend(pop(taped[t], t))
         elif isinstance(stmt, If):
-            body, orelse = pops(stmt.body, taped), pops(stmt.orelse, taped)
+            body = restores(stmt.body, taped, recomputed)
+            orelse = restores(stmt.orelse, taped, recomputed)
             if body or orelse:
                 out.append(gast.If(test=atom_node_of(stmt.test, None), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
-            out.extend(assign(v, pop(taped[v])) for v in [stmt.counter] + stmt.headers
-                       if v in taped)
+            for v in [stmt.counter] + stmt.headers:
+                if v in taped:
+                    out.extend(pop(taped[v], v))
     return out
 
 
 #: primitives cheap enough to compute again in the adjoint loop instead of taping
-CHEAP = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, "assign",
-         "getitem"}
+CHEAP = {operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
+         operator.pos, abs, np.absolute, "assign", "getitem"}
+
+#: comparisons: cheap, and a bool scalar when their operands are scalars
+COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+               operator.not_}
 
 
 #: the most operations recomputed for one loop
@@ -92,30 +165,29 @@ RECOMPUTE_LIMIT = 12
 
 
 def recomputable(loop, int_vars, ndims, mutated, referenced):
-    """Scalar arithmetic and element reads at the top of a range loop's body (``i - 1``,
-    ``u[i - 1] - 2.0 * u[i]``) that the adjoint loop computes again from the loop
-    variable and the values it restores, instead of taping them: a few flops cost less
-    than a push and a pop.  Transcendental results (tanh, exp) are taped.  Name -> Op, in
-    forward order."""
-    if loop.kind != "range":
-        return {}
+    """Scalar arithmetic, comparisons and element reads of a loop's body (``i - 1``,
+    ``u[i - 1] - 2.0 * u[i]``, ``abs(r) <= delta``, in branches too) that the adjoint loop
+    computes again from the loop variable, the loop-carried values it restores and values
+    the loop does not change, instead of taping them: a few flops cost less than a push
+    and a pop.  Transcendental results (tanh, exp) are taped.  Gives the set of names
+    recomputed (every op assigning such a name at this level is recomputed)."""
     assigned = set(assigned_targets(loop.body))
-    available = {loop.target, *loop.headers}
+    available = set(loop.headers) | ({loop.target} if loop.kind == "range" else set())
     carried = set(loop.headers) | nested_headers(loop.body)   # several values per iteration
-    cheap = {}
-    for stmt in loop.body:
-        if not (isinstance(stmt, Op) and stmt.expr is not None and stmt.primitive in CHEAP
-                and len(stmt.targets) == 1 and stmt.targets[0] not in carried):
-            continue
-        target = stmt.targets[0]
-        scalar = target in int_vars or ndims.get(target) == 0
-        if stmt.primitive == "getitem":
-            base = stmt.args[0]
-            scalar = scalar and isinstance(base, Var) and base.name not in mutated and \
-                getattr(stmt, "basic_index", False)
-        if scalar and all(v in available or v in cheap or v not in assigned
-                          for v in stmt.operand_vars()):
-            cheap[target] = stmt
+    ops = {}
+    for stmt in level_ops(loop.body):
+        for t in stmt.targets:
+            ops.setdefault(t, []).append(stmt)
+    cheap = {t: defs for t, defs in ops.items() if t not in carried and all(
+        _cheap_scalar(op, int_vars, ndims, mutated) for op in defs)}
+    changed = True   # operands: available, recomputed themselves, or unchanged by the loop
+    while changed:
+        changed = False
+        for target in list(cheap):
+            if not all(v in available or v in cheap or v not in assigned
+                       for op in cheap[target] for v in op.operand_vars()):
+                del cheap[target]
+                changed = True
     needed = [v for v in cheap if v in referenced]
     keep = set()
     while needed:
@@ -123,21 +195,73 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
         if v in keep:
             continue
         keep.add(v)
-        needed.extend(u for u in cheap[v].operand_vars() if u in cheap)
+        needed.extend(u for op in cheap[v] for u in op.operand_vars() if u in cheap)
     if len(keep) > RECOMPUTE_LIMIT:
         keep = {v for v in keep if v in int_vars}
-        keep |= {u for v in list(keep) for u in cheap[v].operand_vars() if u in cheap}
-    return {v: op for v, op in cheap.items() if v in keep}
+        keep |= {u for v in list(keep) for op in cheap[v] for u in op.operand_vars()
+                 if u in cheap}
+    return keep
 
 
-def value_reads(node):
-    """Names whose values ``node`` reads (``rt.zeros_like(x)`` reads only x's shape)."""
+def _cheap_scalar(op, int_vars, ndims, mutated):
+    """True for a single-target op whose result is a scalar and costs a few flops."""
+    if not (isinstance(op, Op) and op.expr is not None and len(op.targets) == 1):
+        return False
+    target = op.targets[0]
+    scalar = target in int_vars or ndims.get(target) == 0
+    if op.primitive in COMPARISONS:
+        return all(isinstance(a, Const) or (isinstance(a, Var) and (
+            a.name in int_vars or ndims.get(a.name) == 0)) for a in op.args)
+    if op.primitive not in CHEAP:
+        return False
+    if op.primitive == "getitem":
+        base = op.args[0]
+        return scalar and isinstance(base, Var) and base.name not in mutated and \
+            getattr(op, "basic_index", False)
+    return scalar
+
+
+def level_ops(statements):
+    """The Ops of one level of a loop body, in its branches too, not in nested loops."""
+    for stmt in statements:
+        if isinstance(stmt, Op):
+            yield stmt
+        elif isinstance(stmt, If):
+            yield from level_ops(stmt.body)
+            yield from level_ops(stmt.orelse)
+
+
+#: runtime helpers that read only the shape (and type) of one argument: its position
+SHAPE_ONLY = {"zeros_like": 0, "unbroadcast": 1, "unreduce": 1}
+
+
+def value_reads(node, shape_fixed=None):
+    """Names whose values ``node`` reads.  ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)``
+    and ``rt.unreduce(g, x, ...)`` read only x's shape: such an x counts as not read when
+    ``shape_fixed`` is None (any shape will do) or holds x (a scalar: its shape never
+    changes from one iteration to the next)."""
     shape_only = set()
     for n in gast.walk(node):
         if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                and n.func.attr == "zeros_like":
-            shape_only.update(id(a) for a in n.args)
+                and n.func.attr in SHAPE_ONLY and len(n.args) > SHAPE_ONLY[n.func.attr]:
+            arg = n.args[SHAPE_ONLY[n.func.attr]]
+            if isinstance(arg, gast.Name) and (shape_fixed is None or arg.id in shape_fixed):
+                shape_only.add(id(arg))
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and id(n) not in shape_only}
+
+
+def carried_copies(loop):
+    """Loop-carried variables set at the end of the body by a plain copy of a value the
+    body computed unconditionally (``h = h_1``): header -> that value.  The value one
+    iteration leaves in ``h_1`` is the value the next one starts ``h`` with, so the adjoint
+    needs only one of them on the tape."""
+    last = {}
+    for stmt in loop.body:
+        if isinstance(stmt, Op) and stmt.primitive == "assign" and len(stmt.targets) == 1 \
+                and stmt.targets[0] in loop.headers and isinstance(stmt.args[0], Var):
+            last[stmt.targets[0]] = stmt.args[0].name
+    top = {t for s in loop.body if isinstance(s, Op) for t in s.targets}
+    return {h: v for h, v in last.items() if v in top and v not in loop.headers}
 
 
 def nested_headers(statements):
@@ -314,3 +438,112 @@ def use_counts(lowered):
     return frozenset(v for v, n in uses.items() if n == 1), frozenset(rebound)
 
 
+
+
+#: tape_dtypes' lattice: not known yet (no value seen), and not knowable
+_UNSEEN, _UNKNOWN = "unseen", "unknown"
+
+
+def tape_dtypes(lowered):
+    """The dtype of every scalar variable of ``lowered`` whose type is certain enough to
+    store it on an array tape: name -> numpy dtype (bool, an int or a float).
+
+    Unlike the lowerer's own dtype guesses (made for typing constants, before a loop's
+    body has shown what its loop-carried variables become), this joins every value a
+    variable is assigned anywhere (before a loop, at the end of each iteration, in each
+    branch), iterating to a fixed point, so it is never narrower than what runs: a
+    float32 value on a float64 tape comes back exact.  A Python float constant is
+    float64 (as Numba types it) unless the forward sweep writes it as the float32 it
+    meets."""
+    from .typeinfo import ELEMENTWISE
+    ints = set(getattr(lowered, "int_vars", ()))
+    ndims = getattr(lowered, "ndims", {})
+    types = {name: np.dtype(dtype) for name, (dtype, _) in getattr(lowered, "known", {}).items()
+             if isinstance(dtype, np.dtype)}
+    types.update({name: np.dtype(np.int64) for name in ints})
+    ops = [op for op in walk_ops(lowered.body) if isinstance(op, Op) and len(op.targets) == 1
+           and op.targets[0] not in ints]
+    for name in lowered.params:      # Python floats: float64 under Numba
+        if ndims.get(name) == 0 and name not in types:
+            types[name] = np.dtype(np.float64)
+    for op in ops:
+        types[op.targets[0]] = _UNSEEN
+    small = getattr(lowered, "dtypes", {})
+
+    def of_atom(atom, other=None):
+        if isinstance(atom, Const):
+            value = atom.value
+            if isinstance(value, (bool, np.bool_)):
+                return np.dtype(bool)
+            if not isinstance(value, (int, float)):
+                return _UNKNOWN
+            # a number is weak only where the forward sweep writes it as the other
+            # operand's type (float32 arithmetic; see TypeInfo.typed_node): Numba
+            # types a plain literal as int64 or float64
+            if isinstance(other, Var) and small.get(other.name) in (np.float32, np.float16):
+                return "weak_float" if isinstance(value, float) else "weak_int"
+            return np.dtype(np.float64 if isinstance(value, float) else np.int64)
+        return types.get(atom.name, _UNKNOWN) if isinstance(atom, Var) else _UNKNOWN
+
+    def of_op(op):
+        if op.primitive in COMPARISONS:   # of scalars: a bool
+            scalar = all(isinstance(a, Const) or isinstance(a, Var) and (
+                a.name in ints or ndims.get(a.name) == 0) for a in op.args)
+            return np.dtype(bool) if scalar else _UNKNOWN
+        args = list(op.args)
+        if op.primitive == "getitem":    # an element of an array of a known dtype
+            base = of_atom(args[0])
+            if base == _UNSEEN:
+                return _UNSEEN
+            ok = isinstance(base, np.dtype) and ndims.get(op.targets[0]) == 0
+            return base if ok else _UNKNOWN
+        if len(args) == 2 and getattr(op.primitive, "__module__", None) == "_operator":
+            parts = [of_atom(args[0], args[1]), of_atom(args[1], args[0])]
+        else:
+            parts = [of_atom(a) for a in args]
+        if _UNKNOWN in parts or op.kwargs:
+            return _UNKNOWN
+        if _UNSEEN in parts:
+            return _UNSEEN
+        if op.primitive is float:
+            return np.dtype(np.float64)
+        if op.primitive == "assign":
+            return parts[0]
+        if not (op.primitive in ELEMENTWISE or isinstance(op.primitive, np.ufunc)):
+            return _UNKNOWN
+        strong = [p for p in parts if isinstance(p, np.dtype)]
+        weak = [0.0 if p == "weak_float" else 0 for p in parts if isinstance(p, str)]
+        try:
+            dtype = np.result_type(*strong, *weak)
+        except (TypeError, ValueError):
+            return _UNKNOWN
+        if dtype.kind in "iub" and (op.primitive in (operator.truediv, operator.pow) or
+                                    isinstance(op.primitive, np.ufunc)):
+            return _UNKNOWN    # true division and ufuncs of ints: not worth following
+        return dtype
+
+    def join(a, b):
+        if a == _UNSEEN:
+            return b
+        if b == _UNSEEN:
+            return a
+        if _UNKNOWN in (a, b):
+            return _UNKNOWN
+        if a == b:
+            return a
+        if a.kind in "biuf" and b.kind in "biuf" and "f" in a.kind + b.kind:
+            return np.result_type(a, b, *([np.float64] if a.kind != b.kind else []))
+        return _UNKNOWN
+
+    for _ in range(8):          # each round can only widen a type: few rounds settle it
+        changed = False
+        for op in ops:
+            name = op.targets[0]
+            joined = join(types[name], of_op(op))
+            if isinstance(joined, np.dtype) and joined.kind not in "biuf":
+                joined = _UNKNOWN
+            if joined != types[name]:
+                types[name], changed = joined, True
+        if not changed:
+            return {n: t for n, t in types.items() if isinstance(t, np.dtype)}
+    return {n: types[n] for n in ints if n in types}
