@@ -236,7 +236,7 @@ SHAPE_ONLY = {"zeros_like": 0, "unbroadcast": 1, "unreduce": 1}
 
 
 def value_reads(node, shape_fixed=None):
-    """Names whose values ``node`` reads.  ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)``
+    """Names whose values ``node`` reads (not the ones it assigns).  ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)``
     and ``rt.unreduce(g, x, ...)`` read only x's shape: such an x counts as not read when
     ``shape_fixed`` is None (any shape will do) or holds x (a scalar: its shape never
     changes from one iteration to the next)."""
@@ -247,7 +247,8 @@ def value_reads(node, shape_fixed=None):
             arg = n.args[SHAPE_ONLY[n.func.attr]]
             if isinstance(arg, gast.Name) and (shape_fixed is None or arg.id in shape_fixed):
                 shape_only.add(id(arg))
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and id(n) not in shape_only}
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+            and not isinstance(n.ctx, gast.Store) and id(n) not in shape_only}
 
 
 def carried_copies(loop):
