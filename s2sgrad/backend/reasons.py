@@ -68,10 +68,11 @@ def _cause(text):
 
 def _rt_helper(line, name):
     """The name of the s2sgrad runtime helper ``name`` refers to, if it is one."""
-    from .. import runtime as rt
+    from .. import runtime as rt, runtime_core
     short = name.rsplit(".", 1)[-1]
+    ours = (rt.__name__, runtime_core.__name__)
     return short if callable(getattr(rt, short, None)) and \
-        getattr(getattr(rt, short), "__module__", "") == rt.__name__ and \
+        getattr(getattr(rt, short), "__module__", "") in ours and \
         "Function(<function" in line else None
 
 

@@ -25,20 +25,24 @@ import gast
 import numpy as np
 
 from ..dtype import dtype_to_numpy
+from .. import primitives as prims
 from ..errors import UnsupportedConstructError, UserCodeError
+from ..nn import Cell
+from ..ops import stop_gradient
+from ..ops._primitive import rename_aliases
 from ..rules import lookup
 from . import literals
+from .custom import lower_custom_call
 from .emit import to_source
 from .forward import forward_expression
 from .index_tricks import is_index_trick, lower_index_trick
 from .frontend import MISSING, is_user_code, parse_function
-from .ir import (Const, FreeValue, LoweredFunction, Op, Seq, SetItem,
-                 Var)
+from .ir import Const, DictAtom, FreeValue, LoweredFunction, Op, Seq, SetItem, Var
 from .jumps import (comprehension_as_loop, expand_loop_else, lift_loop_returns,
                     remove_early_returns)
-from .lower_flow import FlowLowering, _is_append, _unused
+from .lower_flow import FlowLowering, is_append, unused_name
 from .messages import expression_name, statement_name
-from .typeinfo import INTEGER_OPS, TypeInfo, _basic_index, _makes_view
+from .typeinfo import INTEGER_OPS, TypeInfo, basic_index, makes_view
 from .naming import NameAllocator
 
 BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -50,7 +54,7 @@ UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator
 CMPOPS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
           gast.GtE: operator.ge, gast.Eq: operator.eq, gast.NotEq: operator.ne,
           gast.Is: operator.is_, gast.IsNot: operator.is_not, gast.In: operator.contains,
-          gast.NotIn: "not_in"}
+          gast.NotIn: prims.NOT_IN}
 
 #: array methods and the numpy function whose rule differentiates them
 METHODS = {name: getattr(np, name) for name in (
@@ -58,7 +62,7 @@ METHODS = {name: getattr(np, name) for name in (
     "transpose", "reshape", "squeeze", "ravel", "dot", "clip", "copy", "round", "any", "all",
     "nonzero", "argsort", "trace", "swapaxes", "cumprod", "diagonal", "repeat")}
 METHODS["flatten"] = np.ravel
-METHODS["astype"] = "astype"
+METHODS["astype"] = prims.ASTYPE
 #: methods whose several positional arguments numpy's function takes as one tuple
 SHAPE_METHODS = {"reshape", "transpose"}
 #: attributes of arrays: the ones that carry no gradient, and .T
@@ -78,11 +82,11 @@ FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str,
 def _return_names(taken):
     """The flag and a maker of per-loop result names for ``lift_loop_returns``."""
     taken = set(taken)
-    flag = _unused("returned", taken)
+    flag = unused_name("returned", taken)
     taken.add(flag)
 
     def values():
-        name = _unused("result", taken)
+        name = unused_name("result", taken)
         taken.add(name)
         return name
     return flag, values
@@ -123,7 +127,7 @@ class Lowerer(FlowLowering, TypeInfo):
     def __init__(self, arg_types=None, arg_trees=None):
         self.arg_types = arg_types    # per leaf parameter: (dtype, ndim), ("const", v) or None
         self.arg_trees = arg_trees    # per argument: its treedef (s2sgrad.trees), None = leaf
-        self.known = {}         # Var name -> (dtype, ndim) of arguments, known while building
+        self.param_types = {}         # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
         self.names = NameAllocator()
@@ -179,23 +183,16 @@ class Lowerer(FlowLowering, TypeInfo):
             self.lower_body(frame, self.function_body(frame, parsed))
             self.stack.pop()
         self.check_output(frame, parsed)
-        result = LoweredFunction(parsed.name, parsed.location(parsed.node), params,
-                                 list(self.free.values()), self.ops,
-                                 frame.output if frame.output is not None else Const(None))
-        result.parsed = parsed
-        result.arg_leaves = arg_leaves
-        result.ndims = self.ndims
-        result.int_vars = self.int_vars
-        result.dtypes = self.dtypes
-        result.known = self.known
-        result.mutated = self.mutated
-        result.lists = self.lists
-        return result
+        return LoweredFunction(
+            parsed.name, parsed.location(parsed.node), params, list(self.free.values()),
+            self.ops, frame.output if frame.output is not None else Const(None),
+            parsed=parsed, arg_leaves=arg_leaves, ndims=self.ndims, dtypes=self.dtypes,
+            param_types=self.param_types, int_vars=self.int_vars, mutated=self.mutated,
+            lists=self.lists)
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a
         dict (or a function, or another object) is refused at its return line."""
-        from .custom import DictAtom
 
         def bad(atom):
             if isinstance(atom, Seq):
@@ -233,7 +230,6 @@ class Lowerer(FlowLowering, TypeInfo):
             return Var(name)
         kind, children = tree[0], tree[1]
         if kind == "dict":
-            from .custom import DictAtom
             return DictAtom([(Const(key), self.argument_atom(child, _leaf_hint(hint, key), params))
                              for key, child in children])
         fields = getattr(tree[2], "_fields", ()) if kind == "namedtuple" else ()
@@ -253,7 +249,7 @@ class Lowerer(FlowLowering, TypeInfo):
         if isinstance(dtype, str) and dtype == "int":   # a Python int argument
             self.int_vars.add(name)
         elif dtype is not None:
-            self.known[name] = (dtype, ndim)
+            self.param_types[name] = (dtype, ndim)
             if dtype.kind == "f":
                 self.dtypes[name] = dtype
 
@@ -314,7 +310,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 self.lower_if(frame, stmt, test)
         elif isinstance(stmt, (gast.For, gast.While)) and stmt.orelse:
             taken = {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)} | set(frame.env)
-            self.lower_body(frame, expand_loop_else(stmt, _unused("broke", taken)))
+            self.lower_body(frame, expand_loop_else(stmt, unused_name("broke", taken)))
         elif isinstance(stmt, gast.For):
             self.lower_for(frame, stmt)
         elif isinstance(stmt, gast.While):
@@ -324,7 +320,7 @@ class Lowerer(FlowLowering, TypeInfo):
         elif isinstance(stmt, gast.Expr):
             if isinstance(stmt.value, gast.Constant):
                 return  # a docstring or a bare constant
-            if _is_append(stmt.value):
+            if is_append(stmt.value):
                 return self.lower_append(frame, stmt)
             if isinstance(stmt.value, (gast.Yield, gast.YieldFrom, gast.Await)):
                 self.lower_expr(frame, stmt.value)   # refused, naming yield/await
@@ -445,7 +441,6 @@ class Lowerer(FlowLowering, TypeInfo):
         return Const(local)
 
     def expr_Dict(self, frame, node, hint):
-        from .custom import DictAtom
         if any(k is None for k in node.keys):
             raise self.unsupported(frame, node, "** in a dict", "write the dict's items out: "
                                    "{'a': x, 'b': y}")
@@ -485,13 +480,12 @@ class Lowerer(FlowLowering, TypeInfo):
             self.paths.setdefault(id(obj), path)
             return self.const_or_free(obj, path)
         if isinstance(base, Var):
-            if base.name in self.known and node.attr in ("dtype", "ndim"):
-                dtype, ndim = self.known[base.name]
+            if base.name in self.param_types and node.attr in ("dtype", "ndim"):
+                dtype, ndim = self.param_types[base.name]
                 return Const(dtype if node.attr == "dtype" else ndim)
             expr = gast.Attribute(value=self.atom_node(base), attr=node.attr, ctx=gast.Load())
-            prim = np.transpose if node.attr == "T" else "attr." + node.attr
+            prim = np.transpose if node.attr == "T" else prims.attribute(node.attr)
             return self.emit(frame, node, prim, (base,), {}, expr, hint)
-        from .custom import DictAtom
         if isinstance(base, DictAtom):
             raise self.unsupported(frame, node, f"`.{node.attr}` of a dict",
                                    "read a dict with constant keys (p['w']), or loop over "
@@ -544,7 +538,7 @@ class Lowerer(FlowLowering, TypeInfo):
         left = self.lower_expr(frame, node.left)
         right = self.lower_expr(frame, node.comparators[0])
         prim = CMPOPS[type(node.ops[0])]
-        if prim in (operator.contains, "not_in"):
+        if prim in (operator.contains, prims.NOT_IN):
             if isinstance(left, Const) and isinstance(right, Const):
                 found = left.value in right.value
                 return Const(found if prim is operator.contains else not found)
@@ -568,7 +562,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 result = (result and v.value) if isinstance(node.op, gast.And) else (result or v.value)
             return Const(result)
         expr = gast.BoolOp(op=node.op, values=[self.atom_node(v) for v in values])
-        return self.emit(frame, node, "boolop", tuple(values), {}, expr, hint)
+        return self.emit(frame, node, prims.BOOLOP, tuple(values), {}, expr, hint)
 
     def expr_IfExp(self, frame, node, hint):
         test = self.lower_expr(frame, node.test)
@@ -589,7 +583,6 @@ class Lowerer(FlowLowering, TypeInfo):
     def expr_Subscript(self, frame, node, hint):
         base = self.lower_expr(frame, node.value)
         index_node, index = self.lower_index(frame, node.slice)
-        from .custom import DictAtom
         if isinstance(base, DictAtom):
             for key, value in base.pairs:
                 if isinstance(key, Const) and isinstance(index, Const) and \
@@ -623,7 +616,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 raise self.unsupported(frame, node, "indexing a constant with a run-time index",
                                        "make the constant an array")
         expr = gast.Subscript(value=self.atom_node(base), slice=index_node, ctx=gast.Load())
-        return self.emit(frame, node, "getitem", (base, index), {}, expr, hint)
+        return self.emit(frame, node, prims.GETITEM, (base, index), {}, expr, hint)
 
     def lower_index(self, frame, node):
         """An index expression -> (gast node with atoms, atom). Slices become Const slices
@@ -655,7 +648,6 @@ class Lowerer(FlowLowering, TypeInfo):
             receiver = self.lower_expr(frame, node.func.value)
             if isinstance(receiver, Var):
                 return self.method_call(frame, node, receiver, hint)
-            from .custom import DictAtom
             if isinstance(receiver, DictAtom) and node.func.attr in DICT_VIEWS and \
                     not node.args and not node.keywords:
                 return DICT_VIEWS[node.func.attr](receiver.pairs)
@@ -676,7 +668,7 @@ class Lowerer(FlowLowering, TypeInfo):
             return receiver
         expr = self.call_expr(gast.Attribute(value=self.atom_node(receiver), attr=name,
                                              ctx=gast.Load()), args, kwargs)
-        prim = METHODS.get(name, "method." + name)
+        prim = METHODS.get(name, prims.method(name))
         if name in SHAPE_METHODS and len(args) > 1:
             args = (Seq(tuple(args)),)
         if name == "astype" and args and isinstance(args[0], Const):
@@ -685,7 +677,6 @@ class Lowerer(FlowLowering, TypeInfo):
         return self.emit(frame, node, prim, (receiver,) + args, kwargs, expr, hint)
 
     def call_object(self, frame, node, obj, args, kwargs, hint):
-        from ..ops import stop_gradient  # the model layer is imported lazily: it imports us
         if obj is stop_gradient:
             return self.stop_gradient(frame, node, args, hint)
         if (obj in FOLDABLE or isinstance(obj, type) and obj in (slice,)) and \
@@ -696,7 +687,6 @@ class Lowerer(FlowLowering, TypeInfo):
                 pass
         if obj is len and len(args) == 1 and isinstance(args[0], Seq):
             return Const(len(args[0].items))
-        from .custom import DictAtom
         if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
             return Const(len(args[0].pairs))
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
@@ -711,12 +701,11 @@ class Lowerer(FlowLowering, TypeInfo):
             return self.inline_local(frame, node, obj, args, kwargs)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
         if custom is not None:
-            from .custom import lower_custom_call
             return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
                                      kwargs, hint, name=custom.__name__)
         if getattr(obj, "__s2sgrad_opaque__", False):
             expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
-            return self.emit(frame, node, "opaque", args, kwargs, expr, hint)
+            return self.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
         rule = lookup(obj)
         if rule is not None or _is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
@@ -726,10 +715,8 @@ class Lowerer(FlowLowering, TypeInfo):
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
-            from ..ops._primitive import rename_aliases
             kwargs = rename_aliases(obj.__name__, getattr(obj, "aliases", None), kwargs)
             return self.inline(frame, node, raw, args, kwargs, None)
-        from ..nn import Cell
         if isinstance(obj, Cell):
             return self.cell_call(frame, node, obj, args, kwargs, hint)
         if inspect.ismethod(obj) and inspect.isfunction(obj.__func__):
@@ -791,7 +778,6 @@ class Lowerer(FlowLowering, TypeInfo):
         construct = type(cell).construct
         bprop = getattr(type(cell), "bprop", None)
         if bprop is not None:
-            from .custom import lower_custom_call
             return lower_custom_call(self, frame, node, construct, bprop, args, kwargs, hint,
                                      bound_self=cell, name=f"{type(cell).__name__}.bprop",
                                      internal_params=tuple(getattr(cell, "internal_params", ())
@@ -808,7 +794,7 @@ class Lowerer(FlowLowering, TypeInfo):
                        value.kind)
         if isinstance(value, Const):
             return value
-        return self.emit(frame, node, "stop_gradient", (value,), {}, self.atom_node(value),
+        return self.emit(frame, node, prims.STOP_GRADIENT, (value,), {}, self.atom_node(value),
                          hint or value.name + "_stopped")
 
     def inline_local(self, frame, node, local, args, kwargs):
@@ -898,7 +884,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 "the array itself after it")
         rule = lookup(prim) if custom is None else None
         if custom is None and _integer_result(prim, args, kwargs):
-            rule = lookup("integer_dtype")   # piecewise constant: it carries no gradient
+            rule = lookup(prims.INTEGER_DTYPE)   # piecewise constant: it carries no gradient
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
         if key is not None and key in self.cse:
             return self.cse[key]      # the same pure operation on the same values: reuse it
@@ -909,13 +895,17 @@ class Lowerer(FlowLowering, TypeInfo):
                 rule.bind(args, kwargs)
             except TypeError as exc:   # a form of the call the rule does not cover
                 rule, bind_error = None, f"s2sgrad's rule takes {rule.signature}: {exc}"
-        self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
-                           frame.location(node), rule, custom))
+        op = Op((name,), prim, tuple(args), dict(kwargs), expr, frame.location(node), rule,
+                custom, bind_error=bind_error)
+        if prim == prims.GETITEM:
+            base, index = args
+            op.basic_index = basic_index(index, self.int_vars)
+            op.list_base = isinstance(base, Var) and base.name in self.lists
+        self.ops.append(op)
         self.producers[name] = prim
-        self.ops[-1].bind_error = bind_error
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list
-        if _makes_view(prim, args) and isinstance(args[0], Var):
+        if makes_view(prim, args) and isinstance(args[0], Var):
             self.views[name] = self.views.get(args[0].name, args[0].name)
         ndim = self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
@@ -928,16 +918,12 @@ class Lowerer(FlowLowering, TypeInfo):
             self.ndims[name] = 0
         if key is not None and (self.ndims.get(name) == 0 or name in self.int_vars):
             self.cse[key] = Var(name)   # scalars only: an array result could be updated in place
-        if prim == "getitem":
-            base, index = args
-            self.ops[-1].basic_index = _basic_index(index, self.int_vars)
-            self.ops[-1].list_base = isinstance(base, Var) and base.name in self.lists
         return Var(name)
 
     def emit_getitem(self, frame, node, value, index, hint):
         expr = gast.Subscript(value=self.atom_node(value), slice=self.atom_node(index),
                               ctx=gast.Load())
-        return self.emit(frame, node, "getitem", (value, index), {}, expr, hint)
+        return self.emit(frame, node, prims.GETITEM, (value, index), {}, expr, hint)
 
     def fold(self, prim, atoms):
         """The constant result of ``prim`` on constant operands, or None."""
@@ -962,7 +948,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 name = self.names.variable(_identifier(label))
                 self.free[key] = FreeValue(name, obj, path)
                 data = np.asarray(obj)
-                self.known[name] = (data.dtype, data.ndim)
+                self.param_types[name] = (data.dtype, data.ndim)
                 self.ndims[name] = data.ndim
                 if data.dtype.kind == "f":
                     self.dtypes[name] = data.dtype
@@ -979,7 +965,6 @@ class Lowerer(FlowLowering, TypeInfo):
 
     def atom_node(self, atom):
         """The gast expression that reads an atom in generated code."""
-        from .custom import DictAtom
         if isinstance(atom, DictAtom):
             raise UnsupportedConstructError(
                 "a dict used as a whole value (s2sgrad reads dicts by constant keys only)",
@@ -1004,7 +989,7 @@ class Lowerer(FlowLowering, TypeInfo):
 
 
 #: primitives never reused: effects, run-time objects, fresh containers
-NOT_REUSED = {"effect", "opaque", "list", "copy"}
+NOT_REUSED = {prims.EFFECT, prims.OPAQUE, prims.LIST, prims.COPY}
 
 
 def _cse_key(prim, args, kwargs):
@@ -1038,7 +1023,7 @@ def _atom_key(atom):
 def _integer_result(prim, args, kwargs):
     """True for a conversion to an integer or boolean dtype known while building:
     ``x.astype(int)``, ``np.array(v, dtype=np.int32)``, ``np.sum(x, dtype=int)``."""
-    dtype = args[1] if prim == "astype" and len(args) > 1 else kwargs.get("dtype")
+    dtype = args[1] if prim == prims.ASTYPE and len(args) > 1 else kwargs.get("dtype")
     if not isinstance(dtype, Const) or dtype.value is None:
         return False
     try:

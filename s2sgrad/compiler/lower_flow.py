@@ -11,9 +11,10 @@ import operator
 
 import gast
 
+from .. import primitives as prims
 from . import literals
 from .frontend import is_user_code
-from .ir import Const, If, ListAppend, Loop, Op, Seq, Var
+from .ir import Const, DictAtom, If, ListAppend, Loop, Op, Seq, Var
 from .jumps import assigned_names, remove_loop_jumps
 from ..rules import lookup
 
@@ -34,7 +35,7 @@ class FlowLowering:
         if func.value is print:
             args = tuple(self.splice(frame, call.args))
             kwargs = {k.arg: self.lower_expr(frame, k.value) for k in call.keywords}
-            self.emit(frame, stmt, "effect", args, kwargs, self.call_expr(
+            self.emit(frame, stmt, prims.EFFECT, args, kwargs, self.call_expr(
                 gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None),
                 args, kwargs), "_")
             return True
@@ -76,9 +77,9 @@ class FlowLowering:
             current = frame.env.get(name)
             if isinstance(current, Seq) and current.kind == "list":
                 var = self.names.variable(name)
-                self.ops.append(Op((var,), "list", tuple(current.items), {},
+                self.ops.append(Op((var,), prims.LIST, tuple(current.items), {},
                                    gast.List(elts=[self.atom_node(a) for a in current.items],
-                                             ctx=gast.Load()), location, lookup("list")))
+                                             ctx=gast.Load()), location, lookup(prims.LIST)))
                 self.lists.add(var)
                 frame.env[name] = Var(var)
 
@@ -118,7 +119,6 @@ class FlowLowering:
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
             return a if b is None else b
-        from .custom import DictAtom
         if isinstance(a, DictAtom) or isinstance(b, DictAtom):
             if a is b:
                 return a
@@ -153,8 +153,8 @@ class FlowLowering:
             self.ndims[target] = self.ndim_of(atom)
         if isinstance(atom, Var) and atom.name in self.dtypes and target not in self.dtypes:
             self.dtypes[target] = self.dtypes[atom.name]
-        return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
-                  lookup("assign"))
+        return Op((target,), prims.ASSIGN, (atom,), {}, self.atom_node(atom), location,
+                  lookup(prims.ASSIGN))
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
@@ -178,7 +178,6 @@ class FlowLowering:
         if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
             func = None
             iterable = self.lower_expr(frame, stmt.iter)
-            from .custom import DictAtom
             if isinstance(iterable, DictAtom):   # a dict known while building: its keys
                 iterable = Seq(tuple(k for k, _ in iterable.pairs))
             if isinstance(iterable, Seq) or (
@@ -326,7 +325,7 @@ class FlowLowering:
                 gast.Name(id="len", ctx=gast.Load(), annotation=None, type_comment=None),
                 (seq,), {}), "n")
         else:
-            result = self.emit(frame, node, "attr.shape", (seq,), {}, gast.Subscript(
+            result = self.emit(frame, node, prims.SHAPE, (seq,), {}, gast.Subscript(
                 value=gast.Attribute(value=self.atom_node(seq), attr="shape", ctx=gast.Load()),
                 slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
         self.int_vars.add(result.name)
@@ -523,7 +522,7 @@ def _is_builtin(func):
     return isinstance(name, str) and getattr(builtins, name, None) is func
 
 
-def _unused(name, taken):
+def unused_name(name, taken):
     """``name``, or ``name_1``, ``name_2``... whichever the function does not use."""
     candidate, i = name, 0
     while candidate in taken:
@@ -532,7 +531,7 @@ def _unused(name, taken):
     return candidate
 
 
-def _is_append(call):
+def is_append(call):
     return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
             and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
 
@@ -541,7 +540,7 @@ def _appended_names(statements):
     names = []
     for stmt in statements:
         for node in gast.walk(stmt):
-            if _is_append(node) and node.func.value.id not in names:
+            if is_append(node) and node.func.value.id not in names:
                 names.append(node.func.value.id)
     return names
 

@@ -16,6 +16,7 @@ import copy
 import gast
 import numpy as np
 
+from .. import primitives as prims
 from .activity import active_names
 from .adjoints import Adjoints, Comment, assign, call, name_node
 from .emit import location_comment
@@ -47,7 +48,7 @@ class Sweeps:
 def reverse(lowered, wrt, seeds, names):
     """Both sweeps of ``lowered``: see the module doc and ``_Reverser``."""
     active = active_names(lowered, wrt, seeds)
-    ndims = getattr(lowered, "ndims", {})
+    ndims = lowered.ndims
     state = names.snapshot()
     rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset())
     unneeded = rev.unneeded_restores(backward)
@@ -63,8 +64,8 @@ def reverse(lowered, wrt, seeds, names):
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     single_use, rebound = use_counts(lowered)
-    rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
-                    getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()),
+    rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
+                    lowered.mutated, lowered.lists,
                     single_use - set(wrt), rebound)
     rev.tape_types = tape_dtypes(lowered)
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
@@ -149,9 +150,9 @@ class _Reverser:
         out = []
         if op.custom is not None:
             op.custom.adjoint(op, self.adj, self.active, self.names, out)
-        elif op.primitive == "getitem" and getattr(op, "list_base", False):
+        elif op.primitive == prims.GETITEM and op.list_base:
             self._list_item_adjoint(op, out)
-        elif op.primitive == "getitem" and isinstance(op.args[0], Var):
+        elif op.primitive == prims.GETITEM and isinstance(op.args[0], Var):
             getitem_adjoint(op, self.adj, self.active, out)
         else:
             if op.rule is None:
@@ -298,7 +299,7 @@ class _Reverser:
         self.adj.owned = owned & owned_body & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
-        out.append(gast.If(test=atom_node_of(stmt.test, None), body=body or [gast.Pass()],
+        out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
                            orelse=orelse))
         return out
 
@@ -454,7 +455,7 @@ class _Reverser:
                     args=[atom_node_of(stmt.value)], keywords=[])))
             elif isinstance(stmt, If):
                 last = None
-                out.append(gast.If(test=atom_node_of(stmt.test, None),
+                out.append(gast.If(test=atom_node_of(stmt.test),
                                    body=self.forward(stmt.body, loop) or [gast.Pass()],
                                    orelse=self.forward(stmt.orelse, loop)))
             else:
@@ -475,7 +476,7 @@ class _Reverser:
             out.extend(push(saved, value) if in_loop else [assign(saved, value)])
         target = gast.Subscript(value=name_node(stmt.target), slice=copy.deepcopy(stmt.index_node),
                                 ctx=gast.Store())
-        out.append(assign(target, atom_node_of(stmt.value, None)))
+        out.append(assign(target, atom_node_of(stmt.value)))
         return out
 
     def _forward_loop(self, stmt):
@@ -487,19 +488,19 @@ class _Reverser:
             body.extend(push(tape, h))
         body += self.forward(stmt.body, stmt)
         if stmt.break_flag is not None:
-            body.append(gast.If(test=atom_node_of(stmt.break_flag, None), body=[gast.Break()],
+            body.append(gast.If(test=atom_node_of(stmt.break_flag), body=[gast.Break()],
                                 orelse=[]))
         if stmt.kind == "range":
             out.extend(reserve(tape, trip_count(stmt.bounds)) for tape in self.stacks
                        if tape.loop is stmt and tape.dtype is not None)
             out.append(gast.For(target=name_node(stmt.target, gast.Store()),
                                 iter=gast.Call(func=name_node("range"),
-                                               args=[atom_node_of(b, None) for b in
+                                               args=[atom_node_of(b) for b in
                                                      short_range(stmt.bounds)], keywords=[]),
                                 body=body, orelse=[], type_comment=None))
         else:
             check = self.forward(stmt.test_ops, None) + [gast.If(
-                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test, None)),
+                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test)),
                 body=[gast.Break()], orelse=[])]
             out.append(gast.While(test=gast.Constant(value=True, kind=None),
                                   body=[s for s in check if not isinstance(s, Comment)] + body,

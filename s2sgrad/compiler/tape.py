@@ -15,10 +15,13 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
+from .. import primitives as prims
+from .activity import differentiable_operands
 from .adjoints import Comment, assign, call, name_node
 from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
                  walk_statements)
 from .templates import atom_node_of
+from .typeinfo import ELEMENTWISE
 
 
 def reversed_range(bounds, counter):
@@ -117,7 +120,7 @@ def reserve(tape, count):
 def trip_count(bounds):
     """A node for the number of iterations of ``range(*bounds)`` (at most; a break may end
     it sooner)."""
-    args = [atom_node_of(b, None) for b in short_range(bounds)]
+    args = [atom_node_of(b) for b in short_range(bounds)]
     if len(args) == 1:
         return args[0]
     return call("rt", "trip_count", args)
@@ -142,7 +145,7 @@ def restores(statements, taped, recomputed):
             body = restores(stmt.body, taped, recomputed)
             orelse = restores(stmt.orelse, taped, recomputed)
             if body or orelse:
-                out.append(gast.If(test=atom_node_of(stmt.test, None), body=body or [gast.Pass()],
+                out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
             for v in [stmt.counter] + stmt.headers:
@@ -153,7 +156,7 @@ def restores(statements, taped, recomputed):
 
 #: primitives cheap enough to compute again in the adjoint loop instead of taping
 CHEAP = {operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
-         operator.pos, abs, np.absolute, "assign", "getitem"}
+         operator.pos, abs, np.absolute, prims.ASSIGN, prims.GETITEM}
 
 #: comparisons: cheap, and a bool scalar when their operands are scalars
 COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
@@ -214,10 +217,10 @@ def _cheap_scalar(op, int_vars, ndims, mutated):
             a.name in int_vars or ndims.get(a.name) == 0)) for a in op.args)
     if op.primitive not in CHEAP:
         return False
-    if op.primitive == "getitem":
+    if op.primitive == prims.GETITEM:
         base = op.args[0]
         return scalar and isinstance(base, Var) and base.name not in mutated and \
-            getattr(op, "basic_index", False)
+            op.basic_index
     return scalar
 
 
@@ -258,7 +261,7 @@ def carried_copies(loop):
     needs only one of them on the tape."""
     last = {}
     for stmt in loop.body:
-        if isinstance(stmt, Op) and stmt.primitive == "assign" and len(stmt.targets) == 1 \
+        if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN and len(stmt.targets) == 1 \
                 and stmt.targets[0] in loop.headers and isinstance(stmt.args[0], Var):
             last[stmt.targets[0]] = stmt.args[0].name
     top = {t for s in loop.body if isinstance(s, Op) for t in s.targets}
@@ -298,7 +301,6 @@ def contributed(statements, active):
         if isinstance(s, (SetItem, ListAppend)):
             out.extend([s.target] + atom_vars(s.value))
         elif isinstance(s, Op):
-            from .activity import differentiable_operands
             out.extend(differentiable_operands(s))
     return [v for v in dict.fromkeys(out) if v in active]
 
@@ -320,7 +322,7 @@ def without_dead_ops(body, backward, output):
     kept = []
     for stmt in reversed(body):
         if isinstance(stmt, Op):
-            if not any(t in needed for t in stmt.targets) and stmt.primitive != "effect":
+            if not any(t in needed for t in stmt.targets) and stmt.primitive != prims.EFFECT:
                 continue
             needed.update(stmt.operand_vars())
             if stmt.expr is not None:
@@ -340,7 +342,7 @@ def _drop_unread_copies(body, backward, output):
         live.update(n.id for n in walk_items(stmt) if isinstance(n, gast.Name))
     copies = []
     for stmt in walk_statements(body):
-        if isinstance(stmt, Op) and stmt.primitive == "assign":
+        if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN:
             copies.append(stmt)
         else:
             live.update(_reads(stmt))
@@ -387,7 +389,7 @@ def _drop_copies(statements, read, top):
 
 
 def _unread_copy(stmt, read):
-    return isinstance(stmt, Op) and stmt.primitive == "assign" and stmt.targets[0] not in read
+    return isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN and stmt.targets[0] not in read
 
 
 def statement_names(stmt):
@@ -421,7 +423,6 @@ def use_counts(lowered):
     """(variables that pass a gradient to exactly one place, variables assigned more than
     once: loop-carried, updated in place).  A single-use variable's adjoint can simply be
     the adjoint it copies."""
-    from .activity import differentiable_operands
     uses, assigned = {}, {}
     for stmt in walk_ops(lowered.body):
         if isinstance(stmt, (SetItem, ListAppend)):
@@ -456,10 +457,9 @@ def tape_dtypes(lowered):
     float32 value on a float64 tape comes back exact.  A Python float constant is
     float64 (as Numba types it) unless the forward sweep writes it as the float32 it
     meets."""
-    from .typeinfo import ELEMENTWISE
-    ints = set(getattr(lowered, "int_vars", ()))
-    ndims = getattr(lowered, "ndims", {})
-    types = {name: np.dtype(dtype) for name, (dtype, _) in getattr(lowered, "known", {}).items()
+    ints = set(lowered.int_vars)
+    ndims = lowered.ndims
+    types = {name: np.dtype(dtype) for name, (dtype, _) in lowered.param_types.items()
              if isinstance(dtype, np.dtype)}
     types.update({name: np.dtype(np.int64) for name in ints})
     ops = [op for op in walk_ops(lowered.body) if isinstance(op, Op) and len(op.targets) == 1
@@ -469,7 +469,7 @@ def tape_dtypes(lowered):
             types[name] = np.dtype(np.float64)
     for op in ops:
         types[op.targets[0]] = _UNSEEN
-    small = getattr(lowered, "dtypes", {})
+    small = lowered.dtypes
 
     def of_atom(atom, other=None):
         if isinstance(atom, Const):
@@ -492,7 +492,7 @@ def tape_dtypes(lowered):
                 a.name in ints or ndims.get(a.name) == 0) for a in op.args)
             return np.dtype(bool) if scalar else _UNKNOWN
         args = list(op.args)
-        if op.primitive == "getitem":    # an element of an array of a known dtype
+        if op.primitive == prims.GETITEM:    # an element of an array of a known dtype
             base = of_atom(args[0])
             if base == _UNSEEN:
                 return _UNSEEN
@@ -508,7 +508,7 @@ def tape_dtypes(lowered):
             return _UNSEEN
         if op.primitive is float:
             return np.dtype(np.float64)
-        if op.primitive == "assign":
+        if op.primitive == prims.ASSIGN:
             return parts[0]
         if not (op.primitive in ELEMENTWISE or isinstance(op.primitive, np.ufunc)):
             return _UNKNOWN

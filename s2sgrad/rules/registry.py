@@ -23,6 +23,8 @@ import textwrap
 
 import gast
 
+from ..compiler.imports import fixed_path, module_and_name
+
 
 class _AdjointMarker:
     """The ``d`` in templates: ``d[x]`` marks the adjoint of ``x``. Never evaluated."""
@@ -107,7 +109,6 @@ def _template_globals(template, fdef, params):
     """{name: module or function} for the names a template reads from its own module
     (besides ``np``, ``math``, ``rt``, ``d`` and builtins).  A TypeError names one that
     generated code could not import."""
-    from ..compiler.imports import module_and_name, fixed_path
     body = gast.Module(body=fdef.body, type_ignores=[])   # not the decorators or defaults
     assigned = {t.id for n in gast.walk(body) if isinstance(n, gast.Assign)
                 for t in n.targets if isinstance(t, gast.Name)}
@@ -178,7 +179,7 @@ def vjp(*primitives, tuple_result=False, refuse=()):
 
     def register(template):
         for prim in primitives:
-            rule = Rule(prim, template, _display_name(prim))
+            rule = Rule(prim, template, display_name(prim))
             rule.tuple_result = tuple_result
             rule.refused = frozenset(refuse)
             unknown = rule.refused - set(rule.signature.parameters)
@@ -203,7 +204,7 @@ def nondifferentiable(*primitives, reason=None):
     fails ``tests/test_no_silent_constants.py``.
     """
     for prim in primitives:
-        _RULES[_key(prim)] = (prim, Rule(prim, None, _display_name(prim), reason))
+        _RULES[_key(prim)] = (prim, Rule(prim, None, display_name(prim), reason))
 
 
 def lookup(primitive):
@@ -219,7 +220,7 @@ def all_rules():
     return list(_RULES.values())
 
 
-def _display_name(prim):
+def display_name(prim):
     if isinstance(prim, str):
         return prim
     mod = getattr(prim, "__module__", None) or ""
