@@ -38,13 +38,6 @@ def add_at(target, index, g):
     return target
 
 
-def scatter(g, like, index):
-    """Zeros of ``like``'s shape with ``g`` added at ``index`` (adjoint of ``like[index]``)."""
-    out = np.zeros(np.shape(like), dtype=np.result_type(g, like))
-    np.add.at(out, index, g)
-    return out
-
-
 def split_like(g, parts, axis):
     """Split ``g`` along ``axis`` into pieces shaped like ``parts`` (adjoint of concatenate).
 

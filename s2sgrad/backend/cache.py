@@ -33,7 +33,8 @@ import warnings
 VERSION = "0.1.0"
 #: the files whose code Numba inlines into every compiled gradient
 _INLINED = ("runtime.py", "runtime_core.py", "runtime_arrays.py", "runtime_linalg.py",
-            "runtime_surface.py", "einsum_adjoint.py") + tuple(os.path.join("backend", name) for name in (
+            "runtime_surface.py", "einsum_adjoint.py") + tuple(
+                os.path.join("backend", name) for name in (
                 "numba_support.py", "numba_lists.py", "numba_indexing.py", "numba_more.py",
                 "numba_rules.py"))
 _fingerprint = None

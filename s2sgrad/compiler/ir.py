@@ -154,7 +154,7 @@ class Loop:
     """A loop run at run time: ``for target in range(start, stop, step)`` or ``while test``.
 
     ``counter`` counts the iterations run (the adjoint loop runs that many);
-    ``headers`` are the loop-carried variables (assigned before the loop by
+    ``carried`` are the loop-carried variables (assigned before the loop by
     an ``assign`` Op and at the end of each iteration); ``test_ops`` compute
     a while loop's ``test`` before each iteration; ``break_flag`` is the
     variable that ends the loop after an iteration that ran ``break``.
@@ -165,7 +165,7 @@ class Loop:
     test_ops: list
     test: object
     body: list
-    headers: list
+    carried: list
     counter: str
     break_flag: object
     origin: object

@@ -1,8 +1,10 @@
-"""Lowering: a parsed function -> straight-line SSA ``Op`` list (ANF), callees inlined.
+"""Lowering: a parsed function -> the IR of ``ir.py`` (SSA, ANF), callees inlined.
 
 Takes the root function (or a Cell's construct) and gives a
 ``LoweredFunction``: one primitive operation per ``Op``, every operand an
-atom, every name resolved.  On the way it
+atom, every name resolved; run-time ``if``, ``for`` and ``while`` (with
+``break``, ``continue``, early ``return`` and comprehensions) become ``If`` and
+``Loop`` statements (``lower_flow.py``).  On the way it
 
 - inlines calls to the user's own functions, to bound methods, to s2sgrad
   ops (their raw numpy body) and to Cells (their ``construct``), so that
@@ -13,8 +15,8 @@ atom, every name resolved.  On the way it
 - turns arrays read from globals, closures and Cell attributes into extra
   arguments of the generated function (``FreeValue``), so the generated
   code never holds data;
-- raises ``UnsupportedConstructError`` naming the user's line for anything
-  else.
+- raises ``UnsupportedConstructError`` naming the user's line and saying
+  what to do for what it cannot lower (``messages.py`` names the constructs).
 """
 import copy
 import inspect
@@ -65,8 +67,6 @@ METHODS["flatten"] = np.ravel
 METHODS["astype"] = prims.ASTYPE
 #: methods whose several positional arguments numpy's function takes as one tuple
 SHAPE_METHODS = {"reshape", "transpose"}
-#: attributes of arrays: the ones that carry no gradient, and .T
-ARRAY_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
 #: a dict's views, known while building: (key, value) atom pairs -> a Seq
 DICT_VIEWS = {"keys": lambda pairs: Seq(tuple(k for k, _ in pairs)),
@@ -127,7 +127,7 @@ class Lowerer(FlowLowering, TypeInfo):
     def __init__(self, arg_types=None, arg_trees=None):
         self.arg_types = arg_types    # per leaf parameter: (dtype, ndim), ("const", v) or None
         self.arg_trees = arg_trees    # per argument: its treedef (s2sgrad.trees), None = leaf
-        self.param_types = {}         # Var name -> (dtype, ndim) of arguments, known while building
+        self.param_types = {}   # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
         self.names = NameAllocator()

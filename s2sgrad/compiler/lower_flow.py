@@ -3,8 +3,8 @@
 Takes gast ``if``/``for``/``while`` statements, ``xs.append(v)`` and calls
 made for their effect; gives the structured IR (``If``, ``Loop``,
 ``ListAppend``) with SSA inside: branches end with ``assign`` copies that
-merge what each side set, loops carry their loop-carried variables in fresh
-header variables, assigned before the loop and at the end of each iteration.
+merge what each side set, loops keep their loop-carried values in fresh
+variables (``Loop.carried``), assigned before the loop and at the end of each iteration.
 """
 import inspect
 import operator
@@ -371,12 +371,12 @@ class FlowLowering:
                         if n not in assigned] + assigned
         carried = [n for n in assigned if n in frame.env and n != flag
                    and isinstance(frame.env[n], (Var, Const, Seq))]
-        headers = []      # (name, atom of header variables) per loop-carried name
-        header_vars = []
+        carried_atoms = []      # (name, atom of its carried variables) per loop-carried name
+        carried_vars = []
         for name in carried:
-            atom = self.carry(frame.env[name], name, location, header_vars)
+            atom = self.carry(frame.env[name], name, location, carried_vars)
             frame.env[name] = atom
-            headers.append((name, atom))
+            carried_atoms.append((name, atom))
         counter = self.names.fresh("n_iter")
         target = None
         bounds = ()
@@ -390,7 +390,7 @@ class FlowLowering:
         entry = dict(frame.env)
 
         def lower_test():
-            holder.append(self.lower_expr(frame, stmt.test))
+            test_result.append(self.lower_expr(frame, stmt.test))
 
         def lower_body():
             if spec is not None:
@@ -411,14 +411,14 @@ class FlowLowering:
             if frame.returned:
                 raise self.unsupported(frame, stmt, "return inside a loop",
                                        "set a variable and break, then return after the loop")
-            for name, atom in headers:
-                self.uncarry(frame, stmt, name, frame.env.get(name), atom, location)
+            for name, atom in carried_atoms:
+                self.carry_to_next_iteration(frame, stmt, name, frame.env.get(name), atom, location)
 
         while True:   # lowered again when a loop-carried variable turns out to change rank
             frame.env = dict(entry)
-            holder = []
+            test_result = []
             test_ops = self.collect(lower_test) if spec is None else []
-            test = holder[0] if holder else None
+            test = test_result[0] if test_result else None
             before = dict(frame.env)
             try:
                 body = self.collect(lower_body)
@@ -429,42 +429,42 @@ class FlowLowering:
         break_flag = after.get(flag) if flag_used else None
         frame.env = dict(before)
         for name in assigned:
-            if name in after and name != flag and name not in dict(headers):
+            if name in after and name != flag and name not in dict(carried_atoms):
                 frame.env[name] = after[name]          # a body variable read after the loop
-        for name, atom in headers:
+        for name, atom in carried_atoms:
             frame.env[name] = atom
         self.cse.clear()
         self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
-                             test, body, header_vars, counter, break_flag, location))
+                             test, body, carried_vars, counter, break_flag, location))
 
-    def carry(self, atom, name, location, header_vars):
+    def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
         before the loop; returns the atom made of them."""
         if isinstance(atom, Seq):
-            return Seq(tuple(self.carry(a, name, location, header_vars) for a in atom.items),
+            return Seq(tuple(self.carry(a, name, location, carried_vars) for a in atom.items),
                        atom.kind)
         if isinstance(atom, Const) and not literals.is_literal(atom.value):
             return atom       # a function or module: not a value the loop changes
-        header = self.names.variable(name)
-        self.ops.append(self.assign_op(header, atom, location))
-        header_vars.append(header)
-        return Var(header)
+        carried = self.names.variable(name)
+        self.ops.append(self.assign_op(carried, atom, location))
+        carried_vars.append(carried)
+        return Var(carried)
 
-    def uncarry(self, frame, stmt, name, value, header, location):
-        """At the end of an iteration: copy ``value`` into the loop-carried ``header``."""
-        if isinstance(header, Seq):
-            if not (isinstance(value, Seq) and len(value.items) == len(header.items)):
+    def carry_to_next_iteration(self, frame, stmt, name, value, carried, location):
+        """At the end of an iteration: copy ``value`` into the loop-carried ``carried``."""
+        if isinstance(carried, Seq):
+            if not (isinstance(value, Seq) and len(value.items) == len(carried.items)):
                 raise self.unsupported(frame, stmt, f"`{name}` changes structure inside the "
                                        f"loop", "keep tuples the same length in every iteration")
-            for v, h in zip(value.items, header.items):
-                self.uncarry(frame, stmt, name, v, h, location)
-        elif isinstance(header, Var) and value != header:
+            for v, h in zip(value.items, carried.items):
+                self.carry_to_next_iteration(frame, stmt, name, v, h, location)
+        elif isinstance(carried, Var) and value != carried:
             if isinstance(value, Seq):
                 raise self.unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
                                        "keep its structure the same in every iteration")
-            if header.name in self.ndims and self.ndim_of(value) != self.ndims[header.name]:
-                raise _RankChanged(header.name)
-            self.ops.append(self.assign_op(header.name, value, location))
+            if carried.name in self.ndims and self.ndim_of(value) != self.ndims[carried.name]:
+                raise _RankChanged(carried.name)
+            self.ops.append(self.assign_op(carried.name, value, location))
 
 
 

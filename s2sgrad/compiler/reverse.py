@@ -1,10 +1,12 @@
-"""The reverse transform: straight-line SSA ops -> forward statements + adjoint statements.
+"""The reverse transform: the lowered IR -> forward statements + adjoint statements.
 
-``reverse(lowered, wrt, seeds)`` takes the LoweredFunction, the Var names to
-differentiate and the output Var names that get a sensitivity of ones, and
-gives a ``Reversed``: the adjoint blocks (one per differentiated source
-line, in reverse order, each a list of gast statements) and, for each name
-in ``wrt``, the name of its adjoint (None when no gradient reaches it).
+``reverse(lowered, wrt, seeds, names)`` takes the LoweredFunction, the Var
+names to differentiate, the output Var names that get a sensitivity of ones
+and the function's name allocator, and gives ``Sweeps``: the forward sweep
+(the lowered statements, pushing on tapes what loops overwrite), the backward
+sweep (adjoint statements under a ``grad of:`` comment per source line, in
+reverse order, loops run backwards), the tapes, and for each name in ``wrt``
+the name of its adjoint (None when no gradient reaches it).
 
 Each active op's adjoint is its rule template with operands substituted:
 ``d[x] = e`` becomes ``dx = e`` for the first contribution and
@@ -22,7 +24,7 @@ from .adjoints import Adjoints, Comment, assign, call, name_node
 from .emit import location_comment
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
 from .tape import (Tape, tape_dtypes, assigned_targets, carried_copies, contributed,
-                   level_assigned, level_ops, nested_headers, pop, push, recomputable, reserve,
+                   level_assigned, level_ops, nested_carried, pop, push, recomputable, reserve,
                    restores, reversed_range, short_range, trip_count, use_counts, value_reads,
                    walk_items, without_dead_ops)
 from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expression,
@@ -70,7 +72,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     rev.tape_types = tape_dtypes(lowered)
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
-    rev.bound = frozenset(lowered.params) | {f.name for f in lowered.free}
+    rev.assigned_before = frozenset(lowered.params) | {f.name for f in lowered.free}
     backward = []
     for s in seeds:
         if s in active:
@@ -89,7 +91,7 @@ class _Reverser:
     body is in SSA form within one iteration, so the adjoint of an iteration
     only needs each of its variables as that iteration left it.  The forward
     sweep pushes, right after its assignment, every variable of the body that
-    the body's adjoint reads (a loop-carried variable: its value on entering
+    the body's adjoint reads (a loop-carried variable: its value on entry_tapes
     the iteration; a nested loop's variables: their values when it ends); the
     adjoint loop pops them all at the start of each reversed iteration.
     """
@@ -104,13 +106,16 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
-        self.exports = frozenset()  # loop variables whose adjoint came from after the loop
-        self.bound = frozenset()    # variables surely assigned before the statement at hand
+        #: loop variables whose adjoint came from after the loop
+        self.adjoints_from_after_loop = frozenset()
+        #: variables surely assigned before the statement at hand
+        self.assigned_before = frozenset()
         self.adj = Adjoints(names, lists, single_use, rebound)
         self.stacks = []          # the tapes (Tape) to create at the top of the function
         self.tape_types = {}      # Var name -> dtype of a scalar that can go on an array
         self.taped = {}           # id(Loop) -> {variable: stack name}
-        self.entering = {}        # id(Loop) -> {header variable: stack name}
+        #: id(Loop) -> {carried variable: the tape of its value entering each iteration}
+        self.entry_tapes = {}
         self.saves = {}           # id(SetItem) -> (stack or variable name, in_loop)
 
     # ------------------------------------------------------------ adjoint sweep
@@ -118,13 +123,13 @@ class _Reverser:
     def block(self, statements, loop):
         out = []
         last = None
-        outer = self.bound
+        outer = self.assigned_before
         before = [set()]          # names the statements before each one surely assign
         for stmt in statements:
             before.append(before[-1] | (set(stmt.targets) if isinstance(stmt, Op) else set()))
         for k in range(len(statements) - 1, -1, -1):
             stmt = statements[k]
-            self.bound = outer | before[k]
+            self.assigned_before = outer | before[k]
             if isinstance(stmt, Op):
                 items = self.op(stmt, loop)
             elif isinstance(stmt, SetItem):
@@ -141,7 +146,7 @@ class _Reverser:
                 out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
                 last = stmt.origin if isinstance(stmt, (Op, SetItem, ListAppend)) else None
             out.extend(items)
-        self.bound = outer
+        self.assigned_before = outer
         return out
 
     def op(self, op, loop):
@@ -160,10 +165,10 @@ class _Reverser:
             if not op.rule.differentiable:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
             instantiate(op, self.adj, self.active, self.names, out, self.ndims)
-        if loop is not None and op.targets[0] in loop.headers:
+        if loop is not None and op.targets[0] in loop.carried:
             # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
             self.adj.zero(op.targets[0], out)
-        elif op.targets[0] in self.exports:
+        elif op.targets[0] in self.adjoints_from_after_loop:
             # a loop variable read after the loop: only its last iteration had that gradient
             self.adj.zero(op.targets[0], out)
         return out
@@ -289,7 +294,7 @@ class _Reverser:
         inside = set(assigned_targets(stmt.body) + assigned_targets(stmt.orelse))
         for v in contributed([stmt], self.active):
             if v not in inside and v not in self.adj.defined:
-                self.adj.zero(v, out, v in self.bound)
+                self.adj.zero(v, out, v in self.assigned_before)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
         body = self.block(stmt.body, loop)
         owned_body = set(self.adj.owned)
@@ -307,8 +312,8 @@ class _Reverser:
         out = []
         inside = set(assigned_targets(stmt.body)) | set(assigned_targets(stmt.test_ops))
         for v in contributed([stmt], self.active):
-            if (v not in inside or v in stmt.headers) and v not in self.adj.defined:
-                self.adj.zero(v, out, v in self.bound)
+            if (v not in inside or v in stmt.carried) and v not in self.adj.defined:
+                self.adj.zero(v, out, v in self.assigned_before)
             elif v in self.adj.lists and v in self.adj.defined and v not in self.adj.owned:
                 # popped and updated inside the loop: a list of our own, once
                 out.append(assign(self.adj.name(v), call("rt", "copy_list",
@@ -330,15 +335,15 @@ class _Reverser:
                        for v in op.operand_vars()}
         shifted = {v: h for h, v in carried_copies(stmt).items()
                    if h in referenced and v in referenced and v not in recomputed}
-        entering = {h: self._stack(h, stmt) for h in stmt.headers if h in referenced}
+        entry_tapes = {h: self._stack(h, stmt) for h in stmt.carried if h in referenced}
         taped = {v: self._stack(v, stmt) for v in level_assigned(stmt.body)
-                 if v in referenced and v not in stmt.headers and v not in recomputed
+                 if v in referenced and v not in stmt.carried and v not in recomputed
                  and v not in shifted}
-        self.entering[id(stmt)] = entering
+        self.entry_tapes[id(stmt)] = entry_tapes
         self.taped[id(stmt)] = taped
         # what the iteration left in h_1 is what the next one started h with (h = h_1)
         prologue = [assign(v, name_node(h)) for v, h in shifted.items()]
-        for h, tape in entering.items():
+        for h, tape in entry_tapes.items():
             prologue.extend(pop(tape, h))
         prologue.extend(restores(stmt.body, taped, recomputed))
         if stmt.kind == "range" and stmt.target in referenced:
@@ -359,9 +364,9 @@ class _Reverser:
         copied once before the loop instead of in every iteration: the body is built
         again with that adjoint owned from its start.  (An element-wise update of an
         adjoint array in a loop would otherwise copy the whole array per element.)"""
-        saved_exports = self.exports
-        self.exports = saved_exports | {v for v in inside if v in defined
-                                        and v not in stmt.headers}
+        saved_exports = self.adjoints_from_after_loop
+        self.adjoints_from_after_loop = saved_exports | {v for v in inside if v in defined
+                                        and v not in stmt.carried}
         state = self._state()
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
@@ -380,23 +385,23 @@ class _Reverser:
                 body = hoisted
             else:   # ownership does not survive an iteration: keep the copy in the body
                 self._restore(first_try)
-        self.exports = saved_exports
+        self.adjoints_from_after_loop = saved_exports
         return body, owned
 
     def _state(self):
         """What building adjoint statements changes, to build a block a second time."""
         adj = self.adj
         return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
-                dict(self.taped), dict(self.entering), dict(adj.of), set(adj.defined),
+                dict(self.taped), dict(self.entry_tapes), dict(adj.of), set(adj.defined),
                 set(adj.owned), set(adj.plain_zero), set(adj.copied))
 
     def _restore(self, state):
-        (names, stacks, saves, restores, taped, entering, of, defined, owned, plain_zero,
+        (names, stacks, saves, restores, taped, entry_tapes, of, defined, owned, plain_zero,
          copied) = state
         self.names.restore(names)
         self.stacks[:] = stacks
         self.saves, self.restores = dict(saves), dict(restores)
-        self.taped, self.entering = dict(taped), dict(entering)
+        self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
         adj.plain_zero, adj.copied = set(plain_zero), set(copied)
@@ -433,7 +438,7 @@ class _Reverser:
         out = []
         last = None
         taped = self.taped.get(id(loop), {}) if loop is not None else {}
-        nested = nested_headers(statements)
+        nested = nested_carried(statements)
         for stmt in statements:
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
                 out.append(Comment(location_comment(stmt.origin)[2:]))
@@ -461,7 +466,7 @@ class _Reverser:
             else:
                 last = None
                 out.extend(self._forward_loop(stmt))
-                for v in [stmt.counter] + stmt.headers:
+                for v in [stmt.counter] + stmt.carried:
                     if v in taped:
                         out.extend(push(taped[v], v))
         return out
@@ -484,7 +489,7 @@ class _Reverser:
                assign(stmt.counter, gast.Constant(value=0, kind=None))]
         body = [gast.AugAssign(target=name_node(stmt.counter, gast.Store()), op=gast.Add(),
                                value=gast.Constant(value=1, kind=None))]
-        for h, tape in self.entering.get(id(stmt), {}).items():
+        for h, tape in self.entry_tapes.get(id(stmt), {}).items():
             body.extend(push(tape, h))
         body += self.forward(stmt.body, stmt)
         if stmt.break_flag is not None:

@@ -132,7 +132,7 @@ def restores(statements, taped, recomputed):
     branches: a taped variable is popped, a recomputed one (``recomputed``: names) is
     computed again from what was restored before it."""
     out = []
-    nested = nested_headers(statements)
+    nested = nested_carried(statements)
     for stmt in statements:
         if isinstance(stmt, Op):
             if len(stmt.targets) == 1 and stmt.targets[0] in recomputed:
@@ -148,7 +148,7 @@ def restores(statements, taped, recomputed):
                 out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
-            for v in [stmt.counter] + stmt.headers:
+            for v in [stmt.counter] + stmt.carried:
                 if v in taped:
                     out.extend(pop(taped[v], v))
     return out
@@ -175,8 +175,8 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
     and a pop.  Transcendental results (tanh, exp) are taped.  Gives the set of names
     recomputed (every op assigning such a name at this level is recomputed)."""
     assigned = set(assigned_targets(loop.body))
-    available = set(loop.headers) | ({loop.target} if loop.kind == "range" else set())
-    carried = set(loop.headers) | nested_headers(loop.body)   # several values per iteration
+    available = set(loop.carried) | ({loop.target} if loop.kind == "range" else set())
+    carried = set(loop.carried) | nested_carried(loop.body)   # several values per iteration
     ops = {}
     for stmt in level_ops(loop.body):
         for t in stmt.targets:
@@ -256,22 +256,22 @@ def value_reads(node, shape_fixed=None):
 
 def carried_copies(loop):
     """Loop-carried variables set at the end of the body by a plain copy of a value the
-    body computed unconditionally (``h = h_1``): header -> that value.  The value one
+    body computed unconditionally (``h = h_1``): carried variable -> that value.  The value one
     iteration leaves in ``h_1`` is the value the next one starts ``h`` with, so the adjoint
     needs only one of them on the tape."""
     last = {}
     for stmt in loop.body:
         if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN and len(stmt.targets) == 1 \
-                and stmt.targets[0] in loop.headers and isinstance(stmt.args[0], Var):
+                and stmt.targets[0] in loop.carried and isinstance(stmt.args[0], Var):
             last[stmt.targets[0]] = stmt.args[0].name
     top = {t for s in loop.body if isinstance(s, Op) for t in s.targets}
-    return {h: v for h, v in last.items() if v in top and v not in loop.headers}
+    return {h: v for h, v in last.items() if v in top and v not in loop.carried}
 
 
-def nested_headers(statements):
+def nested_carried(statements):
     """Loop-carried variables of the loops directly in ``statements``: their values are
     taped when the loop ends, not when initialised."""
-    return {h for s in statements if isinstance(s, Loop) for h in s.headers}
+    return {h for s in statements if isinstance(s, Loop) for h in s.carried}
 
 
 def level_assigned(statements):
@@ -279,14 +279,14 @@ def level_assigned(statements):
     the counters and loop-carried variables of the loops directly in it (their values when
     they end).  A nested loop's own body is its business."""
     names = []
-    nested = nested_headers(statements)
+    nested = nested_carried(statements)
     for stmt in statements:
         if isinstance(stmt, Op):
             names.extend(t for t in stmt.targets if t not in nested)
         elif isinstance(stmt, If):
             names.extend(level_assigned(stmt.body) + level_assigned(stmt.orelse))
         elif isinstance(stmt, Loop):
-            names.extend([stmt.counter] + stmt.headers)
+            names.extend([stmt.counter] + stmt.carried)
     return names
 
 
@@ -384,7 +384,7 @@ def _drop_copies(statements, read, top):
             dropped |= _drop_copies(stmt.orelse, read, False)
         elif isinstance(stmt, Loop):
             dropped |= _drop_copies(stmt.body, read, False)
-            stmt.headers[:] = [h for h in stmt.headers if h in read]
+            stmt.carried[:] = [h for h in stmt.carried if h in read]
     return dropped
 
 
@@ -436,7 +436,7 @@ def use_counts(lowered):
             uses[v] = uses.get(v, 0) + 1
     loops = [s for s in walk_statements(lowered.body) if isinstance(s, Loop)]
     rebound = {v for v, n in assigned.items() if n > 1} | {
-        h for loop in loops for h in loop.headers}
+        h for loop in loops for h in loop.carried}
     return frozenset(v for v, n in uses.items() if n == 1), frozenset(rebound)
 
 

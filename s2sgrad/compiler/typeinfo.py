@@ -18,8 +18,8 @@ from .ir import Const, Seq, Var
 
 #: primitives whose result has the largest rank of their operands
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-               operator.neg, operator.pos, prims.ASSIGN, prims.COPY, prims.STOP_GRADIENT, abs, float,
-               min, max, np.copy, np.ascontiguousarray, prims.ASTYPE}
+               operator.neg, operator.pos, prims.ASSIGN, prims.COPY, prims.STOP_GRADIENT, abs,
+               float, min, max, np.copy, np.ascontiguousarray, prims.ASTYPE}
 
 
 #: integer arithmetic: ints in, an int out

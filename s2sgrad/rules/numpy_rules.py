@@ -304,7 +304,9 @@ def _(ans, a, dtype):
 
 @vjp(prims.GETITEM)
 def _(ans, a, index):
-    d[a] = rt.scatter(d[ans], a, index)
+    # what x[index]'s adjoint means; the reverse pass writes it in place instead
+    # (templates.getitem_adjoint: dx[index] += dy, or rt.add_at for array indices)
+    d[a] = rt.add_at(np.zeros_like(a), index, d[ans])
 
 
 @vjp(np.sort)

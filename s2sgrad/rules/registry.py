@@ -77,21 +77,17 @@ class Rule:
         assigned = set(_assigned_adjoints(fdef.body))
         self.diff_params = tuple(p.name for p in params[1:] if p.name in assigned)
         self.globals = _template_globals(template, fdef, [p.name for p in params])
-        self.uses_result = any(
-            isinstance(n, gast.Name) and n.id == self.result
-            and not _is_adjoint_ref(n, parents)
-            for n, parents in _walk_with_parents(fdef.body))
 
     @property
     def differentiable(self):
         return bool(self.diff_params)
 
     def bind(self, args, kwargs):
-        """Map a call's positional and keyword operands to template parameter names.
+        """Map a call's positional and keyword operands to the template's parameter names.
 
-        Returns an ordered dict name -> operand, defaults filled in as
-        ``('default', value)`` markers are not used: defaults come back as
-        plain python values.  Raises TypeError when the call does not fit.
+        Returns a dict, in parameter order, name -> operand; a parameter the call leaves
+        out gets its default (a plain Python value).  Raises TypeError when the call does
+        not fit the signature.
         """
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -146,19 +142,6 @@ def _assigned_adjoints(statements):
 def _is_adjoint_subscript(node):
     return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
             and node.value.id == "d" and isinstance(node.slice, gast.Name))
-
-
-def _walk_with_parents(statements):
-    stack = [(s, ()) for s in statements]
-    while stack:
-        node, parents = stack.pop()
-        yield node, parents
-        for child in gast.iter_child_nodes(node):
-            stack.append((child, parents + (node,)))
-
-
-def _is_adjoint_ref(name_node, parents):
-    return bool(parents) and _is_adjoint_subscript(parents[-1]) and parents[-1].slice is name_node
 
 
 _RULES = {}
