@@ -20,6 +20,7 @@ import gast
 from .. import primitives as prims
 from ..errors import UnsupportedConstructError, UserCodeError
 from ..rules.registry import Rule
+from .adjoints import call, name_node
 from .ir import Const, DictAtom, Op, Seq, Var, atom_vars
 from .templates import atom_node_of
 
@@ -117,7 +118,7 @@ class CustomCall:
             return Seq(tuple(self._dout_atom(a, adj, out) for a in atom.items), atom.kind)
         if isinstance(atom, Var):
             if atom.name not in adj.defined:
-                adj.accumulate(atom.name, _call_rt("zeros_like", atom.name), out)
+                adj.accumulate(atom.name, call("rt", "zeros_like", [name_node(atom.name)]), out)
             return Var(adj.name(atom.name))
         return atom
 
@@ -127,14 +128,6 @@ class CustomCall:
         if isinstance(g, Const) and g.value is None:
             return
         adj.accumulate(atom.name, atom_node_of(g), out)
-
-
-def _call_rt(fn, arg):
-    return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
-                                                         type_comment=None),
-                                         attr=fn, ctx=gast.Load()),
-                     args=[gast.Name(id=arg, ctx=gast.Load(), annotation=None, type_comment=None)],
-                     keywords=[])
 
 
 def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hint,

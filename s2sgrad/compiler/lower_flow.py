@@ -6,6 +6,7 @@ made for their effect; gives the structured IR (``If``, ``Loop``,
 merge what each side set, loops keep their loop-carried values in fresh
 variables (``Loop.carried``), assigned before the loop and at the end of each iteration.
 """
+import builtins
 import inspect
 import operator
 
@@ -517,7 +518,6 @@ def _unloopable(func):
 
 def _is_builtin(func):
     """True for a Python builtin function or type (they make iterators, not arrays)."""
-    import builtins
     name = getattr(func, "__name__", None)
     return isinstance(name, str) and getattr(builtins, name, None) is func
 

@@ -12,7 +12,7 @@ import inspect
 import gast
 
 from ..errors import MissingRuleError
-from ..rules.registry import display_name
+from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
@@ -97,7 +97,7 @@ def instantiate(op, adj, active, names, out, ndims=None):
     statements = []
     for stmt in rule.statements:
         (tgt,) = stmt.targets
-        if _is_adjoint(tgt):
+        if is_adjoint_subscript(tgt):
             atom = bindings[tgt.slice.id]
             if not any(v in active for v in atom_vars(atom)):
                 continue
@@ -190,11 +190,6 @@ class _ScalarUnbroadcast(gast.NodeTransformer):
         return node
 
 
-def _is_adjoint(node):
-    return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
-            and node.value.id == "d" and isinstance(node.slice, gast.Name))
-
-
 class _Substituter(gast.NodeTransformer):
     def __init__(self, bindings, locals_, adj, globals_=None, names=None):
         self.bindings = bindings
@@ -204,7 +199,7 @@ class _Substituter(gast.NodeTransformer):
         self.names = names
 
     def visit_Subscript(self, node):
-        if _is_adjoint(node):
+        if is_adjoint_subscript(node):
             atom = self.bindings[node.slice.id]
             return name_node(self.adj.name(atom.name))
         return self.generic_visit(node)

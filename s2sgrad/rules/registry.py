@@ -134,12 +134,13 @@ def _assigned_adjoints(statements):
     for node in gast.walk(gast.Module(body=statements, type_ignores=[])):
         if isinstance(node, gast.Assign):
             for tgt in node.targets:
-                if _is_adjoint_subscript(tgt):
+                if is_adjoint_subscript(tgt):
                     names.append(tgt.slice.id)
     return names
 
 
-def _is_adjoint_subscript(node):
+def is_adjoint_subscript(node):
+    """True for ``d[x]`` in a template: the adjoint of the template's name ``x``."""
     return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
             and node.value.id == "d" and isinstance(node.slice, gast.Name))
 
