@@ -168,7 +168,7 @@ def _straight_line(statements, frame, node, what):
     for stmt in statements:
         if not isinstance(stmt, Op):
             call = frame.location(node)
-            where = getattr(stmt, "origin", None) or call
+            where = stmt.origin or call
             called = f" (called at {call})" if where != call else ""
             raise UnsupportedConstructError(
                 f"{what}{called} has run-time control flow or in-place updates, which a "

@@ -283,7 +283,7 @@ class _Reverser:
                     read.update(n.id for n in gast.walk(item.test if isinstance(item, (gast.If, gast.While)) else item.iter)
                                 if isinstance(n, gast.Name))
                     visit(item.body)
-                    visit(getattr(item, "orelse", []))
+                    visit(item.orelse)
                 else:
                     read.update(value_reads(item))
         visit(backward)
