@@ -34,7 +34,8 @@ METHODS = {name: getattr(np, name) for name in (
     "sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "argmax", "argmin",
     "transpose", "reshape", "squeeze", "ravel", "dot", "clip", "copy", "round", "any", "all",
     "nonzero", "argsort", "trace", "swapaxes", "cumprod", "diagonal", "repeat")}
-
+METHODS["flatten"] = np.ravel
+METHODS["astype"] = prims.ASTYPE
 #: methods whose several positional arguments numpy's function takes as one tuple
 SHAPE_METHODS = {"reshape", "transpose"}
 
