@@ -35,6 +35,8 @@ FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.eins
 #: helpers of the rules added for issue 10 that have no Numba version yet: gradients using
 #: them run as Python with a fallback reason.  Known debt; a NEW helper still fails here.
 NO_NUMBA_VERSION_YET = frozenset({
+    "lstsq_adjoint",
+    "nan_quantile_adjoint",
     "broadcast_arrays_adjoints",
     "cond_adjoint",
     "corrcoef_adjoint",
