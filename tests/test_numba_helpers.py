@@ -58,7 +58,6 @@ NO_NUMBA_VERSION_YET = frozenset({
     "qr_adjoint",
     "rollaxis_adjoint",
     "slogdet_adjoint",
-    "split_adjoint",
     "svd_adjoint",
     "svdvals_adjoint",
     "tensordot_adjoint",

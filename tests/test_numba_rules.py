@@ -48,7 +48,13 @@ def interp_helpers(x, xp, fp):
             + np.sum(np.sin(np.partition(x, 2)) * W6)
             + np.sin(np.nanmax(x)) + np.sin(np.average(x)) + np.average(x, weights=x * x)
             + np.sin(np.median(x)) + np.quantile(fp, 0.3)
-            + np.sum(np.sin(np.take_along_axis(x, PICK, 0))))
+            + np.sum(np.sin(np.take_along_axis(x, PICK, 0)))
+            + split_pieces(x))
+
+
+def split_pieces(x):
+    first, second, third = np.split(x, 3)
+    return np.sum(np.sin(first) * third) + np.sum(second * second)
 
 
 def linalg_helpers(a, m):

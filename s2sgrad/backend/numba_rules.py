@@ -513,3 +513,22 @@ def _eigvalsh_adjoint(g, a):
                 out[i, k] = j[i, k] + j[k, i]
         return out
     return impl
+
+
+@overload(rt.split_adjoint)
+def _split_adjoint(g, ary, axis):
+    """``np.split`` / ``np.array_split`` / ``np.vsplit`` along the first axis: the pieces'
+    adjoints (a list) written back one after another."""
+    if not (isinstance(g, types.List) and isinstance(g.dtype, types.Array)
+            and isinstance(ary, types.Array) and g.dtype.ndim == ary.ndim
+            and isinstance(axis, types.IntegerLiteral) and axis.literal_value == 0):
+        return None
+
+    def impl(g, ary, axis):
+        out = np.zeros(ary.shape, dtype=g[0].dtype)
+        start = 0
+        for piece in g:
+            out[start:start + piece.shape[0]] = piece
+            start += piece.shape[0]
+        return out
+    return impl
