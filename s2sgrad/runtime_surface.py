@@ -13,7 +13,7 @@ __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoi
            "polyval_adjoint", "affine_adjoint", "right_aligned", "interp_adjoint",
            "cov_adjoint", "corrcoef_adjoint", "nan_moments_adjoint", "cond_adjoint",
            "tensorinv_adjoint", "tensorsolve_adjoint", "multigammaln_adjoint",
-           "nan_quantile_adjoint", "lstsq_adjoint"]
+           "nan_quantile_adjoint", "lstsq_adjoint", "block_adjoints"]
 
 
 def _unbroadcast(g, like):
@@ -345,3 +345,34 @@ def lstsq_adjoint(g, ans, a, b, wrt):
         return np.reshape(p.T @ gx2 + 2.0 * r * gres, np.shape(b))
     return (pinv_adjoint(gx2 @ b2.T, p, a) - 2.0 * (r * gres) @ x2.T
             + svdvals_adjoint(gs, a))
+
+
+def block_adjoints(g, arrays):
+    """The adjoints of the blocks of ``np.block(arrays)`` (nested lists), in the same
+    nesting: ``np.block`` run on each block's flat indices (offset to be unique) says
+    where each element of each block went."""
+    leaves = []
+
+    def markers(item):
+        if isinstance(item, (list, tuple)):
+            return [markers(x) for x in item]
+        size = np.size(item)
+        start = sum(np.size(x) for x in leaves)
+        leaves.append(item)
+        return np.arange(start, start + size).reshape(np.shape(item))
+
+    where = np.block(markers(arrays))
+    gm = np.broadcast_to(g, where.shape)
+    starts = np.cumsum([0] + [np.size(x) for x in leaves])
+
+    def adjoints(item, counter=[0]):
+        if isinstance(item, (list, tuple)):
+            return [adjoints(x, counter) for x in item]
+        k = counter[0]
+        counter[0] += 1
+        hit = (where >= starts[k]) & (where < starts[k + 1])
+        out = np.zeros(np.size(item), dtype=np.result_type(g, np.float32))
+        out[where[hit] - starts[k]] = gm[hit]
+        return out.reshape(np.shape(item)) if np.ndim(item) else out[0]
+
+    return adjoints(arrays, [0])

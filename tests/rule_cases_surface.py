@@ -135,8 +135,14 @@ def lstsq_vector(a, b):
     return np.sum(np.sin(x) * W(3)) + np.sum(res)
 
 
+def block_loss(a, b, c):
+    top = np.block([[a, b], [c, np.eye(2)]])
+    return np.sum(np.sin(top) * W(4, 5)) + np.sum(np.sin(np.block([a[0], c[1], 2.0, c[0, 0] * 3.0])) * W(8))
+
+
 def more_surface_cases(C):
     return [
+        C("block", block_loss, [R(2, 3), R(2, 2), R(2, 3)], (0, 1, 2)),
         C("nanmedian_nanquantile", lambda x: np.sum(np.sin(np.nanmedian(x, axis=1)) * W(3))
           + np.nanmedian(x) + np.sum(np.nanquantile(x, 0.3, axis=0, keepdims=True) * W(1, 4))
           + np.nanpercentile(x, 70.0),

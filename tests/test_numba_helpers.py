@@ -24,6 +24,7 @@ HELPERS = {name for name, f in vars(rt).items()
            if inspect.isfunction(f) and f.__module__ == rt.__name__ and not name.startswith("_")}
 #: helpers whose forward numpy call has no Numba version either (the code runs as Python)
 FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.einsum",
+                        "block_adjoints": "np.block",
                         "affine_adjoint": "np.polyder / np.polyint",
                         "right_aligned": "np.polyadd / np.polysub",
                         "polyval_adjoint": "np.polyval", "meshgrid_adjoints": "np.meshgrid",

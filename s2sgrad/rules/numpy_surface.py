@@ -112,6 +112,11 @@ def _(ans, x, *, axis=0):
     d[x] = np.stack(d[ans], axis)
 
 
+@vjp(np.block)
+def _(ans, arrays):
+    d[arrays] = rt.block_adjoints(d[ans], arrays)
+
+
 @vjp(np.insert)
 def _(ans, arr, obj, values, axis=None):
     d[arr] = rt.insert_adjoint(d[ans], arr, obj, values, axis, 0)
