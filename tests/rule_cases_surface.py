@@ -137,7 +137,8 @@ def lstsq_vector(a, b):
 
 def block_loss(a, b, c):
     top = np.block([[a, b], [c, np.eye(2)]])
-    return np.sum(np.sin(top) * W(4, 5)) + np.sum(np.sin(np.block([a[0], c[1], 2.0, c[0, 0] * 3.0])) * W(8))
+    row = np.block([a[0], c[1], 2.0, c[0, 0] * 3.0])   # a 0-d block among vectors
+    return np.sum(np.sin(top) * W(4, 5)) + np.sum(np.sin(row) * W(8))
 
 
 def more_surface_cases(C):
@@ -194,7 +195,8 @@ def more_surface_cases(C):
           + np.sum(np.cumulative_prod(x[0]) * W(4)), [P(3, 4)]),
         C("nancumsum_nancumprod_nanprod", lambda x: np.sum(np.sin(np.nancumsum(x, axis=0))
                                                            * W34)
-          + np.sum(np.nancumprod(x * 0.8) * W(12)) + np.sum(np.nancumprod(x, axis=1) * W34) + np.sum(np.nanprod(x, axis=1) * W(3)),
+          + np.sum(np.nancumprod(x * 0.8) * W(12)) + np.sum(np.nancumprod(x, axis=1) * W34)
+          + np.sum(np.nanprod(x, axis=1) * W(3)),
           [np.where(NAN_AT, np.nan, P(3, 4))]),
         C("nanvar_nanstd", lambda x: np.sum(np.sin(np.nanvar(x, axis=0)) * W(4))
           + np.nanstd(x) + np.sum(np.nanstd(x, axis=1, ddof=1, keepdims=True)),
