@@ -22,6 +22,7 @@ seeds is ones on every output element), also across a tuple of outputs.
 import numpy as np
 
 from .tensor import Tensor
+from .trees import flatten, is_tree, leaf_paths, unflatten
 
 __all__ = ["check_grad", "numerical_grad"]
 
@@ -36,7 +37,11 @@ def _total(value):
 
 
 def _as_float64(arg):
-    """``arg`` with floating data in float64, kept in its kind (ndarray, Tensor, python float)."""
+    """``arg`` with floating data in float64, kept in its kind (ndarray, Tensor, python float;
+    a tuple, list or dict of them keeps its structure)."""
+    if is_tree(arg):
+        leaves, tree = flatten(arg)
+        return unflatten(tree, [_as_float64(leaf) for leaf in leaves])
     if isinstance(arg, Tensor):
         arr = arg.asnumpy()
         return Tensor(arr.astype(np.float64)) if arr.dtype.kind == "f" else arg
@@ -63,14 +68,37 @@ def numerical_grad(fn, args, position=0, eps=1e-6):
     the argument is moved by ``+eps`` and ``-eps`` and the gradient element
     is ``(F(x + eps e_i) - F(x - eps e_i)) / (2 eps)``, where ``F`` is the
     sum of every element of every output.  Returns a float64 ndarray of the
-    argument's shape, or a python float for a scalar argument.
+    argument's shape, or a python float for a scalar argument; for an argument
+    that is a tuple, list or dict of arrays (a pytree), the same structure of
+    such gradients, one per leaf.
     """
     args = [_as_float64(a) for a in args]
     base = args[position]
+    if is_tree(base):
+        leaves, tree = flatten(base)
+        grads = []
+        for k in range(len(leaves)):
+            def moved_fn(leaf, k=k):
+                trial = list(args)
+                trial[position] = unflatten(tree, leaves[:k] + [leaf] + leaves[k + 1:])
+                return fn(*trial)
+            grads.append(_numerical_leaf(moved_fn, leaves[k], f"argument {position}"
+                                         f"{leaf_paths(tree)[k]}", eps))
+        return unflatten(tree, grads)
+
+    def moved_fn(leaf):
+        trial = list(args)
+        trial[position] = leaf
+        return fn(*trial)
+    return _numerical_leaf(moved_fn, base, f"argument {position}", eps)
+
+
+def _numerical_leaf(moved_fn, base, label, eps):
+    """The finite-difference gradient of ``sum(moved_fn(v))`` at ``v = base``."""
     raw = base.asnumpy() if isinstance(base, Tensor) else base
     if isinstance(raw, (bool, int, np.integer, np.bool_)) or (
             isinstance(raw, np.ndarray) and raw.dtype.kind != "f"):
-        raise TypeError(f"argument {position} is not floating-point "
+        raise TypeError(f"{label} is not floating-point "
                         f"({type(raw).__name__}); only floating arguments have gradients")
     x = np.array(raw, dtype=np.float64)
     out = np.zeros_like(x)
@@ -79,9 +107,7 @@ def numerical_grad(fn, args, position=0, eps=1e-6):
         for step in (eps, -eps):
             moved = x.copy()
             moved[idx] += step
-            trial = list(args)
-            trial[position] = _like(base, moved)
-            values.append(_total(fn(*trial)))
+            values.append(_total(moved_fn(_like(base, moved))))
         out[idx] = (values[0] - values[1]) / (2.0 * eps)
     if not isinstance(raw, np.ndarray):
         return float(out)
@@ -100,7 +126,9 @@ def check_grad(fn, args, grad_position=0, rtol=1e-5, atol=1e-7, eps=1e-6):
     or a tuple of ints, as for ``s2sgrad.grad``.  Each analytic gradient
     must have its argument's shape and satisfy, element-wise,
     ``|analytic - numerical| <= atol + rtol * |numerical|`` where the
-    numerical gradient is ``numerical_grad(fn, args, position, eps)``.
+    numerical gradient is ``numerical_grad(fn, args, position, eps)``.  An
+    argument that is a tuple, list or dict of arrays (a pytree) must get a
+    gradient of the same structure, checked leaf by leaf (``argument 0['w']``).
 
     Raises AssertionError naming the argument, its largest absolute and
     relative errors and the index of the worst element.  Returns the
@@ -117,28 +145,54 @@ def check_grad(fn, args, grad_position=0, rtol=1e-5, atol=1e-7, eps=1e-6):
         analytic = (analytic,)
     name = getattr(fn, "__name__", repr(fn))
     for pos, got in zip(positions, analytic):
-        if isinstance(got, Tensor):
-            got = got.asnumpy()
         want = numerical_grad(fn, args, pos, eps)
-        got = np.asarray(got, dtype=np.float64)
-        want_arr = np.asarray(want)
-        if got.shape != want_arr.shape:
-            raise AssertionError(
-                f"check_grad({name}): the gradient w.r.t. argument {pos} has shape "
-                f"{got.shape}, but the argument has shape {want_arr.shape}")
-        abs_err = np.abs(got - want_arr)
-        bound = atol + rtol * np.abs(want_arr)
-        if not np.all(np.isfinite(got)) or np.any(abs_err > bound) or np.any(np.isnan(abs_err)):
-            rel_err = abs_err / np.maximum(np.abs(want_arr), np.finfo(np.float64).tiny)
-            excess = np.where(np.isnan(abs_err), np.inf, abs_err - bound)
-            worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), got.shape))
-            where = f" at index {worst}" if got.ndim else ""
-            raise AssertionError(
-                f"check_grad({name}): the gradient w.r.t. argument {pos} (shape "
-                f"{want_arr.shape}) does not match central finite differences (eps={eps}): "
-                f"max abs error {np.nanmax(abs_err) if abs_err.size else 0.0:.3e}, "
-                f"max rel error {np.nanmax(rel_err) if rel_err.size else 0.0:.3e}; worst "
-                f"element{where}: analytic {float(got[worst])!r}, "
-                f"numerical {float(want_arr[worst])!r} "
-                f"(rtol={rtol}, atol={atol}; backend {gfn.backend})")
+        if is_tree(args[pos]):
+            _, tree = flatten(args[pos])
+            got_leaves, got_tree = flatten(got) if is_tree(got) else ([got], None)
+            want_leaves, _ = flatten(want)
+            if got_tree != tree:
+                raise AssertionError(
+                    f"check_grad({name}): the gradient w.r.t. argument {pos} has the "
+                    f"structure {_describe(got)}, but the argument is {_describe(args[pos])}")
+            for path, g, w in zip(leaf_paths(tree), got_leaves, want_leaves):
+                _compare(name, f"argument {pos}{path}", g, w, rtol, atol, eps, gfn)
+        else:
+            _compare(name, f"argument {pos}", got, want, rtol, atol, eps, gfn)
     return gfn
+
+
+def _describe(value):
+    """A short description of a gradient's structure: ``tuple of 2``, ``dict with keys
+    ['w']``, ``ndarray``."""
+    if isinstance(value, dict):
+        return f"a dict with keys {list(value)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def _compare(name, label, got, want, rtol, atol, eps, gfn):
+    """Assert one analytic gradient (``got``) matches its finite differences (``want``)."""
+    if isinstance(got, Tensor):
+        got = got.asnumpy()
+    got = np.asarray(got, dtype=np.float64)
+    want_arr = np.asarray(want)
+    if got.shape != want_arr.shape:
+        raise AssertionError(
+            f"check_grad({name}): the gradient w.r.t. {label} has shape "
+            f"{got.shape}, but the argument has shape {want_arr.shape}")
+    abs_err = np.abs(got - want_arr)
+    bound = atol + rtol * np.abs(want_arr)
+    if not np.all(np.isfinite(got)) or np.any(abs_err > bound) or np.any(np.isnan(abs_err)):
+        rel_err = abs_err / np.maximum(np.abs(want_arr), np.finfo(np.float64).tiny)
+        excess = np.where(np.isnan(abs_err), np.inf, abs_err - bound)
+        worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), got.shape))
+        where = f" at index {worst}" if got.ndim else ""
+        raise AssertionError(
+            f"check_grad({name}): the gradient w.r.t. {label} (shape "
+            f"{want_arr.shape}) does not match central finite differences (eps={eps}): "
+            f"max abs error {np.nanmax(abs_err) if abs_err.size else 0.0:.3e}, "
+            f"max rel error {np.nanmax(rel_err) if rel_err.size else 0.0:.3e}; worst "
+            f"element{where}: analytic {float(got[worst])!r}, "
+            f"numerical {float(want_arr[worst])!r} "
+            f"(rtol={rtol}, atol={atol}; backend {gfn.backend})")

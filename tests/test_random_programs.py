@@ -41,7 +41,7 @@ def programs(draw):
     def statement(indent, depth):
         kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem",
                                      "while", "break", "helper", "append", "return",
-                                     "tuple", "grid"]
+                                     "tuple", "grid", "stencil"]
                                     if depth < 2 else ["array", "scalar", "index", "helper"]))
         pad = "    " * indent
         if kind == "array":
@@ -114,6 +114,15 @@ def programs(draw):
             lines.append(f"{pad}    {m}[i] = np.tanh({m}[i])")
             if indent == 1:
                 arrays.append(f"np.sum({m}, axis=0)")
+        elif kind == "stencil":
+            # neighbours of the loop variable, walked down (x[i - 1] is recomputed in the
+            # adjoint loop from i, which must then be walked again)
+            acc, arr = pick(scalars), pick(arrays)
+            header = pick(["for i in range(3, 0, -1):", "for i in reversed(range(1, 4)):",
+                           "for i in reversed(range(1, x.shape[0], 2)):"])
+            lines.append(f"{pad}{header}")
+            lines.append(f"{pad}    {acc} = np.tanh({acc} * 0.7 + {arr}[i - 1] * {arr}[i] * "
+                         f"{pick(scalars)})")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
             lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")

@@ -198,7 +198,7 @@ def _own_results(lowerer, frame, node, atom, produced, nondiff, hint):
         return Seq(tuple(_own_results(lowerer, frame, node, a, produced, nondiff, None)
                          for a in atom.items), atom.kind)
     if isinstance(atom, Var) and atom.name not in produced:
-        name = lowerer.names.fresh(hint or atom.name + "_out")
+        name = lowerer.names.variable(hint or atom.name + "_out")
         lowerer.ops.append(Op((name,), "copy", (atom,), {}, lowerer.atom_node(atom),
                               frame.location(node), nondiff, None))
         produced.add(name)

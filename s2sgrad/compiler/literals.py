@@ -111,7 +111,7 @@ def _free_reference(obj, lowerer):
     if key not in lowerer.free:
         from .ir import FreeValue
         path = lowerer.paths.get(key) or getattr(obj, "__name__", None) or type(obj).__name__
-        name = lowerer.names.fresh("".join(c if c.isalnum() else "_" for c in path).strip("_")
+        name = lowerer.names.variable("".join(c if c.isalnum() else "_" for c in path).strip("_")
                                    or "value")
         lowerer.free[key] = FreeValue(name, obj, path)
         lowerer.free_objects.append(obj)

@@ -140,12 +140,14 @@ class Lowerer(FlowLowering, TypeInfo):
         self.views = {}         # Var name -> the array variable it may be a view of
         self.stale_views = set()  # views of arrays updated in place since they were taken
         self.fields = {}          # Seq of a namedtuple argument -> its field names
+        self.producers = {}       # Var name -> the primitive of the Op that assigned it
 
     # ------------------------------------------------------------ entry
 
     def lower(self, fn, bound_self=None):
         """Lower ``fn`` (a function; ``bound_self`` when it is a method such as construct)."""
         parsed = parse_function(fn)
+        self.names.claim_source(parsed.node)
         args = parsed.node.args
         if args.vararg is not None or args.kwarg is not None:
             raise UnsupportedConstructError(
@@ -167,7 +169,8 @@ class Lowerer(FlowLowering, TypeInfo):
             atoms.append(env[node.id])
             arg_leaves.append(list(range(first, len(params))))
         frame = Frame(parsed, env)
-        if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
+        if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None \
+                and fn is getattr(type(bound_self), "construct", None):
             # a Cell with its own backward, differentiated as a whole
             frame.output = self.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
                                           None)
@@ -220,7 +223,7 @@ class Lowerer(FlowLowering, TypeInfo):
         function's ``p[0]``, ``p['w']`` and ``a, b = p`` resolve while building.  The
         parameters are appended to ``params``."""
         if tree is None:
-            name = self.names.fresh(hint)
+            name = self.names.variable(hint)
             i = len(params)
             params.append(name)
             known = self.arg_types[i] if self.arg_types and i < len(self.arg_types) else None
@@ -850,6 +853,7 @@ class Lowerer(FlowLowering, TypeInfo):
             raise self.unsupported(frame, node, f"recursion into {fn.__qualname__}",
                                    "write the recursion as a loop")
         parsed = parse_function(fn)
+        self.names.claim_source(parsed.node)
         sig = inspect.signature(fn)
         call_args = ((Const(bound_self),) if bound_self is not None else ()) + tuple(args)
         try:
@@ -898,7 +902,7 @@ class Lowerer(FlowLowering, TypeInfo):
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
         if key is not None and key in self.cse:
             return self.cse[key]      # the same pure operation on the same values: reuse it
-        name = self.names.fresh(hint) if hint else self.names.temp()
+        name = self.names.variable(hint) if hint else self.names.temp()
         bind_error = None
         if rule is not None and rule.differentiable:
             try:
@@ -907,6 +911,7 @@ class Lowerer(FlowLowering, TypeInfo):
                 rule, bind_error = None, f"s2sgrad's rule takes {rule.signature}: {exc}"
         self.ops.append(Op((name,), prim, tuple(args), dict(kwargs), expr,
                            frame.location(node), rule, custom))
+        self.producers[name] = prim
         self.ops[-1].bind_error = bind_error
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list
@@ -954,7 +959,7 @@ class Lowerer(FlowLowering, TypeInfo):
             if key not in self.free:
                 label = getattr(obj, "name", None)   # a Parameter's dotted name, if it has one
                 label = label if isinstance(label, str) and "#" not in label else path
-                name = self.names.fresh(_identifier(label))
+                name = self.names.variable(_identifier(label))
                 self.free[key] = FreeValue(name, obj, path)
                 data = np.asarray(obj)
                 self.known[name] = (data.dtype, data.ndim)

@@ -7,6 +7,7 @@ merge what each side set, loops carry their loop-carried variables in fresh
 header variables, assigned before the loop and at the end of each iteration.
 """
 import inspect
+import operator
 
 import gast
 
@@ -74,7 +75,7 @@ class FlowLowering:
         for name in _appended_names(statements):
             current = frame.env.get(name)
             if isinstance(current, Seq) and current.kind == "list":
-                var = self.names.fresh(name)
+                var = self.names.variable(name)
                 self.ops.append(Op((var,), "list", tuple(current.items), {},
                                    gast.List(elts=[self.atom_node(a) for a in current.items],
                                              ctx=gast.Load()), location, lookup("list")))
@@ -137,7 +138,7 @@ class FlowLowering:
                     and atom.value is not None:
                 raise self.unsupported(frame, stmt, f"`{name}` names different objects in the "
                                        f"two branches", "branch on values, not on functions")
-        merged = self.names.fresh(name if name.isidentifier() else "v")
+        merged = self.names.variable(name if name.isidentifier() else "v")
         if a is not None and b is not None and self.ndim_of(a) is not None \
                 and self.ndim_of(a) == self.ndim_of(b):
             self.ndims[merged] = self.ndim_of(a)
@@ -170,9 +171,16 @@ class FlowLowering:
         call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
         func = self.lower_expr(frame, call.func) if call is not None and \
             isinstance(call.func, gast.Name) else None   # range, enumerate, zip
+        if isinstance(func, Const) and func.value is reversed:
+            return self.lower_reversed_for(frame, stmt, call)
+        if isinstance(func, Const) and _unloopable(func.value) is not None:
+            raise self.unsupported(frame, stmt, *_unloopable(func.value))
         if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
             func = None
             iterable = self.lower_expr(frame, stmt.iter)
+            from .custom import DictAtom
+            if isinstance(iterable, DictAtom):   # a dict known while building: its keys
+                iterable = Seq(tuple(k for k, _ in iterable.pairs))
             if isinstance(iterable, Seq) or (
                     isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple))
                     and not all(isinstance(v, (int, float)) for v in iterable.value)):
@@ -196,20 +204,120 @@ class FlowLowering:
                 return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
         else:
             seqs, rows = [iterable], [iterable]
-        if not all(isinstance(q, Var) for q in seqs):
-            raise self.unsupported(frame, stmt, "a `for` loop over this iterable",
-                                   "loop over range(...), an array's rows, a tuple or list, "
-                                   "enumerate(...) or zip(...) of those")
+        for q in seqs:
+            self.check_loopable(frame, stmt, q)
         lengths = [self.length(frame, stmt, q) for q in seqs]
         length = lengths[0]
         for other in lengths[1:]:
             length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
                 gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
                 (length, other), {}), "n")
-        index = gast.Name(id="i", ctx=gast.Store(), annotation=None, type_comment=None)
+        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
                                              [(func.value if isinstance(func, Const) else None,
                                                rows)]))
+
+    def check_loopable(self, frame, stmt, seq):
+        """Refuse, naming the loop, a run-time ``for`` over what is not an array (or a list
+        the function extends): a number, an iterator a call made (map, sorted, a
+        generator...), an object.  Never a crash inside the generated code."""
+        what = None
+        if not isinstance(seq, Var):
+            what = "a `for` loop over this iterable"
+        elif seq.name not in self.lists:
+            producer = self.producers.get(seq.name)
+            if self.ndims.get(seq.name) == 0 or seq.name in self.int_vars:
+                what = "a `for` loop over a number (it has no rows)"
+            elif producer is not None and not isinstance(producer, str) and (
+                    _unloopable(producer) is not None or _is_builtin(producer)):
+                what, _ = _unloopable(producer) or (
+                    f"a `for` loop over the result of {getattr(producer, '__name__', producer)}"
+                    f"(...)", None)
+        if what is not None:
+            raise self.unsupported(frame, stmt, what,
+                                   "loop over range(...), reversed(range(...)), an array's rows "
+                                   "(or reversed(x)), a tuple or list, or enumerate(...) or "
+                                   "zip(...) of those")
+
+    def lower_reversed_for(self, frame, stmt, call):
+        """``for i in reversed(range(a, b, s))`` (a constant step): the range walked from its
+        last value down, ``range(last, a - 1, -s)``; ``for row in reversed(x)`` over an
+        array (or a list the function extends): its rows from the last; over a tuple or
+        list known while building: unrolled, last item first."""
+        if len(call.args) != 1 or call.keywords:
+            raise self.unsupported(frame, stmt, "reversed(...) with other than one argument",
+                                   "pass reversed one sequence: reversed(range(n)) or "
+                                   "reversed(x)")
+        inner = call.args[0]
+        inner_func = self.lower_expr(frame, inner.func) if isinstance(inner, gast.Call) and \
+            isinstance(inner.func, gast.Name) else None
+        if isinstance(inner_func, Const) and inner_func.value is range:
+            bounds = [self.lower_expr(frame, a) for a in inner.args]
+            if len(bounds) == 1:
+                bounds = [Const(0)] + bounds
+            if len(bounds) == 2:
+                bounds = bounds + [Const(1)]
+            if len(bounds) != 3 or inner.keywords:
+                raise self.unsupported(frame, stmt, "range(...) with other than 1 to 3 "
+                                       "arguments", "call range(stop), range(start, stop) or "
+                                       "range(start, stop, step)")
+            start, stop, step = bounds
+            if not (isinstance(step, Const) and isinstance(step.value, int)
+                    and not isinstance(step.value, bool) and step.value != 0):
+                raise self.unsupported(
+                    frame, stmt, "reversed(range(...)) with a step known only at run time",
+                    "give the range a constant step, or write the reversed range yourself: "
+                    "range(last, start - 1, -step)")
+            s = step.value
+            if abs(s) == 1:   # the last value is stop - 1 (stop + 1 going down)
+                last = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add,
+                                      stop, Const(1))
+                end = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add,
+                                     start, Const(1))
+                return self.lower_loop(frame, stmt, ("range", (last, end, Const(-s)),
+                                                     stmt.target, []))
+            # the last value of the range: start + ((stop - start -+ 1) // s) * s
+            span = self.int_arith(frame, stmt, operator.sub, stop, start)
+            span = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add, span,
+                                  Const(1))
+            count = self.int_arith(frame, stmt, operator.floordiv, span, Const(s))
+            last = self.int_arith(frame, stmt, operator.add, start, self.int_arith(
+                frame, stmt, operator.mul, count, Const(s)))
+            end = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add, start,
+                                 Const(1))
+            return self.lower_loop(frame, stmt, ("range", (last, end, Const(-s)), stmt.target,
+                                                 []))
+        iterable = self.lower_expr(frame, inner)
+        if isinstance(iterable, Seq):
+            return self.lower_unrolled_for(frame, stmt, Seq(tuple(reversed(iterable.items))))
+        if isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple)):
+            return self.lower_unrolled_for(frame, stmt, Const(tuple(reversed(iterable.value))))
+        self.check_loopable(frame, stmt, iterable)
+        last = self.int_arith(frame, stmt, operator.sub, self.length(frame, stmt, iterable),
+                              Const(1))
+        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
+                          type_comment=None)
+        return self.lower_loop(frame, stmt, ("range", (last, Const(-1), Const(-1)), index,
+                                             [(None, [iterable])]))
+
+    def int_arith(self, frame, node, op, a, b):
+        """``a <op> b`` on integers (loop bounds): folded when both are constants, else an
+        Op whose result is known to be an int."""
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(op(a.value, b.value))
+        if op is operator.add and isinstance(b, Const) and b.value == 0:
+            return a
+        if op is operator.mul and isinstance(b, Const) and b.value == 1:
+            return a
+        if op is operator.floordiv and isinstance(b, Const) and b.value == 1:
+            return a
+        binop = {operator.add: gast.Add, operator.sub: gast.Sub, operator.mul: gast.Mult,
+                 operator.floordiv: gast.FloorDiv}[op]()
+        result = self.emit(frame, node, op, (a, b), {}, gast.BinOp(
+            left=self.atom_node(a), op=binop, right=self.atom_node(b)), None)
+        self.int_vars.add(result.name)
+        self.ndims[result.name] = 0
+        return result
 
     def length(self, frame, node, seq):
         """An op giving the number of rows of an array (or items of a run-time list)."""
@@ -276,7 +384,7 @@ class FlowLowering:
         rows = []
         if spec is not None:
             _, bounds, target_node, rows = spec
-            target = self.names.fresh(target_node.id if isinstance(target_node, gast.Name)
+            target = self.names.variable(target_node.id if isinstance(target_node, gast.Name)
                                       else "i")
             self.int_vars.add(target)
             self.ndims[target] = 0
@@ -338,7 +446,7 @@ class FlowLowering:
                        atom.kind)
         if isinstance(atom, Const) and not literals.is_literal(atom.value):
             return atom       # a function or module: not a value the loop changes
-        header = self.names.fresh(name)
+        header = self.names.variable(name)
         self.ops.append(self.assign_op(header, atom, location))
         header_vars.append(header)
         return Var(header)
@@ -378,6 +486,41 @@ def _subscript_targets(statements):
                     and isinstance(node.value, gast.Name):
                 names.append(node.value.id)
     return names
+
+
+#: iterables a run-time ``for`` cannot walk: what the loop is, and what to write instead
+_UNLOOPABLE = {
+    map: ("a `for` loop over map(...)",
+          "loop over the sequence itself and call the function in the body: "
+          "for v in x: y = f(v)"),
+    filter: ("a `for` loop over filter(...)",
+             "loop over the sequence and skip items with `if ...: continue` (or use np.where "
+             "on arrays)"),
+    sorted: ("a `for` loop over sorted(...)",
+             "loop over np.sort(x) (an array), or over range(n) with indices from "
+             "np.argsort(x)"),
+    iter: ("a `for` loop over iter(...)", "loop over the sequence itself"),
+    set: ("a `for` loop over a set (its order is not fixed)",
+          "loop over a tuple or list, or over an array's rows"),
+    frozenset: ("a `for` loop over a frozenset (its order is not fixed)",
+                "loop over a tuple or list, or over an array's rows"),
+    dict: ("a `for` loop over dict(...)", "loop over the dict's .items() or a tuple of keys"),
+}
+
+
+def _unloopable(func):
+    """(what, hint) when ``func``'s result cannot be walked by a run-time loop, else None."""
+    try:
+        return _UNLOOPABLE.get(func)
+    except TypeError:   # unhashable
+        return None
+
+
+def _is_builtin(func):
+    """True for a Python builtin function or type (they make iterators, not arrays)."""
+    import builtins
+    name = getattr(func, "__name__", None)
+    return isinstance(name, str) and getattr(builtins, name, None) is func
 
 
 def _unused(name, taken):

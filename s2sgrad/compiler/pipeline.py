@@ -76,7 +76,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     fname = names.fresh(f"{lowered.name}_value_and_grad")
     source = _emit(lowered, sweeps, returned, fname, title or _title(lowered, positions, weights),
-                   lowerer.mutated, import_lines(names.modules))
+                   lowerer.mutated, names, import_lines(names.modules))
     return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
                      len(params), lowered.arg_leaves)
 
@@ -103,7 +103,7 @@ def _title(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def _emit(lowered, sweeps, returned, fname, title, mutated, imports=()):
+def _emit(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
     lines = [f"# s2sgrad: {title}",
              "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
              "import math", "", "import numpy as np", *imports, "",
@@ -116,9 +116,10 @@ def _emit(lowered, sweeps, returned, fname, title, mutated, imports=()):
     body += render(sweeps.forward)
     output = lowered.output
     value_src = to_source(atom_node_of(output)) if not isinstance(output, Var) else output.name
-    if mutated & set(atom_vars(output)) or (sweeps.backward and _restores(sweeps.backward)):
-        body.append(f"value = {_snapshot(output, mutated)}")
-        value_src = "value"
+    if mutated & set(atom_vars(output)) or (sweeps.backward and
+                                            _restores(sweeps.backward, sweeps.adjoint_names)):
+        value_src = names.fresh("value")
+        body.append(f"{value_src} = {_snapshot(output, mutated)}")
     if sweeps.backward:
         body.append("")
         body += render(sweeps.backward)
@@ -129,11 +130,14 @@ def _emit(lowered, sweeps, returned, fname, title, mutated, imports=()):
     return "\n".join(lines) + "\n"
 
 
-def _restores(backward):
-    """True when the adjoint sweep reassigns forward variables (tape pops, restores)."""
+def _restores(backward, adjoint_names):
+    """True when the adjoint sweep reassigns forward variables (tape pops, restores of
+    arrays updated in place): any loop or branch, or an element assignment into an array
+    that is not an adjoint (``adjoint_names``)."""
     return any(isinstance(s, (gast.For, gast.If)) or (
         isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript)
-        and not s.targets[0].value.id.startswith("d")) for s in backward)
+        and not (isinstance(s.targets[0].value, gast.Name)
+                 and s.targets[0].value.id in adjoint_names)) for s in backward)
 
 
 def _snapshot(atom, mutated):

@@ -35,7 +35,8 @@ class Sweeps:
     ``grads``: for each differentiated name, its adjoint's name (None: no gradient).
     """
 
-    def __init__(self, forward, backward, stacks, grads, active):
+    def __init__(self, forward, backward, stacks, grads, active, adjoint_names=frozenset()):
+        self.adjoint_names = adjoint_names   # the names adjoints have in the generated code
         self.forward = forward
         self.backward = backward
         self.stacks = stacks
@@ -56,7 +57,8 @@ def reverse(lowered, wrt, seeds, names):
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active)
+    return Sweeps(forward, backward, rev.stacks, grads, active,
+                  frozenset(rev.adj.of.values()))
 
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
@@ -342,7 +344,7 @@ class _Reverser:
             # the range's values again, last first: nothing to tape
             target, bounds = stmt.target, reversed_range(stmt.bounds, stmt.counter)
         else:
-            target, bounds = "_", [name_node(stmt.counter)]
+            target, bounds = self.names.fresh("_"), [name_node(stmt.counter)]
         out.append(gast.For(target=name_node(target, gast.Store()),
                             iter=gast.Call(func=name_node("range"), args=bounds, keywords=[]),
                             body=prologue + body, orelse=[], type_comment=None))
@@ -406,6 +408,8 @@ class _Reverser:
         if var in self.int_vars or self.ndims.get(var) == 0 or (
                 known is not None and known.kind in "bi"):   # a flag, a loop's counter
             dtype = self._dtype_source(known)
+        if loop.kind != "range":
+            dtype = None
         return self._new_tape(var + ("_tape" if dtype else "_stack"), loop, dtype)
 
     @staticmethod

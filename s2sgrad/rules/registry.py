@@ -61,7 +61,7 @@ class Rule:
             self.result = None
             self.signature = None
             self.statements = []
-            self.diff_params = frozenset()
+            self.diff_params = ()
             return
         src = textwrap.dedent(inspect.getsource(template))
         fdef = gast.parse(src).body[0]
@@ -70,7 +70,10 @@ class Rule:
         params = list(sig.parameters.values())
         self.result = params[0].name
         self.signature = sig.replace(parameters=params[1:])
-        self.diff_params = frozenset(_assigned_adjoints(fdef.body))
+        # in the template's parameter order (a tuple, never a set: the generated code
+        # must not depend on the process's hash seed)
+        assigned = set(_assigned_adjoints(fdef.body))
+        self.diff_params = tuple(p.name for p in params[1:] if p.name in assigned)
         self.globals = _template_globals(template, fdef, [p.name for p in params])
         self.uses_result = any(
             isinstance(n, gast.Name) and n.id == self.result
@@ -182,7 +185,9 @@ def vjp(*primitives, tuple_result=False, refuse=()):
             if unknown:
                 raise TypeError(f"vjp({rule.name}, refuse=...): {sorted(unknown)} are not "
                                 f"parameters of {template.__qualname__}")
-            rule.diff_params = rule.diff_params | rule.refused
+            # differentiable parameters in signature order (deterministic emission)
+            rule.diff_params = tuple(p for p in rule.signature.parameters
+                                     if p in rule.diff_params or p in rule.refused)
             _RULES[_key(prim)] = (prim, rule)
         return template
 

@@ -1,0 +1,76 @@
+"""The long fuzz profile: many random programs (tests/test_random_programs.py's grammar),
+each differentiated by s2sgrad and checked against central finite differences; half of
+them also renamed to the names the generated code itself uses (tests/test_name_capture.py)
+and required to give the same gradients.
+
+    python benchmarks/fuzz_programs.py --programs 10000 [--backend python] [--seed 0]
+
+Prints the figures (programs run, failures) and writes every failing program, ready to
+paste, to fuzz_failures/ (or --out).  Not part of the test suite (it takes a long time);
+the suite runs the same checks on a quick profile.
+"""
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", type=int, default=10000)
+    parser.add_argument("--backend", default="python")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="stop after this long (the figures say how many ran)")
+    parser.add_argument("--out", default="fuzz_failures")
+    opts = parser.parse_args()
+    os.environ["S2SGRAD_BACKEND"] = opts.backend
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    import test_name_capture as capture
+    import test_random_programs as grammar
+
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="s2sgrad_fuzz_"))
+    out = pathlib.Path(opts.out)
+    counts = {"programs": 0, "renamed": 0, "failures": 0}
+    start = time.time()
+
+    @settings(max_examples=opts.programs, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(source=grammar.programs(), seed=st.integers(0, 2 ** 16))
+    def run(source, seed):
+        if opts.seconds is not None and time.time() - start > opts.seconds:
+            return              # out of time: the rest are drawn but not run
+        counts["programs"] += 1
+        try:
+            if counts["programs"] % 2:
+                grammar.check(source, seed, directory)
+            else:
+                counts["renamed"] += 1
+                capture.check_renamed(source, seed, seed + 1, directory)
+        except Exception:  # noqa: BLE001 - record it and go on
+            counts["failures"] += 1
+            out.mkdir(exist_ok=True)
+            (out / f"failure_{counts['failures']}.txt").write_text(
+                source + "\n# seed " + str(seed) + "\n" + traceback.format_exc())
+        if counts["programs"] % 500 == 0:
+            print(f"{counts} after {time.time() - start:.0f} s", flush=True)
+
+    import random
+    random.seed(opts.seed)
+    run()
+    print(f"backend {opts.backend}: {counts['programs']} programs ({counts['renamed']} renamed "
+          f"to generated names), {counts['failures']} failures, "
+          f"{time.time() - start:.0f} s", flush=True)
+    return 1 if counts["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
