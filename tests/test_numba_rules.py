@@ -44,7 +44,7 @@ def interp_helpers(x, xp, fp):
             + np.sum(np.sin(np.vstack((x, x * 2.0))) * W12.reshape(2, 6))
             + np.sum(np.sin(np.hstack((fp, xp))) * W12[:8])
             + np.sum(np.sin(np.column_stack((fp, xp))) * W12[:8].reshape(4, 2))
-            + np.sum(np.sin(np.select([x > 1.0, x < 0.0], [x * 2.0, np.sin(x)], 0.5)) * W6)
+            + np.sum(np.sin(np.select([x > 1.0, x < 0.0], [x * 2.0, np.sin(x)], fp[0])) * W6)
             + np.sum(np.sin(np.partition(x, 2)) * W6)
             + np.sin(np.nanmax(x)) + np.sin(np.average(x)) + np.average(x, weights=x * x)
             + np.sin(np.median(x)) + np.quantile(fp, 0.3)
