@@ -107,7 +107,8 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import numba_indexing, numba_lists, numba_more, numba_rules, numba_support  # noqa: F401,E501  (rt.* in Numba)
+        from . import (numba_indexing, numba_lists, numba_more,  # noqa: F401  (rt.* in Numba)
+                       numba_rules, numba_support)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
