@@ -7,6 +7,9 @@ returning a tuple) and the call's operands, and gives the adjoint of one operand
 """
 import numpy as np
 
+from .runtime_core import divide_or_zero, unbroadcast, unreduce
+from .runtime_linalg import matrix_norm_adjoint
+
 __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoint",
            "drop_initial", "resize_adjoint", "trim_zeros_adjoint", "choose_adjoints",
            "meshgrid_adjoints", "broadcast_arrays_adjoints", "vander_adjoint",
@@ -17,7 +20,6 @@ __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoi
 
 
 def _unbroadcast(g, like):
-    from .runtime import unbroadcast
     return unbroadcast(g, like)
 
 
@@ -229,7 +231,6 @@ def corrcoef_adjoint(g, ans, x, rowvar):
 def nan_moments_adjoint(g, ans, a, axis, ddof, keepdims, std):
     """The adjoint of ``a`` in ``np.nanvar`` (``std`` False) / ``np.nanstd`` (True) of
     ``(a, axis, ddof=, keepdims=)``: the moments of the non-NaN entries; NaNs get 0."""
-    from .runtime import divide_or_zero, unreduce
     a = np.asarray(a)
     ok = ~np.isnan(a)
     count = np.sum(ok, axis=axis, keepdims=True)
@@ -242,7 +243,6 @@ def cond_adjoint(g, ans, x, p):
     """The adjoint of ``x`` in ``np.linalg.cond(x, p)``: for ``p`` None, 2 or -2 the ratio
     of extreme singular values (``u_k v_k^T`` are their adjoints), else
     ``norm(x, p) norm(inv(x), p)`` by the product rule and the adjoint of the inverse."""
-    from .runtime_linalg import matrix_norm_adjoint
     g = np.asarray(g)
     if p in (None, 2, -2):
         u, s, vh = np.linalg.svd(x)

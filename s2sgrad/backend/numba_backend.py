@@ -46,12 +46,6 @@ def backend_mode():
     return mode
 
 
-def has_loops(source):
-    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown)."""
-    if source is None:
-        return True
-    import ast
-    return any(isinstance(node, (ast.For, ast.While)) for node in ast.walk(ast.parse(source)))
 _numba_version = None
 
 
@@ -80,7 +74,7 @@ class Compiled:
         elif not allow_numba:
             self._use_python(python_reason or "The gradient code calls Python objects that "
                              "Numba cannot compile, so it runs as Python.")
-        elif mode == "auto" and not has_loops(source):
+        elif mode == "auto" and not cache.has_loops(source):
             self._use_python(LOOP_FREE_REASON, backend="numpy")
 
     def _use_python(self, reason, backend="python"):

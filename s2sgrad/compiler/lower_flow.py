@@ -3,17 +3,19 @@
 Takes gast ``if``/``for``/``while`` statements, ``xs.append(v)`` and calls
 made for their effect; gives the structured IR (``If``, ``Loop``,
 ``ListAppend``) with SSA inside: branches end with ``assign`` copies that
-merge what each side set, loops carry their loop-carried variables in fresh
-header variables, assigned before the loop and at the end of each iteration.
+merge what each side set, loops keep their loop-carried values in fresh
+variables (``Loop.carried``), assigned before the loop and at the end of each iteration.
 """
+import builtins
 import inspect
 import operator
 
 import gast
 
+from .. import primitives as prims
 from . import literals
 from .frontend import is_user_code
-from .ir import Const, If, ListAppend, Loop, Op, Seq, Var
+from .ir import Const, DictAtom, If, ListAppend, Loop, Op, Seq, Var
 from .jumps import assigned_names, remove_loop_jumps
 from ..rules import lookup
 
@@ -34,7 +36,7 @@ class FlowLowering:
         if func.value is print:
             args = tuple(self.splice(frame, call.args))
             kwargs = {k.arg: self.lower_expr(frame, k.value) for k in call.keywords}
-            self.emit(frame, stmt, "effect", args, kwargs, self.call_expr(
+            self.emit(frame, stmt, prims.EFFECT, args, kwargs, self.call_expr(
                 gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None),
                 args, kwargs), "_")
             return True
@@ -76,9 +78,9 @@ class FlowLowering:
             current = frame.env.get(name)
             if isinstance(current, Seq) and current.kind == "list":
                 var = self.names.variable(name)
-                self.ops.append(Op((var,), "list", tuple(current.items), {},
+                self.ops.append(Op((var,), prims.LIST, tuple(current.items), {},
                                    gast.List(elts=[self.atom_node(a) for a in current.items],
-                                             ctx=gast.Load()), location, lookup("list")))
+                                             ctx=gast.Load()), location, lookup(prims.LIST)))
                 self.lists.add(var)
                 frame.env[name] = Var(var)
 
@@ -118,7 +120,6 @@ class FlowLowering:
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
             return a if b is None else b
-        from .custom import DictAtom
         if isinstance(a, DictAtom) or isinstance(b, DictAtom):
             if a is b:
                 return a
@@ -153,8 +154,8 @@ class FlowLowering:
             self.ndims[target] = self.ndim_of(atom)
         if isinstance(atom, Var) and atom.name in self.dtypes and target not in self.dtypes:
             self.dtypes[target] = self.dtypes[atom.name]
-        return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
-                  lookup("assign"))
+        return Op((target,), prims.ASSIGN, (atom,), {}, self.atom_node(atom), location,
+                  lookup(prims.ASSIGN))
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
@@ -178,7 +179,6 @@ class FlowLowering:
         if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
             func = None
             iterable = self.lower_expr(frame, stmt.iter)
-            from .custom import DictAtom
             if isinstance(iterable, DictAtom):   # a dict known while building: its keys
                 iterable = Seq(tuple(k for k, _ in iterable.pairs))
             if isinstance(iterable, Seq) or (
@@ -326,7 +326,7 @@ class FlowLowering:
                 gast.Name(id="len", ctx=gast.Load(), annotation=None, type_comment=None),
                 (seq,), {}), "n")
         else:
-            result = self.emit(frame, node, "attr.shape", (seq,), {}, gast.Subscript(
+            result = self.emit(frame, node, prims.SHAPE, (seq,), {}, gast.Subscript(
                 value=gast.Attribute(value=self.atom_node(seq), attr="shape", ctx=gast.Load()),
                 slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
         self.int_vars.add(result.name)
@@ -372,12 +372,12 @@ class FlowLowering:
                         if n not in assigned] + assigned
         carried = [n for n in assigned if n in frame.env and n != flag
                    and isinstance(frame.env[n], (Var, Const, Seq))]
-        headers = []      # (name, atom of header variables) per loop-carried name
-        header_vars = []
+        carried_atoms = []      # (name, atom of its carried variables) per loop-carried name
+        carried_vars = []
         for name in carried:
-            atom = self.carry(frame.env[name], name, location, header_vars)
+            atom = self.carry(frame.env[name], name, location, carried_vars)
             frame.env[name] = atom
-            headers.append((name, atom))
+            carried_atoms.append((name, atom))
         counter = self.names.fresh("n_iter")
         target = None
         bounds = ()
@@ -391,7 +391,7 @@ class FlowLowering:
         entry = dict(frame.env)
 
         def lower_test():
-            holder.append(self.lower_expr(frame, stmt.test))
+            test_result.append(self.lower_expr(frame, stmt.test))
 
         def lower_body():
             if spec is not None:
@@ -412,14 +412,14 @@ class FlowLowering:
             if frame.returned:
                 raise self.unsupported(frame, stmt, "return inside a loop",
                                        "set a variable and break, then return after the loop")
-            for name, atom in headers:
-                self.uncarry(frame, stmt, name, frame.env.get(name), atom, location)
+            for name, atom in carried_atoms:
+                self.carry_to_next_iteration(frame, stmt, name, frame.env.get(name), atom, location)
 
         while True:   # lowered again when a loop-carried variable turns out to change rank
             frame.env = dict(entry)
-            holder = []
+            test_result = []
             test_ops = self.collect(lower_test) if spec is None else []
-            test = holder[0] if holder else None
+            test = test_result[0] if test_result else None
             before = dict(frame.env)
             try:
                 body = self.collect(lower_body)
@@ -430,42 +430,42 @@ class FlowLowering:
         break_flag = after.get(flag) if flag_used else None
         frame.env = dict(before)
         for name in assigned:
-            if name in after and name != flag and name not in dict(headers):
+            if name in after and name != flag and name not in dict(carried_atoms):
                 frame.env[name] = after[name]          # a body variable read after the loop
-        for name, atom in headers:
+        for name, atom in carried_atoms:
             frame.env[name] = atom
         self.cse.clear()
         self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
-                             test, body, header_vars, counter, break_flag, location))
+                             test, body, carried_vars, counter, break_flag, location))
 
-    def carry(self, atom, name, location, header_vars):
+    def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
         before the loop; returns the atom made of them."""
         if isinstance(atom, Seq):
-            return Seq(tuple(self.carry(a, name, location, header_vars) for a in atom.items),
+            return Seq(tuple(self.carry(a, name, location, carried_vars) for a in atom.items),
                        atom.kind)
         if isinstance(atom, Const) and not literals.is_literal(atom.value):
             return atom       # a function or module: not a value the loop changes
-        header = self.names.variable(name)
-        self.ops.append(self.assign_op(header, atom, location))
-        header_vars.append(header)
-        return Var(header)
+        carried = self.names.variable(name)
+        self.ops.append(self.assign_op(carried, atom, location))
+        carried_vars.append(carried)
+        return Var(carried)
 
-    def uncarry(self, frame, stmt, name, value, header, location):
-        """At the end of an iteration: copy ``value`` into the loop-carried ``header``."""
-        if isinstance(header, Seq):
-            if not (isinstance(value, Seq) and len(value.items) == len(header.items)):
+    def carry_to_next_iteration(self, frame, stmt, name, value, carried, location):
+        """At the end of an iteration: copy ``value`` into the loop-carried ``carried``."""
+        if isinstance(carried, Seq):
+            if not (isinstance(value, Seq) and len(value.items) == len(carried.items)):
                 raise self.unsupported(frame, stmt, f"`{name}` changes structure inside the "
                                        f"loop", "keep tuples the same length in every iteration")
-            for v, h in zip(value.items, header.items):
-                self.uncarry(frame, stmt, name, v, h, location)
-        elif isinstance(header, Var) and value != header:
+            for v, h in zip(value.items, carried.items):
+                self.carry_to_next_iteration(frame, stmt, name, v, h, location)
+        elif isinstance(carried, Var) and value != carried:
             if isinstance(value, Seq):
                 raise self.unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
                                        "keep its structure the same in every iteration")
-            if header.name in self.ndims and self.ndim_of(value) != self.ndims[header.name]:
-                raise _RankChanged(header.name)
-            self.ops.append(self.assign_op(header.name, value, location))
+            if carried.name in self.ndims and self.ndim_of(value) != self.ndims[carried.name]:
+                raise _RankChanged(carried.name)
+            self.ops.append(self.assign_op(carried.name, value, location))
 
 
 
@@ -518,12 +518,11 @@ def _unloopable(func):
 
 def _is_builtin(func):
     """True for a Python builtin function or type (they make iterators, not arrays)."""
-    import builtins
     name = getattr(func, "__name__", None)
     return isinstance(name, str) and getattr(builtins, name, None) is func
 
 
-def _unused(name, taken):
+def unused_name(name, taken):
     """``name``, or ``name_1``, ``name_2``... whichever the function does not use."""
     candidate, i = name, 0
     while candidate in taken:
@@ -532,7 +531,7 @@ def _unused(name, taken):
     return candidate
 
 
-def _is_append(call):
+def is_append(call):
     return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
             and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
 
@@ -541,7 +540,7 @@ def _appended_names(statements):
     names = []
     for stmt in statements:
         for node in gast.walk(stmt):
-            if _is_append(node) and node.func.value.id not in names:
+            if is_append(node) and node.func.value.id not in names:
                 names.append(node.func.value.id)
     return names
 
