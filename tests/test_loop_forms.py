@@ -122,6 +122,10 @@ def test_enumerate_zip_and_dict_iteration():
         acc = 0.0
         for i, a in enumerate(x):
             acc = acc * 0.5 + a * i
+        for i, (a, b) in enumerate(zip(x, y)):
+            acc = acc * 0.5 + a * b * i
+        for (i, a), b in zip(enumerate(x[1:]), y):
+            acc = acc + a * b * (i + 1.0)
         for a, b in zip(x, y):
             acc = acc * 0.5 + a * b
         for key in params:
@@ -133,6 +137,26 @@ def test_enumerate_zip_and_dict_iteration():
     check_grad(f, (X, X[::-1].copy(), params), grad_position=(0, 1, 2))
 
 
+def test_enumerate_and_zip_nested_over_build_time_tuples():
+    def f(x):
+        pair = (x[0], x[1] * 2.0)
+        acc = 0.0
+        for i, (a, b) in enumerate(zip(pair, (x[2], x[3]))):
+            acc = acc + a * b * (i + 1.0)
+        return acc
+    check_grad(f, (X,))
+
+
+def test_enumerate_with_a_start_is_refused_not_ignored():
+    def f(x):
+        acc = 0.0
+        for i, a in enumerate(x, 1):
+            acc = acc + a * i
+        return acc
+    with pytest.raises(UnsupportedConstructError, match="enumerate"):
+        s2sgrad.grad(f)(X)
+
+
 @pytest.mark.parametrize("loop, what", [
     ("for v in map(np.sin, x):", "map(...)"),
     ("for v in filter(None, x):", "filter(...)"),
@@ -142,7 +166,6 @@ def test_enumerate_zip_and_dict_iteration():
     ("for v in np.sum(x):", "a number"),
     ("for v in x[0]:", "a number"),
     ("for v in enumerate(reversed(x)):", "reversed(...)"),
-    ("for i, (v, w) in enumerate(zip(x, x)):", "zip(...)"),
 ])
 def test_loops_that_cannot_run_are_refused_naming_the_line(loop, what, tmp_path):
     path = tmp_path / "user_loop.py"

@@ -193,17 +193,17 @@ class FlowLowering:
                 bounds = bounds + [Const(1)]
             return self.lower_loop(frame, stmt, ("range", tuple(bounds), stmt.target, []))
         if isinstance(func, Const) and func.value in (enumerate, zip):
-            seqs = [self.lower_expr(frame, a) for a in call.args]
-            rows = seqs
-            if seqs and all(isinstance(q, Seq) for q in seqs) and not call.keywords:
+            seqs = []
+            pattern = self.row_pattern(frame, stmt, call, seqs)
+            if seqs and all(isinstance(q, Seq) for q in seqs):
                 # over tuples/lists known while building (a tuple argument): unrolled
-                if func.value is enumerate:
-                    items = [Seq((Const(i), item)) for i, item in enumerate(seqs[0].items)]
-                else:
-                    items = [Seq(tuple(group)) for group in zip(*(q.items for q in seqs))]
+                n = min(len(q.items) for q in seqs)
+                items = [_row_value(pattern, Const(i), [q.items[i] for q in seqs])
+                         for i in range(n)]
                 return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
+            rows = pattern
         else:
-            seqs, rows = [iterable], [iterable]
+            seqs, rows = [iterable], ("seq", 0)
         for q in seqs:
             self.check_loopable(frame, stmt, q)
         lengths = [self.length(frame, stmt, q) for q in seqs]
@@ -214,8 +214,32 @@ class FlowLowering:
                 (length, other), {}), "n")
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
-                                             [(func.value if isinstance(func, Const) else None,
-                                               rows)]))
+                                             [(rows, seqs)]))
+
+    def row_pattern(self, frame, stmt, call, seqs):
+        """The shape of what ``enumerate(...)``/``zip(...)`` (nested: ``enumerate(zip(x,
+        y))``) give at each step, over the sequences it appends to ``seqs``: ("seq", k)
+        for the k-th sequence's row, ("enumerate", p), ("zip", (p, ...))."""
+        func = self.lower_expr(frame, call.func) if isinstance(call.func, gast.Name) else None
+        kind = func.value if isinstance(func, Const) else None
+        if kind is enumerate and (len(call.args) != 1 or call.keywords):
+            raise self.unsupported(frame, stmt, "enumerate(...) with a start or several "
+                                   "arguments in a run-time loop", "use enumerate(x) and add "
+                                   "the start to the index in the body")
+        if kind is zip and call.keywords:
+            raise self.unsupported(frame, stmt, "zip(...) with keyword arguments",
+                                   "call zip with the sequences only")
+        parts = []
+        for arg in call.args:
+            inner = arg if isinstance(arg, gast.Call) and isinstance(arg.func, gast.Name) \
+                else None
+            inner_func = self.lower_expr(frame, inner.func) if inner is not None else None
+            if isinstance(inner_func, Const) and inner_func.value in (enumerate, zip):
+                parts.append(self.row_pattern(frame, stmt, inner, seqs))
+            else:
+                seqs.append(self.lower_expr(frame, arg))
+                parts.append(("seq", len(seqs) - 1))
+        return ("enumerate", parts[0]) if kind is enumerate else ("zip", tuple(parts))
 
     def check_loopable(self, frame, stmt, seq):
         """Refuse, naming the loop, a run-time ``for`` over what is not an array (or a list
@@ -298,7 +322,7 @@ class FlowLowering:
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
                           type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (last, Const(-1), Const(-1)), index,
-                                             [(None, [iterable])]))
+                                             [(("seq", 0), [iterable])]))
 
     def int_arith(self, frame, node, op, a, b):
         """``a <op> b`` on integers (loop bounds): folded when both are constants, else an
@@ -351,7 +375,8 @@ class FlowLowering:
         """A loop that runs at run time (``for`` over a range or array rows, ``while``).
 
         ``spec`` is None for a while loop, else ('range', bounds, target node,
-        [(enumerate|zip|None, sequences)]) whose rows are read at each iteration start.
+        [(pattern, sequences)]) whose rows are read at each iteration start (the pattern:
+        see ``row_pattern``).
         """
         location = frame.location(stmt)
         flag = self.names.fresh("stop")
@@ -397,15 +422,9 @@ class FlowLowering:
             if spec is not None:
                 index = Var(target)
                 if rows:
-                    kind, seqs = rows[0]
+                    pattern, seqs = rows[0]
                     items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
-                    if kind is enumerate:
-                        value = Seq((index, items[0]))
-                    elif kind is zip:
-                        value = Seq(tuple(items))
-                    else:
-                        value = items[0]
-                    self.bind(frame, stmt.target, value)
+                    self.bind(frame, stmt.target, _row_value(pattern, index, items))
                 else:
                     self.bind(frame, stmt.target, index)
             self.lower_body(frame, body_src)
@@ -506,6 +525,17 @@ _UNLOOPABLE = {
                 "loop over a tuple or list, or over an array's rows"),
     dict: ("a `for` loop over dict(...)", "loop over the dict's .items() or a tuple of keys"),
 }
+
+
+def _row_value(pattern, index, items):
+    """The loop target's value at one step of ``pattern`` (see ``row_pattern``): the
+    sequences' rows ``items`` and the step's ``index`` put together."""
+    kind = pattern[0]
+    if kind == "seq":
+        return items[pattern[1]]
+    if kind == "enumerate":
+        return Seq((index, _row_value(pattern[1], index, items)))
+    return Seq(tuple(_row_value(p, index, items) for p in pattern[1]))
 
 
 def _unloopable(func):
