@@ -147,10 +147,26 @@ def test_enumerate_and_zip_nested_over_build_time_tuples():
     check_grad(f, (X,))
 
 
-def test_enumerate_with_a_start_is_refused_not_ignored():
-    def f(x):
+def test_enumerate_with_a_start():
+    """The start counts (it was ignored when the loop was unrolled)."""
+    def f(x, k):
         acc = 0.0
         for i, a in enumerate(x, 1):
+            acc = acc * 0.5 + a * i
+        for i, (a, b) in enumerate(zip(x, x[1:]), start=k):
+            acc = acc + a * b * i
+        for i, a in enumerate((x[0], x[1] * 2.0), 3):
+            acc = acc + a * i
+        return acc
+    value, _ = s2sgrad.value_and_grad(f)(X, 2)
+    assert value == pytest.approx(f(X, 2), rel=1e-12)
+    check_grad(f, (X, 2))
+
+
+def test_enumerate_with_a_float_start_is_refused():
+    def f(x):
+        acc = 0.0
+        for i, a in enumerate(x, 0.5):
             acc = acc + a * i
         return acc
     with pytest.raises(UnsupportedConstructError, match="enumerate"):

@@ -222,10 +222,22 @@ class FlowLowering:
         for the k-th sequence's row, ("enumerate", p), ("zip", (p, ...))."""
         func = self.lower_expr(frame, call.func) if isinstance(call.func, gast.Name) else None
         kind = func.value if isinstance(func, Const) else None
-        if kind is enumerate and (len(call.args) != 1 or call.keywords):
-            raise self.unsupported(frame, stmt, "enumerate(...) with a start or several "
-                                   "arguments in a run-time loop", "use enumerate(x) and add "
-                                   "the start to the index in the body")
+        start = Const(0)
+        if kind is enumerate:
+            try:
+                bound = inspect.signature(lambda iterable, start=0: None).bind(
+                    *call.args, **{k.arg: k.value for k in call.keywords})
+            except TypeError:
+                raise self.unsupported(frame, stmt, "enumerate(...) with other than a sequence "
+                                       "and a start", "call enumerate(x) or enumerate(x, start)"
+                                       ) from None
+            if "start" in bound.arguments:
+                start = self.lower_expr(frame, bound.arguments["start"])
+                if not (isinstance(start, Var) and start.name in self.int_vars) and not (
+                        isinstance(start, Const) and isinstance(start.value, int)):
+                    raise self.unsupported(frame, stmt, "enumerate(...) with a start that is "
+                                           "not an integer", "give enumerate an int start")
+            call = gast.Call(func=call.func, args=[bound.arguments["iterable"]], keywords=[])
         if kind is zip and call.keywords:
             raise self.unsupported(frame, stmt, "zip(...) with keyword arguments",
                                    "call zip with the sequences only")
@@ -239,7 +251,7 @@ class FlowLowering:
             else:
                 seqs.append(self.lower_expr(frame, arg))
                 parts.append(("seq", len(seqs) - 1))
-        return ("enumerate", parts[0]) if kind is enumerate else ("zip", tuple(parts))
+        return ("enumerate", parts[0], start) if kind is enumerate else ("zip", tuple(parts))
 
     def check_loopable(self, frame, stmt, seq):
         """Refuse, naming the loop, a run-time ``for`` over what is not an array (or a list
@@ -424,7 +436,9 @@ class FlowLowering:
                 if rows:
                     pattern, seqs = rows[0]
                     items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
-                    self.bind(frame, stmt.target, _row_value(pattern, index, items))
+                    self.bind(frame, stmt.target, _row_value(
+                        pattern, index, items, lambda i, start: self.int_arith(
+                            frame, stmt, operator.add, i, start)))
                 else:
                     self.bind(frame, stmt.target, index)
             self.lower_body(frame, body_src)
@@ -527,15 +541,23 @@ _UNLOOPABLE = {
 }
 
 
-def _row_value(pattern, index, items):
+def _row_value(pattern, index, items, shift=None):
     """The loop target's value at one step of ``pattern`` (see ``row_pattern``): the
-    sequences' rows ``items`` and the step's ``index`` put together."""
+    sequences' rows ``items`` and the step's ``index`` put together.  ``shift(index,
+    start)`` gives the count enumerate(x, start) yields (index + start)."""
     kind = pattern[0]
     if kind == "seq":
         return items[pattern[1]]
     if kind == "enumerate":
-        return Seq((index, _row_value(pattern[1], index, items)))
-    return Seq(tuple(_row_value(p, index, items) for p in pattern[1]))
+        start = pattern[2]
+        if isinstance(index, Const) and isinstance(start, Const):
+            count = Const(index.value + start.value)
+        elif isinstance(start, Const) and start.value == 0:
+            count = index
+        else:
+            count = shift(index, start)
+        return Seq((count, _row_value(pattern[1], index, items, shift)))
+    return Seq(tuple(_row_value(p, index, items, shift) for p in pattern[1]))
 
 
 def _unloopable(func):
