@@ -271,3 +271,22 @@ def test_lstm_like_bounds_compile_under_numba(monkeypatch):
     assert gx.dtype == np.float32 and gw.dtype == np.float32
     ref = s2sgrad.grad(lstm_like, (0, 1))(x, w, h0)
     np.testing.assert_allclose(gx, ref[0], rtol=2e-3, atol=2e-4)
+
+
+def scalar_loop(x, y):
+    acc = x
+    for k in reversed(range(3)):
+        acc = np.sin(acc) * y + x * k
+    return acc
+
+
+def test_float32_scalars_under_numba(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = s2sgrad.value_and_grad(scalar_loop, (0, 1))
+    value, (gx, gy) = g(np.float32(0.7), np.float32(1.3))
+    assert g.backend == "numba", g.fallback_reason
+    assert type(gx) is np.float32 and type(gy) is np.float32
+    assert type(value) is np.float32
+    ref = s2sgrad.grad(scalar_loop, (0, 1))(0.7, 1.3)
+    assert float(gx) == pytest.approx(ref[0], rel=1e-4)
+    assert float(gy) == pytest.approx(ref[1], rel=1e-4)
