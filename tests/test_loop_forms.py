@@ -182,6 +182,11 @@ def test_enumerate_with_a_float_start_is_refused():
     ("for v in np.sum(x):", "a number"),
     ("for v in x[0]:", "a number"),
     ("for v in enumerate(reversed(x)):", "reversed(...)"),
+    ("for v in x.flat:", "x.flat"),
+    ("for v in x.tolist():", "x.tolist()"),
+    ("for v in np.nditer(x):", "np.nditer(...)"),
+    ("for v in np.ndenumerate(x):", "np.ndenumerate(...)"),
+    ("for v in 'ab':", "iterable"),
 ])
 def test_loops_that_cannot_run_are_refused_naming_the_line(loop, what, tmp_path):
     path = tmp_path / "user_loop.py"
@@ -194,6 +199,16 @@ def test_loops_that_cannot_run_are_refused_naming_the_line(loop, what, tmp_path)
     text = str(info.value)
     assert "user_loop.py:5" in text and what in text and loop.rstrip(":") in text
     assert "loop over" in text    # says what to write instead
+
+
+def test_loop_over_an_inactive_run_time_list_is_refused_not_crashed():
+    def f(x, y):
+        acc = np.sum(x)
+        for v in y.tolist():       # y is not differentiated: no rule is asked for
+            acc = acc + v
+        return acc
+    with pytest.raises(UnsupportedConstructError, match="tolist"):
+        s2sgrad.grad(f)(X, X)
 
 
 def test_tuple_indexed_at_run_time_is_refused_clearly():

@@ -10,6 +10,7 @@ import inspect
 import operator
 
 import gast
+import numpy as np
 
 from . import literals
 from .frontend import is_user_code
@@ -257,23 +258,24 @@ class FlowLowering:
         """Refuse, naming the loop, a run-time ``for`` over what is not an array (or a list
         the function extends): a number, an iterator a call made (map, sorted, a
         generator...), an object.  Never a crash inside the generated code."""
-        what = None
+        what, hint = None, None
         if not isinstance(seq, Var):
             what = "a `for` loop over this iterable"
         elif seq.name not in self.lists:
             producer = self.producers.get(seq.name)
             if self.ndims.get(seq.name) == 0 or seq.name in self.int_vars:
                 what = "a `for` loop over a number (it has no rows)"
+            elif isinstance(producer, str) and producer in _UNLOOPABLE_ATTRIBUTES:
+                what = f"a `for` loop over {_UNLOOPABLE_ATTRIBUTES[producer]}"
             elif producer is not None and not isinstance(producer, str) and (
                     _unloopable(producer) is not None or _is_builtin(producer)):
-                what, _ = _unloopable(producer) or (
+                what, hint = _unloopable(producer) or (
                     f"a `for` loop over the result of {getattr(producer, '__name__', producer)}"
                     f"(...)", None)
         if what is not None:
-            raise self.unsupported(frame, stmt, what,
-                                   "loop over range(...), reversed(range(...)), an array's rows "
-                                   "(or reversed(x)), a tuple or list, or enumerate(...) or "
-                                   "zip(...) of those")
+            raise self.unsupported(frame, stmt, what, hint or (
+                "loop over range(...), reversed(range(...)), an array's rows (or "
+                "reversed(x)), a tuple or list, or enumerate(...) or zip(...) of those"))
 
     def lower_reversed_for(self, frame, stmt, call):
         """``for i in reversed(range(a, b, s))`` (a constant step): the range walked from its
@@ -538,7 +540,20 @@ _UNLOOPABLE = {
     frozenset: ("a `for` loop over a frozenset (its order is not fixed)",
                 "loop over a tuple or list, or over an array's rows"),
     dict: ("a `for` loop over dict(...)", "loop over the dict's .items() or a tuple of keys"),
+    np.nditer: ("a `for` loop over np.nditer(...)",
+                "loop over range(x.size) and read x.flat[i], or over the array's rows"),
+    np.ndenumerate: ("a `for` loop over np.ndenumerate(...)",
+                     "loop over range(...) for each axis and index x[i, j]"),
+    np.ndindex: ("a `for` loop over np.ndindex(...)",
+                 "loop over range(...) for each axis (nested loops)"),
 }
+
+
+#: array attributes and methods whose result a run-time ``for`` cannot walk as rows
+_UNLOOPABLE_ATTRIBUTES = {"attr.flat": "x.flat (an iterator)",
+                          "method.tolist": "x.tolist() (a Python list made at run time)",
+                          "method.item": "x.item() (a number)",
+                          "method.__iter__": "iter(x)"}
 
 
 def _row_value(pattern, index, items, shift=None):
