@@ -120,6 +120,40 @@ def heat_2d(u0, k):
     return np.sum(u ** 2)
 
 
+@numba.njit(cache=True)
+def heat_2d_adjoint(u0, k):
+    steps = 20
+    n, m = u0.shape
+    traj = np.empty((steps + 1, n, m))
+    traj[0] = u0
+    for s in range(steps):
+        u = traj[s]
+        un = traj[s + 1]
+        un[:, :] = u
+        for i in range(1, n - 1):
+            for j in range(1, m - 1):
+                un[i, j] = u[i, j] + k * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1]
+                                          + u[i, j + 1] - 4.0 * u[i, j])
+    loss = np.sum(traj[steps] ** 2)
+    du = 2.0 * traj[steps]
+    dk = 0.0
+    for s in range(steps - 1, -1, -1):
+        u = traj[s]
+        dprev = du.copy()
+        for i in range(1, n - 1):
+            for j in range(1, m - 1):
+                g = du[i, j]
+                dprev[i, j] += g * (-4.0 * k)
+                dprev[i - 1, j] += g * k
+                dprev[i + 1, j] += g * k
+                dprev[i, j - 1] += g * k
+                dprev[i, j + 1] += g * k
+                dk += g * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+                           - 4.0 * u[i, j])
+        du = dprev
+    return loss, (du, dk)
+
+
 # ------------------------------------------------------------ vector RNN
 
 def rnn(W, U, xs):
@@ -227,7 +261,7 @@ def workloads():
         ("recurrence n=10,000", recurrence, recurrence_adjoint, (0.7, rng.normal(size=10_000)), (0, 1)),
         ("heat 1-D, copy after the loop (500x100)", heat_copy_after, heat_adjoint, (u1, 0.2), (0, 1)),
         ("heat 1-D, copy at the top (500x100)", heat_copy_top, heat_adjoint, (u1, 0.2), (0, 1)),
-        ("heat 2-D (48x48x20)", heat_2d, None, (rng.normal(size=(48, 48)), 0.1), (0, 1)),
+        ("heat 2-D (48x48x20)", heat_2d, heat_2d_adjoint, (rng.normal(size=(48, 48)), 0.1), (0, 1)),
         ("vector rnn H=32 T=200", rnn, rnn_adjoint,
          (0.3 * rng.normal(size=(32, 32)) / 4, rng.normal(size=(32, 8)) / 4, rng.normal(size=(200, 8))),
          (0, 1, 2)),

@@ -63,32 +63,45 @@ def forward_fn(x, y):
 
 def main(show=False):
     loss = function(x, y, w, b)
-    print(loss)
+    print(f"loss = function(x, y, w, b): {loss}")
 
     grad_fn = mindspore.grad(function, (2, 3))
     grads = grad_fn(x, y, w, b)
+    print("\n(dw, db) = grad(function, (2, 3))(x, y, w, b):")
     print(grads)
     if show:
+        print(f"\ngenerated code of grad(function, (2, 3)) ({grad_fn.path}):")
         print(grad_fn.source)
 
     grad_fn = mindspore.grad(function_with_logits, (2, 3))
     grads = grad_fn(x, y, w, b)
+    print("\n(dw, db) of function_with_logits, which returns (loss, z): the gradient of "
+          "loss + sum(z):")
     print(grads)
 
     grad_fn = mindspore.grad(function_stop_gradient, (2, 3))
     grads = grad_fn(x, y, w, b)
+    print("\n(dw, db) of function_stop_gradient, which returns (loss, stop_gradient(z)): "
+          "the gradient of loss alone:")
     print(grads)
 
     grad_fn = mindspore.grad(function_with_logits, (2, 3), has_aux=True)
     grads, (z,) = grad_fn(x, y, w, b)
-    print(grads, z)
+    print("\n(dw, db), (z,) = grad(function_with_logits, (2, 3), has_aux=True)(...): the "
+          "gradient of loss alone, and z as auxiliary output:")
+    print(grads)
+    print(f"z = {z}")
 
     grad_fn = mindspore.value_and_grad(forward_fn, None, weights=model.trainable_params())
     loss, grads = grad_fn(x, y)
+    print("\nloss, (dw, db) = value_and_grad(forward_fn, None, "
+          "weights=model.trainable_params())(x, y), the Network Cell's parameters:")
+    print(f"loss = {loss}")
     print(grads)
     if show:
+        print(f"\ngenerated code of value_and_grad(forward_fn, ...) ({grad_fn.path}):")
         print(grad_fn.source)
-    print(f"backend: {grad_fn.backend}")
+    print(f"\nthe gradient code ran as: {grad_fn.backend}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ object then picks the return structure: one gradient, a tuple, weights'
 gradients, ``(id, grad)`` pairs, ``(value, grads)``, ``(grads, aux)``.
 """
 import inspect
+import types
+import weakref
 
 import numpy as np
 
@@ -21,21 +23,107 @@ from .tensor import Parameter, Tensor
 from .trees import flatten, is_tree, leaf_paths, unflatten
 
 
-def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
-    """The gradient function of ``fn`` (a function or a Cell) w.r.t. positions and weights."""
+def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False):
+    """The gradient function of ``fn`` (a function, a method or a Cell) w.r.t. positions
+    and weights.
+
+    Also a decorator: ``@grad`` bare, or ``@grad(grad_position=1, ...)`` with options
+    (called without a function it gives the decorator).  On a method the gradient
+    binds like a function: ``obj.method(x)`` differentiates w.r.t. the method's own
+    arguments with ``self`` bound; ``weights`` may then be a function of the instance
+    (``weights=nn.Cell.trainable_params``), read each time the method is looked up.
+    """
+    if fn is None:
+        return _decorator(grad, grad_position, weights, has_aux, return_ids)
+    _check_function(fn, "grad")
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=False)
 
 
-def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
-    """Like ``grad``, but the function returns ``(value, grads)``."""
+def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False):
+    """Like ``grad``, but the function returns ``(value, grads)``; a decorator too."""
+    if fn is None:
+        return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids)
+    _check_function(fn, "value_and_grad")
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=True)
 
 
-def show(fn, grad_position=0, weights=None, has_aux=False):
-    """Print the generated value-and-gradient source of ``fn`` and return it."""
-    source = GradFunction(fn, grad_position, weights, has_aux, False, True).source
+def _decorator(make, grad_position, weights, has_aux, return_ids):
+    """``@grad(...)`` / ``@value_and_grad(...)``: the options checked now, the function
+    given later."""
+    GradFunction._check_options(grad_position, weights, has_aux, return_ids)
+
+    def decorate(fn):
+        return make(fn, grad_position, weights, has_aux, return_ids)
+    decorate.__name__ = f"{make.__name__}_decorator"
+    return decorate
+
+
+def _check_function(fn, api):
+    """``fn`` must be callable; an int or tuple there is a grad_position passed as the
+    function (``@grad(1)``)."""
+    if callable(fn):
+        return
+    if isinstance(fn, (int, tuple)) and not isinstance(fn, bool):
+        raise TypeError(
+            f"{api}'s first argument is the function to differentiate, got {fn!r}; as a "
+            f"decorator with options, name them: @{api}(grad_position={fn!r})")
+    raise TypeError(f"{api} differentiates a function, a method or a Cell, got "
+                    f"{_a(type(fn).__name__)}: {fn!r}")
+
+
+def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **example_kwargs):
+    """Print the generated value-and-gradient source of ``fn`` and return it.
+
+    With example arguments (``show(loss, x, y)``), the code built for arguments like
+    them: exactly the module a call with such arguments runs.  Without, the generic
+    build (not specialised on the arguments' dtypes, ranks and options), which the
+    printed header says.  ``fn`` may be a function, a method, a Cell or a gradient
+    object (``grad(...)``/``value_and_grad(...)``: its options are used, and
+    ``grad_position``/``weights``/``has_aux`` must be left out).  Prints a one-line
+    header, then the source; returns the source alone.
+    """
+    if isinstance(fn, GradFunction):
+        if (grad_position, weights, has_aux) != (0, None, False):
+            raise TypeError("show(gradient_object, ...) uses the gradient object's own "
+                            "grad_position, weights and has_aux; leave them out")
+        g = fn
+    else:
+        _check_function(fn, "show")
+        g = GradFunction(fn, grad_position, weights, has_aux, False, True)
+    if example_args or example_kwargs:
+        # the gradient object's last call stays what its source and path report
+        kept = (g._last, g._generated, g._compiled, g.path)
+        generated = g._prepare(example_args, example_kwargs)[0]
+        path = g.path
+        if kept[0] is not None:
+            g._last, g._generated, g._compiled, g.path = kept
+        source = generated.source
+        header = (f"# s2sgrad.show: the code that runs for arguments like "
+                  f"({_describe_args(example_args, example_kwargs)}); module {path}")
+    else:
+        generated, options = g._build_generic()
+        source = generated.source
+        defaults = (", options at their defaults: " + ", ".join(
+            f"{k}={v!r}" for k, v in options.items())) if options else ""
+        header = ("# s2sgrad.show: generic build, not specialised on the arguments' dtypes "
+                  f"and ranks{defaults} (a call builds code for its own arguments); pass "
+                  "example arguments (show(fn, x, ...); on the command line --arg) to see "
+                  "the code that runs for them")
+    print(header)
     print(source)
     return source
+
+
+def _describe_args(args, kwargs):
+    """``float32[5], float32[3], y=float32`` for a header line."""
+    def one(a):
+        if isinstance(a, (Tensor, np.ndarray)):
+            arr = np.asarray(a)
+            return f"{arr.dtype}[{', '.join(str(n) for n in arr.shape)}]"
+        if is_tree(a):
+            return type(a).__name__ + "(...)"
+        return type(a).__name__ if not _is_option(a) else repr(a)
+    return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
 
 
 def _check_positions(grad_position):
@@ -79,16 +167,13 @@ class GradFunction:
     """
 
     def __init__(self, fn, grad_position, weights, has_aux, return_ids, with_value):
-        if grad_position is None and weights is None:
-            raise ValueError("grad_position and weights can not both be None")
-        if not isinstance(has_aux, bool):
-            raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
-        if not isinstance(return_ids, bool):
-            raise TypeError(f"return_ids must be a bool, got {type(return_ids).__name__}")
+        self._check_options(grad_position, weights, has_aux, return_ids)
         self.fn = fn
         self.grad_position = grad_position
         self.positions = _check_positions(grad_position)
-        self.weights = _check_weights(weights)
+        # weights given as a function of the instance: read when the method is bound
+        self._weights_of = weights if _is_weights_function(weights) else None
+        self.weights = None if self._weights_of is not None else _check_weights(weights)
         self.has_aux = has_aux
         self.return_ids = return_ids
         self.with_value = with_value
@@ -97,9 +182,64 @@ class GradFunction:
         self._variants = {}   # argument signature -> (Generated, Compiled, path)
         self._last = None     # the signature of the last call
         self._signature = None  # the differentiated function's signature (its own params)
+        self._bound = {}      # id(instance) -> (weights' ids, bound GradFunction)
         self.path = None
         self.__name__ = getattr(fn, "__name__", type(fn).__name__) + "_grad"
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__[:-5]) + "_grad"
         self.__doc__ = f"Gradient of {self.__name__[:-5]} generated by s2sgrad."
+        self.__wrapped__ = fn
+        self.__module__ = getattr(fn, "__module__", None) or __name__
+
+    def __repr__(self):
+        what = "value_and_grad" if self.with_value else "grad"
+        wrt = [f"grad_position={self.grad_position!r}"] if self.positions is not None else []
+        if self._weights_of is not None:
+            wrt.append(f"weights={getattr(self._weights_of, '__qualname__', '?')}")
+        elif self.weights is not None:
+            wrt.append(f"weights=[{', '.join(w.name for w in self._weight_list())}]")
+        if self.has_aux:
+            wrt.append("has_aux=True")
+        return (f"<s2sgrad {what} of {self.__name__[:-5]} ({', '.join(wrt)}), backend "
+                f"{self.backend!r}>")
+
+    @staticmethod
+    def _check_options(grad_position, weights, has_aux, return_ids):
+        """The reference's checks of the options, before any function is seen."""
+        if grad_position is None and weights is None:
+            raise ValueError("grad_position and weights can not both be None")
+        if not isinstance(has_aux, bool):
+            raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+        if not isinstance(return_ids, bool):
+            raise TypeError(f"return_ids must be a bool, got {type(return_ids).__name__}")
+        _check_positions(grad_position)
+        if not _is_weights_function(weights):
+            _check_weights(weights)
+
+    # ------------------------------------------------------------ binding
+
+    def __get__(self, instance, owner=None):
+        """A gradient defined on a class binds like a method: ``obj.loss`` is the gradient
+        of ``loss`` with ``self`` bound to ``obj`` (built once per instance, and again
+        only when a weights function gives other Parameters)."""
+        if instance is None:
+            return self
+        weights = self.weights
+        if self._weights_of is not None:
+            weights = self._weights_of(instance)
+            if isinstance(weights, (list, tuple)):
+                weights = tuple(weights)
+        key = tuple(id(w) for w in weights) if isinstance(weights, tuple) else id(weights)
+        cached = self._bound.get(id(instance))
+        if cached is not None and cached[0] == key and cached[1].fn.__self__ is instance:
+            return cached[1]
+        bound = GradFunction(_bind(self.fn, instance), self.grad_position, weights,
+                             self.has_aux, self.return_ids, self.with_value)
+        self._bound[id(instance)] = (key, bound)
+        try:
+            weakref.finalize(instance, self._bound.pop, id(instance), None)
+        except TypeError:       # not weak-referenceable: kept until the class goes
+            pass
+        return bound
 
     # ------------------------------------------------------------ building
 
@@ -112,9 +252,32 @@ class GradFunction:
         return self.fn, None
 
     def _weight_list(self):
+        if self._weights_of is not None:
+            raise GradientArgumentError(
+                f"the gradient of {self.__name__[:-5]} takes its weights from the instance "
+                f"(weights={getattr(self._weights_of, '__qualname__', self._weights_of)}), "
+                f"so it must be a method called on an instance: obj.{self.__name__[:-5]}(...)")
         if self.weights is None:
             return ()
         return (self.weights,) if isinstance(self.weights, Parameter) else self.weights
+
+    def _variant(self, key, arrays=None, trees=None, arg_types=None):
+        """The (Generated, Compiled, path) for argument signature ``key``, built once
+        (``arg_types``: as ``_types`` gives, when there are no arrays)."""
+        if key not in self._variants:
+            fn, bound_self = self._target()
+            generated = build(fn, self.positions or (), self._weight_list(),
+                              self.has_aux, bound_self,
+                              arg_types=_types(arrays) if arrays is not None else arg_types,
+                              arg_trees=trees)
+            py_func, path, on_disk = cache.materialise(
+                generated.function_name, generated.source, generated.function_name)
+            unsupported = [f.path for f in generated.free if not _numba_argument(f.obj)]
+            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
+                                source=generated.source, on_disk=on_disk,
+                                python_reason=_python_objects_reason(unsupported))
+            self._variants[key] = (generated, compiled, path)
+        return self._variants[key]
 
     def _build(self, arrays=None, trees=None):
         """Generate, store and load the gradient code for arguments like ``arrays``.
@@ -132,20 +295,24 @@ class GradFunction:
             self._last = key
         elif self._last is not None:
             key = self._last
-        if key not in self._variants:
-            fn, bound_self = self._target()
-            generated = build(fn, self.positions or (), self._weight_list(),
-                              self.has_aux, bound_self, arg_types=_types(arrays),
-                              arg_trees=trees)
-            py_func, path, on_disk = cache.materialise(
-                generated.function_name, generated.source, generated.function_name)
-            unsupported = [f.path for f in generated.free if not _numba_argument(f.obj)]
-            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
-                                source=generated.source, on_disk=on_disk,
-                                python_reason=_python_objects_reason(unsupported))
-            self._variants[key] = (generated, compiled, path)
-        self._generated, self._compiled, self.path = self._variants[key]
+        self._generated, self._compiled, self.path = self._variant(key, arrays, trees)
         return self._generated
+
+    def _build_generic(self):
+        """The build for no argument types (dtypes and ranks unknown), with the options
+        that have defaults (None, bools, strings) at their defaults, as a call leaving
+        them out gets.  Gives (Generated, {name: default}); ``source`` stays the code of
+        the last call."""
+        self._complete((), {}, bind=False)
+        options, types_ = {}, []
+        for p in (self._signature.parameters.values() if self._signature else ()):
+            if p.default is not inspect.Parameter.empty and _is_option(p.default):
+                options[p.name] = p.default
+                types_.append(("const", p.default))
+            else:
+                types_.append(None)
+        key = ("generic", tuple(options.items()))
+        return self._variant(key, arg_types=types_ if options else None)[0], options
 
     @property
     def source(self):
@@ -171,7 +338,10 @@ class GradFunction:
 
     # ------------------------------------------------------------ calling
 
-    def __call__(self, *args, **kwargs):
+    def _prepare(self, args, kwargs):
+        """Check the arguments of a call, flatten them and build (once) the code for
+        their signature; gives (Generated, leaf arrays, leaves, trees)."""
+        self._weight_list()          # an unbound gradient with a weights function: refused
         args = self._complete(args, kwargs)
         positions = self.positions or ()
         if self.positions is not None and len(positions) == 0:
@@ -203,6 +373,11 @@ class GradFunction:
                 f"the generated gradient of {self.__name__[:-5]} takes "
                 f"{_count(generated.n_params, 'value')}, but the call gave {len(arrays)}; pass "
                 f"one value per parameter of {self.__name__[:-5]}")
+        return generated, arrays, leaves, trees
+
+    def __call__(self, *args, **kwargs):
+        generated, arrays, leaves, trees = self._prepare(args, kwargs)
+        positions = self.positions or ()
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
         try:
             value, computed = self._compiled(*arrays, *free)
@@ -248,9 +423,9 @@ class GradFunction:
                 f"{self.__name__[:-5]} takes {_count(len(params), 'argument')}, but its "
                 f"gradient was called with {len(args)}; pass one value per parameter")
 
-    def _complete(self, args, kwargs):
+    def _complete(self, args, kwargs, bind=True):
         """The positional arguments with keywords placed and defaults filled in, as the
-        function itself would see them."""
+        function itself would see them (``bind`` False: only read the signature)."""
         if self._signature is None:
             fn, bound_self = self._target()
             try:
@@ -259,6 +434,8 @@ class GradFunction:
                 return args
             params = list(sig.parameters.values())[1 if bound_self is not None else 0:]
             self._signature = sig.replace(parameters=params)
+        if not bind:
+            return args
         if len(args) >= len(self._signature.parameters) and not kwargs:
             return args
         try:
@@ -290,6 +467,16 @@ class GradFunction:
             aux = tuple(value[1:])
             return (value, result) if self.with_value else (result, aux)
         return (value, result) if self.with_value else result
+
+
+def _is_weights_function(weights):
+    """A function giving the weights from the instance (``nn.Cell.trainable_params``)."""
+    return callable(weights) and not isinstance(weights, (Parameter, list, tuple))
+
+
+def _bind(fn, instance):
+    """``fn`` bound to ``instance`` as a method (a Cell's construct stays the Cell)."""
+    return types.MethodType(fn, instance)
 
 
 def _a(noun):
@@ -353,7 +540,9 @@ def _types(arrays):
             out.append((a.dtype, a.ndim))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))
-        elif isinstance(a, (float, np.floating)):
+        elif isinstance(a, np.floating):
+            out.append((a.dtype, 0))
+        elif isinstance(a, float):
             out.append((None, 0))
         else:
             out.append(None)

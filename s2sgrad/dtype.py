@@ -1,8 +1,9 @@
 """MindSpore-style data types backed by numpy dtypes.
 
-Each ``DType`` (``float32``, ``int64``, ``bool_`` ...) prints like MindSpore
-(``Float32``, ``Int64``, ``Bool``) and behaves like the numpy dtype it wraps:
-``np.dtype(float32)`` and ``np.zeros(3, dtype=float32)`` work, and a DType
+Each ``DType`` (``float32``, ``int64``, ``bool_`` ...) prints like MindSpore:
+``str`` gives ``Float32``, ``Int64``, ``Bool``; ``repr`` gives ``mindspore.float32``
+(a dtype inside a tuple or a list shows as the reference shows it).  It behaves like
+the numpy dtype it wraps: ``np.dtype(float32)`` and ``np.zeros(3, dtype=float32)`` work, and a DType
 compares equal to ``np.float32``, ``np.dtype('float32')`` and ``'float32'``.
 """
 import numpy as np
@@ -50,10 +51,13 @@ class DType:
             found = cls._register(key.name.capitalize(), key)
         return found
 
-    def __repr__(self):
+    def __str__(self):
         return self.name
 
-    __str__ = __repr__
+    def __repr__(self):
+        """``mindspore.float32`` style: the module-level name (``s2sgrad.float32``)
+        under MindSpore's spelling, as the reference's repr shows it."""
+        return f"mindspore.{self.np.name if self.np != np.bool_ else 'bool_'}"
 
     def __eq__(self, other):
         if isinstance(other, DType):

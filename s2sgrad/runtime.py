@@ -8,8 +8,9 @@ what it does with plain numpy wherever numpy can.
 import numpy as np
 
 from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_adjoints)
-from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoints... : adjoints of array functions)
+from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
+from .runtime_surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 
 
 def ones_like(value):
@@ -216,14 +217,16 @@ def dot_adjoints(g, a, b):
     return da, db
 
 
-def inner_adjoints(g, a, b):
-    """The adjoints of ``np.inner(a, b)``: it contracts the last axes of ``a`` and ``b``."""
+def inner_adjoint(g, a, b, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``np.inner(a, b)``: it contracts the
+    last axes of ``a`` and ``b``."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * b, a), unbroadcast(g * a, b)
+        return unbroadcast(g * b, a) if wrt == 0 else unbroadcast(g * a, b)
     lead = np.ndim(a) - 1
-    da = np.tensordot(g, b, axes=(list(range(lead, np.ndim(g))), list(range(np.ndim(b) - 1))))
-    db = np.tensordot(g, a, axes=(list(range(lead)), list(range(lead))))
-    return da, db
+    if wrt == 0:
+        return np.tensordot(g, b, axes=(list(range(lead, np.ndim(g))),
+                                        list(range(np.ndim(b) - 1))))
+    return np.tensordot(g, a, axes=(list(range(lead)), list(range(lead))))
 
 
 def _normalise_axes(axis, ndim):

@@ -8,15 +8,15 @@ operands), in the operand's shape.
 """
 import numpy as np
 
-__all__ = ["kron_adjoints", "tensordot_adjoints", "repeat_adjoint", "tile_adjoint",
+__all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint",
            "diff_adjoint", "diagonal_adjoint", "trace_adjoint", "pad_adjoint",
-           "diag_adjoint", "permutation_adjoint", "stacked_adjoints", "append_adjoints",
+           "diag_adjoint", "permutation_adjoint", "stacked_adjoints", "append_adjoint",
            "select_adjoints", "select_default_adjoint", "roll_adjoint", "rollaxis_adjoint",
-           "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoints",
-           "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoints",
-           "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoints",
-           "correlate_adjoints", "trapezoid_adjoints", "vecdot_adjoints",
-           "gradient_spacing_adjoints", "matvec_adjoints", "quantile_adjoint"]
+           "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoint",
+           "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoint",
+           "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoint",
+           "correlate_adjoint", "trapezoid_adjoint", "vecdot_adjoint",
+           "gradient_spacing_adjoints", "matvec_adjoint", "quantile_adjoint"]
 
 
 def shaped_like(g, like):
@@ -26,9 +26,9 @@ def shaped_like(g, like):
     return np.reshape(g, np.shape(like))
 
 
-def kron_adjoints(g, a, b):
-    """The adjoints of ``np.kron(a, b)``: ``g`` seen as (a-index, b-index) pairs on each
-    axis, contracted with the other operand."""
+def kron_adjoint(g, a, b, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``np.kron(a, b)``: ``g`` seen as
+    (a-index, b-index) pairs on each axis, contracted with the other operand."""
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     nd = max(a_arr.ndim, b_arr.ndim)
     sa = (1,) * (nd - a_arr.ndim) + a_arr.shape
@@ -36,9 +36,11 @@ def kron_adjoints(g, a, b):
     pairs = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])
     a_axes = list(range(0, 2 * nd, 2))
     b_axes = list(range(1, 2 * nd, 2))
-    da = np.einsum(pairs, list(range(2 * nd)), b_arr.reshape(sb), b_axes, a_axes)
-    db = np.einsum(pairs, list(range(2 * nd)), a_arr.reshape(sa), a_axes, b_axes)
-    return shaped_like(da, a), shaped_like(db, b)
+    if wrt == 0:
+        return shaped_like(np.einsum(pairs, list(range(2 * nd)), b_arr.reshape(sb), b_axes,
+                                     a_axes), a)
+    return shaped_like(np.einsum(pairs, list(range(2 * nd)), a_arr.reshape(sa), a_axes,
+                                 b_axes), b)
 
 
 def _tensordot_axes(axes, nda, ndb):
@@ -50,24 +52,24 @@ def _tensordot_axes(axes, nda, ndb):
     return [int(i) % nda for i in a_axes], [int(i) % ndb for i in b_axes]
 
 
-def tensordot_adjoints(g, a, b, axes):
-    """The adjoints of ``np.tensordot(a, b, axes)`` (``axes`` an int or a pair of axis
-    lists): ``g`` contracted with the other operand over its free axes, then the axes put
-    back in the operand's order."""
+def tensordot_adjoint(g, a, b, axes, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``np.tensordot(a, b, axes)``
+    (``axes`` an int or a pair of axis lists): ``g`` contracted with the other operand over
+    its free axes, then the axes put back in the operand's order."""
     a, b = np.asarray(a), np.asarray(b)
     a_axes, b_axes = _tensordot_axes(axes, a.ndim, b.ndim)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
     g = np.asarray(g)
+    if wrt == 0:
+        g_b = list(range(len(a_free), len(a_free) + len(b_free)))   # g's axes from b
+        da = np.tensordot(g, b, axes=(g_b, b_free))      # a_free..., b_axes in b's order
+        paired_a = [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
+        return np.transpose(da, np.argsort(a_free + paired_a))
     g_a = list(range(len(a_free)))                       # g's axes that came from a
-    g_b = list(range(len(a_free), len(a_free) + len(b_free)))
-    da = np.tensordot(g, b, axes=(g_b, b_free))          # a_free..., b_axes in b's order
-    paired_a = [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
-    da = np.transpose(da, np.argsort(a_free + paired_a))
     db = np.tensordot(a, g, axes=(a_free, g_a))          # a_axes in a's order, b_free...
     paired_b = [b_axes[a_axes.index(i)] for i in sorted(a_axes)]
-    db = np.transpose(db, np.argsort(paired_b + b_free))
-    return da, db
+    return np.transpose(db, np.argsort(paired_b + b_free))
 
 
 def repeat_adjoint(g, a, repeats, axis):
@@ -216,14 +218,15 @@ def index_trick_adjoints(g, items, which):
     return [shaped_like(piece, x) for piece, x in zip(np.split(g, cuts, axis=axis), items)]
 
 
-def append_adjoints(g, arr, values, axis):
-    """The adjoints of ``np.append(arr, values, axis)`` (None: both flattened)."""
+def append_adjoint(g, arr, values, axis, wrt):
+    """The adjoint of ``arr`` (``wrt`` 0) or ``values`` (1) in ``np.append(arr, values,
+    axis)`` (None: both flattened)."""
+    like = arr if wrt == 0 else values
     if axis is None:
         flat = np.ravel(g)
         n = np.size(arr)
-        return shaped_like(flat[:n], arr), shaped_like(flat[n:], values)
-    da, dv = np.split(g, [np.shape(arr)[axis]], axis=axis)
-    return shaped_like(da, arr), shaped_like(dv, values)
+        return shaped_like(flat[:n] if wrt == 0 else flat[n:], like)
+    return shaped_like(np.split(g, [np.shape(arr)[axis]], axis=axis)[wrt], like)
 
 
 def _unbroadcast(g, like):
@@ -294,18 +297,19 @@ def sinc_derivative(x):
     return out if isinstance(x, np.ndarray) else out[()]
 
 
-def logsumexp_adjoints(g, ans, a, axis, b, keepdims):
-    """The adjoints of ``a`` and ``b`` in ``scipy.special.logsumexp(a, axis, b, keepdims)``
-    (``b`` None: no weights; its adjoint is then None)."""
+def logsumexp_adjoint(g, ans, a, axis, b, keepdims, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``scipy.special.logsumexp(a, axis,
+    b, keepdims)`` (``b`` None: no weights)."""
     from .runtime import unbroadcast, unreduce
-    spread = unreduce(g, a, axis, keepdims)
-    weights = np.exp(np.asarray(a) - unreduce(ans, a, axis, keepdims))
     if b is None:
-        return spread * weights, None
+        return unreduce(g, a, axis, keepdims) * np.exp(
+            np.asarray(a) - unreduce(ans, a, axis, keepdims))
     full = np.broadcast_shapes(np.shape(a), np.shape(b))
     spread = np.broadcast_to(unreduce(g, np.empty(full), axis, keepdims), full)
     weights = np.exp(np.asarray(a) - unreduce(ans, np.empty(full), axis, keepdims))
-    return unbroadcast(spread * weights * b, a), unbroadcast(spread * weights, b)
+    if wrt == 0:
+        return unbroadcast(spread * weights * b, a)
+    return unbroadcast(spread * weights, b)
 
 
 def gradient_adjoint(g, f, spacing, axis, edge_order):
@@ -337,14 +341,14 @@ def nan_extremum_mask(x, ans, axis, keepdims):
     return hit / np.sum(hit, axis=axis, keepdims=True)
 
 
-def average_adjoints(g, ans, a, axis, weights, keepdims):
-    """The adjoints of ``a`` and ``weights`` in ``np.average(a, axis, weights, keepdims=)``
-    (``weights`` None: the mean; its adjoint is then None).  1-D weights with an int axis
-    lie along that axis, as numpy reads them."""
+def average_adjoint(g, ans, a, axis, weights, keepdims, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``weights`` (1) in ``np.average(a, axis,
+    weights, keepdims=)`` (``weights`` None: the mean).  1-D weights with an int axis lie
+    along that axis, as numpy reads them."""
     from .runtime import reduction_count, unbroadcast, unreduce
     spread = unreduce(g, a, axis, keepdims)
     if weights is None:
-        return spread / reduction_count(a, axis), None
+        return spread / reduction_count(a, axis)
     a = np.asarray(a)
     w = np.asarray(weights)
     if w.ndim == 1 and a.ndim > 1 and axis is not None:
@@ -354,13 +358,12 @@ def average_adjoints(g, ans, a, axis, weights, keepdims):
     else:
         w_full = w
     total = np.sum(np.broadcast_to(w_full, a.shape), axis=axis, keepdims=True)
-    mean = unreduce(ans, a, axis, keepdims)
-    da = spread * w_full / total
-    dw = spread * (a - mean) / total
+    if wrt == 0:
+        return spread * w_full / total
+    dw = spread * (a - unreduce(ans, a, axis, keepdims)) / total
     if w_full is not w:
-        dw = np.sum(dw, axis=tuple(i for i in range(a.ndim) if i != axis % a.ndim))
-        return da, dw
-    return da, unbroadcast(dw, weights)
+        return np.sum(dw, axis=tuple(i for i in range(a.ndim) if i != axis % a.ndim))
+    return unbroadcast(dw, weights)
 
 
 def take_adjoint(g, a, indices, axis):
@@ -408,19 +411,20 @@ def _full_window(g, n, m, mode):
     return full
 
 
-def convolve_adjoints(g, a, v, mode):
-    """The adjoints of ``a`` and ``v`` in ``np.convolve(a, v, mode)`` (1-D)."""
+def convolve_adjoint(g, a, v, mode, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``v`` (1) in ``np.convolve(a, v, mode)`` (1-D)."""
     a, v = np.asarray(a), np.asarray(v)
     full = _full_window(g, a.size, v.size, mode)
-    return (np.convolve(full, v[::-1], "valid")[:a.size],
-            np.convolve(full, a[::-1], "valid")[:v.size])
+    if wrt == 0:
+        return np.convolve(full, v[::-1], "valid")[:a.size]
+    return np.convolve(full, a[::-1], "valid")[:v.size]
 
 
-def correlate_adjoints(g, a, v, mode):
-    """The adjoints of ``a`` and ``v`` in ``np.correlate(a, v, mode)`` = ``np.convolve(a,
-    v[::-1], mode)`` (real 1-D)."""
-    da, dv_reversed = convolve_adjoints(g, a, np.asarray(v)[::-1], mode)
-    return da, dv_reversed[::-1]
+def correlate_adjoint(g, a, v, mode, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``v`` (1) in ``np.correlate(a, v, mode)`` =
+    ``np.convolve(a, v[::-1], mode)`` (real 1-D)."""
+    d = convolve_adjoint(g, a, np.asarray(v)[::-1], mode, wrt)
+    return d if wrt == 0 else d[::-1]
 
 
 def _pad_axis(x, axis, before, after):
@@ -429,40 +433,43 @@ def _pad_axis(x, axis, before, after):
     return np.pad(x, widths)
 
 
-def trapezoid_adjoints(g, y, x, dx, axis):
-    """The adjoints of ``y``, ``x`` and ``dx`` in ``np.trapezoid(y, x, dx, axis)`` (``x``
-    None: the spacing is ``dx`` and ``x``'s adjoint is None; else ``dx``'s is 0).  With
-    widths ``w = diff(x)``: ``dy[i] = g (w[i-1] + w[i]) / 2``; ``x``'s adjoint is the adjoint
-    of diff applied to ``g (y[i] + y[i+1]) / 2``, ``dx``'s the sum of that over the widths."""
+def trapezoid_adjoint(g, y, x, dx, axis, wrt):
+    """The adjoint of ``y`` (``wrt`` 0), ``x`` (1) or ``dx`` (2) in ``np.trapezoid(y, x, dx,
+    axis)`` (``x`` None: the spacing is ``dx``; else ``dx``'s adjoint is 0).  With widths
+    ``w = diff(x)``: ``dy[i] = g (w[i-1] + w[i]) / 2``; ``x``'s adjoint is the adjoint of
+    diff applied to ``g (y[i] + y[i+1]) / 2``, ``dx``'s the sum of that over the widths."""
     y = np.asarray(y)
     ax = axis % y.ndim
     n = y.shape[ax]
-    shape = [1] * y.ndim
-    shape[ax] = n - 1
-    if x is None:
-        widths = np.full(shape, float(dx))
-    else:
-        xa = np.asarray(x)
-        widths = np.diff(xa, axis=axis) if xa.ndim > 1 else np.diff(xa).reshape(shape)
     gk = np.expand_dims(np.asarray(g), ax)
-    half = gk * widths / 2.0
-    dy = np.broadcast_to(_pad_axis(half, ax, 1, 0) + _pad_axis(half, ax, 0, 1), y.shape)
+    if wrt == 0:
+        shape = [1] * y.ndim
+        shape[ax] = n - 1
+        if x is None:
+            widths = np.full(shape, float(dx))
+        else:
+            xa = np.asarray(x)
+            widths = np.diff(xa, axis=axis) if xa.ndim > 1 else np.diff(xa).reshape(shape)
+        half = gk * widths / 2.0
+        return np.broadcast_to(_pad_axis(half, ax, 1, 0) + _pad_axis(half, ax, 0, 1), y.shape)
+    if wrt == 2 and x is not None:
+        return 0.0
     means = gk * (np.take(y, range(1, n), axis=ax) + np.take(y, range(n - 1), axis=ax)) / 2.0
-    if x is None:
-        return dy, None, np.sum(means)
+    if wrt == 2:
+        return np.sum(means)
     dcoords = diff_adjoint(means, 1, ax)
     if np.ndim(x) == 1 and y.ndim > 1:
-        return dy, np.sum(np.moveaxis(dcoords, ax, -1).reshape(-1, n), axis=0), 0.0
+        return np.sum(np.moveaxis(dcoords, ax, -1).reshape(-1, n), axis=0)
     from .runtime import unbroadcast
-    return dy, unbroadcast(dcoords, x), 0.0
+    return unbroadcast(dcoords, x)
 
 
-def vecdot_adjoints(g, x1, x2, axis):
-    """The adjoints of ``np.vecdot(x1, x2, axis=axis)`` (real): ``g`` times the other
-    operand along ``axis``."""
+def vecdot_adjoint(g, x1, x2, axis, wrt):
+    """The adjoint of ``x1`` (``wrt`` 0) or ``x2`` (1) in ``np.vecdot(x1, x2, axis=axis)``
+    (real): ``g`` times the other operand along ``axis``."""
     from .runtime import unbroadcast
     gk = np.expand_dims(np.asarray(g), axis)
-    return unbroadcast(gk * x2, x1), unbroadcast(gk * x1, x2)
+    return unbroadcast(gk * x2, x1) if wrt == 0 else unbroadcast(gk * x1, x2)
 
 
 def gradient_spacing_adjoints(g, ans, spacing, axis, ndim):
@@ -480,12 +487,14 @@ def gradient_spacing_adjoints(g, ans, spacing, axis, ndim):
     return [t / h for t, h in zip(terms, spacing)]
 
 
-def matvec_adjoints(g, x1, x2):
-    """The adjoints of ``np.matvec(x1, x2)`` = ``x1 @ x2[..., None]`` without the last axis."""
+def matvec_adjoint(g, x1, x2, wrt):
+    """The adjoint of ``x1`` (``wrt`` 0) or ``x2`` (1) in ``np.matvec(x1, x2)`` =
+    ``x1 @ x2[..., None]`` without the last axis."""
     from .runtime import unbroadcast
     g = np.asarray(g)
-    return (unbroadcast(g[..., :, None] * np.asarray(x2)[..., None, :], x1),
-            unbroadcast(np.einsum("...mn,...m->...n", x1, g), x2))
+    if wrt == 0:
+        return unbroadcast(g[..., :, None] * np.asarray(x2)[..., None, :], x1)
+    return unbroadcast(np.einsum("...mn,...m->...n", x1, g), x2)
 
 
 def quantile_adjoint(g, a, q, axis, method, keepdims):

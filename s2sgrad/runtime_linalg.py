@@ -36,24 +36,45 @@ def slogdet_adjoint(g, a):
 
 
 def cholesky_adjoint(g, L):
-    """The adjoint of ``a`` in ``L = np.linalg.cholesky(a)`` (``a``'s lower triangle)."""
+    """The adjoint of ``a`` in ``L = np.linalg.cholesky(a)`` (``a``'s lower triangle).
+
+    ``S = L^-T Phi L^-1`` with ``Phi`` the lower triangle of ``L^T g`` (diagonal halved),
+    computed with two triangular solves against ``L^T`` (no inverse, no LU: stable
+    whenever the factorisation itself is); the adjoint is the symmetric part of ``S``."""
+    from scipy.linalg import solve_triangular
     n = L.shape[-1]
     phi = np.tril(_t(L) @ g) / (1.0 + np.eye(n))
-    # S = L^-T phi L^-1
-    s = np.linalg.solve(_t(L), _t(np.linalg.solve(_t(L), _t(phi))))
+    x = solve_triangular(L, phi, lower=True, trans="T")        # L^-T Phi
+    s = _t(solve_triangular(L, _t(x), lower=True, trans="T"))  # (L^-T (L^-T Phi)^T)^T
     return _lower_only((s + _t(s)) / 2.0)
 
 
+def _inverse_gaps(gap, scale, dtype):
+    """``1 / gap`` off the diagonal, 0 on it and where two values coincide (``|gap|`` within
+    100 ulps of ``scale``, the largest value's magnitude, per matrix)."""
+    n = gap.shape[-1]
+    tol = 100.0 * np.finfo(np.result_type(dtype, np.float32)).eps * scale[..., None, None]
+    off = ~np.eye(n, dtype=bool)
+    tied = np.abs(gap) <= tol
+    return np.where(off & ~tied, 1.0 / np.where(tied | ~off, 1.0, gap), 0.0)
+
+
 def eigh_adjoint(g, ans, a):
-    """The adjoint of ``a`` in ``w, v = np.linalg.eigh(a)`` (distinct eigenvalues; only a
-    loss that does not depend on the eigenvectors' signs has a gradient)."""
+    """The adjoint of ``a`` in ``w, v = np.linalg.eigh(a)``.
+
+    Eigenvalues' adjoint: ``v diag(gw) v^T``, always defined.  Eigenvectors' adjoint:
+    ``v (F * v^T gv) v^T`` with ``F_ij = 1 / (w_j - w_i)``: defined for distinct
+    eigenvalues and for a loss that does not depend on the eigenvectors' signs.  For a
+    repeated eigenvalue the eigenvectors are not functions of ``a`` (any rotation within
+    the eigenspace is as good): the terms of equal pairs are left out (``F_ij = 0``), which
+    is the gradient of a loss that depends on that eigenspace only (a projector, a trace)
+    and has no meaning otherwise."""
     gw, gv = g
     w, v = ans
-    n = w.shape[-1]
     j = (v * np.asarray(gw)[..., None, :]) @ _t(v)
     if np.any(gv):
-        gap = w[..., None, :] - w[..., :, None] + np.eye(n)
-        f = (1.0 - np.eye(n)) / gap
+        gap = w[..., None, :] - w[..., :, None]
+        f = _inverse_gaps(gap, np.max(np.abs(w), axis=-1), w.dtype)
         j = j + v @ (f * (_t(v) @ gv)) @ _t(v)
     return _lower_only(j)
 
@@ -123,8 +144,12 @@ def qr_adjoint(g, ans, a):
 
 def svd_adjoint(g, ans, a, full_matrices):
     """The adjoint of ``a`` in ``u, s, vh = np.linalg.svd(a, full_matrices)``: for square
-    matrices, or any shape with ``full_matrices=False`` (distinct singular values; only a
-    loss that does not depend on the singular vectors' signs has a gradient)."""
+    matrices, or any shape with ``full_matrices=False``.
+
+    The singular values' part ``u diag(gs) vh`` is always defined.  The singular vectors'
+    part needs distinct, nonzero singular values and a loss that does not depend on the
+    vectors' signs; pairs of equal singular values are left out, as in ``eigh_adjoint``
+    (exact for a loss that depends on each singular subspace only)."""
     u, s, vh = ans
     m, n = np.shape(a)[-2:]
     if full_matrices and m != n:
@@ -134,7 +159,8 @@ def svd_adjoint(g, ans, a, full_matrices):
     v, gv = _t(vh), _t(gvh)
     k = min(m, n)
     eye = np.eye(k)
-    f = 1.0 / (s[..., None, :] ** 2 - s[..., :, None] ** 2 + eye) - eye
+    f = _inverse_gaps(s[..., None, :] ** 2 - s[..., :, None] ** 2,
+                      np.max(s, axis=-1) ** 2, s.dtype)
     utgu = _t(u) @ gu
     vtgv = _t(v) @ gv
     mid = (f * (utgu - _t(utgu))) * s[..., None, :] + eye * np.asarray(gs)[..., :, None] \

@@ -17,7 +17,8 @@ import numpy as np
 
 from .dtype import DType, dtype_to_numpy
 
-__all__ = ["Tensor", "Parameter", "ParameterTuple", "set_seed", "wrap", "unwrap"]
+__all__ = ["Tensor", "Parameter", "ParameterTuple", "set_seed", "wrap", "unwrap",
+           "no_scalar_widening"]
 
 
 # --------------------------------------------------------------------------
@@ -245,13 +246,30 @@ def _tensor_repr(arr, dtype_name):
 # --------------------------------------------------------------------------
 # operators
 
+def no_scalar_widening(result, operands):
+    """``result`` as MindSpore types it: Python (and numpy) scalars never widen to Float64.
+
+    Takes a numpy result and the ndarray operands and scalars it was computed from.  When
+    numpy made a float64 result but no operand is a float64 array (an int Tensor with a
+    Python float, an int64 with a float32 Tensor, an int Tensor divided), gives it as
+    float32 (``Tensor([1, 2]) + 1.5`` is Float32); otherwise gives ``result`` unchanged.
+    """
+    if getattr(result, "dtype", None) != np.float64:
+        return result
+    if any(isinstance(op, np.ndarray) and op.dtype == np.float64 for op in operands):
+        return result
+    return result.astype(np.float32)
+
+
 def _binary(ufunc):
     """Give the (forward, reflected) operator methods that apply ``ufunc``."""
     def forward(self, other):
-        return _wrap_array(ufunc(self._data, unwrap(other)))
+        other = unwrap(other)
+        return _wrap_array(no_scalar_widening(ufunc(self._data, other), (self._data, other)))
 
     def reflected(self, other):
-        return _wrap_array(ufunc(unwrap(other), self._data))
+        other = unwrap(other)
+        return _wrap_array(no_scalar_widening(ufunc(other, self._data), (other, self._data)))
     forward.__name__ = reflected.__name__ = ufunc.__name__
     return forward, reflected
 

@@ -5,9 +5,14 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def load_functional_autodiff():
-    spec = importlib.util.spec_from_file_location("functional_autodiff_example",
-                                                  ROOT / "examples" / "functional_autodiff.py")
+def load_example(name):
+    """examples/<name>.py imported as the module <name>_example."""
+    spec = importlib.util.spec_from_file_location(f"{name}_example",
+                                                  ROOT / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_functional_autodiff():
+    return load_example("functional_autodiff")

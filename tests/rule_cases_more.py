@@ -65,6 +65,26 @@ def sign_free_svd_square(a):
     return np.sum(np.sin(s)) + np.sum(np.abs(u[:, 0] * vh[0, :]))
 
 
+def REPEATED(values):
+    """Symmetric with the given (repeated) eigenvalues."""
+    q, _ = np.linalg.qr(R(len(values), len(values)))
+    return (q * np.asarray(values)) @ q.T
+
+
+def eigh_repeated_projector(a):
+    """A loss of the eigenspace of a repeated eigenvalue (its projector), and of the
+    eigenvalues: defined although the eigenvectors are not."""
+    w, v = np.linalg.eigh(a)
+    low = v[:, :2]
+    return np.sum(low @ low.T * W(3, 3)) + np.sum(w * w)
+
+
+def svd_repeated_projector(a):
+    u, s, vh = np.linalg.svd(a)
+    top = u[:, :2]
+    return np.sum(top @ top.T * W(3, 3)) + np.sum(s * s)
+
+
 def qr_loss(a):
     q, r = np.linalg.qr(a)
     return np.sum(np.sin(q) * np.arange(1.0, 4.0)) + np.sum(np.sin(r) * W(3, 3))
@@ -276,6 +296,9 @@ def more_cases(C):
         C("cholesky_batched", lambda a: np.sum(np.linalg.cholesky(a) * W(2, 3, 3)),
           [SPD(3, (2,))]),
         C("eigh", sign_free_eigh, [SPD(3)]),
+        C("eigh_repeated_eigenvalue", eigh_repeated_projector, [REPEATED([1.0, 1.0, 3.0])]),
+        C("svd_repeated_singular_value", svd_repeated_projector,
+          [REPEATED([2.0, 2.0, 0.5])]),
         C("eigh_values", lambda a: np.sum(np.sin(np.linalg.eigh(a)[0])), [SPD(3, (2,))]),
         C("eigvalsh", lambda a: np.sum(np.sin(np.linalg.eigvalsh(a)) * W(3)), [SPD(3)]),
         C("qr_square", qr_loss, [WC(3, 3)]),

@@ -108,3 +108,28 @@ def test_unknown_backend_setting_is_refused_with_the_choices(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "cuda")
     with pytest.raises(ValueError, match="auto, numba, python"):
         ms.grad(plain)(np.ones(2))
+
+
+def counted_loop(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.cos(x[i]) * x[i]
+    return s
+
+
+def test_a_slow_first_compile_says_so_once_on_stderr_unless_quiet(monkeypatch, capfd):
+    import time
+    from s2sgrad.backend import numba_backend
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    monkeypatch.setattr(numba_backend, "COMPILE_NOTICE_AFTER_S", 0.0)   # any compile is slow
+    monkeypatch.setenv("S2SGRAD_QUIET", "1")
+    ms.grad(counted_loop)(np.ones(3))
+    time.sleep(0.2)
+    assert "s2sgrad: compiling" not in capfd.readouterr().err
+    monkeypatch.delenv("S2SGRAD_QUIET")
+    g = ms.grad(counted_loop)
+    g(np.ones(3))
+    g(np.ones(4))                       # same types: no compile, no second line
+    time.sleep(0.2)
+    err = capfd.readouterr().err
+    assert err.count("s2sgrad: compiling") == 1 and "S2SGRAD_QUIET=1" in err, err

@@ -20,7 +20,7 @@ from s2sgrad.tensor import _rng
     (ms.bool_, "Bool", np.bool_),
 ])
 def test_dtype_names_and_numpy_equivalence(dt, name, np_type):
-    assert repr(dt) == name and str(dt) == name
+    assert str(dt) == name and repr(dt) == "mindspore." + np.dtype(np_type).name.replace("bool", "bool_")
     assert dt.np == np.dtype(np_type) and dt.dtype == np.dtype(np_type)
     assert np.dtype(dt) == np.dtype(np_type)
     assert np.zeros(2, dtype=dt).dtype == np.dtype(np_type)
@@ -63,7 +63,7 @@ def test_dtype_to_numpy_none_and_errors():
 ])
 def test_tensor_default_dtypes(data, dtype_name):
     t = Tensor(data)
-    assert repr(t.dtype) == dtype_name
+    assert str(t.dtype) == dtype_name
     assert isinstance(t.dtype, ms.DType)
     np.testing.assert_array_equal(t.asnumpy(), np.asarray(data))
 

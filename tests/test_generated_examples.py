@@ -51,7 +51,10 @@ def test_stop_gradient_and_has_aux_generate_the_same_adjoint_as_plain_loss():
 def test_example_prints_the_tutorial_numbers(capsys):
     EX.main()
     out = capsys.readouterr().out
-    assert "1.3423151" in out
+    assert "loss = function(x, y, w, b): 1.3423151" in out   # every number is labelled
+    assert "(dw, db) = grad(function, (2, 3))(x, y, w, b):" in out
+    assert "z = [ 3.8211915" in out and "\nloss = 1.3423151" in out
+    assert "the gradient code ran as: " in out
     assert out.count("3.26189") >= 6 * 4       # rows of dw and db in four gradients
     assert "1.32618" in out and "1.01589" in out and "1.04216" in out
     assert "1.58914" in out and "4.21645" in out

@@ -381,7 +381,7 @@ def test_defaults_and_keywords_are_filled_in_like_a_call():
 
 
 def test_show_prints_the_generated_source_and_the_object_says_where_it_lives(capsys):
-    source = ms.show(f2, (0, 1))
+    source = ms.show(f2, grad_position=(0, 1))
     assert "def f2_value_and_grad(x, y):" in source and source in capsys.readouterr().out
     g = ms.grad(f2, (0, 1))
     g(X, Y)

@@ -192,7 +192,8 @@ def test_repr_matches_semantics_doc():
     (lambda: nn.SequentialCell(), "SequentialCell()"),
     (lambda: nn.Dense(3, 2, has_bias=False), "Dense(input_channels=3, output_channels=2)"),
     (lambda: nn.Dense(3, 2, activation="relu"),
-     "Dense(\n  input_channels=3, output_channels=2, has_bias=True\n  (activation): ReLU()\n)"),
+     ("Dense(\n  input_channels=3, output_channels=2, has_bias=True, activation=ReLU()"
+      "\n  (activation): ReLU()\n)")),
 ])
 def test_leaf_and_small_reprs(cell, text):
     assert repr(cell()) == text

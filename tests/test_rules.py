@@ -22,6 +22,7 @@ from s2sgrad import ops
 from s2sgrad.rules import all_rules
 from s2sgrad.testing import check_grad
 from rule_cases_more import more_cases
+from rule_cases_surface import more_surface_cases
 
 rng = np.random.default_rng(1234)
 
@@ -508,6 +509,7 @@ CASES = [
 ]
 
 CASES += more_cases(C)   # numpy_more, linalg_rules, scipy_rules: tests/rule_cases_more.py
+CASES += more_surface_cases(C)   # numpy_surface and more scipy.special: rule_cases_surface.py
 
 IDS = [c.id for c in CASES]
 assert len(set(IDS)) == len(IDS), "case ids must be unique"

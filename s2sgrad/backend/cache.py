@@ -23,6 +23,7 @@ import importlib.util
 import json
 import linecache
 import os
+import re
 import sys
 import tempfile
 import types
@@ -30,8 +31,10 @@ import warnings
 
 VERSION = "0.1.0"
 #: the files whose code Numba inlines into every compiled gradient
-_INLINED = ("runtime.py",) + tuple(os.path.join("backend", name) for name in (
-    "numba_support.py", "numba_lists.py", "numba_indexing.py"))
+_INLINED = ("runtime.py", "runtime_arrays.py", "runtime_linalg.py", "runtime_surface.py",
+            "einsum_adjoint.py") + tuple(os.path.join("backend", name) for name in (
+                "numba_support.py", "numba_lists.py", "numba_indexing.py", "numba_more.py",
+                "numba_rules.py"))
 _fingerprint = None
 _warned = set()
 
@@ -207,3 +210,111 @@ def remember_fallback(path, digest, key, reason):
         _write_atomically(fallback_path(path), text + "\n")
     except OSError:
         pass
+
+
+# ---------------------------------------------------------------- listing and clearing
+
+_MODULE = re.compile(r"^(?P<stem>[A-Za-z_][A-Za-z0-9_]*_[0-9a-f]{16})\.py$")
+_TITLE = re.compile(r"^# s2sgrad: value and gradient of (?P<function>.+?) "
+                    r"\((?P<where>[^()]*:\d+)\)")
+_TEMPORARY = re.compile(r"^tmp[A-Za-z0-9_]+\.tmp$")
+
+
+class Entry:
+    """One generated module in the cache folder.
+
+    ``path``; ``function`` and ``where`` (``file.py:line`` of its source) from the
+    module's title line; ``backend``: 'numba' (Numba's machine code is cached beside
+    it), 'python' (Numba could not compile it: ``reason``), 'numpy' (loop-free: runs as
+    numpy calls) or 'not compiled' (it loops, and no compile is cached);  ``size``:
+    bytes of the module and its sidecar and cache files; ``mtime``: when it was written.
+    """
+
+    def __init__(self, path, function, where, backend, reason, size, mtime, files):
+        self.path, self.function, self.where = path, function, where
+        self.backend, self.reason, self.size, self.mtime = backend, reason, size, mtime
+        self.files = files
+
+
+def _companions(directory, stem):
+    """The files beside the module ``stem``: its fallback sidecar and, in __pycache__,
+    Numba's index and data files and Python's bytecode."""
+    found = [os.path.join(directory, stem + ".fallback.json")]
+    pycache = os.path.join(directory, "__pycache__")
+    try:
+        names = os.listdir(pycache)
+    except OSError:
+        names = []
+    found += [os.path.join(pycache, n) for n in names if n.startswith(stem + ".")]
+    return [f for f in found if os.path.isfile(f)]
+
+
+def entries(directory=None):
+    """The generated modules in the cache folder (``directory``, by default
+    ``cache_dir()``), newest first, as ``Entry`` objects; [] when there is no folder."""
+    directory = directory or cache_dir()
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        match = _MODULE.match(name)
+        path = os.path.join(directory, name)
+        if not match or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+            mtime = os.path.getmtime(path)
+        except (OSError, UnicodeDecodeError):
+            continue
+        title = _TITLE.match(source)
+        function, where = (title.group("function"), title.group("where")) if title else (
+            match.group("stem").rsplit("_value_and_grad", 1)[0], "?")
+        files = _companions(directory, match.group("stem"))
+        failed = _read_sidecar(path, digest_of(source))
+        from .numba_backend import has_loops
+        try:
+            loops = has_loops(source)
+        except SyntaxError:
+            loops = True
+        if any(f.endswith(".nbi") for f in files):
+            backend, reason = "numba", None
+        elif failed:
+            backend, reason = "python", next(iter(failed.values()))
+        elif not loops:
+            backend, reason = "numpy", None
+        else:
+            backend, reason = "not compiled", None
+        size = sum(os.path.getsize(f) for f in [path] + files)
+        out.append(Entry(path, function, where, backend, reason, size, mtime, [path] + files))
+    out.sort(key=lambda e: e.mtime, reverse=True)
+    return out
+
+
+def clear(directory=None):
+    """Delete the generated modules of the cache folder and their sidecar and cache
+    files (and unfinished temporary files); anything else there is left alone.
+    Returns (files removed, bytes freed)."""
+    directory = directory or cache_dir()
+    doomed = [f for e in entries(directory) for f in e.files]
+    try:
+        doomed += [os.path.join(directory, n) for n in os.listdir(directory)
+                   if _TEMPORARY.match(n)]
+    except OSError:
+        return 0, 0
+    removed, freed = 0, 0
+    for f in doomed:
+        try:
+            size = os.path.getsize(f)
+            os.unlink(f)
+        except OSError:
+            continue
+        removed, freed = removed + 1, freed + size
+    pycache = os.path.join(directory, "__pycache__")
+    try:
+        os.rmdir(pycache)          # only when nothing else is left in it
+    except OSError:
+        pass
+    return removed, freed

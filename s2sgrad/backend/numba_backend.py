@@ -107,7 +107,8 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import numba_indexing, numba_lists, numba_more, numba_support  # noqa: F401  (rt.* in Numba)
+        from . import numba_indexing, numba_lists, numba_more, numba_rules, numba_support  # noqa: F401,E501  (rt.* in Numba)
+        notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
                 warnings.simplefilter("ignore", numba.NumbaWarning)
@@ -120,6 +121,8 @@ class Compiled:
                 cache.remember_fallback(self.path, self.digest, remembered_as, reason)
             self._use_python(reason)
             return as_numpy_scalars(self.py_func(*args))
+        finally:
+            notice.cancel()
         # the types the same code gives as Python, once per argument types: the compiled
         # results are given the same (see ``restorer_like``)
         restore = restorer_like(as_numpy_scalars(self.py_func(*args)))
@@ -170,6 +173,31 @@ class Compiled:
                                 f"Numba cannot cache compiled code for {self.path} ({exc}); "
                                 f"the gradient is compiled again in every process.")
         return numba.njit(cache=False)(self.py_func)
+
+
+#: seconds a first call may compile before s2sgrad says on stderr that it is compiling
+COMPILE_NOTICE_AFTER_S = 1.0
+
+
+def slow_compile_notice(path):
+    """A started timer that prints one line to stderr if the compile it guards is still
+    running after ``COMPILE_NOTICE_AFTER_S`` seconds (a cached load is quicker and says
+    nothing); ``S2SGRAD_QUIET=1`` silences it.  Cancel it when the compile ends."""
+    import sys
+    import threading
+    what = os.path.basename(path) if path else "the gradient"
+
+    def say():
+        print(f"s2sgrad: compiling {what} with Numba (first call for these argument "
+              f"types; later calls and processes reuse it; S2SGRAD_QUIET=1 silences this)",
+              file=sys.stderr, flush=True)
+
+    timer = threading.Timer(COMPILE_NOTICE_AFTER_S, say)
+    timer.daemon = True
+    if os.environ.get("S2SGRAD_QUIET", "").strip() not in ("", "0"):
+        return timer            # never started: cancel() is harmless
+    timer.start()
+    return timer
 
 
 def _drop_numba_cache(dispatcher):

@@ -922,7 +922,8 @@ def _reserve(tape, top, count):
         if need <= tape.shape[0]:
             return tape
         grown = np.empty(max(need, 2 * tape.shape[0]), dtype=tape.dtype)
-        grown[:top] = tape[:top]
+        for j in range(top):
+            grown[j] = tape[j]
         return grown
     return reserve
 

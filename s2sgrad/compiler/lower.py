@@ -169,7 +169,8 @@ class Lowerer(FlowLowering, TypeInfo):
             atoms.append(env[node.id])
             arg_leaves.append(list(range(first, len(params))))
         frame = Frame(parsed, env)
-        if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None:
+        if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None \
+                and fn is getattr(type(bound_self), "construct", None):
             # a Cell with its own backward, differentiated as a whole
             frame.output = self.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
                                           None)

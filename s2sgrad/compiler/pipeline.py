@@ -84,10 +84,12 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
 def _seed_names(lowered, has_aux):
     out = lowered.output
     if has_aux:
-        if not isinstance(out, Seq) or len(out.items) < 2:
+        if not isinstance(out, Seq) or out.kind != "tuple" or len(out.items) < 2:
+            what = ("a list" if isinstance(out, Seq) and out.kind != "tuple"
+                    else "a single value")
             raise OutputStructureError(
                 "has_aux=True needs a function that returns a tuple (loss, aux...), "
-                f"but {lowered.name} returns a single value", lowered.origin, None,
+                f"but {lowered.name} returns {what}", lowered.origin, None,
                 "return (loss, aux) or call grad with has_aux=False")
         return atom_vars(out.items[0])
     return atom_vars(out)

@@ -408,6 +408,8 @@ class _Reverser:
         if var in self.int_vars or self.ndims.get(var) == 0 or (
                 known is not None and known.kind in "bi"):   # a flag, a loop's counter
             dtype = self._dtype_source(known)
+        if loop.kind != "range":
+            dtype = None
         return self._new_tape(var + ("_tape" if dtype else "_stack"), loop, dtype)
 
     @staticmethod

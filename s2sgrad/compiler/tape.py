@@ -236,7 +236,7 @@ SHAPE_ONLY = {"zeros_like": 0, "unbroadcast": 1, "unreduce": 1}
 
 
 def value_reads(node, shape_fixed=None):
-    """Names whose values ``node`` reads.  ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)``
+    """Names whose values ``node`` reads (not the ones it assigns).  ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)``
     and ``rt.unreduce(g, x, ...)`` read only x's shape: such an x counts as not read when
     ``shape_fixed`` is None (any shape will do) or holds x (a scalar: its shape never
     changes from one iteration to the next)."""
@@ -247,7 +247,8 @@ def value_reads(node, shape_fixed=None):
             arg = n.args[SHAPE_ONLY[n.func.attr]]
             if isinstance(arg, gast.Name) and (shape_fixed is None or arg.id in shape_fixed):
                 shape_only.add(id(arg))
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and id(n) not in shape_only}
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+            and not isinstance(n.ctx, gast.Store) and id(n) not in shape_only}
 
 
 def carried_copies(loop):
@@ -453,7 +454,8 @@ def tape_dtypes(lowered):
     variable is assigned anywhere (before a loop, at the end of each iteration, in each
     branch), iterating to a fixed point, so it is never narrower than what runs: a
     float32 value on a float64 tape comes back exact.  A Python float constant is
-    float64 when assigned and weak (numpy's rule) next to a typed value."""
+    float64 (as Numba types it) unless the forward sweep writes it as the float32 it
+    meets."""
     from .typeinfo import ELEMENTWISE
     ints = set(getattr(lowered, "int_vars", ()))
     ndims = getattr(lowered, "ndims", {})
@@ -462,17 +464,26 @@ def tape_dtypes(lowered):
     types.update({name: np.dtype(np.int64) for name in ints})
     ops = [op for op in walk_ops(lowered.body) if isinstance(op, Op) and len(op.targets) == 1
            and op.targets[0] not in ints]
+    for name in lowered.params:      # Python floats: float64 under Numba
+        if ndims.get(name) == 0 and name not in types:
+            types[name] = np.dtype(np.float64)
     for op in ops:
         types[op.targets[0]] = _UNSEEN
+    small = getattr(lowered, "dtypes", {})
 
-    def of_atom(atom):
+    def of_atom(atom, other=None):
         if isinstance(atom, Const):
             value = atom.value
             if isinstance(value, (bool, np.bool_)):
                 return np.dtype(bool)
-            if isinstance(value, int):
-                return "weak_int"
-            return "weak_float" if isinstance(value, float) else _UNKNOWN
+            if not isinstance(value, (int, float)):
+                return _UNKNOWN
+            # a number is weak only where the forward sweep writes it as the other
+            # operand's type (float32 arithmetic; see TypeInfo.typed_node): Numba
+            # types a plain literal as int64 or float64
+            if isinstance(other, Var) and small.get(other.name) in (np.float32, np.float16):
+                return "weak_float" if isinstance(value, float) else "weak_int"
+            return np.dtype(np.float64 if isinstance(value, float) else np.int64)
         return types.get(atom.name, _UNKNOWN) if isinstance(atom, Var) else _UNKNOWN
 
     def of_op(op):
@@ -480,26 +491,31 @@ def tape_dtypes(lowered):
             scalar = all(isinstance(a, Const) or isinstance(a, Var) and (
                 a.name in ints or ndims.get(a.name) == 0) for a in op.args)
             return np.dtype(bool) if scalar else _UNKNOWN
-        parts = [of_atom(a) for a in op.args]
+        args = list(op.args)
+        if op.primitive == "getitem":    # an element of an array of a known dtype
+            base = of_atom(args[0])
+            if base == _UNSEEN:
+                return _UNSEEN
+            ok = isinstance(base, np.dtype) and ndims.get(op.targets[0]) == 0
+            return base if ok else _UNKNOWN
+        if len(args) == 2 and getattr(op.primitive, "__module__", None) == "_operator":
+            parts = [of_atom(args[0], args[1]), of_atom(args[1], args[0])]
+        else:
+            parts = [of_atom(a) for a in args]
         if _UNKNOWN in parts or op.kwargs:
             return _UNKNOWN
         if _UNSEEN in parts:
             return _UNSEEN
-        if op.primitive == "getitem":
-            ok = isinstance(parts[0], np.dtype) and ndims.get(op.targets[0]) == 0
-            return parts[0] if ok else _UNKNOWN
         if op.primitive is float:
             return np.dtype(np.float64)
         if op.primitive == "assign":
-            return {"weak_int": np.dtype(np.int64),
-                    "weak_float": np.dtype(np.float64)}.get(parts[0], parts[0])
+            return parts[0]
         if not (op.primitive in ELEMENTWISE or isinstance(op.primitive, np.ufunc)):
             return _UNKNOWN
         strong = [p for p in parts if isinstance(p, np.dtype)]
         weak = [0.0 if p == "weak_float" else 0 for p in parts if isinstance(p, str)]
         try:
-            dtype = np.result_type(*(strong or [np.int64 if 0.0 not in weak else np.float64]),
-                                   *weak)
+            dtype = np.result_type(*strong, *weak)
         except (TypeError, ValueError):
             return _UNKNOWN
         if dtype.kind in "iub" and (op.primitive in (operator.truediv, operator.pow) or

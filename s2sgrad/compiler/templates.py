@@ -83,6 +83,16 @@ def instantiate(op, adj, active, names, out, ndims=None):
         elif not isinstance(value, (Var, Const, Seq)):
             value = Const(value)          # a default of the template
         bindings[pname] = value
+    for pname in sorted(rule.refused):
+        if any(v in active for v in atom_vars(bindings[pname])):
+            from ..rules.registry import _display_name
+            name = _display_name(op.primitive)
+            raise MissingRuleError(
+                f"no derivative rule for {name} with respect to its argument `{pname}` (the "
+                "rule knows the other arguments' derivatives only), and a differentiated "
+                "value flows into it", op.origin, name,
+                f"keep `{pname}` constant, or wrap it in ops.stop_gradient if no gradient "
+                "should flow through it")
     locals_ = {}
     statements = []
     for stmt in rule.statements:

@@ -68,6 +68,8 @@ class Dense(Cell):
         text = f"input_channels={self.in_channels}, output_channels={self.out_channels}"
         if self.has_bias:
             text += f", has_bias={self.has_bias}"
+        if self.activation is not None:
+            text += f", activation={self.activation!r}"
         return text
 
     def construct(self, x):

@@ -7,7 +7,7 @@ as ``op.raw`` for the differentiator, which parses and inlines it.
 """
 import functools
 
-from ..tensor import unwrap, wrap
+from ..tensor import no_scalar_widening, unwrap, wrap
 
 __all__ = ["tensor_op", "Primitive", "rename_aliases", "opaque"]
 
@@ -37,7 +37,7 @@ def rename_aliases(op_name, aliases, kwargs):
     return renamed
 
 
-def tensor_op(fn=None, *, check=None, aliases=None):
+def tensor_op(fn=None, *, check=None, aliases=None, promote=False):
     """Make an op from the raw numpy function ``fn``.
 
     Use as ``@tensor_op`` or ``@tensor_op(check=..., aliases=...)``.
@@ -52,7 +52,7 @@ def tensor_op(fn=None, *, check=None, aliases=None):
     docstring, signature and ``__wrapped__``.
     """
     if fn is None:
-        return functools.partial(tensor_op, check=check, aliases=aliases)
+        return functools.partial(tensor_op, check=check, aliases=aliases, promote=promote)
     name = fn.__name__
     aliases = dict(aliases or {})
 
@@ -62,7 +62,10 @@ def tensor_op(fn=None, *, check=None, aliases=None):
         kwargs = {k: unwrap(v) for k, v in rename_aliases(name, aliases, kwargs).items()}
         if check is not None:
             check(*args, **kwargs)
-        return wrap(fn(*args, **kwargs))
+        result = fn(*args, **kwargs)
+        if promote:
+            result = no_scalar_widening(result, args + tuple(kwargs.values()))
+        return wrap(result)
 
     op.raw = fn
     op.check = check

@@ -86,13 +86,13 @@ def expand_dims(input, axis):
     return np.expand_dims(input, axis)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def where(condition, x, y):
     """Elementwise ``x`` where ``condition`` is True, else ``y`` (broadcasting)."""
     return np.where(condition, x, y)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def select(cond, x, y):
     """Elementwise ``x`` where ``cond`` is True, else ``y``; ``y`` (or ``x``)
     may be a python number."""

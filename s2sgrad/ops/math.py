@@ -12,25 +12,25 @@ __all__ = ["add", "sub", "mul", "div", "neg", "pow", "square", "sqrt", "abs",
            "gt", "ge", "lt", "le", "eq", "ne", "matmul"]
 
 
-@tensor_op
+@tensor_op(promote=True)
 def add(input, other):
     """input + other."""
     return np.add(input, other)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def sub(input, other):
     """input - other."""
     return np.subtract(input, other)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def mul(input, other):
     """input * other."""
     return np.multiply(input, other)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def div(input, other):
     """input / other (true division)."""
     return np.true_divide(input, other)
@@ -42,7 +42,7 @@ def neg(input):
     return np.negative(input)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def pow(input, exponent):
     """input ** exponent."""
     return np.power(input, exponent)
@@ -96,13 +96,13 @@ def tanh(input):
     return np.tanh(input)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def maximum(input, other):
     """Elementwise larger of input and other."""
     return np.maximum(input, other)
 
 
-@tensor_op
+@tensor_op(promote=True)
 def minimum(input, other):
     """Elementwise smaller of input and other."""
     return np.minimum(input, other)

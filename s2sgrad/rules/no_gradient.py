@@ -65,6 +65,9 @@ TABLE = (
      (range, np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
       np.eye, np.identity, np.tri, np.indices, np.tril_indices, np.triu_indices,
       np.diag_indices, np.tril_indices_from, np.triu_indices_from, np.diag_indices_from)),
+    ("for real input: the imaginary part is 0 and the angle 0 or pi (piecewise constant)",
+     (np.imag, np.angle)),
+    ("a rank: an integer result", (np.linalg.matrix_rank,)),
     ("s2sgrad's own bookkeeping: a value the user asked to stop (stop_gradient), a call "
      "made for its effect (print), a run-time object (random draws), the forward half of "
      "a custom rule (its backward is the rule)",

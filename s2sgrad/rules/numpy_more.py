@@ -164,17 +164,15 @@ def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
 
 @vjp(np.average)
 def _(ans, a, axis=None, weights=None, *, keepdims=False):
-    da_dw = rt.average_adjoints(d[ans], ans, a, axis, weights, keepdims)
-    d[a] = da_dw[0]
-    d[weights] = da_dw[1]
+    d[a] = rt.average_adjoint(d[ans], ans, a, axis, weights, keepdims, 0)
+    d[weights] = rt.average_adjoint(d[ans], ans, a, axis, weights, keepdims, 1)
 
 
 @vjp(np.trapezoid)
 def _(ans, y, x=None, dx=1.0, axis=-1):
-    adjoints = rt.trapezoid_adjoints(d[ans], y, x, dx, axis)
-    d[y] = adjoints[0]
-    d[x] = adjoints[1]
-    d[dx] = adjoints[2]
+    d[y] = rt.trapezoid_adjoint(d[ans], y, x, dx, axis, 0)
+    d[x] = rt.trapezoid_adjoint(d[ans], y, x, dx, axis, 1)
+    d[dx] = rt.trapezoid_adjoint(d[ans], y, x, dx, axis, 2)
 
 
 # ---------------------------------------------------------------- products
@@ -188,51 +186,44 @@ def _(ans, a, b):
 
 @vjp(np.kron)
 def _(ans, a, b):
-    da_db = rt.kron_adjoints(d[ans], a, b)
-    d[a] = da_db[0]
-    d[b] = da_db[1]
+    d[a] = rt.kron_adjoint(d[ans], a, b, 0)
+    d[b] = rt.kron_adjoint(d[ans], a, b, 1)
 
 
 @vjp(np.tensordot, np.linalg.tensordot)
 def _(ans, a, b, axes=2):
-    da_db = rt.tensordot_adjoints(d[ans], a, b, axes)
-    d[a] = da_db[0]
-    d[b] = da_db[1]
+    d[a] = rt.tensordot_adjoint(d[ans], a, b, axes, 0)
+    d[b] = rt.tensordot_adjoint(d[ans], a, b, axes, 1)
 
 
 @vjp(np.vecdot, np.linalg.vecdot)
 def _(ans, x1, x2, *, axis=-1):
-    d1_d2 = rt.vecdot_adjoints(d[ans], x1, x2, axis)
-    d[x1] = d1_d2[0]
-    d[x2] = d1_d2[1]
+    d[x1] = rt.vecdot_adjoint(d[ans], x1, x2, axis, 0)
+    d[x2] = rt.vecdot_adjoint(d[ans], x1, x2, axis, 1)
 
 
 @vjp(np.matvec)
 def _(ans, x1, x2):
-    d1_d2 = rt.matvec_adjoints(d[ans], x1, x2)
-    d[x1] = d1_d2[0]
-    d[x2] = d1_d2[1]
+    d[x1] = rt.matvec_adjoint(d[ans], x1, x2, 0)
+    d[x2] = rt.matvec_adjoint(d[ans], x1, x2, 1)
 
 
 @vjp(np.vecmat)
 def _(ans, x1, x2):
-    d2_d1 = rt.matvec_adjoints(d[ans], np.swapaxes(x2, -1, -2), x1)
-    d[x1] = d2_d1[1]
-    d[x2] = np.swapaxes(d2_d1[0], -1, -2)
+    d[x1] = rt.matvec_adjoint(d[ans], np.swapaxes(x2, -1, -2), x1, 1)
+    d[x2] = np.swapaxes(rt.matvec_adjoint(d[ans], np.swapaxes(x2, -1, -2), x1, 0), -1, -2)
 
 
 @vjp(np.convolve)
 def _(ans, a, v, mode="full"):
-    da_dv = rt.convolve_adjoints(d[ans], a, v, mode)
-    d[a] = da_dv[0]
-    d[v] = da_dv[1]
+    d[a] = rt.convolve_adjoint(d[ans], a, v, mode, 0)
+    d[v] = rt.convolve_adjoint(d[ans], a, v, mode, 1)
 
 
 @vjp(np.correlate)
 def _(ans, a, v, mode="valid"):
-    da_dv = rt.correlate_adjoints(d[ans], a, v, mode)
-    d[a] = da_dv[0]
-    d[v] = da_dv[1]
+    d[a] = rt.correlate_adjoint(d[ans], a, v, mode, 0)
+    d[v] = rt.correlate_adjoint(d[ans], a, v, mode, 1)
 
 
 @vjp(np.vdot)
@@ -373,9 +364,8 @@ def _(ans, tup):
 
 @vjp(np.append)
 def _(ans, arr, values, axis=None):
-    da_dv = rt.append_adjoints(d[ans], arr, values, axis)
-    d[arr] = da_dv[0]
-    d[values] = da_dv[1]
+    d[arr] = rt.append_adjoint(d[ans], arr, values, axis, 0)
+    d[values] = rt.append_adjoint(d[ans], arr, values, axis, 1)
 
 
 @vjp(np.select)

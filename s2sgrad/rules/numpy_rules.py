@@ -223,9 +223,8 @@ def _(ans, a, b):
 
 @vjp(np.inner)
 def _(ans, a, b):
-    da_db = rt.inner_adjoints(d[ans], a, b)
-    d[a] = da_db[0]
-    d[b] = da_db[1]
+    d[a] = rt.inner_adjoint(d[ans], a, b, 0)
+    d[b] = rt.inner_adjoint(d[ans], a, b, 1)
 
 
 @vjp(np.linalg.det)

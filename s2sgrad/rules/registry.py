@@ -45,6 +45,10 @@ class Rule:
     """
 
     tuple_result = False   # the primitive returns a tuple; d[ans] is a list of adjoints
+    #: parameters whose derivative the rule does not give (the order of a Bessel function,
+    #: ``a`` of ``gammainc``): a differentiated value reaching one is refused with
+    #: MissingRuleError, never given a zero
+    refused = frozenset()
 
     def __init__(self, primitive, template, name, reason=None):
         self.primitive = primitive
@@ -163,16 +167,27 @@ def _key(obj):
     return obj if isinstance(obj, str) else id(obj)
 
 
-def vjp(*primitives, tuple_result=False):
+def vjp(*primitives, tuple_result=False, refuse=()):
     """Register the decorated template as the rule of each primitive given.
 
     ``tuple_result=True``: the primitive returns a tuple of arrays (``w, v = eigh(a)``);
-    the template's ``d[ans]`` is then a list with one adjoint per item."""
+    the template's ``d[ans]`` is then a list with one adjoint per item.
+    ``refuse``: names of parameters the template gives no adjoint for although the result
+    depends on them smoothly (no closed form): differentiating through one is refused
+    with MissingRuleError at the user's line."""
 
     def register(template):
         for prim in primitives:
             rule = Rule(prim, template, _display_name(prim))
             rule.tuple_result = tuple_result
+            rule.refused = frozenset(refuse)
+            unknown = rule.refused - set(rule.signature.parameters)
+            if unknown:
+                raise TypeError(f"vjp({rule.name}, refuse=...): {sorted(unknown)} are not "
+                                f"parameters of {template.__qualname__}")
+            # differentiable parameters in signature order (deterministic emission)
+            rule.diff_params = tuple(p for p in rule.signature.parameters
+                                     if p in rule.diff_params or p in rule.refused)
             _RULES[_key(prim)] = (prim, rule)
         return template
 

@@ -84,9 +84,8 @@ def _(ans, x, y):
 
 @vjp(special.logsumexp)
 def _(ans, a, axis=None, b=None, keepdims=False):
-    da_db = rt.logsumexp_adjoints(d[ans], ans, a, axis, b, keepdims)
-    d[a] = da_db[0]
-    d[b] = da_db[1]
+    d[a] = rt.logsumexp_adjoint(d[ans], ans, a, axis, b, keepdims, 0)
+    d[b] = rt.logsumexp_adjoint(d[ans], ans, a, axis, b, keepdims, 1)
 
 
 @vjp(special.softmax)

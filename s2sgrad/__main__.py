@@ -1,0 +1,6 @@
+"""``python -m s2sgrad``: the command line (see ``s2sgrad.cli``)."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,236 @@
+"""grad / value_and_grad as decorators: bare, with options, on methods of plain classes
+and of Cells (``self`` bound, weights from the instance), and show() == the code that
+ran."""
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad import Parameter, Tensor, nn, ops
+from s2sgrad.errors import GradientArgumentError
+
+
+@pytest.fixture(autouse=True)
+def python_backend(monkeypatch):
+    """Structure tests run the generated code as Python: no Numba compile per test."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+
+X = np.array([1.0, 2.0, 3.0])
+Y = np.array([0.5, -1.0, 2.0])
+
+
+@ms.grad
+def square_sum(x):
+    return np.sum(x * x)
+
+
+@ms.grad(grad_position=1)
+def weighted(x, y):
+    return np.sum(x * y * y)
+
+
+@ms.value_and_grad(grad_position=(0, 1), has_aux=True)
+def with_aux(x, y):
+    return np.sum(np.sin(x) * y), x * y
+
+
+def test_bare_decorator_is_the_gradient():
+    np.testing.assert_allclose(square_sum(X), 2 * X)
+    assert square_sum.__name__ == "square_sum_grad" and square_sum.__wrapped__(X) == 14.0
+
+
+def test_decorator_with_options_takes_them():
+    np.testing.assert_allclose(weighted(X, Y), 2 * X * Y)
+
+
+def test_value_and_grad_decorator_with_positions_and_aux():
+    (value, aux), (dx, dy) = with_aux(X, Y)
+    assert np.isclose(value, np.sum(np.sin(X) * Y))
+    np.testing.assert_allclose(aux, X * Y)
+    np.testing.assert_allclose(dx, np.cos(X) * Y)
+    np.testing.assert_allclose(dy, np.sin(X))
+
+
+@pytest.mark.parametrize("make", [ms.grad, ms.value_and_grad])
+def test_options_are_checked_when_the_decorator_is_made(make):
+    with pytest.raises(ValueError, match="can not both be None"):
+        make(grad_position=None)
+    with pytest.raises(TypeError, match="has_aux must be a bool"):
+        make(has_aux=1)
+
+
+def test_a_position_passed_as_the_function_says_to_name_it():
+    with pytest.raises(TypeError, match=r"@grad\(grad_position=1\)"):
+        ms.grad(1)
+    with pytest.raises(TypeError, match="differentiates a function"):
+        ms.value_and_grad("loss")
+
+
+class Spring:
+    """A plain class: the decorated method differentiates w.r.t. x, self bound."""
+
+    def __init__(self, k):
+        self.k = k
+
+    @ms.grad
+    def force(self, x):
+        return 0.5 * self.k * np.sum(x * x)
+
+    @ms.value_and_grad(grad_position=(0, 1))
+    def both(self, x, y):
+        return self.k * np.sum(x * y)
+
+
+def test_decorated_method_binds_self():
+    s = Spring(3.0)
+    np.testing.assert_allclose(s.force(X), 3.0 * X)
+    value, (dx, dy) = s.both(X, Y)
+    assert np.isclose(value, 3.0 * np.sum(X * Y))
+    np.testing.assert_allclose(dx, 3.0 * Y)
+    np.testing.assert_allclose(dy, 3.0 * X)
+    # each instance its own self; the bound gradient is built once per instance
+    np.testing.assert_allclose(Spring(5.0).force(X), 5.0 * X)
+    assert s.force is s.force
+    assert isinstance(Spring.force, ms.api.GradFunction)
+    assert repr(s.both).startswith("<s2sgrad value_and_grad of both (grad_position=(0, 1))")
+
+
+class Classifier(nn.Cell):
+    """A Cell whose loss method is differentiated w.r.t. its trainable parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Dense(4, 3, weight_init="normal")
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def construct(self, x):
+        return self.dense(x)
+
+    @ms.value_and_grad(grad_position=None, weights=nn.Cell.trainable_params)
+    def train_loss(self, x, y):
+        return self.loss_fn(self(x), y)
+
+    @ms.grad
+    def input_saliency(self, x, y):
+        return self.loss_fn(self(x), y)
+
+
+def _reference_grads(net, x, y):
+    """The same gradients by the reference spelling: value_and_grad(forward_fn, None, w)."""
+    def forward_fn(x, y):
+        return net.loss_fn(net(x), y)
+    return ms.value_and_grad(forward_fn, None, weights=net.trainable_params())(x, y)
+
+
+def test_cell_loss_method_with_weights_from_the_instance():
+    ms.set_seed(3)
+    net = Classifier()
+    x = Tensor(np.random.default_rng(0).normal(size=(5, 4)), ms.float32)
+    y = Tensor(np.array([0, 2, 1, 1, 0]), ms.int32)
+    loss, grads = net.train_loss(x, y)
+    ref_loss, ref_grads = _reference_grads(net, x, y)
+    assert np.isclose(float(loss), float(ref_loss))
+    assert len(grads) == 2
+    for g, r, p in zip(grads, ref_grads, net.trainable_params()):
+        assert g.shape == p.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-6)
+    assert np.abs(np.asarray(grads[0])).sum() > 0
+    assert "weights=Cell.trainable_params" in repr(Classifier.train_loss)
+    # frozen weights are left out: the weights function is read at each lookup
+    net.dense.bias.requires_grad = False
+    _, grads = net.train_loss(x, y)
+    assert len(grads) == 1 and grads[0].shape == (3, 4)
+
+
+def test_cell_method_gradient_w_r_t_its_input():
+    net = Classifier()
+    x = Tensor(np.ones((2, 4)), ms.float32)
+    y = Tensor(np.array([0, 2]), ms.int32)
+    dx = net.input_saliency(x, y)
+    w = np.asarray(net.dense.weight)
+    logits = np.ones((2, 4)) @ w.T + np.asarray(net.dense.bias)
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    onehot = np.eye(3)[[0, 2]]
+    np.testing.assert_allclose(np.asarray(dx), (p - onehot) @ w / 2, rtol=1e-5)
+
+
+def test_weights_from_the_instance_need_an_instance():
+    with pytest.raises(GradientArgumentError, match="must be a method called on an instance"):
+        Classifier.train_loss(Classifier(), np.ones((1, 4)), np.array([0]))
+
+
+# ------------------------------------------------------------------ show
+
+
+def deep(x, flag=None):
+    if x.ndim == 1:
+        x = x * 2.0
+    if flag is None:
+        return np.sum(np.tanh(x) * x)
+    return np.sum(x)
+
+
+def test_show_with_example_arguments_is_the_code_that_runs(capsys):
+    g = ms.value_and_grad(deep)
+    g(X)
+    shown = ms.show(deep, X)
+    assert shown == g.source == open(g.path).read()
+    out = capsys.readouterr().out
+    assert "the code that runs for arguments like (float64[3])" in out and shown in out
+    # on the gradient object itself, before and after a call: the same module
+    h = ms.grad(deep)
+    assert ms.show(h, X) == g.source
+    h(X)
+    assert h.source == g.source
+
+
+def test_show_without_arguments_is_the_generic_build_and_says_so(capsys):
+    shown = ms.show(deep)
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "generic build" in header and "flag=None" in header
+    assert "def deep_value_and_grad(x, flag):" in shown and "np.tanh" in shown
+    # the generic build branches on x.ndim at run time; the code for a vector folds it
+    specialised = ms.show(deep, X)
+    assert "if t" in shown and "if " not in specialised
+
+
+def test_show_of_a_decorated_method_with_examples():
+    s = Spring(2.0)
+    shown = ms.show(s.force, X)
+    s.force(X)
+    assert shown == s.force.source
+
+
+def test_show_of_other_arguments_leaves_the_last_call_reported(capsys):
+    h = ms.grad(deep)
+    h(X)
+    ran = h.source
+    matrix_code = ms.show(h, np.ones((2, 2)))
+    assert matrix_code != ran and "x_1 = x * 2.0" not in matrix_code
+    assert h.source == ran == open(h.path).read()
+
+
+class Scaled(nn.Cell):
+    """A Cell with its own bprop: a decorated method differentiates the method's body,
+    calling the Cell (and so its bprop) where the body calls self(x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.array([2.0], dtype=np.float32)), name="weight")
+
+    def construct(self, x):
+        return self.w * x
+
+    def bprop(self, x, out, dout):
+        return (dout * 10.0,)
+
+    @ms.grad
+    def loss(self, x):
+        return (self(x) * x).sum()
+
+
+def test_method_of_a_cell_with_bprop_is_its_own_body():
+    x = Tensor(np.array([3.0], np.float32))
+    # d/dx [self(x) * x] = bprop's 10 * x + self(x) = 30 + 6
+    np.testing.assert_allclose(np.asarray(Scaled().loss(x)), [36.0])
