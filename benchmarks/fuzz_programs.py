@@ -63,9 +63,8 @@ def main():
         if counts["programs"] % 500 == 0:
             print(f"{counts} after {time.time() - start:.0f} s", flush=True)
 
-    import random
-    random.seed(opts.seed)
-    run()
+    import hypothesis
+    hypothesis.seed(opts.seed)(run)()   # the same programs for the same --seed
     print(f"backend {opts.backend}: {counts['programs']} programs ({counts['renamed']} renamed "
           f"to generated names), {counts['failures']} failures, "
           f"{time.time() - start:.0f} s", flush=True)

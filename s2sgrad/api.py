@@ -415,8 +415,10 @@ class GradFunction:
         """More arguments than the function takes is an error naming both counts."""
         if self._signature is None:
             return
-        params = self._signature.parameters.values()
-        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        params = self._signature.parameters
+        if len(args) <= len(params):
+            return
+        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params.values()):
             return
         if len(args) > len(params):
             raise GradientArgumentError(

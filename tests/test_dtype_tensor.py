@@ -20,7 +20,8 @@ from s2sgrad.tensor import module_rng
     (ms.bool_, "Bool", np.bool_),
 ])
 def test_dtype_names_and_numpy_equivalence(dt, name, np_type):
-    assert str(dt) == name and repr(dt) == "mindspore." + np.dtype(np_type).name.replace("bool", "bool_")
+    assert str(dt) == name
+    assert repr(dt) == "mindspore." + np.dtype(np_type).name.replace("bool", "bool_")
     assert dt.np == np.dtype(np_type) and dt.dtype == np.dtype(np_type)
     assert np.dtype(dt) == np.dtype(np_type)
     assert np.zeros(2, dtype=dt).dtype == np.dtype(np_type)

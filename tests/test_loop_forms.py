@@ -122,6 +122,10 @@ def test_enumerate_zip_and_dict_iteration():
         acc = 0.0
         for i, a in enumerate(x):
             acc = acc * 0.5 + a * i
+        for i, (a, b) in enumerate(zip(x, y)):
+            acc = acc * 0.5 + a * b * i
+        for (i, a), b in zip(enumerate(x[1:]), y):
+            acc = acc + a * b * (i + 1.0)
         for a, b in zip(x, y):
             acc = acc * 0.5 + a * b
         for key in params:
@@ -133,6 +137,42 @@ def test_enumerate_zip_and_dict_iteration():
     check_grad(f, (X, X[::-1].copy(), params), grad_position=(0, 1, 2))
 
 
+def test_enumerate_and_zip_nested_over_build_time_tuples():
+    def f(x):
+        pair = (x[0], x[1] * 2.0)
+        acc = 0.0
+        for i, (a, b) in enumerate(zip(pair, (x[2], x[3]))):
+            acc = acc + a * b * (i + 1.0)
+        return acc
+    check_grad(f, (X,))
+
+
+def test_enumerate_with_a_start():
+    """The start counts (it was ignored when the loop was unrolled)."""
+    def f(x, k):
+        acc = 0.0
+        for i, a in enumerate(x, 1):
+            acc = acc * 0.5 + a * i
+        for i, (a, b) in enumerate(zip(x, x[1:]), start=k):
+            acc = acc + a * b * i
+        for i, a in enumerate((x[0], x[1] * 2.0), 3):
+            acc = acc + a * i
+        return acc
+    value, _ = s2sgrad.value_and_grad(f)(X, 2)
+    assert value == pytest.approx(f(X, 2), rel=1e-12)
+    check_grad(f, (X, 2))
+
+
+def test_enumerate_with_a_float_start_is_refused():
+    def f(x):
+        acc = 0.0
+        for i, a in enumerate(x, 0.5):
+            acc = acc + a * i
+        return acc
+    with pytest.raises(UnsupportedConstructError, match="enumerate"):
+        s2sgrad.grad(f)(X)
+
+
 @pytest.mark.parametrize("loop, what", [
     ("for v in map(np.sin, x):", "map(...)"),
     ("for v in filter(None, x):", "filter(...)"),
@@ -142,7 +182,11 @@ def test_enumerate_zip_and_dict_iteration():
     ("for v in np.sum(x):", "a number"),
     ("for v in x[0]:", "a number"),
     ("for v in enumerate(reversed(x)):", "reversed(...)"),
-    ("for i, (v, w) in enumerate(zip(x, x)):", "zip(...)"),
+    ("for v in x.flat:", "x.flat"),
+    ("for v in x.tolist():", "x.tolist()"),
+    ("for v in np.nditer(x):", "np.nditer(...)"),
+    ("for v in np.ndenumerate(x):", "np.ndenumerate(...)"),
+    ("for v in 'ab':", "iterable"),
 ])
 def test_loops_that_cannot_run_are_refused_naming_the_line(loop, what, tmp_path):
     path = tmp_path / "user_loop.py"
@@ -155,6 +199,16 @@ def test_loops_that_cannot_run_are_refused_naming_the_line(loop, what, tmp_path)
     text = str(info.value)
     assert "user_loop.py:5" in text and what in text and loop.rstrip(":") in text
     assert "loop over" in text    # says what to write instead
+
+
+def test_loop_over_an_inactive_run_time_list_is_refused_not_crashed():
+    def f(x, y):
+        acc = np.sum(x)
+        for v in y.tolist():       # y is not differentiated: no rule is asked for
+            acc = acc + v
+        return acc
+    with pytest.raises(UnsupportedConstructError, match="tolist"):
+        s2sgrad.grad(f)(X, X)
 
 
 def test_tuple_indexed_at_run_time_is_refused_clearly():
@@ -232,3 +286,22 @@ def test_lstm_like_bounds_compile_under_numba(monkeypatch):
     assert gx.dtype == np.float32 and gw.dtype == np.float32
     ref = s2sgrad.grad(lstm_like, (0, 1))(x, w, h0)
     np.testing.assert_allclose(gx, ref[0], rtol=2e-3, atol=2e-4)
+
+
+def scalar_loop(x, y):
+    acc = x
+    for k in reversed(range(3)):
+        acc = np.sin(acc) * y + x * k
+    return acc
+
+
+def test_float32_scalars_under_numba(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = s2sgrad.value_and_grad(scalar_loop, (0, 1))
+    value, (gx, gy) = g(np.float32(0.7), np.float32(1.3))
+    assert g.backend == "numba", g.fallback_reason
+    assert type(gx) is np.float32 and type(gy) is np.float32
+    assert type(value) is np.float32
+    ref = s2sgrad.grad(scalar_loop, (0, 1))(0.7, 1.3)
+    assert float(gx) == pytest.approx(ref[0], rel=1e-4)
+    assert float(gy) == pytest.approx(ref[1], rel=1e-4)

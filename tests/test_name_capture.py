@@ -226,3 +226,54 @@ def test_helper_locals_named_like_generated_names(monkeypatch, tmp_path):
               "    return helper(x, y) + stop_1\n", tmp_path)
     check_grad(fn, (1.1, 0.7), grad_position=(0, 1))
     check_grad(fn, (4.1, 0.7), grad_position=(0, 1))
+
+
+def test_globals_and_cell_attributes_named_like_generated_names(monkeypatch, tmp_path):
+    """Arrays read from globals and Cell attributes become arguments of the generated
+    function; their names must not capture either."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    fn = load("import numpy as np\n\n"
+              "value = np.array([0.5, -1.0, 2.0])\n"
+              "dx = np.array([1.5, 0.25, -0.5])\n"
+              "rt = np.array([0.1, 0.2, 0.3])\n\n"
+              "def f(x, n_iter):\n"
+              "    s = x * value\n"
+              "    for k in range(2):\n"
+              "        s = np.sin(s) * dx + rt * n_iter\n"
+              "    return np.sum(s * value)\n", tmp_path)
+    x = np.array([0.3, 0.7, -0.2])
+    check_grad(fn, (x, 1.3), grad_position=(0, 1))
+
+    from s2sgrad import Parameter, Tensor, nn
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.value = Parameter(Tensor(np.array([0.5, -1.0, 2.0])), name="value")
+            self.out = Parameter(Tensor(np.array([1.5, 0.25, -0.5])), name="out")
+
+        def construct(self, dout):
+            h = dout * self.value
+            for k in range(2):
+                h = np.tanh(h) + self.out
+            return np.sum(h * self.value)
+    net = Net()
+    grads = s2sgrad.grad(net, 0, net.trainable_params())(Tensor(x))
+    eps = 1e-6
+    base = [p.asnumpy().copy() if hasattr(p, "asnumpy") else np.asarray(p).copy()
+            for p in net.trainable_params()]
+
+    def loss(v, o, d):
+        h = d * v
+        for k in range(2):
+            h = np.tanh(h) + o
+        return np.sum(h * v)
+    want = [np.array([(loss(*[b + eps * np.eye(3)[i] * (j == m) for m, b in
+                                enumerate(base)], x) -
+                        loss(*[b - eps * np.eye(3)[i] * (j == m) for m, b in
+                               enumerate(base)], x)) / (2 * eps) for i in range(3)])
+            for j in range(2)]
+    got = grads[1]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g.asnumpy() if hasattr(g, "asnumpy") else g),
+                                   w, rtol=1e-5, atol=1e-7)

@@ -91,6 +91,12 @@ class Adjoints:
         out.append(assign(target, value))
         self.owned.add(var)
 
+    def restart(self, var):
+        """Forget ``dvar``'s value: the next contribution assigns it afresh."""
+        self.defined.discard(var)
+        self.owned.discard(var)
+        self.plain_zero.discard(var)
+
     def zero(self, var, out, assigned=True):
         """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero.  Where
         ``var`` may have no value yet (``assigned`` False: set only on some paths), ``0.0``."""

@@ -11,6 +11,7 @@ import inspect
 import operator
 
 import gast
+import numpy as np
 
 from .. import primitives as prims
 from . import literals
@@ -193,17 +194,17 @@ class FlowLowering:
                 bounds = bounds + [Const(1)]
             return self.lower_loop(frame, stmt, ("range", tuple(bounds), stmt.target, []))
         if isinstance(func, Const) and func.value in (enumerate, zip):
-            seqs = [self.lower_expr(frame, a) for a in call.args]
-            rows = seqs
-            if seqs and all(isinstance(q, Seq) for q in seqs) and not call.keywords:
+            seqs = []
+            pattern = self.row_pattern(frame, stmt, call, seqs)
+            if seqs and all(isinstance(q, Seq) for q in seqs):
                 # over tuples/lists known while building (a tuple argument): unrolled
-                if func.value is enumerate:
-                    items = [Seq((Const(i), item)) for i, item in enumerate(seqs[0].items)]
-                else:
-                    items = [Seq(tuple(group)) for group in zip(*(q.items for q in seqs))]
+                n = min(len(q.items) for q in seqs)
+                items = [_row_value(pattern, Const(i), [q.items[i] for q in seqs])
+                         for i in range(n)]
                 return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
+            rows = pattern
         else:
-            seqs, rows = [iterable], [iterable]
+            seqs, rows = [iterable], ("seq", 0)
         for q in seqs:
             self.check_loopable(frame, stmt, q)
         lengths = [self.length(frame, stmt, q) for q in seqs]
@@ -214,30 +215,67 @@ class FlowLowering:
                 (length, other), {}), "n")
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
-                                             [(func.value if isinstance(func, Const) else None,
-                                               rows)]))
+                                             [(rows, seqs)]))
+
+    def row_pattern(self, frame, stmt, call, seqs):
+        """The shape of what ``enumerate(...)``/``zip(...)`` (nested: ``enumerate(zip(x,
+        y))``) give at each step, over the sequences it appends to ``seqs``: ("seq", k)
+        for the k-th sequence's row, ("enumerate", p), ("zip", (p, ...))."""
+        func = self.lower_expr(frame, call.func) if isinstance(call.func, gast.Name) else None
+        kind = func.value if isinstance(func, Const) else None
+        start = Const(0)
+        if kind is enumerate:
+            try:
+                bound = inspect.signature(lambda iterable, start=0: None).bind(
+                    *call.args, **{k.arg: k.value for k in call.keywords})
+            except TypeError:
+                raise self.unsupported(frame, stmt, "enumerate(...) with other than a sequence "
+                                       "and a start", "call enumerate(x) or enumerate(x, start)"
+                                       ) from None
+            if "start" in bound.arguments:
+                start = self.lower_expr(frame, bound.arguments["start"])
+                if not (isinstance(start, Var) and start.name in self.int_vars) and not (
+                        isinstance(start, Const) and isinstance(start.value, int)):
+                    raise self.unsupported(frame, stmt, "enumerate(...) with a start that is "
+                                           "not an integer", "give enumerate an int start")
+            call = gast.Call(func=call.func, args=[bound.arguments["iterable"]], keywords=[])
+        if kind is zip and call.keywords:
+            raise self.unsupported(frame, stmt, "zip(...) with keyword arguments",
+                                   "call zip with the sequences only")
+        parts = []
+        for arg in call.args:
+            inner = arg if isinstance(arg, gast.Call) and isinstance(arg.func, gast.Name) \
+                else None
+            inner_func = self.lower_expr(frame, inner.func) if inner is not None else None
+            if isinstance(inner_func, Const) and inner_func.value in (enumerate, zip):
+                parts.append(self.row_pattern(frame, stmt, inner, seqs))
+            else:
+                seqs.append(self.lower_expr(frame, arg))
+                parts.append(("seq", len(seqs) - 1))
+        return ("enumerate", parts[0], start) if kind is enumerate else ("zip", tuple(parts))
 
     def check_loopable(self, frame, stmt, seq):
         """Refuse, naming the loop, a run-time ``for`` over what is not an array (or a list
         the function extends): a number, an iterator a call made (map, sorted, a
         generator...), an object.  Never a crash inside the generated code."""
-        what = None
+        what, hint = None, None
         if not isinstance(seq, Var):
             what = "a `for` loop over this iterable"
         elif seq.name not in self.lists:
             producer = self.producers.get(seq.name)
             if self.ndims.get(seq.name) == 0 or seq.name in self.int_vars:
                 what = "a `for` loop over a number (it has no rows)"
+            elif isinstance(producer, str) and producer in _UNLOOPABLE_ATTRIBUTES:
+                what = f"a `for` loop over {_UNLOOPABLE_ATTRIBUTES[producer]}"
             elif producer is not None and not isinstance(producer, str) and (
                     _unloopable(producer) is not None or _is_builtin(producer)):
-                what, _ = _unloopable(producer) or (
+                what, hint = _unloopable(producer) or (
                     f"a `for` loop over the result of {getattr(producer, '__name__', producer)}"
                     f"(...)", None)
         if what is not None:
-            raise self.unsupported(frame, stmt, what,
-                                   "loop over range(...), reversed(range(...)), an array's rows "
-                                   "(or reversed(x)), a tuple or list, or enumerate(...) or "
-                                   "zip(...) of those")
+            raise self.unsupported(frame, stmt, what, hint or (
+                "loop over range(...), reversed(range(...)), an array's rows (or "
+                "reversed(x)), a tuple or list, or enumerate(...) or zip(...) of those"))
 
     def lower_reversed_for(self, frame, stmt, call):
         """``for i in reversed(range(a, b, s))`` (a constant step): the range walked from its
@@ -298,7 +336,7 @@ class FlowLowering:
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
                           type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (last, Const(-1), Const(-1)), index,
-                                             [(None, [iterable])]))
+                                             [(("seq", 0), [iterable])]))
 
     def int_arith(self, frame, node, op, a, b):
         """``a <op> b`` on integers (loop bounds): folded when both are constants, else an
@@ -351,7 +389,8 @@ class FlowLowering:
         """A loop that runs at run time (``for`` over a range or array rows, ``while``).
 
         ``spec`` is None for a while loop, else ('range', bounds, target node,
-        [(enumerate|zip|None, sequences)]) whose rows are read at each iteration start.
+        [(pattern, sequences)]) whose rows are read at each iteration start (the pattern:
+        see ``row_pattern``).
         """
         location = frame.location(stmt)
         flag = self.names.fresh("stop")
@@ -397,15 +436,11 @@ class FlowLowering:
             if spec is not None:
                 index = Var(target)
                 if rows:
-                    kind, seqs = rows[0]
+                    pattern, seqs = rows[0]
                     items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
-                    if kind is enumerate:
-                        value = Seq((index, items[0]))
-                    elif kind is zip:
-                        value = Seq(tuple(items))
-                    else:
-                        value = items[0]
-                    self.bind(frame, stmt.target, value)
+                    self.bind(frame, stmt.target, _row_value(
+                        pattern, index, items, lambda i, start: self.int_arith(
+                            frame, stmt, operator.add, i, start)))
                 else:
                     self.bind(frame, stmt.target, index)
             self.lower_body(frame, body_src)
@@ -505,7 +540,39 @@ _UNLOOPABLE = {
     frozenset: ("a `for` loop over a frozenset (its order is not fixed)",
                 "loop over a tuple or list, or over an array's rows"),
     dict: ("a `for` loop over dict(...)", "loop over the dict's .items() or a tuple of keys"),
+    np.nditer: ("a `for` loop over np.nditer(...)",
+                "loop over range(x.size) and read x.flat[i], or over the array's rows"),
+    np.ndenumerate: ("a `for` loop over np.ndenumerate(...)",
+                     "loop over range(...) for each axis and index x[i, j]"),
+    np.ndindex: ("a `for` loop over np.ndindex(...)",
+                 "loop over range(...) for each axis (nested loops)"),
 }
+
+
+#: array attributes and methods whose result a run-time ``for`` cannot walk as rows
+_UNLOOPABLE_ATTRIBUTES = {"attr.flat": "x.flat (an iterator)",
+                          "method.tolist": "x.tolist() (a Python list made at run time)",
+                          "method.item": "x.item() (a number)",
+                          "method.__iter__": "iter(x)"}
+
+
+def _row_value(pattern, index, items, shift=None):
+    """The loop target's value at one step of ``pattern`` (see ``row_pattern``): the
+    sequences' rows ``items`` and the step's ``index`` put together.  ``shift(index,
+    start)`` gives the count enumerate(x, start) yields (index + start)."""
+    kind = pattern[0]
+    if kind == "seq":
+        return items[pattern[1]]
+    if kind == "enumerate":
+        start = pattern[2]
+        if isinstance(index, Const) and isinstance(start, Const):
+            count = Const(index.value + start.value)
+        elif isinstance(start, Const) and start.value == 0:
+            count = index
+        else:
+            count = shift(index, start)
+        return Seq((count, _row_value(pattern[1], index, items, shift)))
+    return Seq(tuple(_row_value(p, index, items, shift) for p in pattern[1]))
 
 
 def _unloopable(func):

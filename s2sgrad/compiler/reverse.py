@@ -166,8 +166,10 @@ class _Reverser:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
             instantiate(op, self.adj, self.active, self.names, out, self.ndims)
         if loop is not None and op.targets[0] in loop.carried:
-            # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
-            self.adj.zero(op.targets[0], out)
+            # the end of an iteration overwrote a loop-carried variable: its adjoint
+            # restarts, from the reversed iteration's first contribution (no zeroed
+            # buffer to add it to; see _rezero_carried for an iteration that makes none)
+            self.adj.restart(op.targets[0])
         elif op.targets[0] in self.adjoints_from_after_loop:
             # a loop variable read after the loop: only its last iteration had that gradient
             self.adj.zero(op.targets[0], out)
@@ -370,6 +372,7 @@ class _Reverser:
         state = self._state()
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
+        self._rezero_carried(stmt, defined, body)
         hoist = sorted(v for v in self.adj.copied
                        if v in defined and v not in owned and v in self.adj.owned)
         if hoist:
@@ -378,6 +381,7 @@ class _Reverser:
             self.adj.owned = owned | set(hoist)
             self.adj.copied = set()
             hoisted = self.block(stmt.body, stmt)
+            self._rezero_carried(stmt, defined, hoisted)
             if set(hoist) <= self.adj.owned:
                 for v in hoist:
                     self.adj.own(v, out)
@@ -387,6 +391,13 @@ class _Reverser:
                 self._restore(first_try)
         self.adjoints_from_after_loop = saved_exports
         return body, owned
+
+    def _rezero_carried(self, stmt, defined, body):
+        """A loop-carried variable's adjoint that the reversed iteration gave no
+        contribution (on the paths that reach its end) starts the next one at zero."""
+        for h in stmt.carried:
+            if h in defined and h not in self.adj.defined:
+                self.adj.zero(h, body)
 
     def _state(self):
         """What building adjoint statements changes, to build a block a second time."""

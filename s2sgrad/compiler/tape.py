@@ -207,7 +207,8 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
 
 
 def _cheap_scalar(op, int_vars, ndims, mutated):
-    """True for a single-target op whose result is a scalar and costs a few flops."""
+    """True for a single-target op that costs a few flops: scalar arithmetic, a
+    comparison of scalars, an element or a view of an array the function never updates."""
     if not (isinstance(op, Op) and op.expr is not None and len(op.targets) == 1):
         return False
     target = op.targets[0]
@@ -217,10 +218,10 @@ def _cheap_scalar(op, int_vars, ndims, mutated):
             a.name in int_vars or ndims.get(a.name) == 0)) for a in op.args)
     if op.primitive not in CHEAP:
         return False
-    if op.primitive == prims.GETITEM:
+    if op.primitive == prims.GETITEM:   # an element, or a view (basic indexing): O(1)
         base = op.args[0]
-        return scalar and isinstance(base, Var) and base.name not in mutated and \
-            op.basic_index
+        return isinstance(base, Var) and base.name not in mutated and op.basic_index and \
+            (scalar or not op.list_base)
     return scalar
 
 
