@@ -8,7 +8,7 @@ returning a tuple) and the call's operands, and gives the adjoint of one operand
 import numpy as np
 
 from .runtime_core import divide_or_zero, unbroadcast, unreduce
-from .runtime_linalg import matrix_norm_adjoint
+from .runtime_linalg import matrix_norm_adjoint, pinv_adjoint, svdvals_adjoint
 
 __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoint",
            "drop_initial", "resize_adjoint", "trim_zeros_adjoint", "choose_adjoints",
@@ -332,7 +332,6 @@ def lstsq_adjoint(g, ans, a, b, wrt):
     ``gx b^T``.  The residuals ``||b - a x||^2`` (given when ``m > n``) are minimal in
     ``x``, so their adjoint is ``-2 r x^T`` for ``a`` and ``2 r`` for ``b`` (``r = b - a x``).
     The singular values' adjoint is ``u diag(gs) vh``."""
-    from .runtime_linalg import pinv_adjoint, svdvals_adjoint
     gx, gres, _, gs = g
     a = np.asarray(a)
     x = ans[0]

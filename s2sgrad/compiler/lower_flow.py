@@ -550,10 +550,10 @@ _UNLOOPABLE = {
 
 
 #: array attributes and methods whose result a run-time ``for`` cannot walk as rows
-_UNLOOPABLE_ATTRIBUTES = {"attr.flat": "x.flat (an iterator)",
-                          "method.tolist": "x.tolist() (a Python list made at run time)",
-                          "method.item": "x.item() (a number)",
-                          "method.__iter__": "iter(x)"}
+_UNLOOPABLE_ATTRIBUTES = {prims.attribute("flat"): "x.flat (an iterator)",
+                          prims.method("tolist"): "x.tolist() (a Python list made at run time)",
+                          prims.method("item"): "x.item() (a number)",
+                          prims.method("__iter__"): "iter(x)"}
 
 
 def _row_value(pattern, index, items, shift=None):
