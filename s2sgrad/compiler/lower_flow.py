@@ -9,6 +9,7 @@ variables (``Loop.carried``), assigned before the loop and at the end of each it
 import builtins
 import inspect
 import operator
+from dataclasses import dataclass
 
 import gast
 import numpy as np
@@ -19,6 +20,19 @@ from .frontend import is_user_code
 from .ir import Const, DictAtom, If, ListAppend, Loop, Op, Seq, Var
 from .jumps import assigned_names, remove_loop_jumps
 from ..rules import lookup
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """A ``for`` loop run at run time as ``for <target> in range(*bounds)``.
+
+    ``bounds``: the (start, stop, step) atoms; ``target``: the node the loop's index is
+    named from (the user's loop variable, or a fresh index when rows are read);
+    ``rows``: None, or (pattern, sequences) whose rows are read at each iteration start
+    and bound to the user's target (the pattern: see ``row_pattern``)."""
+    bounds: tuple
+    target: object
+    rows: tuple | None = None
 
 
 class FlowLowering:
@@ -192,7 +206,7 @@ class FlowLowering:
                 bounds = [Const(0)] + bounds
             if len(bounds) == 2:
                 bounds = bounds + [Const(1)]
-            return self.lower_loop(frame, stmt, ("range", tuple(bounds), stmt.target, []))
+            return self.lower_loop(frame, stmt, RangeSpec(tuple(bounds), stmt.target))
         if isinstance(func, Const) and func.value in (enumerate, zip):
             seqs = []
             pattern = self.row_pattern(frame, stmt, call, seqs)
@@ -214,8 +228,8 @@ class FlowLowering:
                 gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
                 (length, other), {}), "n")
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
-        return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
-                                             [(rows, seqs)]))
+        return self.lower_loop(frame, stmt, RangeSpec((Const(0), length, Const(1)), index,
+                                                      (rows, seqs)))
 
     def row_pattern(self, frame, stmt, call, seqs):
         """The shape of what ``enumerate(...)``/``zip(...)`` (nested: ``enumerate(zip(x,
@@ -312,8 +326,8 @@ class FlowLowering:
                                       stop, Const(1))
                 end = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add,
                                      start, Const(1))
-                return self.lower_loop(frame, stmt, ("range", (last, end, Const(-s)),
-                                                     stmt.target, []))
+                return self.lower_loop(frame, stmt, RangeSpec((last, end, Const(-s)),
+                                                              stmt.target))
             # the last value of the range: start + ((stop - start -+ 1) // s) * s
             span = self.int_arith(frame, stmt, operator.sub, stop, start)
             span = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add, span,
@@ -323,8 +337,7 @@ class FlowLowering:
                 frame, stmt, operator.mul, count, Const(s)))
             end = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add, start,
                                  Const(1))
-            return self.lower_loop(frame, stmt, ("range", (last, end, Const(-s)), stmt.target,
-                                                 []))
+            return self.lower_loop(frame, stmt, RangeSpec((last, end, Const(-s)), stmt.target))
         iterable = self.lower_expr(frame, inner)
         if isinstance(iterable, Seq):
             return self.lower_unrolled_for(frame, stmt, Seq(tuple(reversed(iterable.items))))
@@ -335,8 +348,8 @@ class FlowLowering:
                               Const(1))
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
                           type_comment=None)
-        return self.lower_loop(frame, stmt, ("range", (last, Const(-1), Const(-1)), index,
-                                             [(("seq", 0), [iterable])]))
+        return self.lower_loop(frame, stmt, RangeSpec((last, Const(-1), Const(-1)), index,
+                                                      (("seq", 0), [iterable])))
 
     def int_arith(self, frame, node, op, a, b):
         """``a <op> b`` on integers (loop bounds): folded when both are constants, else an
@@ -388,26 +401,14 @@ class FlowLowering:
     def lower_loop(self, frame, stmt, spec):
         """A loop that runs at run time (``for`` over a range or array rows, ``while``).
 
-        ``spec`` is None for a while loop, else ('range', bounds, target node,
-        [(pattern, sequences)]) whose rows are read at each iteration start (the pattern:
-        see ``row_pattern``).
+        ``spec`` is None for a while loop, else a ``RangeSpec``.
         """
         location = frame.location(stmt)
-        flag = self.names.fresh("stop")
-        flag_used = _contains_break(stmt.body)
-        body_src = remove_loop_jumps(stmt.body, flag)
-        if flag_used:
-            init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
-                                                  type_comment=None)],
-                               value=gast.Constant(value=False, kind=None), type_comment=None)
-            body_src = [gast.copy_location(init, stmt)] + body_src
-        self.materialise_lists(frame, body_src, location)
-        for name in _subscript_targets(body_src):
-            if isinstance(frame.env.get(name), Var):
-                self.mark_views_stale(frame.env[name].name)
+        flag, flag_used, body_src = self.loop_body_source(frame, stmt, location)
         assigned = assigned_names(body_src)
         if spec is not None:
-            assigned = [n for n in assigned_names([gast.Assign(targets=[spec[2]], value=None)])
+            assigned = [n for n in assigned_names([gast.Assign(targets=[spec.target],
+                                                               value=None)])
                         if n not in assigned] + assigned
         carried = [n for n in assigned if n in frame.env and n != flag
                    and isinstance(frame.env[n], (Var, Const, Seq))]
@@ -420,11 +421,11 @@ class FlowLowering:
         counter = self.names.fresh("n_iter")
         target = None
         bounds = ()
-        rows = []
+        rows = None
         if spec is not None:
-            _, bounds, target_node, rows = spec
-            target = self.names.variable(target_node.id if isinstance(target_node, gast.Name)
-                                      else "i")
+            bounds, rows = spec.bounds, spec.rows
+            target = self.names.variable(spec.target.id if isinstance(spec.target, gast.Name)
+                                         else "i")
             self.int_vars.add(target)
             self.ndims[target] = 0
         entry = dict(frame.env)
@@ -435,8 +436,8 @@ class FlowLowering:
         def lower_body():
             if spec is not None:
                 index = Var(target)
-                if rows:
-                    pattern, seqs = rows[0]
+                if rows is not None:
+                    pattern, seqs = rows
                     items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
                     self.bind(frame, stmt.target, _row_value(
                         pattern, index, items, lambda i, start: self.int_arith(
@@ -472,6 +473,24 @@ class FlowLowering:
         self.cse.clear()
         self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
                              test, body, carried_vars, counter, break_flag, location))
+
+    def loop_body_source(self, frame, stmt, location):
+        """(the break flag's name, whether the body breaks, the body's statements with
+        ``break``/``continue`` made flags): lists the body appends to are made run-time
+        lists and views of arrays it writes into marked stale first."""
+        flag = self.names.fresh("stop")
+        flag_used = _contains_break(stmt.body)
+        body_src = remove_loop_jumps(stmt.body, flag)
+        if flag_used:
+            init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
+                                                  type_comment=None)],
+                               value=gast.Constant(value=False, kind=None), type_comment=None)
+            body_src = [gast.copy_location(init, stmt)] + body_src
+        self.materialise_lists(frame, body_src, location)
+        for name in _subscript_targets(body_src):
+            if isinstance(frame.env.get(name), Var):
+                self.mark_views_stale(frame.env[name].name)
+        return flag, flag_used, body_src
 
     def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
