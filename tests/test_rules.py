@@ -559,10 +559,10 @@ def test_rule(case, backend, cache_dir, monkeypatch):
 
 def _rules_looked_up(case, monkeypatch):
     """The names of the rules the compiler looks up while differentiating ``case.fn``."""
-    from s2sgrad.compiler import lower, lower_flow
-    modules = (lower, lower_flow)            # the lowering passes that look rules up
+    from s2sgrad.compiler import lower_calls, lower_flow, lower_ops
+    modules = (lower_calls, lower_ops, lower_flow)   # the lowering modules that look rules up
     seen = set()
-    real = lower.lookup
+    real = lower_ops.lookup
 
     def recording(prim):
         rule = real(prim)
