@@ -157,6 +157,8 @@ def test_enumerate_with_a_start():
             acc = acc + a * b * i
         for i, a in enumerate((x[0], x[1] * 2.0), 3):
             acc = acc + a * i
+        for i, a in enumerate((x[2], x[3]), k):      # unrolled, a run-time start
+            acc = acc + a * i
         return acc
     value, _ = s2sgrad.value_and_grad(f)(X, 2)
     assert value == pytest.approx(f(X, 2), rel=1e-12)

@@ -199,7 +199,9 @@ class FlowLowering:
             if seqs and all(isinstance(q, Seq) for q in seqs):
                 # over tuples/lists known while building (a tuple argument): unrolled
                 n = min(len(q.items) for q in seqs)
-                items = [_row_value(pattern, Const(i), [q.items[i] for q in seqs])
+                items = [_row_value(pattern, Const(i), [q.items[i] for q in seqs],
+                                    lambda i, start: self.int_arith(frame, stmt, operator.add,
+                                                                    i, start))
                          for i in range(n)]
                 return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
             rows = pattern
@@ -213,7 +215,8 @@ class FlowLowering:
             length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
                 gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
                 (length, other), {}), "n")
-        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
+        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
+                          type_comment=None)
         return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
                                              [(rows, seqs)]))
 
