@@ -31,6 +31,7 @@ def main():
     parser.add_argument("--out", default="fuzz_failures")
     opts = parser.parse_args()
     os.environ["S2SGRAD_BACKEND"] = opts.backend
+    os.environ.setdefault("S2SGRAD_QUIET", "1")     # no line per Numba compile
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -60,7 +61,7 @@ def main():
             out.mkdir(exist_ok=True)
             (out / f"failure_{counts['failures']}.txt").write_text(
                 source + "\n# seed " + str(seed) + "\n" + traceback.format_exc())
-        if counts["programs"] % 500 == 0:
+        if counts["programs"] % (500 if opts.backend == "python" else 50) == 0:
             print(f"{counts} after {time.time() - start:.0f} s", flush=True)
 
     import hypothesis

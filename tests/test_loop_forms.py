@@ -137,6 +137,21 @@ def test_enumerate_zip_and_dict_iteration():
     check_grad(f, (X, X[::-1].copy(), params), grad_position=(0, 1, 2))
 
 
+def test_reversed_inside_enumerate_and_zip():
+    def f(x, y):
+        acc = 0.5
+        for k, r in enumerate(reversed(x)):
+            acc = np.sin(acc) * 0.8 + r * (k + 1.0)
+        for (k, r), q in zip(enumerate(x, 1), reversed(y * 2.0)):
+            acc = np.sin(acc) * 0.8 + r * q * k
+        for a, b in zip(reversed((x[0], x[1])), (y[2], y[3])):
+            acc = acc + a * b
+        return acc
+    value, _ = s2sgrad.value_and_grad(f)(X, X[::-1] * 0.5)
+    assert value == pytest.approx(f(X, X[::-1] * 0.5), rel=1e-12)
+    check_grad(f, (X, X[::-1] * 0.5), grad_position=(0, 1))
+
+
 def test_enumerate_and_zip_nested_over_build_time_tuples():
     def f(x):
         pair = (x[0], x[1] * 2.0)
@@ -156,6 +171,8 @@ def test_enumerate_with_a_start():
         for i, (a, b) in enumerate(zip(x, x[1:]), start=k):
             acc = acc + a * b * i
         for i, a in enumerate((x[0], x[1] * 2.0), 3):
+            acc = acc + a * i
+        for i, a in enumerate((x[2], x[3]), k):      # unrolled, a run-time start
             acc = acc + a * i
         return acc
     value, _ = s2sgrad.value_and_grad(f)(X, 2)
@@ -181,7 +198,6 @@ def test_enumerate_with_a_float_start_is_refused():
     ("for v in set(x):", "set"),
     ("for v in np.sum(x):", "a number"),
     ("for v in x[0]:", "a number"),
-    ("for v in enumerate(reversed(x)):", "reversed(...)"),
     ("for v in x.flat:", "x.flat"),
     ("for v in x.tolist():", "x.tolist()"),
     ("for v in np.nditer(x):", "np.nditer(...)"),
@@ -272,6 +288,8 @@ def lstm_like(x, w, h0):
         h = np.tanh(h + x[t])
     for row in reversed(x):
         h = h - row * 0.05
+    for k, (row, other) in enumerate(zip(reversed(x), x)):
+        h = h + row * other * (0.01 * k)
     return np.sum(h * h)
 
 

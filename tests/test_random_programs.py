@@ -41,7 +41,7 @@ def programs(draw):
     def statement(indent, depth):
         kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem",
                                      "while", "break", "helper", "append", "return",
-                                     "tuple", "grid", "stencil"]
+                                     "tuple", "grid", "stencil", "rows"]
                                     if depth < 2 else ["array", "scalar", "index", "helper"]))
         pad = "    " * indent
         if kind == "array":
@@ -123,6 +123,16 @@ def programs(draw):
             lines.append(f"{pad}{header}")
             lines.append(f"{pad}    {acc} = np.tanh({acc} * 0.7 + {arr}[i - 1] * {arr}[i] * "
                          f"{pick(scalars)})")
+        elif kind == "rows":
+            # loops over array rows: reversed, enumerate, zip and both nested
+            acc, arr, other = pick(scalars), pick(arrays), pick(arrays)
+            header, use = pick([
+                ("for r in reversed({a}):", "r"),
+                ("for k, r in enumerate({a}):", "r * (k + 1.0)"),
+                ("for k, (r, q) in enumerate(zip({a}, {b})):", "r * q * (k - 1.5)"),
+                ("for (k, r), q in zip(enumerate({a}, 1), reversed({b})):", "r * q * k")])
+            lines.append(f"{pad}{header.format(a=arr, b=other)}")
+            lines.append(f"{pad}    {acc} = np.sin({acc}) * 0.8 + {use} * {pick(scalars)}")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
             lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")

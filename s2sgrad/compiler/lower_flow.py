@@ -213,7 +213,9 @@ class FlowLowering:
             if seqs and all(isinstance(q, Seq) for q in seqs):
                 # over tuples/lists known while building (a tuple argument): unrolled
                 n = min(len(q.items) for q in seqs)
-                items = [_row_value(pattern, Const(i), [q.items[i] for q in seqs])
+                items = [_row_value(pattern, Const(i), [q.items[i] for q in seqs],
+                                    lambda i, start: self.int_arith(frame, stmt, operator.add,
+                                                                    i, start))
                          for i in range(n)]
                 return self.lower_unrolled_for(frame, stmt, Seq(tuple(items)))
             rows = pattern
@@ -227,7 +229,8 @@ class FlowLowering:
             length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
                 gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
                 (length, other), {}), "n")
-        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None, type_comment=None)
+        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
+                          type_comment=None)
         return self.lower_loop(frame, stmt, RangeSpec((Const(0), length, Const(1)), index,
                                                       (rows, seqs)))
 
@@ -263,10 +266,30 @@ class FlowLowering:
             inner_func = self.lower_expr(frame, inner.func) if inner is not None else None
             if isinstance(inner_func, Const) and inner_func.value in (enumerate, zip):
                 parts.append(self.row_pattern(frame, stmt, inner, seqs))
+            elif isinstance(inner_func, Const) and inner_func.value is reversed and \
+                    len(inner.args) == 1 and not inner.keywords:
+                seqs.append(self.reversed_rows(frame, stmt, inner.args[0]))
+                parts.append(("seq", len(seqs) - 1))
             else:
                 seqs.append(self.lower_expr(frame, arg))
                 parts.append(("seq", len(seqs) - 1))
         return ("enumerate", parts[0], start) if kind is enumerate else ("zip", tuple(parts))
+
+    def reversed_rows(self, frame, stmt, node):
+        """``reversed(x)`` inside enumerate/zip: a tuple's items last first, or the view
+        ``x[::-1]`` of an array (its rows last first)."""
+        seq = self.lower_expr(frame, node)
+        if isinstance(seq, Seq):
+            return Seq(tuple(reversed(seq.items)), seq.kind)
+        if isinstance(seq, Const) and isinstance(seq.value, (list, tuple)):
+            return Const(tuple(reversed(seq.value)))
+        self.check_loopable(frame, stmt, seq)
+        if seq.name in self.lists:
+            raise self.unsupported(frame, stmt, "reversed(...) of a list built at run time "
+                                   "inside enumerate(...) or zip(...)", "loop over "
+                                   "reversed(xs) alone, or stack the list first: "
+                                   "reversed(np.stack(xs))")
+        return self.emit_getitem(frame, stmt, seq, Const(slice(None, None, -1)), None)
 
     def check_loopable(self, frame, stmt, seq):
         """Refuse, naming the loop, a run-time ``for`` over what is not an array (or a list
