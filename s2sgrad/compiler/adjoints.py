@@ -3,10 +3,12 @@
 ``Adjoints`` names each adjoint (``dx`` for ``x``), knows which hold a value
 yet and which arrays the generated code owns (may update in place), and
 writes accumulation: the first contribution is an assignment, later ones add
-(in place into an owned array).  Small builders of gast statements live here
-too, shared by the reverse pass and the tape.
+(in place into an owned array).  The builders of gast nodes live in syntax.py
+(imported here too, where the reverse pass and the tape find them).
 """
 import gast
+
+from .syntax import assign, call, name_node
 
 
 class Comment:
@@ -14,16 +16,6 @@ class Comment:
 
     def __init__(self, text):
         self.text = text
-
-
-def name_node(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
-
-
-def assign(target, value):
-    return gast.Assign(targets=[target if not isinstance(target, str)
-                                else name_node(target, gast.Store())],
-                       value=value, type_comment=None)
 
 
 class Adjoints:
@@ -110,8 +102,3 @@ class Adjoints:
         maker = "zeros_list" if var in self.lists else "zeros_like"
         out.append(assign(self.name(var), call("rt", maker, [name_node(var)])))
         self.owned.add(var)
-
-
-def call(module, fn, args):
-    return gast.Call(func=gast.Attribute(value=name_node(module), attr=fn, ctx=gast.Load()),
-                     args=args, keywords=[])

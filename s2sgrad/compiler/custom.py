@@ -86,7 +86,7 @@ class CustomCall:
         body, lowerer.ops = lowerer.ops, saved
         _straight_line(body, self.frame, self.node, f"the backward of {self.name}")
         for bop in body:
-            targets = [gast.Name(id=t, ctx=gast.Store(), annotation=None, type_comment=None)
+            targets = [name_node(t, gast.Store())
                        for t in bop.targets]
             out.append(gast.Assign(targets=targets, value=bop.expr, type_comment=None))
         input_grads, param_grads = self._split_result(result)

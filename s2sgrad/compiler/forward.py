@@ -31,21 +31,11 @@ import gast
 import numpy as np
 
 from .ir import Const, Seq
-
-
-def _load(name):
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _call(module, name, nodes, keywords=()):
-    """``module.name(*nodes, **keywords)`` as a gast Call."""
-    return gast.Call(func=gast.Attribute(value=_load(module), attr=name, ctx=gast.Load()),
-                     args=list(nodes),
-                     keywords=[gast.keyword(arg=k, value=v) for k, v in keywords])
+from .syntax import call
 
 
 def _rt(name, nodes, keywords=()):
-    return _call("rt", name, nodes, keywords)
+    return call("rt", name, nodes, keywords)
 
 
 def _constant(value):
@@ -129,7 +119,7 @@ def _sequence_as_tuple(name):
                 set(kwargs) - {"axis"} or len(args) > 2:
             return None
         items = gast.Tuple(elts=[atom_node(a) for a in args[0].items], ctx=gast.Load())
-        return _call("np", name, [items] + [atom_node(a) for a in args[1:]],
+        return call("np", name, [items] + [atom_node(a) for a in args[1:]],
                      [(k, atom_node(v)) for k, v in kwargs.items()])
     return rewrite
 
@@ -168,14 +158,14 @@ def _array(args, kwargs, atom_node):
     np.array takes lists and numbers only)."""
     if len(args) == 1 and not isinstance(args[0], (Seq, Const)) and \
             all(k == "copy" and _is(v, True) for k, v in kwargs.items()):
-        return _call("np", "copy", [atom_node(args[0])])
+        return call("np", "copy", [atom_node(args[0])])
     return None
 
 
 def _abs(args, kwargs, atom_node):
     """``abs(x)`` -> ``np.abs(x)`` (Numba's builtin abs takes numbers only)."""
     if len(args) == 1 and not kwargs:
-        return _call("np", "abs", [atom_node(args[0])])
+        return call("np", "abs", [atom_node(args[0])])
     return None
 
 
@@ -183,7 +173,7 @@ def _as_function(name):
     """A method Numba lacks -> numpy's function on the receiver: ``x.swapaxes(0, 1)`` ->
     ``np.swapaxes(x, 0, 1)`` (the function form is written the same way)."""
     def rewrite(args, kwargs, atom_node):
-        return _call("np", name, [atom_node(a) for a in args],
+        return call("np", name, [atom_node(a) for a in args],
                      [(k, atom_node(v)) for k, v in kwargs.items()])
     return rewrite
 

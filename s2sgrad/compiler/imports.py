@@ -13,8 +13,9 @@ import importlib
 import math
 import types
 
-import gast
 import numpy as np
+
+from .syntax import attribute, name_node
 
 #: the modules every generated module imports, and the names it reads them by
 FIXED = (("np", np), ("np.linalg", np.linalg), ("math", math))
@@ -82,27 +83,16 @@ def module_and_name(obj):
     return None
 
 
-def _load(name):
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _attr(base, *names):
-    node = _load(base)
-    for n in names:
-        node = gast.Attribute(value=node, attr=n, ctx=gast.Load())
-    return node
-
-
 def reference(obj, names):
     """The expression that reads ``obj`` (a module or callable) in generated code, or None
     when it cannot be imported by name.  Registers the import with ``names``."""
     path = fixed_path(obj)
     if path is not None:
-        return _attr(*path) if len(path) > 1 else _load(path[0])
+        return attribute(*path) if len(path) > 1 else name_node(path[0])
     if obj is np:
-        return _load("np")
+        return name_node("np")
     if obj is math:
-        return _load("math")
+        return name_node("math")
     found = module_and_name(obj)
     if found is None:
         return None
@@ -113,7 +103,7 @@ def reference(obj, names):
         alias = "rt"
     else:
         alias = names.module(module)
-    return _attr(alias, attr) if attr is not None else _load(alias)
+    return attribute(alias, attr) if attr is not None else name_node(alias)
 
 
 def import_lines(modules):

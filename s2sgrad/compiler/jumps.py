@@ -15,6 +15,8 @@ import copy
 
 import gast
 
+from .syntax import name_node
+
 
 def _contains(node, kinds):
     """True when ``node`` holds a statement of ``kinds`` outside nested loops/functions."""
@@ -29,13 +31,9 @@ def _contains(node, kinds):
     return False
 
 
-def _name(id_, ctx):
-    return gast.Name(id=id_, ctx=ctx, annotation=None, type_comment=None)
-
-
 def _set(name, value, node):
     """``name = value`` (a gast expression), located at ``node``."""
-    stmt = gast.Assign(targets=[_name(name, gast.Store())], value=value, type_comment=None)
+    stmt = gast.Assign(targets=[name_node(name, gast.Store())], value=value, type_comment=None)
     return gast.copy_location(stmt, node)
 
 
@@ -129,8 +127,8 @@ def _lift(statements, flag, values):
             stmt = copy.copy(stmt)
             value = values()
             stmt.body = _returns_to_breaks(_lift(stmt.body, flag, values), flag, value)
-            leave = gast.If(test=_name(flag, gast.Load()),
-                            body=[gast.Return(value=_name(value, gast.Load()))], orelse=[])
+            leave = gast.If(test=name_node(flag, gast.Load()),
+                            body=[gast.Return(value=name_node(value, gast.Load()))], orelse=[])
             out += [stmt, gast.copy_location(leave, stmt)]
             for node in gast.walk(leave):
                 gast.copy_location(node, stmt)
@@ -168,7 +166,7 @@ def expand_loop_else(loop, flag):
     new.body = _mark_breaks(loop.body, flag)
     new.orelse = []
     init = _set(flag, gast.Constant(value=False, kind=None), loop)
-    after = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=_name(flag, gast.Load())),
+    after = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=name_node(flag, gast.Load())),
                     body=loop.orelse, orelse=[])
     return [init, new, gast.copy_location(after, loop)]
 
@@ -192,7 +190,7 @@ def comprehension_as_loop(node, name):
     """``[elt for target in iter if cond]`` as ``name = []`` and a loop appending to it."""
     (generator,) = node.generators
     append = gast.Expr(value=gast.Call(
-        func=gast.Attribute(value=_name(name, gast.Load()), attr="append", ctx=gast.Load()),
+        func=gast.Attribute(value=name_node(name, gast.Load()), attr="append", ctx=gast.Load()),
         args=[node.elt], keywords=[]))
     body = [gast.copy_location(append, node)]
     for condition in reversed(generator.ifs):

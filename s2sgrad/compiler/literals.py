@@ -17,6 +17,7 @@ from ..tensor import Tensor
 from . import imports
 from .imports import fixed_path
 from .ir import FreeValue
+from .syntax import attribute, name_node
 
 
 def is_array_like(obj):
@@ -33,17 +34,6 @@ def as_numpy_dtype(value):
     return value
 
 
-def _name(id_):
-    return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _attr(base, *names):
-    node = _name(base)
-    for n in names:
-        node = gast.Attribute(value=node, attr=n, ctx=gast.Load())
-    return node
-
-
 def public_path(obj):
     """('np', 'linalg', 'inv') style path of a numpy/math/builtin callable, or None."""
     return fixed_path(obj)
@@ -55,7 +45,7 @@ def reference_node(obj, lowerer):
     through its module (imported by the generated module); anything else is passed in."""
     path = public_path(obj)
     if path is not None:
-        return _attr(*path) if len(path) > 1 else _name(path[0])
+        return attribute(*path) if len(path) > 1 else name_node(path[0])
     if lowerer is not None and lookup(obj) is not None:
         node = imports.reference(obj, lowerer.names)
         if node is not None:
@@ -67,25 +57,25 @@ def literal_node(value, lowerer=None):
     """The literal expression of a build-time constant (or a free argument for other objects)."""
     if value is None or isinstance(value, (bool, int, float, complex, str)) or value is Ellipsis:
         if isinstance(value, float) and math.isnan(value):
-            return _attr("np", "nan")
+            return attribute("np", "nan")
         if isinstance(value, float) and math.isinf(value):
-            inf = _attr("np", "inf")
+            inf = attribute("np", "inf")
             return inf if value > 0 else gast.UnaryOp(op=gast.USub(), operand=inf)
         return gast.Constant(value=value, kind=None)
     if isinstance(value, tuple):
         return gast.Tuple(elts=[literal_node(v, lowerer) for v in value], ctx=gast.Load())
     if isinstance(value, slice):
-        return gast.Call(func=_name("slice"), args=[literal_node(v, lowerer) for v in
+        return gast.Call(func=name_node("slice"), args=[literal_node(v, lowerer) for v in
                                                     (value.start, value.stop, value.step)],
                          keywords=[])
     if isinstance(value, DType):
-        return _attr("np", value.np.name if value.np.name != "bool" else "bool_")
+        return attribute("np", value.np.name if value.np.name != "bool" else "bool_")
     if isinstance(value, np.dtype):
-        return _attr("np", value.name if value.name != "bool" else "bool_")
+        return attribute("np", value.name if value.name != "bool" else "bool_")
     if isinstance(value, type) and issubclass(value, np.generic):
-        return _attr("np", np.dtype(value).name if value is not np.bool_ else "bool_")
+        return attribute("np", np.dtype(value).name if value is not np.bool_ else "bool_")
     if isinstance(value, np.generic) and np.ndim(value) == 0:
-        return gast.Call(func=_attr("np", np.dtype(type(value)).name),
+        return gast.Call(func=attribute("np", np.dtype(type(value)).name),
                          args=[gast.Constant(value=value.item(), kind=None)], keywords=[])
     if callable(value) and public_path(value) is not None:
         return reference_node(value, lowerer)
@@ -116,4 +106,4 @@ def _free_reference(obj, lowerer):
         lowerer.free[key] = FreeValue(name, obj, path)
         lowerer.free_objects.append(obj)
     lowerer.names.claim(lowerer.free[key].name)   # kept across a discarded reverse attempt
-    return _name(lowerer.free[key].name)
+    return name_node(lowerer.free[key].name)

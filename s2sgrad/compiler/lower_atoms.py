@@ -8,6 +8,7 @@ from ..errors import UnsupportedConstructError
 from . import literals
 from .ir import Const, DictAtom, FreeValue, Seq, Var
 from .lower_state import LoweringState, identifier
+from .syntax import name_node
 
 
 class AtomLowering(LoweringState):
@@ -47,11 +48,10 @@ class AtomLowering(LoweringState):
                 None, None, "read its items with constant keys (d['w']) and pass or return "
                 "those")
         if isinstance(atom, Var):
-            return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
+            return name_node(atom.name)
         if isinstance(atom, Seq):
             if atom.kind == "slice":
-                return gast.Call(func=gast.Name(id="slice", ctx=gast.Load(), annotation=None,
-                                                type_comment=None),
+                return gast.Call(func=name_node("slice"),
                                  args=[self.atom_node(a) for a in atom.items], keywords=[])
             nodes = [self.atom_node(a) for a in atom.items]
             if atom.kind == "list":

@@ -14,6 +14,7 @@ from .ir import Const, DictAtom, Seq, Var
 from .jumps import comprehension_as_loop
 from .lower_state import LoweringState, join_path
 from .messages import expression_name
+from .syntax import name_node
 
 
 BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -215,8 +216,7 @@ class ExpressionLowering(LoweringState):
         key = self.names.fresh(hint or "choice")
         branches = []
         for value in (node.body, node.orelse):
-            assign = gast.Assign(targets=[gast.Name(id=key, ctx=gast.Store(), annotation=None,
-                                                    type_comment=None)],
+            assign = gast.Assign(targets=[name_node(key, gast.Store())],
                                  value=value, type_comment=None)
             branches.append([gast.copy_location(assign, node)])
         stmt = gast.copy_location(gast.If(test=node.test, body=branches[0], orelse=branches[1]),

@@ -19,6 +19,7 @@ from . import literals
 from .frontend import is_user_code
 from .ir import Const, DictAtom, If, ListAppend, Loop, Op, Seq, Var
 from .jumps import assigned_names, remove_loop_jumps
+from .syntax import name_node
 from ..rules import lookup
 
 
@@ -52,7 +53,7 @@ class FlowLowering:
             args = tuple(self.splice(frame, call.args))
             kwargs = {k.arg: self.lower_expr(frame, k.value) for k in call.keywords}
             self.emit(frame, stmt, prims.EFFECT, args, kwargs, self.call_expr(
-                gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None),
+                name_node("print"),
                 args, kwargs), "_")
             return True
         obj = func.value
@@ -227,10 +228,9 @@ class FlowLowering:
         length = lengths[0]
         for other in lengths[1:]:
             length = self.emit(frame, stmt, min, (length, other), {}, self.call_expr(
-                gast.Name(id="min", ctx=gast.Load(), annotation=None, type_comment=None),
+                name_node("min"),
                 (length, other), {}), "n")
-        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
-                          type_comment=None)
+        index = name_node(self.names.available("i"), gast.Store())
         return self.lower_loop(frame, stmt, RangeSpec((Const(0), length, Const(1)), index,
                                                       (rows, seqs)))
 
@@ -369,8 +369,7 @@ class FlowLowering:
         self.check_loopable(frame, stmt, iterable)
         last = self.int_arith(frame, stmt, operator.sub, self.length(frame, stmt, iterable),
                               Const(1))
-        index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
-                          type_comment=None)
+        index = name_node(self.names.available("i"), gast.Store())
         return self.lower_loop(frame, stmt, RangeSpec((last, Const(-1), Const(-1)), index,
                                                       (("seq", 0), [iterable])))
 
@@ -397,7 +396,7 @@ class FlowLowering:
         """An op giving the number of rows of an array (or items of a run-time list)."""
         if seq.name in self.lists:
             result = self.emit(frame, node, len, (seq,), {}, self.call_expr(
-                gast.Name(id="len", ctx=gast.Load(), annotation=None, type_comment=None),
+                name_node("len"),
                 (seq,), {}), "n")
         else:
             result = self.emit(frame, node, prims.SHAPE, (seq,), {}, gast.Subscript(
@@ -505,8 +504,7 @@ class FlowLowering:
         flag_used = _contains_break(stmt.body)
         body_src = remove_loop_jumps(stmt.body, flag)
         if flag_used:
-            init = gast.Assign(targets=[gast.Name(id=flag, ctx=gast.Store(), annotation=None,
-                                                  type_comment=None)],
+            init = gast.Assign(targets=[name_node(flag, gast.Store())],
                                value=gast.Constant(value=False, kind=None), type_comment=None)
             body_src = [gast.copy_location(init, stmt)] + body_src
         self.materialise_lists(frame, body_src, location)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import primitives as prims
 from .ir import Const, Seq, Var
+from .syntax import name_node
 
 
 #: primitives whose result has the largest rank of their operands
@@ -141,9 +142,7 @@ class TypeInfo:
         if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
                 and not isinstance(atom.value, bool) and dtype is not None \
                 and dtype in (np.float32, np.float16):
-            return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
-                                                                 annotation=None,
-                                                                 type_comment=None),
+            return gast.Call(func=gast.Attribute(value=name_node("np"),
                                                  attr=np.dtype(dtype).name, ctx=gast.Load()),
                              args=[gast.Constant(value=float(atom.value), kind=None)],
                              keywords=[])

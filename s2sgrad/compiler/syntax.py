@@ -1,0 +1,33 @@
+"""The one place that builds syntax nodes (gast) for generated code.
+
+``name_node("x")`` reads a name (``ctx=gast.Store()`` writes it), ``attribute("np",
+"linalg", "inv")`` a dotted path, ``call("rt", "unbroadcast", [g, x])`` a call of a
+module's function, ``assign("y", value)`` an assignment.
+"""
+import gast
+
+
+def name_node(id_, ctx=None):
+    """The Name ``id_`` (read, or ``ctx`` such as ``gast.Store()``)."""
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def attribute(base, *names):
+    """``base.names[0].names[1]...`` read as an expression."""
+    node = name_node(base)
+    for n in names:
+        node = gast.Attribute(value=node, attr=n, ctx=gast.Load())
+    return node
+
+
+def call(module, fn, args, keywords=()):
+    """``module.fn(*args, **keywords)``; ``keywords`` is a sequence of (name, node)."""
+    return gast.Call(func=attribute(module, fn), args=list(args),
+                     keywords=[gast.keyword(arg=k, value=v) for k, v in keywords])
+
+
+def assign(target, value):
+    """``target = value``; ``target`` a name or a target node."""
+    return gast.Assign(targets=[target if not isinstance(target, str)
+                                else name_node(target, gast.Store())],
+                       value=value, type_comment=None)
