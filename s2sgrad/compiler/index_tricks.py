@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import primitives as prims
 from .ir import Const, Seq
+from .syntax import attribute
 
 #: the index-trick objects and their primitive names
 TRICKS = {id(np.r_): prims.INDEX_R, id(np.c_): prims.INDEX_C}
@@ -26,8 +27,7 @@ def lower_index_trick(lowerer, frame, node, obj, index, hint):
             raise lowerer.unsupported(frame, node, f"{name}[...] with a slice, a string or a "
                                       "tuple item", "join arrays and numbers only, or call "
                                       "np.concatenate / np.arange")
-    expr = gast.Subscript(value=gast.Attribute(value=gast.Name(
-        id="np", ctx=gast.Load(), annotation=None, type_comment=None), attr=name[3:],
-        ctx=gast.Load()), slice=gast.Tuple(elts=[lowerer.atom_node(i) for i in items],
+    expr = gast.Subscript(value=attribute("np", name[3:]),
+                          slice=gast.Tuple(elts=[lowerer.atom_node(i) for i in items],
                                            ctx=gast.Load()), ctx=gast.Load())
     return lowerer.emit(frame, node, name, tuple(items), {}, expr, hint)
