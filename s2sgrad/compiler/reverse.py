@@ -23,10 +23,11 @@ from .activity import active_names
 from .adjoints import Adjoints, Comment, assign, call, name_node
 from .emit import location_comment
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
-from .tape import (Tape, tape_dtypes, assigned_targets, carried_copies, contributed,
+from .tape import (Tape, assigned_targets, carried_copies, contributed,
                    level_assigned, level_ops, nested_carried, pop, push, recomputable, reserve,
                    restores, reversed_range, short_range, trip_count, use_counts, value_reads,
-                   walk_items, without_dead_ops)
+                   without_dead_ops)
+from .tape_types import tape_dtypes
 from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expression,
                         instantiate, missing_rule)
 

@@ -1,12 +1,14 @@
 """The tape: what a loop's adjoint needs from the forward sweep, and how it gets it.
 
-Per loop: which variables are pushed on per-variable stacks in the forward
-sweep and popped at the start of each reversed iteration (``level_assigned``,
-``pops``), which cheap scalar values are computed again instead
-(``recomputable``), how the reversed loop walks the range (``reversed_range``);
-and, for the whole function, the forward statements the adjoint sweep or the
-output need (``without_dead_ops``) and which adjoints can simply be others
-(``use_counts``).
+Per loop: which variables are stored in the forward sweep and taken back at the
+start of each reversed iteration (``level_assigned``; ``Tape``, ``push``, ``pop``,
+``reserve``: typed arrays for scalars whose type ``tape_types`` knows, lists
+otherwise), which cheap values are computed again instead (``recomputable``), in
+what order a reversed iteration restores them (``restores``), which loop-carried
+copies need no tape of their own (``carried_copies``), how the reversed loop walks
+the range (``reversed_range``); and, for the whole function, the forward statements
+the adjoint sweep or the output need (``without_dead_ops``) and which adjoints can
+simply be others (``use_counts``).
 """
 import copy
 import operator
@@ -21,7 +23,6 @@ from .adjoints import Comment, assign, call, name_node
 from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
                  walk_statements)
 from .templates import atom_node_of
-from .typeinfo import ELEMENTWISE
 
 
 def reversed_range(bounds, counter):
@@ -439,113 +440,3 @@ def use_counts(lowered):
     rebound = {v for v, n in assigned.items() if n > 1} | {
         h for loop in loops for h in loop.carried}
     return frozenset(v for v, n in uses.items() if n == 1), frozenset(rebound)
-
-
-
-
-#: tape_dtypes' lattice: not known yet (no value seen), and not knowable
-_UNSEEN, _UNKNOWN = "unseen", "unknown"
-
-
-def tape_dtypes(lowered):
-    """The dtype of every scalar variable of ``lowered`` whose type is certain enough to
-    store it on an array tape: name -> numpy dtype (bool, an int or a float).
-
-    Unlike the lowerer's own dtype guesses (made for typing constants, before a loop's
-    body has shown what its loop-carried variables become), this joins every value a
-    variable is assigned anywhere (before a loop, at the end of each iteration, in each
-    branch), iterating to a fixed point, so it is never narrower than what runs: a
-    float32 value on a float64 tape comes back exact.  A Python float constant is
-    float64 (as Numba types it) unless the forward sweep writes it as the float32 it
-    meets."""
-    ints = set(lowered.int_vars)
-    ndims = lowered.ndims
-    types = {name: np.dtype(dtype) for name, (dtype, _) in lowered.param_types.items()
-             if isinstance(dtype, np.dtype)}
-    types.update({name: np.dtype(np.int64) for name in ints})
-    ops = [op for op in walk_ops(lowered.body) if isinstance(op, Op) and len(op.targets) == 1
-           and op.targets[0] not in ints]
-    for name in lowered.params:      # Python floats: float64 under Numba
-        if ndims.get(name) == 0 and name not in types:
-            types[name] = np.dtype(np.float64)
-    for op in ops:
-        types[op.targets[0]] = _UNSEEN
-    small = lowered.dtypes
-
-    def of_atom(atom, other=None):
-        if isinstance(atom, Const):
-            value = atom.value
-            if isinstance(value, (bool, np.bool_)):
-                return np.dtype(bool)
-            if not isinstance(value, (int, float)):
-                return _UNKNOWN
-            # a number is weak only where the forward sweep writes it as the other
-            # operand's type (float32 arithmetic; see TypeInfo.typed_node): Numba
-            # types a plain literal as int64 or float64
-            if isinstance(other, Var) and small.get(other.name) in (np.float32, np.float16):
-                return "weak_float" if isinstance(value, float) else "weak_int"
-            return np.dtype(np.float64 if isinstance(value, float) else np.int64)
-        return types.get(atom.name, _UNKNOWN) if isinstance(atom, Var) else _UNKNOWN
-
-    def of_op(op):
-        if op.primitive in COMPARISONS:   # of scalars: a bool
-            scalar = all(isinstance(a, Const) or isinstance(a, Var) and (
-                a.name in ints or ndims.get(a.name) == 0) for a in op.args)
-            return np.dtype(bool) if scalar else _UNKNOWN
-        args = list(op.args)
-        if op.primitive == prims.GETITEM:    # an element of an array of a known dtype
-            base = of_atom(args[0])
-            if base == _UNSEEN:
-                return _UNSEEN
-            ok = isinstance(base, np.dtype) and ndims.get(op.targets[0]) == 0
-            return base if ok else _UNKNOWN
-        if len(args) == 2 and getattr(op.primitive, "__module__", None) == "_operator":
-            parts = [of_atom(args[0], args[1]), of_atom(args[1], args[0])]
-        else:
-            parts = [of_atom(a) for a in args]
-        if _UNKNOWN in parts or op.kwargs:
-            return _UNKNOWN
-        if _UNSEEN in parts:
-            return _UNSEEN
-        if op.primitive is float:
-            return np.dtype(np.float64)
-        if op.primitive == prims.ASSIGN:
-            return parts[0]
-        if not (op.primitive in ELEMENTWISE or isinstance(op.primitive, np.ufunc)):
-            return _UNKNOWN
-        strong = [p for p in parts if isinstance(p, np.dtype)]
-        weak = [0.0 if p == "weak_float" else 0 for p in parts if isinstance(p, str)]
-        try:
-            dtype = np.result_type(*strong, *weak)
-        except (TypeError, ValueError):
-            return _UNKNOWN
-        if dtype.kind in "iub" and (op.primitive in (operator.truediv, operator.pow) or
-                                    isinstance(op.primitive, np.ufunc)):
-            return _UNKNOWN    # true division and ufuncs of ints: not worth following
-        return dtype
-
-    def join(a, b):
-        if a == _UNSEEN:
-            return b
-        if b == _UNSEEN:
-            return a
-        if _UNKNOWN in (a, b):
-            return _UNKNOWN
-        if a == b:
-            return a
-        if a.kind in "biuf" and b.kind in "biuf" and "f" in a.kind + b.kind:
-            return np.result_type(a, b, *([np.float64] if a.kind != b.kind else []))
-        return _UNKNOWN
-
-    for _ in range(8):          # each round can only widen a type: few rounds settle it
-        changed = False
-        for op in ops:
-            name = op.targets[0]
-            joined = join(types[name], of_op(op))
-            if isinstance(joined, np.dtype) and joined.kind not in "biuf":
-                joined = _UNKNOWN
-            if joined != types[name]:
-                types[name], changed = joined, True
-        if not changed:
-            return {n: t for n, t in types.items() if isinstance(t, np.dtype)}
-    return {n: types[n] for n in ints if n in types}
