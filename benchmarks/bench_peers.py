@@ -44,8 +44,9 @@ def recurrence_peers(w, x):
             h, _ = jax.lax.scan(step, 0.0, x)
             return h
 
-        g = jax.jit(jax.value_and_grad(scan_loss, (0, 1)))
-        peers["JAX jit(grad(lax.scan))"] = lambda: jax.block_until_ready(g(w, jnp.asarray(x)))
+        g_jax = jax.jit(jax.value_and_grad(scan_loss, (0, 1)))
+        x_jax = jnp.asarray(x)
+        peers["JAX jit(grad(lax.scan))"] = lambda: jax.block_until_ready(g_jax(w, x_jax))
 
         def loop_loss(w, x):
             h = 0.0
@@ -64,9 +65,8 @@ def recurrence_peers(w, x):
             for i in range(x.shape[0]):
                 h = anp.tanh(w * h + x[i])
             return h
-        g = autograd.value_and_grad(ag_loss, (0, 1)) if hasattr(autograd, "value_and_grad") else None
-        if g is not None:
-            peers["autograd (Python loop)"] = lambda: g(w, x)
+        g_ag = autograd.value_and_grad(ag_loss, (0, 1))
+        peers["autograd (Python loop)"] = lambda: g_ag(w, x)
     if have("torch"):
         import torch
         torch.set_num_threads(1)
@@ -96,9 +96,9 @@ def mlp_peers(args):
             h2 = jnp.maximum(h1 @ W2 + b2, 0.0)
             z = h2 @ W3 + b3
             return -jnp.sum(onehot * jax.nn.log_softmax(z, axis=1)) / x.shape[0]
-        g = jax.jit(jax.value_and_grad(loss, (0, 1, 2, 3, 4, 5)))
+        g_jax = jax.jit(jax.value_and_grad(loss, (0, 1, 2, 3, 4, 5)))
         jargs = [jnp.asarray(a) for a in args]
-        peers["JAX jit(grad)"] = lambda: jax.block_until_ready(g(*jargs))
+        peers["JAX jit(grad)"] = lambda: jax.block_until_ready(g_jax(*jargs))
     if have("autograd"):
         import autograd
         import autograd.numpy as anp
@@ -110,8 +110,8 @@ def mlp_peers(args):
             m = anp.max(z, axis=1, keepdims=True)
             logp = z - m - anp.log(anp.sum(anp.exp(z - m), axis=1, keepdims=True))
             return -anp.sum(onehot * logp) / x.shape[0]
-        g = autograd.value_and_grad(ag_loss, (0, 1, 2, 3, 4, 5))
-        peers["autograd"] = lambda: g(*args)
+        g_ag = autograd.value_and_grad(ag_loss, (0, 1, 2, 3, 4, 5))
+        peers["autograd"] = lambda: g_ag(*args)
     if have("torch"):
         import torch
         targs = [torch.tensor(a) for a in args]

@@ -19,6 +19,7 @@ from .backend.numba_backend import Compiled, undecided_state
 from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
+from .nn import Cell
 from .tensor import Parameter, Tensor
 from .trees import flatten, is_tree, leaf_paths, unflatten
 
@@ -244,7 +245,6 @@ class GradFunction:
     # ------------------------------------------------------------ building
 
     def _target(self):
-        from .nn import Cell
         if isinstance(self.fn, Cell):
             return type(self.fn).construct, self.fn
         if inspect.ismethod(self.fn):
@@ -415,8 +415,10 @@ class GradFunction:
         """More arguments than the function takes is an error naming both counts."""
         if self._signature is None:
             return
-        params = self._signature.parameters.values()
-        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        params = self._signature.parameters
+        if len(args) <= len(params):
+            return
+        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params.values()):
             return
         if len(args) > len(params):
             raise GradientArgumentError(

@@ -7,6 +7,7 @@ what it does with plain numpy wherever numpy can.
 """
 import numpy as np
 
+from .runtime_core import *  # noqa: F401,F403  (rt.unbroadcast... : undoing broadcasts, reductions)
 from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_adjoints)
 from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
@@ -27,60 +28,6 @@ def zeros_like(value):
     return np.zeros_like(value)
 
 
-def unbroadcast(g, like):
-    """Sum ``g`` down to the shape of ``like``: the adjoint of numpy broadcasting.
-
-    ``like`` is the operand that was broadcast (array or scalar); a scalar
-    operand gets the total, an array operand gets ``g`` summed over the
-    leading axes numpy added and over its axes of length 1.
-    """
-    if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
-        return np.sum(g)
-    shape = np.shape(like)
-    g = np.asarray(g)
-    if g.shape == shape:
-        return g
-    if g.ndim == 0:
-        return np.full(shape, g, dtype=np.result_type(g, like))
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    summed = np.sum(g, axis=axes, keepdims=True) if axes else g
-    return summed.reshape(shape)
-
-
-def unreduce(g, like, axis, keepdims):
-    """Spread the adjoint ``g`` of a reduction over ``axis`` back to ``like``'s shape."""
-    shape = np.shape(like)
-    g = np.asarray(g)
-    if axis is not None and not keepdims:
-        axes = _normalise_axes(axis, len(shape))
-        g = np.expand_dims(g, axes)
-    return np.broadcast_to(g, shape)
-
-
-def reduction_count(like, axis):
-    """How many elements of ``like`` each reduction result over ``axis`` combines."""
-    shape = np.shape(like)
-    if axis is None:
-        return int(np.prod(shape, dtype=np.int64))
-    count = 1
-    for a in _normalise_axes(axis, len(shape)):
-        count *= shape[a]
-    return count
-
-
-def extremum_mask(x, ans, axis, keepdims):
-    """Where ``x`` attains its reduced max/min ``ans``, split evenly between ties.
-
-    Has ``x``'s shape; its dtype is ``x``'s floating dtype (float64 for integer ``x``).
-    """
-    full = unreduce(ans, x, axis, keepdims)
-    hit = (x == full).astype(np.result_type(x, np.float32))
-    counts = np.sum(hit, axis=axis, keepdims=True)
-    return hit / counts
-
-
 def add_at(target, index, g):
     """``target[index] += g`` with repeated indices accumulated; returns ``target``.
 
@@ -89,13 +36,6 @@ def add_at(target, index, g):
     """
     np.add.at(target, index, g)
     return target
-
-
-def scatter(g, like, index):
-    """Zeros of ``like``'s shape with ``g`` added at ``index`` (adjoint of ``like[index]``)."""
-    out = np.zeros(np.shape(like), dtype=np.result_type(g, like))
-    np.add.at(out, index, g)
-    return out
 
 
 def split_like(g, parts, axis):
@@ -229,11 +169,6 @@ def inner_adjoint(g, a, b, wrt):
     return np.tensordot(g, a, axes=(list(range(lead)), list(range(lead))))
 
 
-def _normalise_axes(axis, ndim):
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(sorted(a % ndim for a in axes))
-
-
 def reverse_cumsum(g, axis):
     """The adjoint of ``np.cumsum(x, axis)``: a cumulative sum from the end."""
     if axis is None:
@@ -317,16 +252,6 @@ def item_adjoint(g, like, index):
     else:
         out[tuple(index)] = g
     return out
-
-
-def divide_or_zero(g, d):
-    """``g / d`` where ``d`` is not 0, and 0 where it is (``np.std``'s adjoint where the
-    deviation is 0: one element, or equal ones, where 0 is the derivative or a
-    subgradient).  Same shape as ``g``."""
-    if np.ndim(d) == 0:
-        return g / d if d != 0 else g * 0.0
-    zero = d == 0
-    return np.where(zero, 0.0, g / np.where(zero, 1.0, d))
 
 
 def copy_value(value):

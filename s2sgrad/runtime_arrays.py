@@ -8,6 +8,8 @@ operands), in the operand's shape.
 """
 import numpy as np
 
+from .runtime_core import reduction_count, unbroadcast, unreduce
+
 __all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint",
            "diff_adjoint", "diagonal_adjoint", "trace_adjoint", "pad_adjoint",
            "diag_adjoint", "permutation_adjoint", "stacked_adjoints", "append_adjoint",
@@ -230,7 +232,6 @@ def append_adjoint(g, arr, values, axis, wrt):
 
 
 def _unbroadcast(g, like):
-    from .runtime import unbroadcast
     return unbroadcast(g, like)
 
 
@@ -300,7 +301,6 @@ def sinc_derivative(x):
 def logsumexp_adjoint(g, ans, a, axis, b, keepdims, wrt):
     """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``scipy.special.logsumexp(a, axis,
     b, keepdims)`` (``b`` None: no weights)."""
-    from .runtime import unbroadcast, unreduce
     if b is None:
         return unreduce(g, a, axis, keepdims) * np.exp(
             np.asarray(a) - unreduce(ans, a, axis, keepdims))
@@ -336,7 +336,6 @@ def gradient_adjoint(g, f, spacing, axis, edge_order):
 def nan_extremum_mask(x, ans, axis, keepdims):
     """Where ``x`` attains ``np.nanmax`` / ``np.nanmin`` ``ans`` (NaNs never), split evenly
     between ties."""
-    from .runtime import unreduce
     hit = (np.asarray(x) == unreduce(ans, x, axis, keepdims)).astype(np.result_type(x, np.float32))
     return hit / np.sum(hit, axis=axis, keepdims=True)
 
@@ -345,7 +344,6 @@ def average_adjoint(g, ans, a, axis, weights, keepdims, wrt):
     """The adjoint of ``a`` (``wrt`` 0) or ``weights`` (1) in ``np.average(a, axis,
     weights, keepdims=)`` (``weights`` None: the mean).  1-D weights with an int axis lie
     along that axis, as numpy reads them."""
-    from .runtime import reduction_count, unbroadcast, unreduce
     spread = unreduce(g, a, axis, keepdims)
     if weights is None:
         return spread / reduction_count(a, axis)
@@ -460,14 +458,12 @@ def trapezoid_adjoint(g, y, x, dx, axis, wrt):
     dcoords = diff_adjoint(means, 1, ax)
     if np.ndim(x) == 1 and y.ndim > 1:
         return np.sum(np.moveaxis(dcoords, ax, -1).reshape(-1, n), axis=0)
-    from .runtime import unbroadcast
     return unbroadcast(dcoords, x)
 
 
 def vecdot_adjoint(g, x1, x2, axis, wrt):
     """The adjoint of ``x1`` (``wrt`` 0) or ``x2`` (1) in ``np.vecdot(x1, x2, axis=axis)``
     (real): ``g`` times the other operand along ``axis``."""
-    from .runtime import unbroadcast
     gk = np.expand_dims(np.asarray(g), axis)
     return unbroadcast(gk * x2, x1) if wrt == 0 else unbroadcast(gk * x1, x2)
 
@@ -490,7 +486,6 @@ def gradient_spacing_adjoints(g, ans, spacing, axis, ndim):
 def matvec_adjoint(g, x1, x2, wrt):
     """The adjoint of ``x1`` (``wrt`` 0) or ``x2`` (1) in ``np.matvec(x1, x2)`` =
     ``x1 @ x2[..., None]`` without the last axis."""
-    from .runtime import unbroadcast
     g = np.asarray(g)
     if wrt == 0:
         return unbroadcast(g[..., :, None] * np.asarray(x2)[..., None, :], x1)

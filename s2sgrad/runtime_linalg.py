@@ -10,6 +10,8 @@ adjoint of the upper triangle is zero.
 """
 import numpy as np
 
+from .runtime_core import extremum_mask, unreduce
+
 __all__ = ["slogdet_adjoint", "cholesky_adjoint", "eigh_adjoint", "qr_adjoint", "svd_adjoint",
            "svdvals_adjoint", "pinv_adjoint", "matrix_norm_adjoint", "vector_norm_adjoint",
            "is_matrix_norm", "matrix_norm_axes_adjoint", "eigvalsh_adjoint",
@@ -237,7 +239,6 @@ def matrix_norm_axes_adjoint(g, x, ord, axis, keepdims):
 def vector_norm_adjoint(g, ans, x, ord, axis, keepdims):
     """The adjoint of ``np.linalg.norm(x, ord, axis, keepdims)`` of vectors (``axis`` None on
     a 1-D ``x`` or an int) for any ``ord`` but 0: p-norms, inf and -inf."""
-    from .runtime import extremum_mask, unreduce
     if ord == 0:
         raise NotImplementedError("np.linalg.norm with ord=0 counts nonzeros: no gradient")
     spread = unreduce(g, x, axis, keepdims)

@@ -7,16 +7,19 @@ returning a tuple) and the call's operands, and gives the adjoint of one operand
 """
 import numpy as np
 
+from .runtime_core import divide_or_zero, unbroadcast, unreduce
+from .runtime_linalg import matrix_norm_adjoint, pinv_adjoint, svdvals_adjoint
+
 __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoint",
            "drop_initial", "resize_adjoint", "trim_zeros_adjoint", "choose_adjoints",
            "meshgrid_adjoints", "broadcast_arrays_adjoints", "vander_adjoint",
            "polyval_adjoint", "affine_adjoint", "right_aligned", "interp_adjoint",
            "cov_adjoint", "corrcoef_adjoint", "nan_moments_adjoint", "cond_adjoint",
-           "tensorinv_adjoint", "tensorsolve_adjoint", "multigammaln_adjoint"]
+           "tensorinv_adjoint", "tensorsolve_adjoint", "multigammaln_adjoint",
+           "nan_quantile_adjoint", "lstsq_adjoint", "block_adjoints"]
 
 
 def _unbroadcast(g, like):
-    from .runtime import unbroadcast
     return unbroadcast(g, like)
 
 
@@ -228,7 +231,6 @@ def corrcoef_adjoint(g, ans, x, rowvar):
 def nan_moments_adjoint(g, ans, a, axis, ddof, keepdims, std):
     """The adjoint of ``a`` in ``np.nanvar`` (``std`` False) / ``np.nanstd`` (True) of
     ``(a, axis, ddof=, keepdims=)``: the moments of the non-NaN entries; NaNs get 0."""
-    from .runtime import divide_or_zero, unreduce
     a = np.asarray(a)
     ok = ~np.isnan(a)
     count = np.sum(ok, axis=axis, keepdims=True)
@@ -241,7 +243,6 @@ def cond_adjoint(g, ans, x, p):
     """The adjoint of ``x`` in ``np.linalg.cond(x, p)``: for ``p`` None, 2 or -2 the ratio
     of extreme singular values (``u_k v_k^T`` are their adjoints), else
     ``norm(x, p) norm(inv(x), p)`` by the product rule and the adjoint of the inverse."""
-    from .runtime_linalg import matrix_norm_adjoint
     g = np.asarray(g)
     if p in (None, 2, -2):
         u, s, vh = np.linalg.svd(x)
@@ -285,3 +286,92 @@ def multigammaln_adjoint(g, a, d):
     from scipy.special import digamma
     a = np.asarray(a, dtype=float)
     return g * sum(digamma(a - j / 2.0) for j in range(int(d)))
+
+
+def nan_quantile_adjoint(g, a, q, axis, method, keepdims):
+    """The adjoint of ``a`` in ``np.nanquantile(a, q, axis, method="linear", keepdims=)`` for
+    one ``q`` (``np.nanmedian``: 0.5; ``np.nanpercentile``: q / 100): on each lane, the
+    two order statistics of the non-NaN values it interpolates get ``g`` times their
+    weights; NaNs get 0 (a lane of NaNs only: all 0)."""
+    if method != "linear" or np.ndim(q):
+        raise NotImplementedError("gradient of np.nanquantile / nanpercentile: s2sgrad has "
+                                  "method='linear' with one q")
+    arr = np.asarray(a, dtype=np.result_type(a, np.float64))
+    if axis is None:
+        lanes, gl = arr.reshape(1, -1), np.reshape(g, (1,))
+    else:
+        ax = axis % arr.ndim
+        moved = np.moveaxis(arr, ax, -1)
+        lanes = moved.reshape(-1, arr.shape[ax])
+        gk = np.squeeze(np.asarray(g), axis=ax) if keepdims else np.asarray(g)
+        gl = np.broadcast_to(gk, moved.shape[:-1]).reshape(-1)
+    out = np.zeros(lanes.shape)
+    for k in range(lanes.shape[0]):
+        valid = np.flatnonzero(~np.isnan(lanes[k]))
+        if valid.size == 0:
+            continue
+        order = valid[np.argsort(lanes[k, valid], kind="stable")]
+        pos = float(q) * (valid.size - 1)
+        lo = int(np.floor(pos))
+        hi = min(lo + 1, valid.size - 1)
+        if hi == lo:
+            out[k, order[lo]] += gl[k]
+        else:
+            out[k, order[lo]] += gl[k] * (hi - pos)
+            out[k, order[hi]] += gl[k] * (pos - lo)
+    if axis is None:
+        return out.reshape(arr.shape)
+    return np.moveaxis(out.reshape(np.moveaxis(arr, ax, -1).shape), -1, ax)
+
+
+def lstsq_adjoint(g, ans, a, b, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``x, residuals, rank, s =
+    np.linalg.lstsq(a, b)`` for ``a`` of full column rank (constant rank).
+
+    ``x = pinv(a) b``: ``b`` gets ``pinv(a)^T gx`` and ``a`` the pinv adjoint of
+    ``gx b^T``.  The residuals ``||b - a x||^2`` (given when ``m > n``) are minimal in
+    ``x``, so their adjoint is ``-2 r x^T`` for ``a`` and ``2 r`` for ``b`` (``r = b - a x``).
+    The singular values' adjoint is ``u diag(gs) vh``."""
+    gx, gres, _, gs = g
+    a = np.asarray(a)
+    x = ans[0]
+    b2, x2, gx2 = (np.asarray(b)[:, None], x[:, None], np.asarray(gx)[:, None]) \
+        if np.ndim(b) == 1 else (np.asarray(b), x, np.asarray(gx))
+    p = np.linalg.pinv(a)
+    r = b2 - a @ x2
+    gres = np.reshape(gres, (1, -1)) if np.size(gres) else np.zeros((1, b2.shape[1]))
+    if wrt == 1:
+        return np.reshape(p.T @ gx2 + 2.0 * r * gres, np.shape(b))
+    return (pinv_adjoint(gx2 @ b2.T, p, a) - 2.0 * (r * gres) @ x2.T
+            + svdvals_adjoint(gs, a))
+
+
+def block_adjoints(g, arrays):
+    """The adjoints of the blocks of ``np.block(arrays)`` (nested lists), in the same
+    nesting: ``np.block`` run on each block's flat indices (offset to be unique) says
+    where each element of each block went."""
+    leaves = []
+
+    def markers(item):
+        if isinstance(item, (list, tuple)):
+            return [markers(x) for x in item]
+        size = np.size(item)
+        start = sum(np.size(x) for x in leaves)
+        leaves.append(item)
+        return np.arange(start, start + size).reshape(np.shape(item))
+
+    where = np.block(markers(arrays))
+    gm = np.broadcast_to(g, where.shape)
+    starts = np.cumsum([0] + [np.size(x) for x in leaves])
+
+    def adjoints(item, counter=[0]):
+        if isinstance(item, (list, tuple)):
+            return [adjoints(x, counter) for x in item]
+        k = counter[0]
+        counter[0] += 1
+        hit = (where >= starts[k]) & (where < starts[k + 1])
+        out = np.zeros(np.size(item), dtype=np.result_type(g, np.float32))
+        out[where[hit] - starts[k]] = gm[hit]
+        return out.reshape(np.shape(item)) if np.ndim(item) else out[0]
+
+    return adjoints(arrays, [0])

@@ -6,7 +6,7 @@ comparisons, indexing and numpy functions (``np.exp(t)``, ``np.sum(t)``,
 results back into a plain ``Tensor``. ``np.asarray(t)`` is zero-copy.
 
 A ``Parameter`` is a named, trainable Tensor that owns its storage.
-``set_seed`` seeds numpy's global RNG and the module RNG (``_rng()``) that
+``set_seed`` seeds numpy's global RNG and the module RNG (``module_rng()``) that
 initialisers and dropout draw from.
 """
 import itertools
@@ -27,7 +27,7 @@ __all__ = ["Tensor", "Parameter", "ParameterTuple", "set_seed", "wrap", "unwrap"
 _RANDOM_STATE = np.random.RandomState()
 
 
-def _rng():
+def module_rng():
     """Give the module's random generator (a numpy RandomState) that
     ``set_seed`` seeds; initialisers and Dropout2D draw from it."""
     return _RANDOM_STATE

@@ -125,8 +125,31 @@ def special_families(x, m):
                          + special.eval_legendre(3, m) + special.eval_laguerre(3, m)) * W34)
 
 
+def lstsq_loss(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.sum(np.sin(x) * W(3, 2)) + np.sum(res * W(2)) + np.sum(np.sin(s))
+
+
+def lstsq_vector(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.sum(np.sin(x) * W(3)) + np.sum(res)
+
+
+def block_loss(a, b, c):
+    top = np.block([[a, b], [c, np.eye(2)]])
+    row = np.block([a[0], c[1], 2.0, c[0, 0] * 3.0])   # a 0-d block among vectors
+    return np.sum(np.sin(top) * W(4, 5)) + np.sum(np.sin(row) * W(8))
+
+
 def more_surface_cases(C):
     return [
+        C("block", block_loss, [R(2, 3), R(2, 2), R(2, 3)], (0, 1, 2)),
+        C("nanmedian_nanquantile", lambda x: np.sum(np.sin(np.nanmedian(x, axis=1)) * W(3))
+          + np.nanmedian(x) + np.sum(np.nanquantile(x, 0.3, axis=0, keepdims=True) * W(1, 4))
+          + np.nanpercentile(x, 70.0),
+          [np.where(NAN_AT, np.nan, rng.permutation(12).reshape(3, 4) * 0.1)]),
+        C("lstsq", lstsq_loss, [np.eye(5, 3) * 2.0 + R(5, 3) * 0.3, R(5, 2)], (0, 1)),
+        C("lstsq_vector", lstsq_vector, [np.eye(4, 3) * 2.0 + R(4, 3) * 0.3, R(4)], (0, 1)),
         C("special_exp_log", special_exp_log, [R(3, 4), P(3, 4)], (0, 1)),
         C("special_two_args", special_two_args, [R(3, 4), P(3, 4)], (0, 1)),
         C("special_inverses", special_inverses, [rng.uniform(0.2, 0.8, (3, 4))]),
@@ -172,7 +195,8 @@ def more_surface_cases(C):
           + np.sum(np.cumulative_prod(x[0]) * W(4)), [P(3, 4)]),
         C("nancumsum_nancumprod_nanprod", lambda x: np.sum(np.sin(np.nancumsum(x, axis=0))
                                                            * W34)
-          + np.sum(np.nancumprod(x * 0.8) * W(12)) + np.sum(np.nancumprod(x, axis=1) * W34) + np.sum(np.nanprod(x, axis=1) * W(3)),
+          + np.sum(np.nancumprod(x * 0.8) * W(12)) + np.sum(np.nancumprod(x, axis=1) * W34)
+          + np.sum(np.nanprod(x, axis=1) * W(3)),
           [np.where(NAN_AT, np.nan, P(3, 4))]),
         C("nanvar_nanstd", lambda x: np.sum(np.sin(np.nanvar(x, axis=0)) * W(4))
           + np.nanstd(x) + np.sum(np.nanstd(x, axis=1, ddof=1, keepdims=True)),

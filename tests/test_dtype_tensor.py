@@ -7,7 +7,7 @@ import pytest
 
 import s2sgrad as ms
 from s2sgrad import nn, ops, Parameter, ParameterTuple, Tensor
-from s2sgrad.tensor import _rng
+from s2sgrad.tensor import module_rng
 
 
 # ---------------------------------------------------------------- dtypes
@@ -20,7 +20,8 @@ from s2sgrad.tensor import _rng
     (ms.bool_, "Bool", np.bool_),
 ])
 def test_dtype_names_and_numpy_equivalence(dt, name, np_type):
-    assert str(dt) == name and repr(dt) == "mindspore." + np.dtype(np_type).name.replace("bool", "bool_")
+    assert str(dt) == name
+    assert repr(dt) == "mindspore." + np.dtype(np_type).name.replace("bool", "bool_")
     assert dt.np == np.dtype(np_type) and dt.dtype == np.dtype(np_type)
     assert np.dtype(dt) == np.dtype(np_type)
     assert np.zeros(2, dtype=dt).dtype == np.dtype(np_type)
@@ -367,9 +368,9 @@ def test_parameter_tuple():
 
 def test_set_seed_reproducible():
     ms.set_seed(123)
-    first = (np.random.rand(3), _rng().rand(3))
+    first = (np.random.rand(3), module_rng().rand(3))
     ms.set_seed(123)
-    second = (np.random.rand(3), _rng().rand(3))
+    second = (np.random.rand(3), module_rng().rand(3))
     np.testing.assert_array_equal(first[0], second[0])
     np.testing.assert_array_equal(first[1], second[1])
 

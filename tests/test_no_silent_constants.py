@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
-from s2sgrad.compiler.lower import METHODS
+from s2sgrad.compiler.lower_expressions import METHODS
 from s2sgrad.compiler.pipeline import build
 from s2sgrad.errors import MissingRuleError
 from s2sgrad.rules import lookup

@@ -44,8 +44,17 @@ def interp_helpers(x, xp, fp):
             + np.sum(np.sin(np.vstack((x, x * 2.0))) * W12.reshape(2, 6))
             + np.sum(np.sin(np.hstack((fp, xp))) * W12[:8])
             + np.sum(np.sin(np.column_stack((fp, xp))) * W12[:8].reshape(4, 2))
-            + np.sum(np.sin(np.select([x > 1.0, x < 0.0], [x * 2.0, np.sin(x)], 0.5)) * W6)
-            + np.sum(np.sin(np.partition(x, 2)) * W6))
+            + np.sum(np.sin(np.select([x > 1.0, x < 0.0], [x * 2.0, np.sin(x)], fp[0])) * W6)
+            + np.sum(np.sin(np.partition(x, 2)) * W6)
+            + np.sin(np.nanmax(x)) + np.sin(np.average(x)) + np.average(x, weights=x * x)
+            + np.sin(np.median(x)) + np.quantile(fp, 0.3)
+            + np.sum(np.sin(np.take_along_axis(x, PICK, 0)))
+            + split_pieces(x))
+
+
+def split_pieces(x):
+    first, second, third = np.split(x, 3)
+    return np.sum(np.sin(first) * third) + np.sum(second * second)
 
 
 def linalg_helpers(a, m):
@@ -55,7 +64,8 @@ def linalg_helpers(a, m):
             + np.sum(np.sin(np.linalg.matrix_power(a, 3)))
             + np.sum(np.sin(np.linalg.matrix_power(spd, -2)))
             + np.sum(np.sin(np.cov(m)) * W44[:3, :3])
-            + np.sum(np.cov(m, rowvar=False, bias=True) * W44))
+            + np.sum(np.cov(m, rowvar=False, bias=True) * W44)
+            + np.sum(np.sin(np.linalg.eigvalsh(spd)) * W6[:3]))
 
 
 @pytest.mark.parametrize("fn,args,pos", [

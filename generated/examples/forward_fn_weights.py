@@ -1,7 +1,5 @@
 # s2sgrad: value and gradient of forward_fn (functional_autodiff.py:58) w.r.t. weight w, weight b
 # Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.
-import math
-
 import numpy as np
 
 from s2sgrad import runtime as rt

@@ -1,7 +1,5 @@
 # s2sgrad: value and gradient of function_stop_gradient (functional_autodiff.py:37) w.r.t. w, b
 # Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.
-import math
-
 import numpy as np
 
 from s2sgrad import runtime as rt
@@ -11,7 +9,7 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
     # z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
     t1 = x @ w
     z = t1 + b
-    # loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:39)
+    # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
     t2 = np.ones_like(z)
     t3 = np.ones_like(z)
     t4 = np.maximum(z, 0)
@@ -34,7 +32,7 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
 
     # sensitivity of the output
     dout = rt.ones_like(out)
-    # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:39)
+    # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
     dloss = rt.unbroadcast(dloss_1 * t2, loss)
     dt12 = rt.unbroadcast(dloss, t12)

@@ -1,7 +1,5 @@
 # s2sgrad: value and gradient of function_with_logits (functional_autodiff.py:31) w.r.t. w, b
 # Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.
-import math
-
 import numpy as np
 
 from s2sgrad import runtime as rt
@@ -11,7 +9,7 @@ def function_with_logits_value_and_grad(x, y, w, b):
     # z = ops.matmul(x, w) + b  (functional_autodiff.py:32)
     t1 = x @ w
     z = t1 + b
-    # loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:33)
+    # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:33)
     t2 = np.ones_like(z)
     t3 = np.ones_like(z)
     t4 = np.maximum(z, 0)
@@ -33,7 +31,7 @@ def function_with_logits_value_and_grad(x, y, w, b):
     # sensitivity of the output
     dout = rt.ones_like(out)
     dz = rt.ones_like(z)
-    # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))  (functional_autodiff.py:33)
+    # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:33)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
     dloss = rt.unbroadcast(dloss_1 * t2, loss)
     dt12 = rt.unbroadcast(dloss, t12)

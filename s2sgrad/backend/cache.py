@@ -18,6 +18,7 @@ Beside a module, ``<module>.fallback.json`` remembers the argument types for
 which Numba could not compile it (and why), so a later process runs it as
 Python at once instead of failing the same compile again.
 """
+import ast
 import hashlib
 import importlib.util
 import json
@@ -31,8 +32,9 @@ import warnings
 
 VERSION = "0.1.0"
 #: the files whose code Numba inlines into every compiled gradient
-_INLINED = ("runtime.py", "runtime_arrays.py", "runtime_linalg.py", "runtime_surface.py",
-            "einsum_adjoint.py") + tuple(os.path.join("backend", name) for name in (
+_INLINED = ("runtime.py", "runtime_core.py", "runtime_arrays.py", "runtime_linalg.py",
+            "runtime_surface.py", "einsum_adjoint.py") + tuple(
+                os.path.join("backend", name) for name in (
                 "numba_support.py", "numba_lists.py", "numba_indexing.py", "numba_more.py",
                 "numba_rules.py"))
 _fingerprint = None
@@ -41,6 +43,13 @@ _warned = set()
 
 class CacheWarning(UserWarning):
     """The cache folder cannot be used as it should; s2sgrad carries on without it."""
+
+
+def has_loops(source):
+    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown)."""
+    if source is None:
+        return True
+    return any(isinstance(node, (ast.For, ast.While)) for node in ast.walk(ast.parse(source)))
 
 
 def warn_once(key, message):
@@ -274,7 +283,6 @@ def entries(directory=None):
             match.group("stem").rsplit("_value_and_grad", 1)[0], "?")
         files = _companions(directory, match.group("stem"))
         failed = _read_sidecar(path, digest_of(source))
-        from .numba_backend import has_loops
         try:
             loops = has_loops(source)
         except SyntaxError:

@@ -46,12 +46,6 @@ def backend_mode():
     return mode
 
 
-def has_loops(source):
-    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown)."""
-    if source is None:
-        return True
-    import ast
-    return any(isinstance(node, (ast.For, ast.While)) for node in ast.walk(ast.parse(source)))
 _numba_version = None
 
 
@@ -80,7 +74,7 @@ class Compiled:
         elif not allow_numba:
             self._use_python(python_reason or "The gradient code calls Python objects that "
                              "Numba cannot compile, so it runs as Python.")
-        elif mode == "auto" and not has_loops(source):
+        elif mode == "auto" and not cache.has_loops(source):
             self._use_python(LOOP_FREE_REASON, backend="numpy")
 
     def _use_python(self, reason, backend="python"):
@@ -100,14 +94,15 @@ class Compiled:
 
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
-        remembered_as = f"numba {numba_version()}; {key}"
+        remembered_as = f"numba {numba_version()}; {key_text(key)}"
         if self.on_disk:
             reason = cache.recall_fallback(self.path, self.digest, remembered_as)
             if reason is not None:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import numba_indexing, numba_lists, numba_more, numba_rules, numba_support  # noqa: F401,E501  (rt.* in Numba)
+        from . import (numba_indexing, numba_lists, numba_more,  # noqa: F401  (rt.* in Numba)
+                       numba_rules, numba_support)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
@@ -234,19 +229,35 @@ def numba_version():
 
 
 def argument_key(args):
-    """A text naming the types of ``args`` at least as finely as Numba types them."""
-    return ", ".join(_describe(a) for a in args)
+    """A key naming the types of ``args`` at least as finely as Numba types them (cheap to
+    compute: it is looked up on every call); ``key_text`` writes it for people."""
+    return tuple(_describe(a) for a in args)
+
+
+def key_text(key):
+    """``argument_key``'s key as text: ``array(<f8, 1d, C), float``."""
+    return ", ".join(_text(part) for part in key)
 
 
 def _describe(value):
-    if isinstance(value, np.ndarray):
-        layout = "C" if value.flags.c_contiguous else "F" if value.flags.f_contiguous else "A"
-        return f"array({value.dtype.str}, {value.ndim}d, {layout}" + \
-            ("" if value.flags.writeable else ", readonly") + ")"
+    if type(value) is np.ndarray:
+        flags = value.flags
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        return (value.dtype.str, value.ndim, layout, flags.writeable)
     if isinstance(value, (tuple, list)):
-        inner = ", ".join(_describe(v) for v in value)
-        return f"{type(value).__name__}({inner})"
-    return type(value).__name__
+        return (type(value), tuple(_describe(v) for v in value))
+    if isinstance(value, np.ndarray):       # a subclass: described as Numba sees it
+        return _describe(np.asarray(value))
+    return type(value)
+
+
+def _text(part):
+    if isinstance(part, type):
+        return part.__name__
+    if len(part) == 2:
+        return f"{part[0].__name__}({', '.join(_text(p) for p in part[1])})"
+    dtype, ndim, layout, writeable = part
+    return f"array({dtype}, {ndim}d, {layout}" + ("" if writeable else ", readonly") + ")"
 
 
 def as_numpy_scalars(result):
@@ -277,7 +288,14 @@ def restorer_like(reference):
         if all(p is _identity for p in parts):
             return _identity
         kind = type(reference)
-        return lambda value: kind(p(v) for p, v in zip(parts, value))
+        fix = [(i, p) for i, p in enumerate(parts) if p is not _identity]
+
+        def restore(value):
+            value = list(value)
+            for i, p in fix:
+                value[i] = p(value[i])
+            return kind(value)
+        return restore
     if isinstance(reference, np.generic):
         return type(reference)
     if isinstance(reference, np.ndarray):

@@ -1,4 +1,4 @@
-"""Numba versions of the indexing adjoints ``rt.add_at`` and ``rt.scatter``.
+"""The Numba version of the indexing adjoint ``rt.add_at``.
 
 ``rt.add_at(target, index, g)`` is ``np.add.at``: ``target[index] += g`` with
 repeated positions accumulated.  The generated code passes every index form
@@ -116,16 +116,3 @@ def _tuple_loop(item_types, scalar_g):
         exec("\n".join(lines), scope)  # noqa: S102 - a fixed template, no user input
         _TUPLE_LOOPS[key] = scope["impl"]
     return _TUPLE_LOOPS[key]
-
-
-@overload(rt.scatter)
-def _scatter(g, like, index):
-    if not isinstance(like, types.Array):
-        return None
-    dtype = np.result_type(*(np.dtype(str(t.dtype if isinstance(t, types.Array) else t))
-                             for t in (g, like)))
-
-    def impl(g, like, index):
-        out = np.zeros(like.shape, dtype=dtype)
-        return rt.add_at(out, index, g)
-    return impl

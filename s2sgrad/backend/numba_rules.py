@@ -427,3 +427,108 @@ def _permutation_adjoint(g, a, ans, axis):
             out[to[k]] = g[source[k]]
         return out
     return impl
+
+
+def _scalar(t):
+    return isinstance(t, (types.Number, types.Boolean))
+
+
+@overload(rt.nan_extremum_mask)
+def _nan_extremum_mask(x, ans, axis, keepdims):
+    """``np.nanmax`` / ``np.nanmin`` of the whole array."""
+    if not (isinstance(x, types.Array) and _scalar(ans) and _is_none(axis)):
+        return None
+
+    def impl(x, ans, axis, keepdims):
+        hit = (x == ans).astype(np.float64)
+        return hit / np.sum(hit)
+    return impl
+
+
+@overload(rt.average_adjoint)
+def _average_adjoint(g, ans, a, axis, weights, keepdims, wrt):
+    """``np.average`` of the whole array, without weights or with weights of ``a``'s shape."""
+    which = _literal(wrt)
+    if which is None or not (_scalar(g) and isinstance(a, types.Array) and _is_none(axis)):
+        return None
+    if _is_none(weights):
+        return lambda g, ans, a, axis, weights, keepdims, wrt: np.full(a.shape, g / a.size)
+    if not (isinstance(weights, types.Array) and weights.ndim == a.ndim):
+        return None
+    if which == 0:
+        return lambda g, ans, a, axis, weights, keepdims, wrt: g * weights / np.sum(weights)
+    return lambda g, ans, a, axis, weights, keepdims, wrt: g * (a - ans) / np.sum(weights)
+
+
+@overload(rt.quantile_adjoint)
+def _quantile_adjoint(g, a, q, axis, method, keepdims):
+    """``np.median`` / ``np.quantile`` / ``np.percentile`` of the whole array, one ``q``."""
+    if not (_scalar(g) and isinstance(a, types.Array) and _scalar(q) and _is_none(axis)):
+        return None
+
+    def impl(g, a, q, axis, method, keepdims):
+        flat = np.ascontiguousarray(a).ravel()
+        n = flat.size
+        pos = q * (n - 1)
+        lo = int(np.floor(pos))
+        hi = min(lo + 1, n - 1)
+        order = np.argsort(flat, kind="mergesort")
+        out = np.zeros(n, dtype=np.float64)
+        if hi == lo:
+            out[order[lo]] += g
+        else:
+            out[order[lo]] += g * (hi - pos)
+            out[order[hi]] += g * (pos - lo)
+        return out.reshape(a.shape)
+    return impl
+
+
+@overload(rt.take_along_axis_adjoint)
+def _take_along_axis_adjoint(g, arr, indices, axis):
+    """A vector ``arr`` read at the positions ``indices``."""
+    if not (_arrays(g, arr, indices) and arr.ndim == 1 and indices.ndim == 1):
+        return None
+
+    def impl(g, arr, indices, axis):
+        out = np.zeros(arr.size, dtype=g.dtype)
+        for k in range(indices.size):
+            out[indices[k] % arr.size] += g[k]
+        return out
+    return impl
+
+
+@overload(rt.eigvalsh_adjoint)
+def _eigvalsh_adjoint(g, a):
+    if not (_arrays(g, a) and a.ndim == 2):
+        return None
+
+    def impl(g, a):
+        _, v = np.linalg.eigh(np.ascontiguousarray(a))
+        j = np.ascontiguousarray(v * g) @ np.ascontiguousarray(v.T)
+        n = j.shape[0]
+        out = np.zeros((n, n), dtype=j.dtype)
+        for i in range(n):
+            out[i, i] = j[i, i]
+            for k in range(i):
+                out[i, k] = j[i, k] + j[k, i]
+        return out
+    return impl
+
+
+@overload(rt.split_adjoint)
+def _split_adjoint(g, ary, axis):
+    """``np.split`` / ``np.array_split`` / ``np.vsplit`` along the first axis: the pieces'
+    adjoints (a list) written back one after another."""
+    if not (isinstance(g, types.List) and isinstance(g.dtype, types.Array)
+            and isinstance(ary, types.Array) and g.dtype.ndim == ary.ndim
+            and isinstance(axis, types.IntegerLiteral) and axis.literal_value == 0):
+        return None
+
+    def impl(g, ary, axis):
+        out = np.zeros(ary.shape, dtype=g[0].dtype)
+        start = 0
+        for piece in g:
+            out[start:start + piece.shape[0]] = piece
+            start += piece.shape[0]
+        return out
+    return impl

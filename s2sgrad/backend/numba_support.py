@@ -192,12 +192,21 @@ def _matmul_adjoints(g, a, b):
         return lambda g, a, b: (g * b, g * a)
 
 
+def _transposed(x):
+    """``x.T`` as Numba's BLAS calls take it: a C or Fortran array's transpose is a view
+    BLAS reads with a flag; any other layout is copied once."""
+    if x.layout in "CF":
+        return lambda x: x.T
+    return lambda x: np.ascontiguousarray(x.T)
+
+
 @overload(rt.matmul_left)
 def _matmul_left(g, a, b):
     if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
         return None
+    transposed = register_jitable(_transposed(b))
     if a.ndim == 2 and b.ndim == 2:
-        return lambda g, a, b: g @ np.ascontiguousarray(b.T)
+        return lambda g, a, b: np.ascontiguousarray(g) @ transposed(b)
     if a.ndim == 1 and b.ndim == 2:
         return lambda g, a, b: np.ascontiguousarray(b) @ g
     if a.ndim == 2 and b.ndim == 1:
@@ -210,12 +219,13 @@ def _matmul_left(g, a, b):
 def _matmul_right(g, a, b):
     if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
         return None
+    transposed = register_jitable(_transposed(a))
     if a.ndim == 2 and b.ndim == 2:
-        return lambda g, a, b: np.ascontiguousarray(a.T) @ g
+        return lambda g, a, b: transposed(a) @ np.ascontiguousarray(g)
     if a.ndim == 1 and b.ndim == 2:
         return lambda g, a, b: np.outer(a, g)
     if a.ndim == 2 and b.ndim == 1:
-        return lambda g, a, b: np.ascontiguousarray(a.T) @ g
+        return lambda g, a, b: transposed(a) @ np.ascontiguousarray(g)
     if a.ndim == 1 and b.ndim == 1:
         return lambda g, a, b: g * a
 

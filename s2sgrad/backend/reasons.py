@@ -9,6 +9,8 @@ addresses or s2sgrad's internal file paths, and what to do.
 import os
 import re
 
+from .. import runtime as rt, runtime_core
+
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FUNCTION = re.compile(r"Function\(<(?:built-in )?function ([\w.]+)>\)")
@@ -68,10 +70,10 @@ def _cause(text):
 
 def _rt_helper(line, name):
     """The name of the s2sgrad runtime helper ``name`` refers to, if it is one."""
-    from .. import runtime as rt
     short = name.rsplit(".", 1)[-1]
+    ours = (rt.__name__, runtime_core.__name__)
     return short if callable(getattr(rt, short, None)) and \
-        getattr(getattr(rt, short), "__module__", "") == rt.__name__ and \
+        getattr(getattr(rt, short), "__module__", "") in ours and \
         "Function(<function" in line else None
 
 

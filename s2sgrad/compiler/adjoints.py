@@ -91,11 +91,17 @@ class Adjoints:
         out.append(assign(target, value))
         self.owned.add(var)
 
-    def zero(self, var, out, bound=True):
+    def restart(self, var):
+        """Forget ``dvar``'s value: the next contribution assigns it afresh."""
+        self.defined.discard(var)
+        self.owned.discard(var)
+        self.plain_zero.discard(var)
+
+    def zero(self, var, out, assigned=True):
         """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero.  Where
-        ``var`` may have no value yet (``bound`` False: set only on some paths), ``0.0``."""
+        ``var`` may have no value yet (``assigned`` False: set only on some paths), ``0.0``."""
         self.defined.add(var)
-        if not bound:
+        if not assigned:
             # var may hold no value here: a plain 0.0 adds to anything
             self.plain_zero.add(var)
             out.append(assign(self.name(var), gast.Constant(value=0.0, kind=None)))

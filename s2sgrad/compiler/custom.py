@@ -17,8 +17,12 @@ import inspect
 
 import gast
 
+from .. import primitives as prims
 from ..errors import UnsupportedConstructError, UserCodeError
-from .ir import Const, Seq, Var, atom_vars
+from ..rules.registry import Rule
+from .adjoints import call, name_node
+from .ir import Const, DictAtom, Op, Seq, Var, atom_vars
+from .templates import atom_node_of
 
 
 class custom_vjp:  # noqa: N801 - a decorator, named like JAX's
@@ -114,7 +118,7 @@ class CustomCall:
             return Seq(tuple(self._dout_atom(a, adj, out) for a in atom.items), atom.kind)
         if isinstance(atom, Var):
             if atom.name not in adj.defined:
-                adj.accumulate(atom.name, _call_rt("zeros_like", atom.name), out)
+                adj.accumulate(atom.name, call("rt", "zeros_like", [name_node(atom.name)]), out)
             return Var(adj.name(atom.name))
         return atom
 
@@ -123,31 +127,12 @@ class CustomCall:
             return
         if isinstance(g, Const) and g.value is None:
             return
-        from .literals import literal_node
-        from .templates import atom_node_of
-        adj.accumulate(atom.name, atom_node_of(g, literal_node), out)
-
-
-class DictAtom:
-    """A dict literal in a backward function: ``{param: grad}`` pairs of atoms."""
-
-    def __init__(self, pairs):
-        self.pairs = pairs
-
-
-def _call_rt(fn, arg):
-    return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
-                                                         type_comment=None),
-                                         attr=fn, ctx=gast.Load()),
-                     args=[gast.Name(id=arg, ctx=gast.Load(), annotation=None, type_comment=None)],
-                     keywords=[])
+        adj.accumulate(atom.name, atom_node_of(g), out)
 
 
 def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hint,
                       bound_self=None, name=None, internal_params=()):
     """Inline ``forward`` as gradient-free code and add the link Op of the custom rule."""
-    from .ir import Op
-    from ..rules.registry import Rule
     if backward is None:
         raise UserCodeError(f"{name} is a custom_vjp with no backward", frame.location(node),
                             None, f"define one with @{name}.defvjp")
@@ -180,11 +165,10 @@ def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hin
 def _straight_line(statements, frame, node, what):
     """Custom rules are inlined as straight-line code: refuse run-time branches, loops and
     in-place updates in them, naming the call."""
-    from .ir import Op
     for stmt in statements:
         if not isinstance(stmt, Op):
             call = frame.location(node)
-            where = getattr(stmt, "origin", None) or call
+            where = stmt.origin or call
             called = f" (called at {call})" if where != call else ""
             raise UnsupportedConstructError(
                 f"{what}{called} has run-time control flow or in-place updates, which a "
@@ -193,13 +177,12 @@ def _straight_line(statements, frame, node, what):
 
 
 def _own_results(lowerer, frame, node, atom, produced, nondiff, hint):
-    from .ir import Op
     if isinstance(atom, Seq):
         return Seq(tuple(_own_results(lowerer, frame, node, a, produced, nondiff, None)
                          for a in atom.items), atom.kind)
     if isinstance(atom, Var) and atom.name not in produced:
         name = lowerer.names.variable(hint or atom.name + "_out")
-        lowerer.ops.append(Op((name,), "copy", (atom,), {}, lowerer.atom_node(atom),
+        lowerer.ops.append(Op((name,), prims.COPY, (atom,), {}, lowerer.atom_node(atom),
                               frame.location(node), nondiff, None))
         produced.add(name)
         return Var(name)

@@ -5,6 +5,7 @@ astor is missing or fails (it is unmaintained), ``ast.unparse`` does.
 Both give the same code for everything s2sgrad generates (a test checks).
 """
 import ast
+import os
 
 import gast
 
@@ -44,8 +45,7 @@ def _balanced(text):
     return depth == 0
 
 
-def location_comment(origin, root_file=None):
+def location_comment(origin):
     """``# <source line>  (file.py:12)`` for an op's origin."""
-    import os
     text = origin.text.strip() if origin.text else ""
     return f"# {text}  ({os.path.basename(origin.filename or '?')}:{origin.lineno})"

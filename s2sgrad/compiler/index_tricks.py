@@ -1,14 +1,15 @@
 """``np.r_[a, b, ...]`` and ``np.c_[a, b, ...]`` on run-time values: one primitive each
-(``"np.r_"`` / ``"np.c_"``, rules in ``s2sgrad/rules/numpy_more.py``), written in the
+(``primitives.INDEX_R`` / ``INDEX_C``, rules in ``s2sgrad/rules/numpy_more.py``), written in the
 generated code as the user wrote it.  Items must be arrays or numbers: slices
 (``np.r_[0:3]``) and string directives (``np.r_['0,2', a]``) are refused."""
 import gast
 import numpy as np
 
+from .. import primitives as prims
 from .ir import Const, Seq
 
 #: the index-trick objects and their primitive names
-TRICKS = {id(np.r_): "np.r_", id(np.c_): "np.c_"}
+TRICKS = {id(np.r_): prims.INDEX_R, id(np.c_): prims.INDEX_C}
 
 
 def is_index_trick(obj):

@@ -1,22 +1,25 @@
-"""The straight-line intermediate form the passes share.
+"""The intermediate form the passes share: the contract between lowering and the reverse pass.
 
-A lowered function is a list of ``Op`` in execution order, in SSA form: every
-``Op`` assigns fresh variable names, so the value a name holds never changes
-and the reverse sweep can read any forward value by its name.  Operands are
-atoms: ``Var`` (a variable), ``Const`` (a value known when the gradient is
-built: a number, a string, a dtype, a module, a Cell...) or ``Seq`` (a tuple
-or list of atoms whose length is known statically).
+A lowered function (``LoweredFunction``) is a structured list of statements in
+execution order: ``Op``, ``SetItem`` and ``ListAppend``, and ``If`` and ``Loop``
+holding such lists.  Every ``Op`` assigns fresh variable names, so the value a
+name holds never changes and the reverse sweep can read any forward value by its
+name; the exceptions are a loop's carried variables (``Loop.carried``), assigned
+before the loop and at the end of each iteration.  Operands are atoms: ``Var``
+(a variable), ``Const`` (a value known when the gradient is built: a number, a
+string, a dtype, a module, a Cell...), ``Seq`` (a tuple or list of atoms whose
+length is known statically) or ``DictAtom`` (a dict known while building).
 """
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Var:
     """A variable of the generated function."""
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Const:
     """A value known while building the gradient (never differentiated)."""
     value: object
@@ -28,11 +31,18 @@ class Const:
         return id(self.value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Seq:
     """A tuple (or list) of atoms whose length is known statically."""
     items: tuple
     kind: str = "tuple"
+
+
+@dataclass(slots=True, eq=False)
+class DictAtom:
+    """A dict known while building, its keys constants: ``pairs`` of (key, value) atoms
+    (``{param: grad}`` in a custom backward, a dict the function builds and reads)."""
+    pairs: list
 
 
 def atom_vars(atom):
@@ -44,7 +54,7 @@ def atom_vars(atom):
     return []
 
 
-@dataclass
+@dataclass(slots=True)
 class Op:
     """``targets = primitive(*args, **kwargs)``, one primitive operation.
 
@@ -61,6 +71,13 @@ class Op:
     origin: object
     rule: object = None
     custom: object = None
+    #: why the rule does not cover this form of the call (it then has no rule)
+    bind_error: str | None = None
+    #: a getitem whose index is basic (ints, slices): its result is a view, and a scalar
+    #: result is cheap to recompute
+    basic_index: bool = False
+    #: a getitem reading an item of a list the function extends at run time
+    list_base: bool = False
 
     def operand_atoms(self):
         return list(self.args) + list(self.kwargs.values())
@@ -69,7 +86,7 @@ class Op:
         return [n for a in self.operand_atoms() for n in atom_vars(a)]
 
 
-@dataclass
+@dataclass(slots=True)
 class FreeValue:
     """A value the function reads from outside (global, closure, Cell attribute),
     passed to the generated function as an extra argument."""
@@ -78,18 +95,39 @@ class FreeValue:
     path: str
 
 
-@dataclass
+@dataclass(slots=True)
 class LoweredFunction:
-    """The whole function in straight-line SSA form."""
+    """The whole function in SSA form: what lowering gives the reverse pass.
+
+    Besides the statements, lowering hands on what it learned about the variables
+    while building: the reverse pass and the tapes read it to type tapes, to decide
+    what is cheap to recompute and how adjoints of lists and in-place updates work.
+    """
     name: str
     origin: object
     params: list            # Var names of the function's own positional parameters
     free: list              # FreeValue, in first-use order
     body: list = field(default_factory=list)
     output: object = None   # an atom: what the function returns
+    #: the parsed root function (frontend.ParsedFunction)
+    parsed: object = None
+    #: per argument of the user's function: the indices in ``params`` of its leaves
+    arg_leaves: list = field(default_factory=list)
+    #: Var name -> rank, where it is known while building
+    ndims: dict = field(default_factory=dict)
+    #: Var name -> float dtype, where it is known while building
+    dtypes: dict = field(default_factory=dict)
+    #: Var name -> (dtype, ndim) of the arguments, as the caller's values had them
+    param_types: dict = field(default_factory=dict)
+    #: Var names known to hold Python ints (range loop variables, their arithmetic)
+    int_vars: set = field(default_factory=set)
+    #: Var names of arrays updated in place (``x[i] = v``)
+    mutated: set = field(default_factory=set)
+    #: Var names of lists extended at run time (``xs.append``), and tuple results
+    lists: set = field(default_factory=set)
 
 
-@dataclass
+@dataclass(slots=True)
 class SetItem:
     """``target[index] = value``: an in-place update of the array variable ``target``.
 
@@ -102,7 +140,7 @@ class SetItem:
     origin: object
 
 
-@dataclass
+@dataclass(slots=True)
 class If:
     """``if test: body else: orelse`` on a value known only at run time."""
     test: object          # a Var (a Const test is folded while lowering)
@@ -111,12 +149,12 @@ class If:
     origin: object
 
 
-@dataclass
+@dataclass(slots=True)
 class Loop:
     """A loop run at run time: ``for target in range(start, stop, step)`` or ``while test``.
 
     ``counter`` counts the iterations run (the adjoint loop runs that many);
-    ``headers`` are the loop-carried variables (assigned before the loop by
+    ``carried`` are the loop-carried variables (assigned before the loop by
     an ``assign`` Op and at the end of each iteration); ``test_ops`` compute
     a while loop's ``test`` before each iteration; ``break_flag`` is the
     variable that ends the loop after an iteration that ran ``break``.
@@ -127,7 +165,7 @@ class Loop:
     test_ops: list
     test: object
     body: list
-    headers: list
+    carried: list
     counter: str
     break_flag: object
     origin: object
@@ -152,7 +190,7 @@ def walk_ops(statements):
     return (s for s in walk_statements(statements) if not isinstance(s, (If, Loop)))
 
 
-@dataclass
+@dataclass(slots=True)
 class ListAppend:
     """``target.append(value)`` on a list the function made and extends at run time."""
     target: str

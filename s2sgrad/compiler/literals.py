@@ -13,13 +13,14 @@ import numpy as np
 
 from ..dtype import DType
 from ..rules import lookup
+from ..tensor import Tensor
 from . import imports
 from .imports import fixed_path
+from .ir import FreeValue
 
 
 def is_array_like(obj):
     """True for the values that enter generated code as array arguments: ndarrays and Tensors."""
-    from ..tensor import Tensor
     return isinstance(obj, (np.ndarray, Tensor))
 
 
@@ -109,7 +110,6 @@ def _free_reference(obj, lowerer):
         raise ValueError(f"{obj!r} has no literal form")
     key = id(obj)
     if key not in lowerer.free:
-        from .ir import FreeValue
         path = lowerer.paths.get(key) or getattr(obj, "__name__", None) or type(obj).__name__
         name = lowerer.names.variable("".join(c if c.isalnum() else "_" for c in path).strip("_")
                                    or "value")

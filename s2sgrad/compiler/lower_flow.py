@@ -3,20 +3,36 @@
 Takes gast ``if``/``for``/``while`` statements, ``xs.append(v)`` and calls
 made for their effect; gives the structured IR (``If``, ``Loop``,
 ``ListAppend``) with SSA inside: branches end with ``assign`` copies that
-merge what each side set, loops carry their loop-carried variables in fresh
-header variables, assigned before the loop and at the end of each iteration.
+merge what each side set, loops keep their loop-carried values in fresh
+variables (``Loop.carried``), assigned before the loop and at the end of each iteration.
 """
+import builtins
 import inspect
 import operator
+from dataclasses import dataclass
 
 import gast
 import numpy as np
 
+from .. import primitives as prims
 from . import literals
 from .frontend import is_user_code
-from .ir import Const, If, ListAppend, Loop, Op, Seq, Var
+from .ir import Const, DictAtom, If, ListAppend, Loop, Op, Seq, Var
 from .jumps import assigned_names, remove_loop_jumps
 from ..rules import lookup
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """A ``for`` loop run at run time as ``for <target> in range(*bounds)``.
+
+    ``bounds``: the (start, stop, step) atoms; ``target``: the node the loop's index is
+    named from (the user's loop variable, or a fresh index when rows are read);
+    ``rows``: None, or (pattern, sequences) whose rows are read at each iteration start
+    and bound to the user's target (the pattern: see ``row_pattern``)."""
+    bounds: tuple
+    target: object
+    rows: tuple | None = None
 
 
 class FlowLowering:
@@ -35,7 +51,7 @@ class FlowLowering:
         if func.value is print:
             args = tuple(self.splice(frame, call.args))
             kwargs = {k.arg: self.lower_expr(frame, k.value) for k in call.keywords}
-            self.emit(frame, stmt, "effect", args, kwargs, self.call_expr(
+            self.emit(frame, stmt, prims.EFFECT, args, kwargs, self.call_expr(
                 gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None),
                 args, kwargs), "_")
             return True
@@ -77,9 +93,9 @@ class FlowLowering:
             current = frame.env.get(name)
             if isinstance(current, Seq) and current.kind == "list":
                 var = self.names.variable(name)
-                self.ops.append(Op((var,), "list", tuple(current.items), {},
+                self.ops.append(Op((var,), prims.LIST, tuple(current.items), {},
                                    gast.List(elts=[self.atom_node(a) for a in current.items],
-                                             ctx=gast.Load()), location, lookup("list")))
+                                             ctx=gast.Load()), location, lookup(prims.LIST)))
                 self.lists.add(var)
                 frame.env[name] = Var(var)
 
@@ -119,7 +135,6 @@ class FlowLowering:
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
             return a if b is None else b
-        from .custom import DictAtom
         if isinstance(a, DictAtom) or isinstance(b, DictAtom):
             if a is b:
                 return a
@@ -154,8 +169,8 @@ class FlowLowering:
             self.ndims[target] = self.ndim_of(atom)
         if isinstance(atom, Var) and atom.name in self.dtypes and target not in self.dtypes:
             self.dtypes[target] = self.dtypes[atom.name]
-        return Op((target,), "assign", (atom,), {}, self.atom_node(atom), location,
-                  lookup("assign"))
+        return Op((target,), prims.ASSIGN, (atom,), {}, self.atom_node(atom), location,
+                  lookup(prims.ASSIGN))
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
@@ -179,7 +194,6 @@ class FlowLowering:
         if not (isinstance(func, Const) and func.value in (range, enumerate, zip)):
             func = None
             iterable = self.lower_expr(frame, stmt.iter)
-            from .custom import DictAtom
             if isinstance(iterable, DictAtom):   # a dict known while building: its keys
                 iterable = Seq(tuple(k for k, _ in iterable.pairs))
             if isinstance(iterable, Seq) or (
@@ -192,7 +206,7 @@ class FlowLowering:
                 bounds = [Const(0)] + bounds
             if len(bounds) == 2:
                 bounds = bounds + [Const(1)]
-            return self.lower_loop(frame, stmt, ("range", tuple(bounds), stmt.target, []))
+            return self.lower_loop(frame, stmt, RangeSpec(tuple(bounds), stmt.target))
         if isinstance(func, Const) and func.value in (enumerate, zip):
             seqs = []
             pattern = self.row_pattern(frame, stmt, call, seqs)
@@ -217,8 +231,8 @@ class FlowLowering:
                 (length, other), {}), "n")
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
                           type_comment=None)
-        return self.lower_loop(frame, stmt, ("range", (Const(0), length, Const(1)), index,
-                                             [(rows, seqs)]))
+        return self.lower_loop(frame, stmt, RangeSpec((Const(0), length, Const(1)), index,
+                                                      (rows, seqs)))
 
     def row_pattern(self, frame, stmt, call, seqs):
         """The shape of what ``enumerate(...)``/``zip(...)`` (nested: ``enumerate(zip(x,
@@ -335,8 +349,8 @@ class FlowLowering:
                                       stop, Const(1))
                 end = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add,
                                      start, Const(1))
-                return self.lower_loop(frame, stmt, ("range", (last, end, Const(-s)),
-                                                     stmt.target, []))
+                return self.lower_loop(frame, stmt, RangeSpec((last, end, Const(-s)),
+                                                              stmt.target))
             # the last value of the range: start + ((stop - start -+ 1) // s) * s
             span = self.int_arith(frame, stmt, operator.sub, stop, start)
             span = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add, span,
@@ -346,8 +360,7 @@ class FlowLowering:
                 frame, stmt, operator.mul, count, Const(s)))
             end = self.int_arith(frame, stmt, operator.sub if s > 0 else operator.add, start,
                                  Const(1))
-            return self.lower_loop(frame, stmt, ("range", (last, end, Const(-s)), stmt.target,
-                                                 []))
+            return self.lower_loop(frame, stmt, RangeSpec((last, end, Const(-s)), stmt.target))
         iterable = self.lower_expr(frame, inner)
         if isinstance(iterable, Seq):
             return self.lower_unrolled_for(frame, stmt, Seq(tuple(reversed(iterable.items))))
@@ -358,8 +371,8 @@ class FlowLowering:
                               Const(1))
         index = gast.Name(id=self.names.available("i"), ctx=gast.Store(), annotation=None,
                           type_comment=None)
-        return self.lower_loop(frame, stmt, ("range", (last, Const(-1), Const(-1)), index,
-                                             [(("seq", 0), [iterable])]))
+        return self.lower_loop(frame, stmt, RangeSpec((last, Const(-1), Const(-1)), index,
+                                                      (("seq", 0), [iterable])))
 
     def int_arith(self, frame, node, op, a, b):
         """``a <op> b`` on integers (loop bounds): folded when both are constants, else an
@@ -387,7 +400,7 @@ class FlowLowering:
                 gast.Name(id="len", ctx=gast.Load(), annotation=None, type_comment=None),
                 (seq,), {}), "n")
         else:
-            result = self.emit(frame, node, "attr.shape", (seq,), {}, gast.Subscript(
+            result = self.emit(frame, node, prims.SHAPE, (seq,), {}, gast.Subscript(
                 value=gast.Attribute(value=self.atom_node(seq), attr="shape", ctx=gast.Load()),
                 slice=gast.Constant(value=0, kind=None), ctx=gast.Load()), "n")
         self.int_vars.add(result.name)
@@ -411,11 +424,83 @@ class FlowLowering:
     def lower_loop(self, frame, stmt, spec):
         """A loop that runs at run time (``for`` over a range or array rows, ``while``).
 
-        ``spec`` is None for a while loop, else ('range', bounds, target node,
-        [(pattern, sequences)]) whose rows are read at each iteration start (the pattern:
-        see ``row_pattern``).
+        ``spec`` is None for a while loop, else a ``RangeSpec``.
         """
         location = frame.location(stmt)
+        flag, flag_used, body_src = self.loop_body_source(frame, stmt, location)
+        assigned = assigned_names(body_src)
+        if spec is not None:
+            assigned = [n for n in assigned_names([gast.Assign(targets=[spec.target],
+                                                               value=None)])
+                        if n not in assigned] + assigned
+        carried = [n for n in assigned if n in frame.env and n != flag
+                   and isinstance(frame.env[n], (Var, Const, Seq))]
+        carried_atoms = []      # (name, atom of its carried variables) per loop-carried name
+        carried_vars = []
+        for name in carried:
+            atom = self.carry(frame.env[name], name, location, carried_vars)
+            frame.env[name] = atom
+            carried_atoms.append((name, atom))
+        counter = self.names.fresh("n_iter")
+        target = None
+        bounds = ()
+        rows = None
+        if spec is not None:
+            bounds, rows = spec.bounds, spec.rows
+            target = self.names.variable(spec.target.id if isinstance(spec.target, gast.Name)
+                                         else "i")
+            self.int_vars.add(target)
+            self.ndims[target] = 0
+        entry = dict(frame.env)
+
+        def lower_test():
+            test_result.append(self.lower_expr(frame, stmt.test))
+
+        def lower_body():
+            if spec is not None:
+                index = Var(target)
+                if rows is not None:
+                    pattern, seqs = rows
+                    items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
+                    self.bind(frame, stmt.target, _row_value(
+                        pattern, index, items, lambda i, start: self.int_arith(
+                            frame, stmt, operator.add, i, start)))
+                else:
+                    self.bind(frame, stmt.target, index)
+            self.lower_body(frame, body_src)
+            if frame.returned:
+                raise self.unsupported(frame, stmt, "return inside a loop",
+                                       "set a variable and break, then return after the loop")
+            for name, atom in carried_atoms:
+                self.carry_to_next_iteration(frame, stmt, name, frame.env.get(name), atom, location)
+
+        while True:   # lowered again when a loop-carried variable turns out to change rank
+            frame.env = dict(entry)
+            test_result = []
+            test_ops = self.collect(lower_test) if spec is None else []
+            test = test_result[0] if test_result else None
+            before = dict(frame.env)
+            try:
+                body = self.collect(lower_body)
+                break
+            except _RankChanged as changed:
+                self.ndims.pop(changed.name, None)
+        after = frame.env
+        break_flag = after.get(flag) if flag_used else None
+        frame.env = dict(before)
+        for name in assigned:
+            if name in after and name != flag and name not in dict(carried_atoms):
+                frame.env[name] = after[name]          # a body variable read after the loop
+        for name, atom in carried_atoms:
+            frame.env[name] = atom
+        self.cse.clear()
+        self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
+                             test, body, carried_vars, counter, break_flag, location))
+
+    def loop_body_source(self, frame, stmt, location):
+        """(the break flag's name, whether the body breaks, the body's statements with
+        ``break``/``continue`` made flags): lists the body appends to are made run-time
+        lists and views of arrays it writes into marked stale first."""
         flag = self.names.fresh("stop")
         flag_used = _contains_break(stmt.body)
         body_src = remove_loop_jumps(stmt.body, flag)
@@ -428,102 +513,36 @@ class FlowLowering:
         for name in _subscript_targets(body_src):
             if isinstance(frame.env.get(name), Var):
                 self.mark_views_stale(frame.env[name].name)
-        assigned = assigned_names(body_src)
-        if spec is not None:
-            assigned = [n for n in assigned_names([gast.Assign(targets=[spec[2]], value=None)])
-                        if n not in assigned] + assigned
-        carried = [n for n in assigned if n in frame.env and n != flag
-                   and isinstance(frame.env[n], (Var, Const, Seq))]
-        headers = []      # (name, atom of header variables) per loop-carried name
-        header_vars = []
-        for name in carried:
-            atom = self.carry(frame.env[name], name, location, header_vars)
-            frame.env[name] = atom
-            headers.append((name, atom))
-        counter = self.names.fresh("n_iter")
-        target = None
-        bounds = ()
-        rows = []
-        if spec is not None:
-            _, bounds, target_node, rows = spec
-            target = self.names.variable(target_node.id if isinstance(target_node, gast.Name)
-                                      else "i")
-            self.int_vars.add(target)
-            self.ndims[target] = 0
-        entry = dict(frame.env)
+        return flag, flag_used, body_src
 
-        def lower_test():
-            holder.append(self.lower_expr(frame, stmt.test))
-
-        def lower_body():
-            if spec is not None:
-                index = Var(target)
-                if rows:
-                    pattern, seqs = rows[0]
-                    items = [self.emit_getitem(frame, stmt, q, index, None) for q in seqs]
-                    self.bind(frame, stmt.target, _row_value(
-                        pattern, index, items, lambda i, start: self.int_arith(
-                            frame, stmt, operator.add, i, start)))
-                else:
-                    self.bind(frame, stmt.target, index)
-            self.lower_body(frame, body_src)
-            if frame.returned:
-                raise self.unsupported(frame, stmt, "return inside a loop",
-                                       "set a variable and break, then return after the loop")
-            for name, atom in headers:
-                self.uncarry(frame, stmt, name, frame.env.get(name), atom, location)
-
-        while True:   # lowered again when a loop-carried variable turns out to change rank
-            frame.env = dict(entry)
-            holder = []
-            test_ops = self.collect(lower_test) if spec is None else []
-            test = holder[0] if holder else None
-            before = dict(frame.env)
-            try:
-                body = self.collect(lower_body)
-                break
-            except _RankChanged as changed:
-                self.ndims.pop(changed.name, None)
-        after = frame.env
-        break_flag = after.get(flag) if flag_used else None
-        frame.env = dict(before)
-        for name in assigned:
-            if name in after and name != flag and name not in dict(headers):
-                frame.env[name] = after[name]          # a body variable read after the loop
-        for name, atom in headers:
-            frame.env[name] = atom
-        self.cse.clear()
-        self.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
-                             test, body, header_vars, counter, break_flag, location))
-
-    def carry(self, atom, name, location, header_vars):
+    def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
         before the loop; returns the atom made of them."""
         if isinstance(atom, Seq):
-            return Seq(tuple(self.carry(a, name, location, header_vars) for a in atom.items),
+            return Seq(tuple(self.carry(a, name, location, carried_vars) for a in atom.items),
                        atom.kind)
         if isinstance(atom, Const) and not literals.is_literal(atom.value):
             return atom       # a function or module: not a value the loop changes
-        header = self.names.variable(name)
-        self.ops.append(self.assign_op(header, atom, location))
-        header_vars.append(header)
-        return Var(header)
+        carried = self.names.variable(name)
+        self.ops.append(self.assign_op(carried, atom, location))
+        carried_vars.append(carried)
+        return Var(carried)
 
-    def uncarry(self, frame, stmt, name, value, header, location):
-        """At the end of an iteration: copy ``value`` into the loop-carried ``header``."""
-        if isinstance(header, Seq):
-            if not (isinstance(value, Seq) and len(value.items) == len(header.items)):
+    def carry_to_next_iteration(self, frame, stmt, name, value, carried, location):
+        """At the end of an iteration: copy ``value`` into the loop-carried ``carried``."""
+        if isinstance(carried, Seq):
+            if not (isinstance(value, Seq) and len(value.items) == len(carried.items)):
                 raise self.unsupported(frame, stmt, f"`{name}` changes structure inside the "
                                        f"loop", "keep tuples the same length in every iteration")
-            for v, h in zip(value.items, header.items):
-                self.uncarry(frame, stmt, name, v, h, location)
-        elif isinstance(header, Var) and value != header:
+            for v, h in zip(value.items, carried.items):
+                self.carry_to_next_iteration(frame, stmt, name, v, h, location)
+        elif isinstance(carried, Var) and value != carried:
             if isinstance(value, Seq):
                 raise self.unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
                                        "keep its structure the same in every iteration")
-            if header.name in self.ndims and self.ndim_of(value) != self.ndims[header.name]:
-                raise _RankChanged(header.name)
-            self.ops.append(self.assign_op(header.name, value, location))
+            if carried.name in self.ndims and self.ndim_of(value) != self.ndims[carried.name]:
+                raise _RankChanged(carried.name)
+            self.ops.append(self.assign_op(carried.name, value, location))
 
 
 
@@ -573,10 +592,10 @@ _UNLOOPABLE = {
 
 
 #: array attributes and methods whose result a run-time ``for`` cannot walk as rows
-_UNLOOPABLE_ATTRIBUTES = {"attr.flat": "x.flat (an iterator)",
-                          "method.tolist": "x.tolist() (a Python list made at run time)",
-                          "method.item": "x.item() (a number)",
-                          "method.__iter__": "iter(x)"}
+_UNLOOPABLE_ATTRIBUTES = {prims.attribute("flat"): "x.flat (an iterator)",
+                          prims.method("tolist"): "x.tolist() (a Python list made at run time)",
+                          prims.method("item"): "x.item() (a number)",
+                          prims.method("__iter__"): "iter(x)"}
 
 
 def _row_value(pattern, index, items, shift=None):
@@ -608,12 +627,11 @@ def _unloopable(func):
 
 def _is_builtin(func):
     """True for a Python builtin function or type (they make iterators, not arrays)."""
-    import builtins
     name = getattr(func, "__name__", None)
     return isinstance(name, str) and getattr(builtins, name, None) is func
 
 
-def _unused(name, taken):
+def unused_name(name, taken):
     """``name``, or ``name_1``, ``name_2``... whichever the function does not use."""
     candidate, i = name, 0
     while candidate in taken:
@@ -622,7 +640,7 @@ def _unused(name, taken):
     return candidate
 
 
-def _is_append(call):
+def is_append(call):
     return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
             and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
 
@@ -631,7 +649,7 @@ def _appended_names(statements):
     names = []
     for stmt in statements:
         for node in gast.walk(stmt):
-            if _is_append(node) and node.func.value.id not in names:
+            if is_append(node) and node.func.value.id not in names:
                 names.append(node.func.value.id)
     return names
 

@@ -63,12 +63,18 @@ class NameAllocator:
         Lambda): no generated name will be one of them."""
         self.user.update(source_names(node))
 
-    def _pick(self, hint, taken):
-        base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "v"
+    def _first_free(self, base, taken):
+        """``base``, or ``base_1``, ``base_2``... the first one neither the allocator,
+        the reserved names nor ``taken`` hold."""
         name, i = base, 0
         while name in self.used or name in RESERVED or name in taken:
             i += 1
             name = f"{base}_{i}"
+        return name
+
+    def _pick(self, hint, taken):
+        base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "v"
+        name = self._first_free(base, taken)
         self.used.add(name)
         return name
 
@@ -86,11 +92,7 @@ class NameAllocator:
         """A name like ``hint`` that neither the user's source nor the allocator uses,
         without claiming it (for a name written into the user's code as it is lowered,
         such as the index of a loop over an array's rows)."""
-        name, i = hint, 0
-        while name in self.used or name in RESERVED or name in self.user:
-            i += 1
-            name = f"{hint}_{i}"
-        return name
+        return self._first_free(hint, self.user)
 
     def snapshot(self):
         """The allocator's state, to undo names handed out by a discarded attempt."""

@@ -10,14 +10,11 @@ import gast
 from ..errors import OutputStructureError
 from .emit import to_source
 from .imports import import_lines
+from .layout import INDENT, reads_name, render, wrap
 from .ir import Seq, Var, atom_vars
 from .lower import Lowerer
-from .adjoints import Comment
 from .reverse import reverse
 from .templates import atom_node_of
-
-INDENT = "    "
-
 
 class Generated:
     """A generated value-and-gradient function, before it is loaded.
@@ -104,29 +101,29 @@ def _title(lowered, positions, weights):
 
 
 def _emit(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
-    lines = [f"# s2sgrad: {title}",
-             "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
-             "import math", "", "import numpy as np", *imports, "",
-             "from s2sgrad import runtime as rt", "", ""]
     args = lowered.params + [f.name for f in lowered.free]
-    lines.append(f"def {fname}({', '.join(args)}):")
     body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
             for name in args if name in mutated]
     body += [line for tape in sweeps.stacks for line in tape.declaration()]
-    body += render(sweeps.forward)
+    body = [INDENT + line for line in body] + render(sweeps.forward, 1)
     output = lowered.output
     value_src = to_source(atom_node_of(output)) if not isinstance(output, Var) else output.name
     if mutated & set(atom_vars(output)) or (sweeps.backward and
                                             _restores(sweeps.backward, sweeps.adjoint_names)):
         value_src = names.fresh("value")
-        body.append(f"{value_src} = {_snapshot(output, mutated)}")
+        body.append(f"{INDENT}{value_src} = {_snapshot(output, mutated)}")
     if sweeps.backward:
         body.append("")
-        body += render(sweeps.backward)
+        body += render(sweeps.backward, 1)
     grads = [g for g in returned if g is not None]
     grads_src = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
-    body.append(f"return {value_src}, {grads_src}")
-    lines.extend(INDENT + line if line else "" for line in body)
+    body.append(f"{INDENT}return {value_src}, {grads_src}")
+    lines = [*wrap(f"# s2sgrad: {title}"),
+             "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
+             *(["import math", ""] if reads_name(body, "math") else []),
+             "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", "",
+             *wrap(f"def {fname}({', '.join(args)}):")]
+    lines.extend(wrapped for line in body for wrapped in wrap(line))
     return "\n".join(lines) + "\n"
 
 
@@ -149,28 +146,3 @@ def _snapshot(atom, mutated):
     if isinstance(atom, Var):
         return f"np.copy({atom.name})" if atom.name in mutated else atom.name
     return to_source(atom_node_of(atom))
-
-
-def render(items, depth=0):
-    """Source lines of a statement list (gast statements and Comments), nested blocks
-    indented."""
-    pad = INDENT * depth
-    lines = []
-    for item in items:
-        if isinstance(item, Comment):
-            lines.append(f"{pad}# {item.text}")
-        elif isinstance(item, gast.If):
-            lines.append(f"{pad}if {to_source(item.test)}:")
-            lines += render(item.body, depth + 1)
-            if item.orelse:
-                lines.append(f"{pad}else:")
-                lines += render(item.orelse, depth + 1)
-        elif isinstance(item, gast.For):
-            lines.append(f"{pad}for {to_source(item.target)} in {to_source(item.iter)}:")
-            lines += render(item.body, depth + 1)
-        elif isinstance(item, gast.While):
-            lines.append(f"{pad}while {to_source(item.test)}:")
-            lines += render(item.body, depth + 1)
-        else:
-            lines += [pad + line for line in to_source(item).splitlines()]
-    return lines

@@ -1,10 +1,12 @@
-"""The reverse transform: straight-line SSA ops -> forward statements + adjoint statements.
+"""The reverse transform: the lowered IR -> forward statements + adjoint statements.
 
-``reverse(lowered, wrt, seeds)`` takes the LoweredFunction, the Var names to
-differentiate and the output Var names that get a sensitivity of ones, and
-gives a ``Reversed``: the adjoint blocks (one per differentiated source
-line, in reverse order, each a list of gast statements) and, for each name
-in ``wrt``, the name of its adjoint (None when no gradient reaches it).
+``reverse(lowered, wrt, seeds, names)`` takes the LoweredFunction, the Var
+names to differentiate, the output Var names that get a sensitivity of ones
+and the function's name allocator, and gives ``Sweeps``: the forward sweep
+(the lowered statements, pushing on tapes what loops overwrite), the backward
+sweep (adjoint statements under a ``grad of:`` comment per source line, in
+reverse order, loops run backwards), the tapes, and for each name in ``wrt``
+the name of its adjoint (None when no gradient reaches it).
 
 Each active op's adjoint is its rule template with operands substituted:
 ``d[x] = e`` becomes ``dx = e`` for the first contribution and
@@ -16,12 +18,13 @@ import copy
 import gast
 import numpy as np
 
+from .. import primitives as prims
 from .activity import active_names
 from .adjoints import Adjoints, Comment, assign, call, name_node
 from .emit import location_comment
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
 from .tape import (Tape, tape_dtypes, assigned_targets, carried_copies, contributed,
-                   level_assigned, level_ops, nested_headers, pop, push, recomputable, reserve,
+                   level_assigned, level_ops, nested_carried, pop, push, recomputable, reserve,
                    restores, reversed_range, short_range, trip_count, use_counts, value_reads,
                    walk_items, without_dead_ops)
 from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expression,
@@ -47,7 +50,7 @@ class Sweeps:
 def reverse(lowered, wrt, seeds, names):
     """Both sweeps of ``lowered``: see the module doc and ``_Reverser``."""
     active = active_names(lowered, wrt, seeds)
-    ndims = getattr(lowered, "ndims", {})
+    ndims = lowered.ndims
     state = names.snapshot()
     rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset())
     unneeded = rev.unneeded_restores(backward)
@@ -63,13 +66,13 @@ def reverse(lowered, wrt, seeds, names):
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     single_use, rebound = use_counts(lowered)
-    rev = _Reverser(active, names, ndims, skip_restores, getattr(lowered, "int_vars", set()),
-                    getattr(lowered, "mutated", set()), getattr(lowered, "lists", set()),
+    rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
+                    lowered.mutated, lowered.lists,
                     single_use - set(wrt), rebound)
     rev.tape_types = tape_dtypes(lowered)
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
-    rev.bound = frozenset(lowered.params) | {f.name for f in lowered.free}
+    rev.assigned_before = frozenset(lowered.params) | {f.name for f in lowered.free}
     backward = []
     for s in seeds:
         if s in active:
@@ -88,7 +91,7 @@ class _Reverser:
     body is in SSA form within one iteration, so the adjoint of an iteration
     only needs each of its variables as that iteration left it.  The forward
     sweep pushes, right after its assignment, every variable of the body that
-    the body's adjoint reads (a loop-carried variable: its value on entering
+    the body's adjoint reads (a loop-carried variable: its value on entry_tapes
     the iteration; a nested loop's variables: their values when it ends); the
     adjoint loop pops them all at the start of each reversed iteration.
     """
@@ -103,13 +106,16 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
-        self.exports = frozenset()  # loop variables whose adjoint came from after the loop
-        self.bound = frozenset()    # variables surely assigned before the statement at hand
+        #: loop variables whose adjoint came from after the loop
+        self.adjoints_from_after_loop = frozenset()
+        #: variables surely assigned before the statement at hand
+        self.assigned_before = frozenset()
         self.adj = Adjoints(names, lists, single_use, rebound)
         self.stacks = []          # the tapes (Tape) to create at the top of the function
         self.tape_types = {}      # Var name -> dtype of a scalar that can go on an array
         self.taped = {}           # id(Loop) -> {variable: stack name}
-        self.entering = {}        # id(Loop) -> {header variable: stack name}
+        #: id(Loop) -> {carried variable: the tape of its value entering each iteration}
+        self.entry_tapes = {}
         self.saves = {}           # id(SetItem) -> (stack or variable name, in_loop)
 
     # ------------------------------------------------------------ adjoint sweep
@@ -117,13 +123,13 @@ class _Reverser:
     def block(self, statements, loop):
         out = []
         last = None
-        outer = self.bound
+        outer = self.assigned_before
         before = [set()]          # names the statements before each one surely assign
         for stmt in statements:
             before.append(before[-1] | (set(stmt.targets) if isinstance(stmt, Op) else set()))
         for k in range(len(statements) - 1, -1, -1):
             stmt = statements[k]
-            self.bound = outer | before[k]
+            self.assigned_before = outer | before[k]
             if isinstance(stmt, Op):
                 items = self.op(stmt, loop)
             elif isinstance(stmt, SetItem):
@@ -140,7 +146,7 @@ class _Reverser:
                 out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
                 last = stmt.origin if isinstance(stmt, (Op, SetItem, ListAppend)) else None
             out.extend(items)
-        self.bound = outer
+        self.assigned_before = outer
         return out
 
     def op(self, op, loop):
@@ -149,9 +155,9 @@ class _Reverser:
         out = []
         if op.custom is not None:
             op.custom.adjoint(op, self.adj, self.active, self.names, out)
-        elif op.primitive == "getitem" and getattr(op, "list_base", False):
+        elif op.primitive == prims.GETITEM and op.list_base:
             self._list_item_adjoint(op, out)
-        elif op.primitive == "getitem" and isinstance(op.args[0], Var):
+        elif op.primitive == prims.GETITEM and isinstance(op.args[0], Var):
             getitem_adjoint(op, self.adj, self.active, out)
         else:
             if op.rule is None:
@@ -159,10 +165,12 @@ class _Reverser:
             if not op.rule.differentiable:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
             instantiate(op, self.adj, self.active, self.names, out, self.ndims)
-        if loop is not None and op.targets[0] in loop.headers:
-            # the end of an iteration overwrote a loop-carried variable: its adjoint restarts
-            self.adj.zero(op.targets[0], out)
-        elif op.targets[0] in self.exports:
+        if loop is not None and op.targets[0] in loop.carried:
+            # the end of an iteration overwrote a loop-carried variable: its adjoint
+            # restarts, from the reversed iteration's first contribution (no zeroed
+            # buffer to add it to; see _rezero_carried for an iteration that makes none)
+            self.adj.restart(op.targets[0])
+        elif op.targets[0] in self.adjoints_from_after_loop:
             # a loop variable read after the loop: only its last iteration had that gradient
             self.adj.zero(op.targets[0], out)
         return out
@@ -277,7 +285,7 @@ class _Reverser:
                     read.update(n.id for n in gast.walk(item.test if isinstance(item, (gast.If, gast.While)) else item.iter)
                                 if isinstance(n, gast.Name))
                     visit(item.body)
-                    visit(getattr(item, "orelse", []))
+                    visit(item.orelse)
                 else:
                     read.update(value_reads(item))
         visit(backward)
@@ -288,7 +296,7 @@ class _Reverser:
         inside = set(assigned_targets(stmt.body) + assigned_targets(stmt.orelse))
         for v in contributed([stmt], self.active):
             if v not in inside and v not in self.adj.defined:
-                self.adj.zero(v, out, v in self.bound)
+                self.adj.zero(v, out, v in self.assigned_before)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
         body = self.block(stmt.body, loop)
         owned_body = set(self.adj.owned)
@@ -298,7 +306,7 @@ class _Reverser:
         self.adj.owned = owned & owned_body & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
-        out.append(gast.If(test=atom_node_of(stmt.test, None), body=body or [gast.Pass()],
+        out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
                            orelse=orelse))
         return out
 
@@ -306,8 +314,8 @@ class _Reverser:
         out = []
         inside = set(assigned_targets(stmt.body)) | set(assigned_targets(stmt.test_ops))
         for v in contributed([stmt], self.active):
-            if (v not in inside or v in stmt.headers) and v not in self.adj.defined:
-                self.adj.zero(v, out, v in self.bound)
+            if (v not in inside or v in stmt.carried) and v not in self.adj.defined:
+                self.adj.zero(v, out, v in self.assigned_before)
             elif v in self.adj.lists and v in self.adj.defined and v not in self.adj.owned:
                 # popped and updated inside the loop: a list of our own, once
                 out.append(assign(self.adj.name(v), call("rt", "copy_list",
@@ -329,15 +337,15 @@ class _Reverser:
                        for v in op.operand_vars()}
         shifted = {v: h for h, v in carried_copies(stmt).items()
                    if h in referenced and v in referenced and v not in recomputed}
-        entering = {h: self._stack(h, stmt) for h in stmt.headers if h in referenced}
+        entry_tapes = {h: self._stack(h, stmt) for h in stmt.carried if h in referenced}
         taped = {v: self._stack(v, stmt) for v in level_assigned(stmt.body)
-                 if v in referenced and v not in stmt.headers and v not in recomputed
+                 if v in referenced and v not in stmt.carried and v not in recomputed
                  and v not in shifted}
-        self.entering[id(stmt)] = entering
+        self.entry_tapes[id(stmt)] = entry_tapes
         self.taped[id(stmt)] = taped
         # what the iteration left in h_1 is what the next one started h with (h = h_1)
         prologue = [assign(v, name_node(h)) for v, h in shifted.items()]
-        for h, tape in entering.items():
+        for h, tape in entry_tapes.items():
             prologue.extend(pop(tape, h))
         prologue.extend(restores(stmt.body, taped, recomputed))
         if stmt.kind == "range" and stmt.target in referenced:
@@ -358,12 +366,13 @@ class _Reverser:
         copied once before the loop instead of in every iteration: the body is built
         again with that adjoint owned from its start.  (An element-wise update of an
         adjoint array in a loop would otherwise copy the whole array per element.)"""
-        saved_exports = self.exports
-        self.exports = saved_exports | {v for v in inside if v in defined
-                                        and v not in stmt.headers}
+        saved_exports = self.adjoints_from_after_loop
+        self.adjoints_from_after_loop = saved_exports | {v for v in inside if v in defined
+                                        and v not in stmt.carried}
         state = self._state()
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
+        self._rezero_carried(stmt, defined, body)
         hoist = sorted(v for v in self.adj.copied
                        if v in defined and v not in owned and v in self.adj.owned)
         if hoist:
@@ -372,6 +381,7 @@ class _Reverser:
             self.adj.owned = owned | set(hoist)
             self.adj.copied = set()
             hoisted = self.block(stmt.body, stmt)
+            self._rezero_carried(stmt, defined, hoisted)
             if set(hoist) <= self.adj.owned:
                 for v in hoist:
                     self.adj.own(v, out)
@@ -379,23 +389,30 @@ class _Reverser:
                 body = hoisted
             else:   # ownership does not survive an iteration: keep the copy in the body
                 self._restore(first_try)
-        self.exports = saved_exports
+        self.adjoints_from_after_loop = saved_exports
         return body, owned
+
+    def _rezero_carried(self, stmt, defined, body):
+        """A loop-carried variable's adjoint that the reversed iteration gave no
+        contribution (on the paths that reach its end) starts the next one at zero."""
+        for h in stmt.carried:
+            if h in defined and h not in self.adj.defined:
+                self.adj.zero(h, body)
 
     def _state(self):
         """What building adjoint statements changes, to build a block a second time."""
         adj = self.adj
         return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
-                dict(self.taped), dict(self.entering), dict(adj.of), set(adj.defined),
+                dict(self.taped), dict(self.entry_tapes), dict(adj.of), set(adj.defined),
                 set(adj.owned), set(adj.plain_zero), set(adj.copied))
 
     def _restore(self, state):
-        (names, stacks, saves, restores, taped, entering, of, defined, owned, plain_zero,
+        (names, stacks, saves, restores, taped, entry_tapes, of, defined, owned, plain_zero,
          copied) = state
         self.names.restore(names)
         self.stacks[:] = stacks
         self.saves, self.restores = dict(saves), dict(restores)
-        self.taped, self.entering = dict(taped), dict(entering)
+        self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
         adj.plain_zero, adj.copied = set(plain_zero), set(copied)
@@ -432,7 +449,7 @@ class _Reverser:
         out = []
         last = None
         taped = self.taped.get(id(loop), {}) if loop is not None else {}
-        nested = nested_headers(statements)
+        nested = nested_carried(statements)
         for stmt in statements:
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
                 out.append(Comment(location_comment(stmt.origin)[2:]))
@@ -454,13 +471,13 @@ class _Reverser:
                     args=[atom_node_of(stmt.value)], keywords=[])))
             elif isinstance(stmt, If):
                 last = None
-                out.append(gast.If(test=atom_node_of(stmt.test, None),
+                out.append(gast.If(test=atom_node_of(stmt.test),
                                    body=self.forward(stmt.body, loop) or [gast.Pass()],
                                    orelse=self.forward(stmt.orelse, loop)))
             else:
                 last = None
                 out.extend(self._forward_loop(stmt))
-                for v in [stmt.counter] + stmt.headers:
+                for v in [stmt.counter] + stmt.carried:
                     if v in taped:
                         out.extend(push(taped[v], v))
         return out
@@ -475,7 +492,7 @@ class _Reverser:
             out.extend(push(saved, value) if in_loop else [assign(saved, value)])
         target = gast.Subscript(value=name_node(stmt.target), slice=copy.deepcopy(stmt.index_node),
                                 ctx=gast.Store())
-        out.append(assign(target, atom_node_of(stmt.value, None)))
+        out.append(assign(target, atom_node_of(stmt.value)))
         return out
 
     def _forward_loop(self, stmt):
@@ -483,23 +500,23 @@ class _Reverser:
                assign(stmt.counter, gast.Constant(value=0, kind=None))]
         body = [gast.AugAssign(target=name_node(stmt.counter, gast.Store()), op=gast.Add(),
                                value=gast.Constant(value=1, kind=None))]
-        for h, tape in self.entering.get(id(stmt), {}).items():
+        for h, tape in self.entry_tapes.get(id(stmt), {}).items():
             body.extend(push(tape, h))
         body += self.forward(stmt.body, stmt)
         if stmt.break_flag is not None:
-            body.append(gast.If(test=atom_node_of(stmt.break_flag, None), body=[gast.Break()],
+            body.append(gast.If(test=atom_node_of(stmt.break_flag), body=[gast.Break()],
                                 orelse=[]))
         if stmt.kind == "range":
             out.extend(reserve(tape, trip_count(stmt.bounds)) for tape in self.stacks
                        if tape.loop is stmt and tape.dtype is not None)
             out.append(gast.For(target=name_node(stmt.target, gast.Store()),
                                 iter=gast.Call(func=name_node("range"),
-                                               args=[atom_node_of(b, None) for b in
+                                               args=[atom_node_of(b) for b in
                                                      short_range(stmt.bounds)], keywords=[]),
                                 body=body, orelse=[], type_comment=None))
         else:
             check = self.forward(stmt.test_ops, None) + [gast.If(
-                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test, None)),
+                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test)),
                 body=[gast.Break()], orelse=[])]
             out.append(gast.While(test=gast.Constant(value=True, kind=None),
                                   body=[s for s in check if not isinstance(s, Comment)] + body,

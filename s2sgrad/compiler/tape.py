@@ -15,10 +15,13 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
+from .. import primitives as prims
+from .activity import differentiable_operands
 from .adjoints import Comment, assign, call, name_node
 from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
                  walk_statements)
 from .templates import atom_node_of
+from .typeinfo import ELEMENTWISE
 
 
 def reversed_range(bounds, counter):
@@ -117,7 +120,7 @@ def reserve(tape, count):
 def trip_count(bounds):
     """A node for the number of iterations of ``range(*bounds)`` (at most; a break may end
     it sooner)."""
-    args = [atom_node_of(b, None) for b in short_range(bounds)]
+    args = [atom_node_of(b) for b in short_range(bounds)]
     if len(args) == 1:
         return args[0]
     return call("rt", "trip_count", args)
@@ -129,7 +132,7 @@ def restores(statements, taped, recomputed):
     branches: a taped variable is popped, a recomputed one (``recomputed``: names) is
     computed again from what was restored before it."""
     out = []
-    nested = nested_headers(statements)
+    nested = nested_carried(statements)
     for stmt in statements:
         if isinstance(stmt, Op):
             if len(stmt.targets) == 1 and stmt.targets[0] in recomputed:
@@ -142,10 +145,10 @@ def restores(statements, taped, recomputed):
             body = restores(stmt.body, taped, recomputed)
             orelse = restores(stmt.orelse, taped, recomputed)
             if body or orelse:
-                out.append(gast.If(test=atom_node_of(stmt.test, None), body=body or [gast.Pass()],
+                out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
-            for v in [stmt.counter] + stmt.headers:
+            for v in [stmt.counter] + stmt.carried:
                 if v in taped:
                     out.extend(pop(taped[v], v))
     return out
@@ -153,7 +156,7 @@ def restores(statements, taped, recomputed):
 
 #: primitives cheap enough to compute again in the adjoint loop instead of taping
 CHEAP = {operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
-         operator.pos, abs, np.absolute, "assign", "getitem"}
+         operator.pos, abs, np.absolute, prims.ASSIGN, prims.GETITEM}
 
 #: comparisons: cheap, and a bool scalar when their operands are scalars
 COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
@@ -172,8 +175,8 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
     and a pop.  Transcendental results (tanh, exp) are taped.  Gives the set of names
     recomputed (every op assigning such a name at this level is recomputed)."""
     assigned = set(assigned_targets(loop.body))
-    available = set(loop.headers) | ({loop.target} if loop.kind == "range" else set())
-    carried = set(loop.headers) | nested_headers(loop.body)   # several values per iteration
+    available = set(loop.carried) | ({loop.target} if loop.kind == "range" else set())
+    carried = set(loop.carried) | nested_carried(loop.body)   # several values per iteration
     ops = {}
     for stmt in level_ops(loop.body):
         for t in stmt.targets:
@@ -204,7 +207,8 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
 
 
 def _cheap_scalar(op, int_vars, ndims, mutated):
-    """True for a single-target op whose result is a scalar and costs a few flops."""
+    """True for a single-target op that costs a few flops: scalar arithmetic, a
+    comparison of scalars, an element or a view of an array the function never updates."""
     if not (isinstance(op, Op) and op.expr is not None and len(op.targets) == 1):
         return False
     target = op.targets[0]
@@ -214,10 +218,10 @@ def _cheap_scalar(op, int_vars, ndims, mutated):
             a.name in int_vars or ndims.get(a.name) == 0)) for a in op.args)
     if op.primitive not in CHEAP:
         return False
-    if op.primitive == "getitem":
+    if op.primitive == prims.GETITEM:   # an element, or a view (basic indexing): O(1)
         base = op.args[0]
-        return scalar and isinstance(base, Var) and base.name not in mutated and \
-            getattr(op, "basic_index", False)
+        return isinstance(base, Var) and base.name not in mutated and op.basic_index and \
+            (scalar or not op.list_base)
     return scalar
 
 
@@ -253,22 +257,22 @@ def value_reads(node, shape_fixed=None):
 
 def carried_copies(loop):
     """Loop-carried variables set at the end of the body by a plain copy of a value the
-    body computed unconditionally (``h = h_1``): header -> that value.  The value one
+    body computed unconditionally (``h = h_1``): carried variable -> that value.  The value one
     iteration leaves in ``h_1`` is the value the next one starts ``h`` with, so the adjoint
     needs only one of them on the tape."""
     last = {}
     for stmt in loop.body:
-        if isinstance(stmt, Op) and stmt.primitive == "assign" and len(stmt.targets) == 1 \
-                and stmt.targets[0] in loop.headers and isinstance(stmt.args[0], Var):
+        if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN and len(stmt.targets) == 1 \
+                and stmt.targets[0] in loop.carried and isinstance(stmt.args[0], Var):
             last[stmt.targets[0]] = stmt.args[0].name
     top = {t for s in loop.body if isinstance(s, Op) for t in s.targets}
-    return {h: v for h, v in last.items() if v in top and v not in loop.headers}
+    return {h: v for h, v in last.items() if v in top and v not in loop.carried}
 
 
-def nested_headers(statements):
+def nested_carried(statements):
     """Loop-carried variables of the loops directly in ``statements``: their values are
     taped when the loop ends, not when initialised."""
-    return {h for s in statements if isinstance(s, Loop) for h in s.headers}
+    return {h for s in statements if isinstance(s, Loop) for h in s.carried}
 
 
 def level_assigned(statements):
@@ -276,14 +280,14 @@ def level_assigned(statements):
     the counters and loop-carried variables of the loops directly in it (their values when
     they end).  A nested loop's own body is its business."""
     names = []
-    nested = nested_headers(statements)
+    nested = nested_carried(statements)
     for stmt in statements:
         if isinstance(stmt, Op):
             names.extend(t for t in stmt.targets if t not in nested)
         elif isinstance(stmt, If):
             names.extend(level_assigned(stmt.body) + level_assigned(stmt.orelse))
         elif isinstance(stmt, Loop):
-            names.extend([stmt.counter] + stmt.headers)
+            names.extend([stmt.counter] + stmt.carried)
     return names
 
 
@@ -298,7 +302,6 @@ def contributed(statements, active):
         if isinstance(s, (SetItem, ListAppend)):
             out.extend([s.target] + atom_vars(s.value))
         elif isinstance(s, Op):
-            from .activity import differentiable_operands
             out.extend(differentiable_operands(s))
     return [v for v in dict.fromkeys(out) if v in active]
 
@@ -320,7 +323,7 @@ def without_dead_ops(body, backward, output):
     kept = []
     for stmt in reversed(body):
         if isinstance(stmt, Op):
-            if not any(t in needed for t in stmt.targets) and stmt.primitive != "effect":
+            if not any(t in needed for t in stmt.targets) and stmt.primitive != prims.EFFECT:
                 continue
             needed.update(stmt.operand_vars())
             if stmt.expr is not None:
@@ -340,7 +343,7 @@ def _drop_unread_copies(body, backward, output):
         live.update(n.id for n in walk_items(stmt) if isinstance(n, gast.Name))
     copies = []
     for stmt in walk_statements(body):
-        if isinstance(stmt, Op) and stmt.primitive == "assign":
+        if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN:
             copies.append(stmt)
         else:
             live.update(_reads(stmt))
@@ -382,12 +385,12 @@ def _drop_copies(statements, read, top):
             dropped |= _drop_copies(stmt.orelse, read, False)
         elif isinstance(stmt, Loop):
             dropped |= _drop_copies(stmt.body, read, False)
-            stmt.headers[:] = [h for h in stmt.headers if h in read]
+            stmt.carried[:] = [h for h in stmt.carried if h in read]
     return dropped
 
 
 def _unread_copy(stmt, read):
-    return isinstance(stmt, Op) and stmt.primitive == "assign" and stmt.targets[0] not in read
+    return isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN and stmt.targets[0] not in read
 
 
 def statement_names(stmt):
@@ -421,7 +424,6 @@ def use_counts(lowered):
     """(variables that pass a gradient to exactly one place, variables assigned more than
     once: loop-carried, updated in place).  A single-use variable's adjoint can simply be
     the adjoint it copies."""
-    from .activity import differentiable_operands
     uses, assigned = {}, {}
     for stmt in walk_ops(lowered.body):
         if isinstance(stmt, (SetItem, ListAppend)):
@@ -435,7 +437,7 @@ def use_counts(lowered):
             uses[v] = uses.get(v, 0) + 1
     loops = [s for s in walk_statements(lowered.body) if isinstance(s, Loop)]
     rebound = {v for v, n in assigned.items() if n > 1} | {
-        h for loop in loops for h in loop.headers}
+        h for loop in loops for h in loop.carried}
     return frozenset(v for v, n in uses.items() if n == 1), frozenset(rebound)
 
 
@@ -456,10 +458,9 @@ def tape_dtypes(lowered):
     float32 value on a float64 tape comes back exact.  A Python float constant is
     float64 (as Numba types it) unless the forward sweep writes it as the float32 it
     meets."""
-    from .typeinfo import ELEMENTWISE
-    ints = set(getattr(lowered, "int_vars", ()))
-    ndims = getattr(lowered, "ndims", {})
-    types = {name: np.dtype(dtype) for name, (dtype, _) in getattr(lowered, "known", {}).items()
+    ints = set(lowered.int_vars)
+    ndims = lowered.ndims
+    types = {name: np.dtype(dtype) for name, (dtype, _) in lowered.param_types.items()
              if isinstance(dtype, np.dtype)}
     types.update({name: np.dtype(np.int64) for name in ints})
     ops = [op for op in walk_ops(lowered.body) if isinstance(op, Op) and len(op.targets) == 1
@@ -469,7 +470,7 @@ def tape_dtypes(lowered):
             types[name] = np.dtype(np.float64)
     for op in ops:
         types[op.targets[0]] = _UNSEEN
-    small = getattr(lowered, "dtypes", {})
+    small = lowered.dtypes
 
     def of_atom(atom, other=None):
         if isinstance(atom, Const):
@@ -492,7 +493,7 @@ def tape_dtypes(lowered):
                 a.name in ints or ndims.get(a.name) == 0) for a in op.args)
             return np.dtype(bool) if scalar else _UNKNOWN
         args = list(op.args)
-        if op.primitive == "getitem":    # an element of an array of a known dtype
+        if op.primitive == prims.GETITEM:    # an element of an array of a known dtype
             base = of_atom(args[0])
             if base == _UNSEEN:
                 return _UNSEEN
@@ -508,7 +509,7 @@ def tape_dtypes(lowered):
             return _UNSEEN
         if op.primitive is float:
             return np.dtype(np.float64)
-        if op.primitive == "assign":
+        if op.primitive == prims.ASSIGN:
             return parts[0]
         if not (op.primitive in ELEMENTWISE or isinstance(op.primitive, np.ufunc)):
             return _UNKNOWN

@@ -12,15 +12,17 @@ import inspect
 import gast
 
 from ..errors import MissingRuleError
+from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
+from .literals import literal_node
+from .typeinfo import basic_index
 
 
 def missing_rule(op):
-    from ..rules.registry import _display_name
-    name = op.primitive if isinstance(op.primitive, str) else _display_name(op.primitive)
-    detail = getattr(op, "bind_error", None)
+    name = op.primitive if isinstance(op.primitive, str) else display_name(op.primitive)
+    detail = op.bind_error
     return MissingRuleError(
         f"no derivative rule for {name}" + (f" called this way ({detail})" if detail else "")
         + ", and a differentiated value flows through it",
@@ -37,7 +39,7 @@ def getitem_adjoint(op, adj, active, out):
         return
     g = name_node(adj.name(op.targets[0]))
     index_node = copy.deepcopy(op.expr.slice)
-    basic = getattr(op, "basic_index", False)
+    basic = op.basic_index
     if base not in adj.defined:
         out.append(gast.Assign(targets=[name_node(adj.name(base), gast.Store())],
                                value=call("np", "zeros_like", [name_node(base)]), type_comment=None))
@@ -54,8 +56,7 @@ def getitem_adjoint(op, adj, active, out):
 
 
 def basic_setitem(stmt, int_vars):
-    from .lower import _basic_index
-    return _basic_index(stmt.index, int_vars)
+    return basic_index(stmt.index, int_vars)
 
 
 def index_expression(node):
@@ -85,8 +86,7 @@ def instantiate(op, adj, active, names, out, ndims=None):
         bindings[pname] = value
     for pname in sorted(rule.refused):
         if any(v in active for v in atom_vars(bindings[pname])):
-            from ..rules.registry import _display_name
-            name = _display_name(op.primitive)
+            name = display_name(op.primitive)
             raise MissingRuleError(
                 f"no derivative rule for {name} with respect to its argument `{pname}` (the "
                 "rule knows the other arguments' derivatives only), and a differentiated "
@@ -97,7 +97,7 @@ def instantiate(op, adj, active, names, out, ndims=None):
     statements = []
     for stmt in rule.statements:
         (tgt,) = stmt.targets
-        if _is_adjoint(tgt):
+        if is_adjoint_subscript(tgt):
             atom = bindings[tgt.slice.id]
             if not any(v in active for v in atom_vars(atom)):
                 continue
@@ -190,11 +190,6 @@ class _ScalarUnbroadcast(gast.NodeTransformer):
         return node
 
 
-def _is_adjoint(node):
-    return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
-            and node.value.id == "d" and isinstance(node.slice, gast.Name))
-
-
 class _Substituter(gast.NodeTransformer):
     def __init__(self, bindings, locals_, adj, globals_=None, names=None):
         self.bindings = bindings
@@ -204,7 +199,7 @@ class _Substituter(gast.NodeTransformer):
         self.names = names
 
     def visit_Subscript(self, node):
-        if _is_adjoint(node):
+        if is_adjoint_subscript(node):
             atom = self.bindings[node.slice.id]
             return name_node(self.adj.name(atom.name))
         return self.generic_visit(node)
@@ -213,21 +208,19 @@ class _Substituter(gast.NodeTransformer):
         if node.id in self.locals:
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
-            from .literals import literal_node
             atom = self.bindings[node.id]
-            return atom_node_of(atom, literal_node)
+            return atom_node_of(atom)
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
 
 
-def atom_node_of(atom, literal_node=None):
-    if literal_node is None:
-        from .literals import literal_node
+def atom_node_of(atom):
+    """The expression of an atom in generated code: a Name, a tuple of them, a literal."""
     if isinstance(atom, Var):
         return name_node(atom.name)
     if isinstance(atom, Seq):
-        return gast.Tuple(elts=[atom_node_of(a, literal_node) for a in atom.items], ctx=gast.Load())
+        return gast.Tuple(elts=[atom_node_of(a) for a in atom.items], ctx=gast.Load())
     return literal_node(atom.value)
 
 

@@ -12,18 +12,19 @@ import operator
 import gast
 import numpy as np
 
+from .. import primitives as prims
 from .ir import Const, Seq, Var
 
 
 #: primitives whose result has the largest rank of their operands
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-               operator.neg, operator.pos, "assign", "copy", "stop_gradient", abs, float,
-               min, max, np.copy, np.ascontiguousarray, "astype"}
+               operator.neg, operator.pos, prims.ASSIGN, prims.COPY, prims.STOP_GRADIENT, abs,
+               float, min, max, np.copy, np.ascontiguousarray, prims.ASTYPE}
 
 
 #: integer arithmetic: ints in, an int out
 INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-               operator.neg, "assign"}
+               operator.neg, prims.ASSIGN}
 
 
 #: reductions to a scalar when called with the array alone
@@ -33,13 +34,13 @@ FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, n
 #: primitives whose result may share memory with their first operand
 VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
                np.asarray, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to,
-               "assign"}
+               prims.ASSIGN}
 
 
-def _makes_view(prim, args):
-    if prim == "getitem":
+def makes_view(prim, args):
+    if prim == prims.GETITEM:
         return not _scalar_index(args[1])
-    return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == "assign"
+    return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == prims.ASSIGN
 
 
 def _scalar_index(index):
@@ -54,17 +55,17 @@ def _scalar_index(index):
     return True
 
 
-def _basic_index(index, int_vars):
+def basic_index(index, int_vars):
     """True for an index numpy treats as basic (ints, slices, None, ...): each element is
     read at most once, so ``dx[index] += g`` is the adjoint.  Lists and arrays are not."""
     if isinstance(index, Var):
         return index.name in int_vars
     if isinstance(index, Seq):
-        return index.kind in ("index", "slice") and all(_basic_index(i, int_vars)
+        return index.kind in ("index", "slice") and all(basic_index(i, int_vars)
                                                          for i in index.items)
     value = index.value
     if isinstance(value, tuple):
-        return all(_basic_index(Const(v), int_vars) for v in value)
+        return all(basic_index(Const(v), int_vars) for v in value)
     return value is None or value is Ellipsis or isinstance(value, slice) or (
         isinstance(value, (int, np.integer)) and not isinstance(value, bool))
 
@@ -83,7 +84,7 @@ class TypeInfo:
     def infer_dtype(self, prim, args, kwargs):
         """The float dtype of ``prim``'s result where numpy's promotion rules give it from
         the operands' dtypes (Python numbers are weak, as in numpy 2); else None."""
-        if prim == "getitem":
+        if prim == prims.GETITEM:
             base = args[0]
             return self.dtypes.get(base.name) if isinstance(base, Var) else None
         if not (prim in ELEMENTWISE or isinstance(prim, np.ufunc)) or kwargs:
@@ -108,7 +109,7 @@ class TypeInfo:
     def infer_ndim(self, prim, args, kwargs):
         """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
         rank rule is simple (elementwise, full reductions, scalar indexing); else None."""
-        if prim == "getitem":
+        if prim == prims.GETITEM:
             base, index = args
             items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
             rank = self.ndim_of(base)

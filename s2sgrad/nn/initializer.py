@@ -7,11 +7,11 @@ NORMAL_SIGMA = 0.01
 
 
 def _draw_uniform(shape, bound):
-    return _tensor._rng().uniform(-bound, bound, size=shape)
+    return _tensor.module_rng().uniform(-bound, bound, size=shape)
 
 
 def _draw_normal(shape, bound):
-    return _tensor._rng().normal(0.0, NORMAL_SIGMA, size=shape)
+    return _tensor.module_rng().normal(0.0, NORMAL_SIGMA, size=shape)
 
 
 _NAMED = {

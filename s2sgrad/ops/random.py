@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from ..tensor import Tensor, _rng, unwrap
+from ..tensor import Tensor, module_rng, unwrap
 from ._primitive import Primitive, opaque
 
 __all__ = ["Dropout2D"]
@@ -36,7 +36,7 @@ class Dropout2D(Primitive):
     @opaque
     def make_mask(self, shape):
         """A Bool ndarray of the 4-D ``shape``, one random draw per (n, c) channel."""
-        keep = _rng().random_sample((shape[0], shape[1], 1, 1)) < self.keep_prob
+        keep = module_rng().random_sample((shape[0], shape[1], 1, 1)) < self.keep_prob
         return np.broadcast_to(keep, shape).copy()
 
     def raw(self, x, mask):

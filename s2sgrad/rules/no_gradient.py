@@ -9,7 +9,8 @@ user's line.  Nothing is treated as a constant by default.
 
 ``TABLE`` is a tuple of ``(reason, callables)``; a callable is a Python or
 numpy function, or a string naming an internal primitive or an array
-attribute/method the lowering emits (``"attr.shape"``, ``"method.nonzero"``; ``"integer_dtype"`` is any call the lowering
+attribute/method the lowering emits (named in ``s2sgrad.primitives``:
+``attribute("shape")``, ``method("nonzero")``; ``INTEGER_DTYPE`` is any call the lowering
 sees converting to an integer or boolean dtype, ``x.astype(int)``, ``dtype=np.int32``).
 ``reason_of(prim)`` gives the reason of one primitive (None when it is not
 listed).  tests/test_no_silent_constants.py checks each entry numerically
@@ -20,6 +21,7 @@ import operator
 
 import numpy as np
 
+from .. import primitives as prims
 from .registry import nondifferentiable
 
 #: array attributes the lowering reads as ``attr.<name>``: facts about the array's layout
@@ -29,11 +31,11 @@ _LAYOUT_ATTRIBUTES = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "s
 TABLE = (
     ("a comparison: its result is a boolean, constant except where the operands are equal",
      (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-      operator.is_, operator.is_not, operator.contains, "not_in", np.greater,
+      operator.is_, operator.is_not, operator.contains, prims.NOT_IN, np.greater,
       np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal, np.isclose,
       np.allclose, np.array_equal, np.array_equiv, math.isclose)),
     ("a logical or bitwise operation: boolean or integer operands and result",
-     (operator.not_, operator.and_, operator.or_, operator.xor, operator.invert, "boolop",
+     (operator.not_, operator.and_, operator.or_, operator.xor, operator.invert, prims.BOOLOP,
       np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.bitwise_and,
       np.bitwise_or, np.bitwise_xor, np.invert, np.bitwise_not, np.left_shift,
       np.right_shift, np.gcd, np.lcm, math.gcd, math.lcm, math.factorial, math.comb,
@@ -47,19 +49,19 @@ TABLE = (
       np.floor_divide, operator.floordiv, round, math.floor, math.ceil, math.trunc,
       np.spacing, math.ulp)),
     ("an integer or boolean conversion: the result is piecewise constant",
-     (int, bool, "integer_dtype", np.int8, np.int16, np.int32, np.int64, np.uint8,
+     (int, bool, prims.INTEGER_DTYPE, np.int8, np.int16, np.int32, np.int64, np.uint8,
       np.uint16, np.uint32, np.uint64, np.intp, np.bool_)),
     ("an index, count or position: an integer result",
      (len, np.argmax, np.argmin, np.argsort, np.argpartition, np.lexsort, np.nonzero,
       np.flatnonzero, np.argwhere, np.count_nonzero, np.searchsorted, np.digitize,
       np.bincount, np.nanargmax, np.nanargmin, np.unravel_index, np.ravel_multi_index,
-      np.bitwise_count, "method.nonzero", "method.argsort", "method.argpartition",
-      "method.searchsorted")),
+      np.bitwise_count, prims.method("nonzero"), prims.method("argsort"),
+      prims.method("argpartition"), prims.method("searchsorted"))),
     ("a fact about the shape or type, not the values",
      (np.shape, np.ndim, np.size, isinstance, np.result_type, np.can_cast,
       np.promote_types, np.min_scalar_type, np.issubdtype, np.isdtype, np.iinfo, np.finfo,
       np.broadcast_shapes, np.may_share_memory, np.shares_memory,
-      *("attr." + a for a in _LAYOUT_ATTRIBUTES))),
+      *(prims.attribute(a) for a in _LAYOUT_ATTRIBUTES))),
     ("a new array whose values do not depend on the arguments' values (shapes, sizes, "
      "dtypes only)",
      (range, np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
@@ -71,7 +73,7 @@ TABLE = (
     ("s2sgrad's own bookkeeping: a value the user asked to stop (stop_gradient), a call "
      "made for its effect (print), a run-time object (random draws), the forward half of "
      "a custom rule (its backward is the rule)",
-     ("stop_gradient", "opaque", "copy", "effect")),
+     (prims.STOP_GRADIENT, prims.OPAQUE, prims.COPY, prims.EFFECT)),
 )
 
 

@@ -11,6 +11,7 @@ keepdims=False)``), so a positional ``dtype`` cannot bind to it.
 """
 import numpy as np
 
+from .. import primitives as prims
 from .registry import d, vjp
 from .. import runtime as rt
 
@@ -374,11 +375,11 @@ def _(ans, condlist, choicelist, default=0):
     d[default] = rt.select_default_adjoint(d[ans], condlist, default)
 
 
-@vjp("np.r_")
+@vjp(prims.INDEX_R)
 def _(ans, *items):
     d[items] = rt.index_trick_adjoints(d[ans], items, "r_")
 
 
-@vjp("np.c_")
+@vjp(prims.INDEX_C)
 def _(ans, *items):
     d[items] = rt.index_trick_adjoints(d[ans], items, "c_")

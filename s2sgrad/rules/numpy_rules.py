@@ -1,6 +1,7 @@
 """Rules for numpy functions (and the array methods the compiler maps onto them)."""
 import numpy as np
 
+from .. import primitives as prims
 from .registry import d, vjp
 from .. import runtime as rt
 
@@ -140,7 +141,7 @@ def _(ans, a, dtype=None):
     d[a] = d[ans]
 
 
-@vjp("method.item")
+@vjp(prims.method("item"))
 def _(ans, a, *index):
     d[a] = rt.item_adjoint(d[ans], a, index)
 
@@ -296,14 +297,16 @@ def _(ans, arrays, axis=0):
     d[arrays] = rt.split_like(d[ans], arrays, axis)
 
 
-@vjp("astype")
+@vjp(prims.ASTYPE)
 def _(ans, a, dtype):
     d[a] = rt.cast_like(d[ans], a)
 
 
-@vjp("getitem")
+@vjp(prims.GETITEM)
 def _(ans, a, index):
-    d[a] = rt.scatter(d[ans], a, index)
+    # what x[index]'s adjoint means; the reverse pass writes it in place instead
+    # (templates.getitem_adjoint: dx[index] += dy, or rt.add_at for array indices)
+    d[a] = rt.add_at(np.zeros_like(a), index, d[ans])
 
 
 @vjp(np.sort)

@@ -112,6 +112,11 @@ def _(ans, x, *, axis=0):
     d[x] = np.stack(d[ans], axis)
 
 
+@vjp(np.block)
+def _(ans, arrays):
+    d[arrays] = rt.block_adjoints(d[ans], arrays)
+
+
 @vjp(np.insert)
 def _(ans, arr, obj, values, axis=None):
     d[arr] = rt.insert_adjoint(d[ans], arr, obj, values, axis, 0)
@@ -197,6 +202,21 @@ def _(ans, a, axis=None, *, ddof=0, keepdims=False):
 @vjp(np.nanstd)
 def _(ans, a, axis=None, *, ddof=0, keepdims=False):
     d[a] = rt.nan_moments_adjoint(d[ans], ans, a, axis, ddof, keepdims, True)
+
+
+@vjp(np.nanmedian)
+def _(ans, a, axis=None, *, keepdims=False):
+    d[a] = rt.nan_quantile_adjoint(d[ans], a, 0.5, axis, "linear", keepdims)
+
+
+@vjp(np.nanquantile)
+def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
+    d[a] = rt.nan_quantile_adjoint(d[ans], a, q, axis, method, keepdims)
+
+
+@vjp(np.nanpercentile)
+def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
+    d[a] = rt.nan_quantile_adjoint(d[ans], a, q / 100.0, axis, method, keepdims)
 
 
 # ---------------------------------------------------------------- spaced ranges
@@ -292,3 +312,9 @@ def _(ans, a, ind=2):
 def _(ans, a, b):
     d[a] = rt.tensorsolve_adjoint(d[ans], ans, a, b, 0)
     d[b] = rt.tensorsolve_adjoint(d[ans], ans, a, b, 1)
+
+
+@vjp(np.linalg.lstsq, tuple_result=True)
+def _(ans, a, b, rcond=None):
+    d[a] = rt.lstsq_adjoint(d[ans], ans, a, b, 0)
+    d[b] = rt.lstsq_adjoint(d[ans], ans, a, b, 1)

@@ -4,6 +4,7 @@ import operator
 
 import numpy as np
 
+from .. import primitives as prims
 from .registry import d, vjp
 from .. import runtime as rt
 
@@ -158,12 +159,12 @@ def _(ans, a, b):
     d[b] = d[ans] * (a > b)
 
 
-@vjp("assign")
+@vjp(prims.ASSIGN)
 def _(ans, a):
     d[a] = d[ans]
 
 
-@vjp("list")
+@vjp(prims.LIST)
 def _(ans, *items):
     d[items] = d[ans]
 

@@ -23,6 +23,8 @@ import textwrap
 
 import gast
 
+from ..compiler.imports import fixed_path, module_and_name
+
 
 class _AdjointMarker:
     """The ``d`` in templates: ``d[x]`` marks the adjoint of ``x``. Never evaluated."""
@@ -75,21 +77,17 @@ class Rule:
         assigned = set(_assigned_adjoints(fdef.body))
         self.diff_params = tuple(p.name for p in params[1:] if p.name in assigned)
         self.globals = _template_globals(template, fdef, [p.name for p in params])
-        self.uses_result = any(
-            isinstance(n, gast.Name) and n.id == self.result
-            and not _is_adjoint_ref(n, parents)
-            for n, parents in _walk_with_parents(fdef.body))
 
     @property
     def differentiable(self):
         return bool(self.diff_params)
 
     def bind(self, args, kwargs):
-        """Map a call's positional and keyword operands to template parameter names.
+        """Map a call's positional and keyword operands to the template's parameter names.
 
-        Returns an ordered dict name -> operand, defaults filled in as
-        ``('default', value)`` markers are not used: defaults come back as
-        plain python values.  Raises TypeError when the call does not fit.
+        Returns a dict, in parameter order, name -> operand; a parameter the call leaves
+        out gets its default (a plain Python value).  Raises TypeError when the call does
+        not fit the signature.
         """
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -107,7 +105,6 @@ def _template_globals(template, fdef, params):
     """{name: module or function} for the names a template reads from its own module
     (besides ``np``, ``math``, ``rt``, ``d`` and builtins).  A TypeError names one that
     generated code could not import."""
-    from ..compiler.imports import module_and_name, fixed_path
     body = gast.Module(body=fdef.body, type_ignores=[])   # not the decorators or defaults
     assigned = {t.id for n in gast.walk(body) if isinstance(n, gast.Assign)
                 for t in n.targets if isinstance(t, gast.Name)}
@@ -137,27 +134,15 @@ def _assigned_adjoints(statements):
     for node in gast.walk(gast.Module(body=statements, type_ignores=[])):
         if isinstance(node, gast.Assign):
             for tgt in node.targets:
-                if _is_adjoint_subscript(tgt):
+                if is_adjoint_subscript(tgt):
                     names.append(tgt.slice.id)
     return names
 
 
-def _is_adjoint_subscript(node):
+def is_adjoint_subscript(node):
+    """True for ``d[x]`` in a template: the adjoint of the template's name ``x``."""
     return (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
             and node.value.id == "d" and isinstance(node.slice, gast.Name))
-
-
-def _walk_with_parents(statements):
-    stack = [(s, ()) for s in statements]
-    while stack:
-        node, parents = stack.pop()
-        yield node, parents
-        for child in gast.iter_child_nodes(node):
-            stack.append((child, parents + (node,)))
-
-
-def _is_adjoint_ref(name_node, parents):
-    return bool(parents) and _is_adjoint_subscript(parents[-1]) and parents[-1].slice is name_node
 
 
 _RULES = {}
@@ -178,7 +163,7 @@ def vjp(*primitives, tuple_result=False, refuse=()):
 
     def register(template):
         for prim in primitives:
-            rule = Rule(prim, template, _display_name(prim))
+            rule = Rule(prim, template, display_name(prim))
             rule.tuple_result = tuple_result
             rule.refused = frozenset(refuse)
             unknown = rule.refused - set(rule.signature.parameters)
@@ -203,7 +188,7 @@ def nondifferentiable(*primitives, reason=None):
     fails ``tests/test_no_silent_constants.py``.
     """
     for prim in primitives:
-        _RULES[_key(prim)] = (prim, Rule(prim, None, _display_name(prim), reason))
+        _RULES[_key(prim)] = (prim, Rule(prim, None, display_name(prim), reason))
 
 
 def lookup(primitive):
@@ -219,7 +204,7 @@ def all_rules():
     return list(_RULES.values())
 
 
-def _display_name(prim):
+def display_name(prim):
     if isinstance(prim, str):
         return prim
     mod = getattr(prim, "__module__", None) or ""

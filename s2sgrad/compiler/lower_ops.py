@@ -1,0 +1,110 @@
+"""Appending one Op: its rule, reuse of a repeated pure operation (common
+subexpressions), view tracking, and what is known of its result (rank, dtype, int)."""
+import gast
+import numpy as np
+
+from .. import primitives as prims
+from ..rules import lookup
+from . import literals
+from .ir import Const, Op, Seq, Var
+from .lower_state import LoweringState
+from .typeinfo import INTEGER_OPS, basic_index, makes_view
+
+
+#: primitives never reused: effects, run-time objects, fresh containers
+NOT_REUSED = {prims.EFFECT, prims.OPAQUE, prims.LIST, prims.COPY}
+
+
+class OpEmission(LoweringState):
+    """Appends Ops to ``self.ops`` (a LoweringState mixin)."""
+
+    def emit(self, frame, node, prim, args, kwargs, expr, hint, custom=None):
+        """Append an Op computing ``expr``; returns the Var it assigns."""
+        stale = [a.name for a in args if isinstance(a, Var) and a.name in self.stale_views]
+        if stale:
+            raise self.unsupported(
+                frame, node, f"`{stale[0]}` is a view of an array that was updated in place "
+                f"after the view was taken", "take a copy (.copy()) before the update, or read "
+                "the array itself after it")
+        rule = lookup(prim) if custom is None else None
+        if custom is None and _integer_result(prim, args, kwargs):
+            rule = lookup(prims.INTEGER_DTYPE)   # piecewise constant: it carries no gradient
+        key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
+        if key is not None and key in self.cse:
+            return self.cse[key]      # the same pure operation on the same values: reuse it
+        name = self.names.variable(hint) if hint else self.names.temp()
+        bind_error = None
+        if rule is not None and rule.differentiable:
+            try:
+                rule.bind(args, kwargs)
+            except TypeError as exc:   # a form of the call the rule does not cover
+                rule, bind_error = None, f"s2sgrad's rule takes {rule.signature}: {exc}"
+        op = Op((name,), prim, tuple(args), dict(kwargs), expr, frame.location(node), rule,
+                custom, bind_error=bind_error)
+        if prim == prims.GETITEM:
+            base, index = args
+            op.basic_index = basic_index(index, self.int_vars)
+            op.list_base = isinstance(base, Var) and base.name in self.lists
+        self.ops.append(op)
+        self.producers[name] = prim
+        if rule is not None and rule.tuple_result:
+            self.lists.add(name)   # read by index like a list; its adjoint is a list
+        if makes_view(prim, args) and isinstance(args[0], Var):
+            self.views[name] = self.views.get(args[0].name, args[0].name)
+        ndim = self.infer_ndim(prim, args, kwargs)
+        if ndim is not None:
+            self.ndims[name] = ndim
+        dtype = self.infer_dtype(prim, args, kwargs)
+        if dtype is not None:
+            self.dtypes[name] = dtype
+        if prim in INTEGER_OPS and all(self.is_int(a) for a in args):
+            self.int_vars.add(name)
+            self.ndims[name] = 0
+        if key is not None and (self.ndims.get(name) == 0 or name in self.int_vars):
+            self.cse[key] = Var(name)   # scalars only: an array result could be updated in place
+        return Var(name)
+
+    def emit_getitem(self, frame, node, value, index, hint):
+        expr = gast.Subscript(value=self.atom_node(value), slice=self.atom_node(index),
+                              ctx=gast.Load())
+        return self.emit(frame, node, prims.GETITEM, (value, index), {}, expr, hint)
+
+
+def _cse_key(prim, args, kwargs):
+    """A key that identifies a pure operation on the same values, or None."""
+    if isinstance(prim, str) and prim in NOT_REUSED:
+        return None
+    try:
+        key = (prim if isinstance(prim, str) else id(prim),
+               tuple(_atom_key(a) for a in args),
+               tuple(sorted((k, _atom_key(v)) for k, v in kwargs.items())))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def _atom_key(atom):
+    if isinstance(atom, Var):
+        return ("v", atom.name)
+    if isinstance(atom, Seq):
+        return ("s", atom.kind, tuple(_atom_key(a) for a in atom.items))
+    if isinstance(atom, Const):
+        value = atom.value
+        if literals.is_literal(value) and not isinstance(value, float) or isinstance(
+                value, float) and value == value:
+            return ("c", type(value).__name__, value)
+        return ("o", id(value))
+    raise TypeError(atom)
+
+
+def _integer_result(prim, args, kwargs):
+    """True for a conversion to an integer or boolean dtype known while building:
+    ``x.astype(int)``, ``np.array(v, dtype=np.int32)``, ``np.sum(x, dtype=int)``."""
+    dtype = args[1] if prim == prims.ASTYPE and len(args) > 1 else kwargs.get("dtype")
+    if not isinstance(dtype, Const) or dtype.value is None:
+        return False
+    try:
+        return np.dtype(literals.as_numpy_dtype(dtype.value)).kind in "biu"
+    except TypeError:
+        return False

@@ -1,0 +1,146 @@
+"""Lowering statements: assignments, returns, ``if`` on known values, local ``def``s,
+and binding values to targets (names, tuples, ``x[i] = v``).  Run-time ``if``,
+``for`` and ``while`` go to ``lower_flow``."""
+import copy
+
+import gast
+
+from ..errors import UserCodeError
+from .ir import Const, Seq, SetItem, Var
+from .jumps import expand_loop_else, lift_loop_returns, remove_early_returns
+from .lower_flow import is_append, unused_name
+from .lower_state import LoweringState, name_of, return_names, source_segment
+from .messages import statement_name
+
+
+class StatementLowering(LoweringState):
+    """Statements -> Ops in ``self.ops`` and names in the frame (a LoweringState mixin)."""
+
+    def function_body(self, frame, parsed):
+        """A function's statements with early returns made structured (see jumps.py)."""
+        taken = {n.id for n in gast.walk(parsed.node) if isinstance(n, gast.Name)}
+        return remove_early_returns(lift_loop_returns(parsed.node.body, *return_names(taken)))
+
+    def lower_body(self, frame, statements):
+        for stmt in statements:
+            if frame.returned:
+                raise self.unsupported(frame, stmt, "code after return",
+                                       "remove the unreachable statements")
+            self.lower_statement(frame, stmt)
+
+    def lower_statement(self, frame, stmt):
+        """Lower one statement; an error raised without a place (deep in a helper) gets
+        this statement's file, line and text."""
+        try:
+            self._lower_statement(frame, stmt)
+        except UserCodeError as exc:
+            if exc.location is not None:
+                raise
+            raise type(exc)(exc.what, frame.location(stmt),
+                            exc.construct or source_segment(frame, stmt), exc.hint) from None
+
+    def _lower_statement(self, frame, stmt):
+        if isinstance(stmt, gast.Assign):
+            hint = stmt.targets[0].id if (len(stmt.targets) == 1 and
+                                          isinstance(stmt.targets[0], gast.Name)) else None
+            value = self.lower_expr(frame, stmt.value, hint)
+            for target in stmt.targets:
+                self.bind(frame, target, value)
+        elif isinstance(stmt, gast.AnnAssign) and stmt.value is not None:
+            self.bind(frame, stmt.target, self.lower_expr(frame, stmt.value, name_of(stmt.target)))
+        elif isinstance(stmt, gast.AugAssign):
+            if not isinstance(stmt.target, (gast.Name, gast.Subscript)):
+                raise self.unsupported(frame, stmt, "augmented assignment to an attribute",
+                                       "assign to a local variable")
+            load = copy.deepcopy(stmt.target)
+            for node in gast.walk(load):
+                if hasattr(node, "ctx"):
+                    node.ctx = gast.Load()
+            binop = gast.BinOp(left=load, op=stmt.op, right=stmt.value)
+            gast.copy_location(binop, stmt)
+            gast.copy_location(load, stmt)
+            self.bind(frame, stmt.target, self.lower_expr(frame, binop, name_of(stmt.target)))
+        elif isinstance(stmt, gast.Return):
+            frame.output = self.lower_expr(frame, stmt.value) if stmt.value is not None else Const(None)
+            frame.returned = True
+        elif isinstance(stmt, gast.If):
+            test = self.lower_expr(frame, stmt.test)
+            if isinstance(test, Const):
+                self.lower_body(frame, stmt.body if test.value else stmt.orelse)
+            else:
+                self.lower_if(frame, stmt, test)
+        elif isinstance(stmt, (gast.For, gast.While)) and stmt.orelse:
+            taken = {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)} | set(frame.env)
+            self.lower_body(frame, expand_loop_else(stmt, unused_name("broke", taken)))
+        elif isinstance(stmt, gast.For):
+            self.lower_for(frame, stmt)
+        elif isinstance(stmt, gast.While):
+            self.lower_loop(frame, stmt, None)
+        elif isinstance(stmt, gast.FunctionDef):
+            frame.env[stmt.name] = self.local_function(frame, stmt)
+        elif isinstance(stmt, gast.Expr):
+            if isinstance(stmt.value, gast.Constant):
+                return  # a docstring or a bare constant
+            if is_append(stmt.value):
+                return self.lower_append(frame, stmt)
+            if isinstance(stmt.value, (gast.Yield, gast.YieldFrom, gast.Await)):
+                self.lower_expr(frame, stmt.value)   # refused, naming yield/await
+            if self.lower_call_statement(frame, stmt):
+                return
+            if isinstance(stmt.value, gast.Call):
+                raise self.unsupported(
+                    frame, stmt, "a call whose result is not used (s2sgrad cannot follow what "
+                    "a call changes in place)", "assign its result to a name, e.g. "
+                    "y = np.sort(x) instead of x.sort(), or remove the line")
+            raise self.unsupported(frame, stmt, "an expression whose value is not used",
+                                   "assign the value to a name, or remove the line")
+        elif isinstance(stmt, (gast.Pass, gast.Assert)):
+            return
+        else:
+            raise self.unsupported(frame, stmt, *statement_name(stmt))
+
+    def bind(self, frame, target, value):
+        """Assign the atom ``value`` to a target (a name or a tuple/list of targets)."""
+        if isinstance(target, gast.Name):
+            frame.env[target.id] = value
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            n = len(target.elts)
+            if any(isinstance(elt, gast.Starred) for elt in target.elts):
+                raise self.unsupported(frame, target, "a starred assignment (a, *rest = ...)",
+                                       "unpack into one name per item, or index the items")
+            if isinstance(value, Seq):
+                if len(value.items) != n:
+                    raise self.unsupported(frame, target, f"unpacking {len(value.items)} values "
+                                           f"into {n} names", f"unpack into {len(value.items)} "
+                                           f"names, or index the items you need")
+                items = value.items
+            elif isinstance(value, Const) and isinstance(value.value, (tuple, list)):
+                items = [Const(v) for v in value.value]
+            else:
+                items = [self.emit_getitem(frame, target, value, Const(i), name_of(elt))
+                         for i, elt in enumerate(target.elts)]
+            for elt, item in zip(target.elts, items):
+                self.bind(frame, elt, item)
+        elif isinstance(target, gast.Starred):
+            raise self.unsupported(frame, target, "a starred assignment (a, *rest = ...)",
+                                   "unpack into one name per item, or index the items")
+        elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            base = frame.env.get(target.value.id)
+            if not isinstance(base, Var):
+                raise self.unsupported(frame, target, "assignment into something that is not an "
+                                       "array of this function", "make an array with "
+                                       "np.zeros(...) or x.copy() and assign into it")
+            if base.name in self.views:
+                raise self.unsupported(
+                    frame, target, f"writing into `{target.value.id}`, which may be a view of "
+                    f"`{self.views[base.name]}`", "write into the array itself, e.g. "
+                    "y[1:3] = ... instead of v = y[1:3]; v[:] = ...")
+            index_node, index = self.lower_index(frame, target.slice)
+            self.mark_views_stale(base.name)
+            self.mutated.add(base.name)
+            self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
+            self.cse.clear()
+        else:
+            raise self.unsupported(
+                frame, target, "assignment to an attribute or a nested subscript",
+                "assign to a local array: a = x.copy(); a[i] = v")
