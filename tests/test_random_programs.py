@@ -132,7 +132,7 @@ def programs(draw):
                 ("for k, (r, q) in enumerate(zip({a}, {b})):", "r * q * (k - 1.5)"),
                 ("for (k, r), q in zip(enumerate({a}, 1), reversed({b})):", "r * q * k")])
             lines.append(f"{pad}{header.format(a=arr, b=other)}")
-            lines.append(f"{pad}    {acc} = np.sin({acc}) * 0.8 + {use} * {pick(scalars)}")
+            lines.append(f"{pad}    {acc} = np.tanh({acc} * 0.8 + {use} * {pick(scalars)} * 0.3)")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
             lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")
