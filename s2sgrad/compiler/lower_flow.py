@@ -202,11 +202,7 @@ class FlowLowering:
                     and not all(isinstance(v, (int, float)) for v in iterable.value)):
                 return self.lower_unrolled_for(frame, stmt, iterable)
         if isinstance(func, Const) and func.value is range:
-            bounds = [self.lower_expr(frame, a) for a in call.args]
-            if len(bounds) == 1:
-                bounds = [Const(0)] + bounds
-            if len(bounds) == 2:
-                bounds = bounds + [Const(1)]
+            bounds = self.range_bounds(frame, call.args)
             return self.lower_loop(frame, stmt, RangeSpec(tuple(bounds), stmt.target))
         if isinstance(func, Const) and func.value in (enumerate, zip):
             seqs = []
@@ -327,11 +323,7 @@ class FlowLowering:
         inner_func = self.lower_expr(frame, inner.func) if isinstance(inner, gast.Call) and \
             isinstance(inner.func, gast.Name) else None
         if isinstance(inner_func, Const) and inner_func.value is range:
-            bounds = [self.lower_expr(frame, a) for a in inner.args]
-            if len(bounds) == 1:
-                bounds = [Const(0)] + bounds
-            if len(bounds) == 2:
-                bounds = bounds + [Const(1)]
+            bounds = self.range_bounds(frame, inner.args)
             if len(bounds) != 3 or inner.keywords:
                 raise self.unsupported(frame, stmt, "range(...) with other than 1 to 3 "
                                        "arguments", "call range(stop), range(start, stop) or "
@@ -419,6 +411,16 @@ class FlowLowering:
         for item in items:
             self.bind(frame, stmt.target, item)
             self.lower_body(frame, stmt.body)
+
+    def range_bounds(self, frame, args):
+        """The atoms of ``range(*args)`` as [start, stop, step] (defaults filled in; more
+        than three arguments are left for the caller to refuse)."""
+        bounds = [self.lower_expr(frame, a) for a in args]
+        if len(bounds) == 1:
+            bounds = [Const(0)] + bounds
+        if len(bounds) == 2:
+            bounds = bounds + [Const(1)]
+        return bounds
 
     def lower_loop(self, frame, stmt, spec):
         """A loop that runs at run time (``for`` over a range or array rows, ``while``).
