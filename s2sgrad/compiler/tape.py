@@ -241,19 +241,22 @@ SHAPE_ONLY = {"zeros_like": 0, "unbroadcast": 1, "unreduce": 1}
 
 
 def value_reads(node, shape_fixed=None):
-    """Names whose values ``node`` reads (not the ones it assigns).  ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)``
-    and ``rt.unreduce(g, x, ...)`` read only x's shape: such an x counts as not read when
-    ``shape_fixed`` is None (any shape will do) or holds x (a scalar: its shape never
-    changes from one iteration to the next)."""
+    """Names whose values ``node`` reads (not the ones it only assigns: ``x += e`` reads x).
+    ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)`` and ``rt.unreduce(g, x, ...)`` read only
+    x's shape: such an x counts as not read when ``shape_fixed`` is None (any shape will
+    do) or holds x (a scalar: its shape never changes from one iteration to the next)."""
     shape_only = set()
+    updated = set()
     for n in gast.walk(node):
+        if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
+            updated.add(id(n.target))
         if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
                 and n.func.attr in SHAPE_ONLY and len(n.args) > SHAPE_ONLY[n.func.attr]:
             arg = n.args[SHAPE_ONLY[n.func.attr]]
             if isinstance(arg, gast.Name) and (shape_fixed is None or arg.id in shape_fixed):
                 shape_only.add(id(arg))
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-            and not isinstance(n.ctx, gast.Store) and id(n) not in shape_only}
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and id(n) not in shape_only
+            and (not isinstance(n.ctx, gast.Store) or id(n) in updated)}
 
 
 def carried_copies(loop):
