@@ -161,8 +161,15 @@ def boolean_mask_rows(x):
     return np.sum(np.sin(x[x[:, 0] > 0.0]))
 
 
+def matmul_strided(a, b):
+    # every other column of a, and b's transpose: operands neither C nor F contiguous
+    # (the matmul adjoints' transposes are then copied; C/F ones are read as views)
+    return np.sum(np.tanh(a[:, ::2] @ b.T[::2]))
+
+
 # (id, function, arguments, positions)
 CASES = [
+    ("matmul_strided", matmul_strided, [R(3, 8), R(5, 8)], (0, 1)),
     ("softmax", softmax, [R(4, 4)], 0),
     ("softmax_axis0", softmax_axis0, [R(3, 4)], 0),
     ("log_softmax", log_softmax, [R(4, 4)], 0),
