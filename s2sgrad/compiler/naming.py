@@ -54,6 +54,9 @@ class NameAllocator:
         #: identifiers of the user's source seen so far: generated names avoid them
         self.user = set()
         self._temp = 0
+        #: names that stand for values the reverse pass fills in and renames away
+        #: (``placeholder``): never part of another name
+        self.placeholders = set()
         #: modules generated code reads besides np, math and rt: dotted path -> the name
         #: it reads them by (see ``module`` and ``compiler/imports.py``)
         self.modules = {}
@@ -94,14 +97,23 @@ class NameAllocator:
         such as the index of a loop over an array's rows)."""
         return self._first_free(hint, self.user)
 
+    def placeholder(self, hint):
+        """A name that stands in for a value known only to the reverse pass (the incoming
+        gradient a custom backward reads), which renames it before anything is written."""
+        name = self.fresh(hint)
+        self.placeholders.add(name)
+        return name
+
     def snapshot(self):
         """The allocator's state, to undo names handed out by a discarded attempt."""
-        return set(self.used), set(self.user), self._temp, dict(self.modules)
+        return (set(self.used), set(self.user), self._temp, dict(self.modules),
+                set(self.placeholders))
 
     def restore(self, state):
-        used, user, temp, modules = state
+        used, user, temp, modules, placeholders = state
         self.used, self.user, self._temp, self.modules = set(used), set(user), temp, \
             dict(modules)
+        self.placeholders = set(placeholders)
 
     def module(self, path):
         """The name generated code reads module ``path`` (``'scipy.special'``) by: its last

@@ -14,7 +14,7 @@ from .layout import INDENT, reads_name, render, wrap
 from .ir import Seq, Var, atom_vars
 from .lower import Lowerer
 from .reverse import reverse
-from .templates import atom_node_of
+from .literals import atom_node
 
 class Generated:
     """A generated value-and-gradient function, before it is loaded.
@@ -66,9 +66,6 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
     sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
-    # a custom backward is lowered during the reverse sweep: what it reads from outside
-    # (its module's imports and globals, closures, Cell attributes) becomes free values then
-    lowered.free = list(lowerer.free.values())
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     fname = names.fresh(f"{lowered.name}_value_and_grad")
@@ -107,7 +104,7 @@ def _emit(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
     body += [line for tape in sweeps.stacks for line in tape.declaration()]
     body = [INDENT + line for line in body] + render(sweeps.forward, 1)
     output = lowered.output
-    value_src = to_source(atom_node_of(output)) if not isinstance(output, Var) else output.name
+    value_src = to_source(atom_node(output)) if not isinstance(output, Var) else output.name
     if mutated & set(atom_vars(output)) or (sweeps.backward and
                                             _restores(sweeps.backward, sweeps.adjoint_names)):
         value_src = names.fresh("value")
@@ -145,4 +142,4 @@ def _snapshot(atom, mutated):
         return "(" + inner + ("," if len(atom.items) == 1 else "") + ")"
     if isinstance(atom, Var):
         return f"np.copy({atom.name})" if atom.name in mutated else atom.name
-    return to_source(atom_node_of(atom))
+    return to_source(atom_node(atom))

@@ -20,15 +20,17 @@ import numpy as np
 
 from .. import primitives as prims
 from .activity import active_names
-from .adjoints import Adjoints, Comment, assign, call, name_node
+from .adjoints import Adjoints, Comment
 from .emit import location_comment
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
+from .literals import atom_node
+from .syntax import assign, assign_targets, call, name_node, renamed
 from .tape import (Tape, assigned_targets, carried_copies, contributed,
                    level_assigned, level_ops, nested_carried, pop, push, recomputable, reserve,
                    restores, reversed_range, short_range, trip_count, use_counts, value_reads,
                    without_dead_ops)
 from .tape_types import tape_dtypes
-from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expression,
+from .templates import (basic_setitem, getitem_adjoint, index_expression,
                         instantiate, missing_rule)
 
 
@@ -155,7 +157,7 @@ class _Reverser:
             return []
         out = []
         if op.custom is not None:
-            op.custom.adjoint(op, self.adj, self.active, self.names, out)
+            self._custom_adjoint(op.custom, out)
         elif op.primitive == prims.GETITEM and op.list_base:
             self._list_item_adjoint(op, out)
         elif op.primitive == prims.GETITEM and isinstance(op.args[0], Var):
@@ -175,6 +177,25 @@ class _Reverser:
             # a loop variable read after the loop: only its last iteration had that gradient
             self.adj.zero(op.targets[0], out)
         return out
+
+    def _custom_adjoint(self, custom, out):
+        """A custom rule's lowered backward (``CustomBackward``), its placeholders renamed to
+        the adjoints of the call's results, and the gradients it gives added to the
+        adjoints of the inputs and Parameters."""
+        adj = self.adj
+        renames = {}
+        for placeholder, var in custom.incoming.items():
+            if var not in adj.defined:     # a result no gradient reached: its zeros
+                adj.accumulate(var, call("rt", "zeros_like", [name_node(var)]), out)
+            renames[placeholder] = adj.name(var)
+        for bop in custom.body:
+            out.append(assign_targets(bop.targets, renamed(bop.expr, renames)))
+        grads = list(zip(custom.inputs, custom.input_grads)) + [
+            (Var(name), g) for name, g in custom.param_grads]
+        for atom, g in grads:
+            if isinstance(atom, Var) and atom.name in self.active and not (
+                    isinstance(g, Const) and g.value is None):
+                adj.accumulate(atom.name, renamed(atom_node(g), renames), out)
 
     def _list_item_adjoint(self, op, out):
         """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints."""
@@ -307,7 +328,7 @@ class _Reverser:
         self.adj.owned = owned & owned_body & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
-        out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
+        out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
                            orelse=orelse))
         return out
 
@@ -458,9 +479,7 @@ class _Reverser:
             if isinstance(stmt, Op):
                 if stmt.expr is None:
                     continue  # the link of a custom rule: nothing to run
-                out.append(assign(gast.Tuple(elts=[name_node(t, gast.Store()) for t in stmt.targets],
-                                              ctx=gast.Store()) if len(stmt.targets) > 1
-                                   else stmt.targets[0], stmt.expr))
+                out.append(assign_targets(stmt.targets, stmt.expr))
                 for t, tape in taped.items():
                     if t in stmt.targets and t not in nested:
                         out.extend(push(tape, t))
@@ -469,10 +488,10 @@ class _Reverser:
             elif isinstance(stmt, ListAppend):
                 out.append(gast.Expr(value=gast.Call(
                     func=gast.Attribute(value=name_node(stmt.target), attr="append", ctx=gast.Load()),
-                    args=[atom_node_of(stmt.value)], keywords=[])))
+                    args=[atom_node(stmt.value)], keywords=[])))
             elif isinstance(stmt, If):
                 last = None
-                out.append(gast.If(test=atom_node_of(stmt.test),
+                out.append(gast.If(test=atom_node(stmt.test),
                                    body=self.forward(stmt.body, loop) or [gast.Pass()],
                                    orelse=self.forward(stmt.orelse, loop)))
             else:
@@ -493,7 +512,7 @@ class _Reverser:
             out.extend(push(saved, value) if in_loop else [assign(saved, value)])
         target = gast.Subscript(value=name_node(stmt.target), slice=copy.deepcopy(stmt.index_node),
                                 ctx=gast.Store())
-        out.append(assign(target, atom_node_of(stmt.value)))
+        out.append(assign(target, atom_node(stmt.value)))
         return out
 
     def _forward_loop(self, stmt):
@@ -505,19 +524,19 @@ class _Reverser:
             body.extend(push(tape, h))
         body += self.forward(stmt.body, stmt)
         if stmt.break_flag is not None:
-            body.append(gast.If(test=atom_node_of(stmt.break_flag), body=[gast.Break()],
+            body.append(gast.If(test=atom_node(stmt.break_flag), body=[gast.Break()],
                                 orelse=[]))
         if stmt.kind == "range":
             out.extend(reserve(tape, trip_count(stmt.bounds)) for tape in self.stacks
                        if tape.loop is stmt and tape.dtype is not None)
             out.append(gast.For(target=name_node(stmt.target, gast.Store()),
                                 iter=gast.Call(func=name_node("range"),
-                                               args=[atom_node_of(b) for b in
+                                               args=[atom_node(b) for b in
                                                      short_range(stmt.bounds)], keywords=[]),
                                 body=body, orelse=[], type_comment=None))
         else:
             check = self.forward(stmt.test_ops, None) + [gast.If(
-                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test)),
+                test=gast.UnaryOp(op=gast.Not(), operand=atom_node(stmt.test)),
                 body=[gast.Break()], orelse=[])]
             out.append(gast.While(test=gast.Constant(value=True, kind=None),
                                   body=[s for s in check if not isinstance(s, Comment)] + body,

@@ -22,7 +22,7 @@ from .activity import differentiable_operands
 from .adjoints import Comment, assign, call, name_node
 from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
                  walk_statements)
-from .templates import atom_node_of
+from .literals import atom_node
 
 
 def reversed_range(bounds, counter):
@@ -46,11 +46,11 @@ def reversed_range(bounds, counter):
         count = gast.BinOp(left=n, op=gast.Sub(), right=one)
         moved = count if mag == 1 else gast.BinOp(left=gast.Constant(value=mag, kind=None),
                                                    op=gast.Mult(), right=count)
-        last = gast.BinOp(left=atom_node_of(start), op=sign, right=moved)
-        stop = gast.BinOp(left=atom_node_of(start), op=gast.Sub() if s > 0 else gast.Add(),
+        last = gast.BinOp(left=atom_node(start), op=sign, right=moved)
+        stop = gast.BinOp(left=atom_node(start), op=gast.Sub() if s > 0 else gast.Add(),
                           right=gast.Constant(value=mag, kind=None))
         return [last, stop, gast.Constant(value=-s, kind=None)]
-    start_node, step_node = atom_node_of(start), atom_node_of(step)
+    start_node, step_node = atom_node(start), atom_node(step)
     last = gast.BinOp(left=start_node, op=gast.Add(), right=gast.BinOp(
         left=gast.BinOp(left=n, op=gast.Sub(), right=one), op=gast.Mult(), right=step_node))
     stop = gast.BinOp(left=copy.deepcopy(start_node), op=gast.Sub(),
@@ -121,7 +121,7 @@ def reserve(tape, count):
 def trip_count(bounds):
     """A node for the number of iterations of ``range(*bounds)`` (at most; a break may end
     it sooner)."""
-    args = [atom_node_of(b) for b in short_range(bounds)]
+    args = [atom_node(b) for b in short_range(bounds)]
     if len(args) == 1:
         return args[0]
     return call("rt", "trip_count", args)
@@ -135,6 +135,8 @@ def restores(statements, taped, recomputed):
     out = []
     nested = nested_carried(statements)
     for stmt in statements:
+        if isinstance(stmt, Op) and stmt.expr is None:
+            continue   # the link of a custom rule: its results were restored where computed
         if isinstance(stmt, Op):
             if len(stmt.targets) == 1 and stmt.targets[0] in recomputed:
                 out.append(assign(stmt.targets[0], copy.deepcopy(stmt.expr)))
@@ -146,7 +148,7 @@ def restores(statements, taped, recomputed):
             body = restores(stmt.body, taped, recomputed)
             orelse = restores(stmt.orelse, taped, recomputed)
             if body or orelse:
-                out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
+                out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
             for v in [stmt.counter] + stmt.carried:
@@ -286,7 +288,7 @@ def level_assigned(statements):
     names = []
     nested = nested_carried(statements)
     for stmt in statements:
-        if isinstance(stmt, Op):
+        if isinstance(stmt, Op) and stmt.expr is not None:   # (not a custom rule's link)
             names.extend(t for t in stmt.targets if t not in nested)
         elif isinstance(stmt, If):
             names.extend(level_assigned(stmt.body) + level_assigned(stmt.orelse))

@@ -16,7 +16,7 @@ from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
-from .literals import literal_node
+from .literals import atom_node
 from .typeinfo import basic_index
 
 
@@ -209,19 +209,10 @@ class _Substituter(gast.NodeTransformer):
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
             atom = self.bindings[node.id]
-            return atom_node_of(atom)
+            return atom_node(atom)
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
-
-
-def atom_node_of(atom):
-    """The expression of an atom in generated code: a Name, a tuple of them, a literal."""
-    if isinstance(atom, Var):
-        return name_node(atom.name)
-    if isinstance(atom, Seq):
-        return gast.Tuple(elts=[atom_node_of(a) for a in atom.items], ctx=gast.Load())
-    return literal_node(atom.value)
 
 
 def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):
