@@ -38,11 +38,14 @@ class Sweeps:
     """The two sweeps of a generated function, as statement lists (gast nodes, Comments).
 
     ``stacks``: the tapes (``Tape``) to create before the forward sweep;
-    ``grads``: for each differentiated name, its adjoint's name (None: no gradient).
+    ``grads``: for each differentiated name, its adjoint's name (None: no gradient);
+    ``restored``: the forward variables the adjoint sweep gives other values again
+    (taken back from tapes, recomputed, restored in place after an in-place update):
+    what the forward sweep left in them is gone once the adjoint sweep has run.
     """
 
-    def __init__(self, forward, backward, stacks, grads, active, adjoint_names=frozenset()):
-        self.adjoint_names = adjoint_names   # the names adjoints have in the generated code
+    def __init__(self, forward, backward, stacks, grads, active, restored=frozenset()):
+        self.restored = restored
         self.forward = forward
         self.backward = backward
         self.stacks = stacks
@@ -63,8 +66,7 @@ def reverse(lowered, wrt, seeds, names):
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active,
-                  frozenset(rev.adj.of.values()))
+    return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored(backward))
 
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
@@ -109,6 +111,8 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
+        #: id(statement of a reversed loop) -> the forward variables it assigns again
+        self.reassigns = {}
         #: loop variables whose adjoint came from after the loop
         self.adjoints_from_after_loop = frozenset()
         #: variables surely assigned before the statement at hand
@@ -146,7 +150,7 @@ class _Reverser:
             if not items:
                 continue
             if stmt.origin != last or isinstance(stmt, (If, Loop)):
-                out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
+                out.append(Comment("grad of: " + location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin if isinstance(stmt, (Op, SetItem, ListAppend)) else None
             out.extend(items)
         self.assigned_before = outer
@@ -313,6 +317,16 @@ class _Reverser:
         visit(backward)
         return frozenset(x for x in self.restores.values() if x not in read)
 
+    def restored(self, backward):
+        """The forward variables the statements of ``backward`` assign again or restore in
+        place (see ``Sweeps.restored``)."""
+        present = {id(n) for item in backward if not isinstance(item, Comment)
+                   for n in gast.walk(item)}
+        names = {x for key, x in self.restores.items() if key in present}
+        names.update(v for key, assigned in self.reassigns.items() if key in present
+                     for v in assigned)
+        return frozenset(names)
+
     def branch(self, stmt, loop):
         out = []
         inside = set(assigned_targets(stmt.body) + assigned_targets(stmt.orelse))
@@ -370,14 +384,20 @@ class _Reverser:
         for h, tape in entry_tapes.items():
             prologue.extend(pop(tape, h))
         prologue.extend(restores(stmt.body, taped, recomputed))
+        for item in prologue:
+            self.reassigns[id(item)] = {n.id for n in gast.walk(item) if isinstance(n, gast.Name)
+                                        and isinstance(n.ctx, gast.Store)}
         if stmt.kind == "range" and stmt.target in referenced:
             # the range's values again, last first: nothing to tape
             target, bounds = stmt.target, reversed_range(stmt.bounds, stmt.counter)
         else:
             target, bounds = self.names.fresh("_"), [name_node(stmt.counter)]
-        out.append(gast.For(target=name_node(target, gast.Store()),
-                            iter=gast.Call(func=name_node("range"), args=bounds, keywords=[]),
-                            body=prologue + body, orelse=[], type_comment=None))
+        reversed_loop = gast.For(target=name_node(target, gast.Store()),
+                                 iter=gast.Call(func=name_node("range"), args=bounds,
+                                                keywords=[]),
+                                 body=prologue + body, orelse=[], type_comment=None)
+        self.reassigns[id(reversed_loop)] = {target}
+        out.append(reversed_loop)
         return out
 
     def _loop_body(self, stmt, inside, defined, owned, out):
@@ -425,15 +445,17 @@ class _Reverser:
         """What building adjoint statements changes, to build a block a second time."""
         adj = self.adj
         return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
+                dict(self.reassigns),
                 dict(self.taped), dict(self.entry_tapes), dict(adj.of), set(adj.defined),
                 set(adj.owned), set(adj.plain_zero), set(adj.copied))
 
     def _restore(self, state):
-        (names, stacks, saves, restores, taped, entry_tapes, of, defined, owned, plain_zero,
-         copied) = state
+        (names, stacks, saves, restores, reassigns, taped, entry_tapes, of, defined, owned,
+         plain_zero, copied) = state
         self.names.restore(names)
         self.stacks[:] = stacks
         self.saves, self.restores = dict(saves), dict(restores)
+        self.reassigns = dict(reassigns)
         self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
@@ -474,7 +496,7 @@ class _Reverser:
         nested = nested_carried(statements)
         for stmt in statements:
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
-                out.append(Comment(location_comment(stmt.origin)[2:]))
+                out.append(Comment(location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin
             if isinstance(stmt, Op):
                 if stmt.expr is None:
@@ -516,7 +538,7 @@ class _Reverser:
         return out
 
     def _forward_loop(self, stmt):
-        out = [Comment(location_comment(stmt.origin)[2:]),
+        out = [Comment(location_comment(stmt.origin)[2:], stmt.origin),
                assign(stmt.counter, gast.Constant(value=0, kind=None))]
         body = [gast.AugAssign(target=name_node(stmt.counter, gast.Store()), op=gast.Add(),
                                value=gast.Constant(value=1, kind=None))]

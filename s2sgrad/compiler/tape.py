@@ -331,9 +331,7 @@ def without_dead_ops(body, backward, output):
         if isinstance(stmt, Op):
             if not any(t in needed for t in stmt.targets) and stmt.primitive != prims.EFFECT:
                 continue
-            needed.update(stmt.operand_vars())
-            if stmt.expr is not None:
-                needed.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+            needed.update(statement_reads(stmt))
         else:
             needed.update(statement_names(stmt))
         kept.append(stmt)
@@ -352,7 +350,7 @@ def _drop_unread_copies(body, backward, output):
         if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN:
             copies.append(stmt)
         else:
-            live.update(_reads(stmt))
+            live.update(statement_reads(stmt))
     changed = True
     while changed:
         changed = False
@@ -363,20 +361,25 @@ def _drop_unread_copies(body, backward, output):
     _drop_copies(body, live, top=True)
 
 
-def _reads(stmt):
-    """The names one statement reads (not the ones it assigns)."""
+def statement_reads(stmt):
+    """The names one statement reads itself, not the ones it assigns: an Op its operands
+    (and any other name its expression reads), an in-place update or append the array or
+    list too, a branch its test, a loop its bounds, test and break flag (what their
+    blocks read is those statements' own)."""
     if isinstance(stmt, Op):
         names = set(stmt.operand_vars())
         if stmt.expr is not None:
             names.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
         return names
+    if isinstance(stmt, ListAppend):
+        return {stmt.target, *atom_vars(stmt.value)}
+    if isinstance(stmt, SetItem):
+        return {stmt.target, *atom_vars(stmt.value), *atom_vars(stmt.index)}
     if isinstance(stmt, If):
         return set(atom_vars(stmt.test))
-    if isinstance(stmt, Loop):
-        names = set(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
-        names.update(atom_vars(stmt.break_flag) if stmt.break_flag is not None else ())
-        return names
-    return statement_names(stmt)
+    names = set(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
+    names.update(atom_vars(stmt.break_flag) if stmt.break_flag is not None else ())
+    return names
 
 
 def _drop_copies(statements, read, top):
@@ -400,29 +403,12 @@ def _unread_copy(stmt, read):
 
 
 def statement_names(stmt):
+    """Every name a statement and the statements it holds read or assign."""
     names = set()
-    if isinstance(stmt, ListAppend):
-        return {stmt.target, *atom_vars(stmt.value)}
-    if isinstance(stmt, SetItem):
-        names.add(stmt.target)
-        names.update(atom_vars(stmt.value) + atom_vars(stmt.index))
-        return names
-    if isinstance(stmt, If):
-        names.update(atom_vars(stmt.test))
-        for s in stmt.body + stmt.orelse:
-            names.update(statement_names(s))
-        return names
-    if isinstance(stmt, Loop):
-        names.update(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
-        if stmt.break_flag is not None:
-            names.update(atom_vars(stmt.break_flag))
-        for s in stmt.test_ops + stmt.body:
-            names.update(statement_names(s))
-        return names
-    names.update(stmt.targets)
-    names.update(stmt.operand_vars())
-    if stmt.expr is not None:
-        names.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+    for s in walk_statements([stmt]):
+        names |= statement_reads(s)
+        if isinstance(s, Op):
+            names.update(s.targets)
     return names
 
 
