@@ -113,8 +113,8 @@ def instantiate(op, adj, active, names, out, ndims=None):
         if kind == "local":
             if key not in needed:
                 continue
-            locals_[key] = names.fresh(key)
             expr = _substitute(value, bindings, locals_, adj, rule.globals, names)
+            locals_[key] = names.temp(expr)   # named from what it holds, not the template
             out.append(gast.Assign(targets=[name_node(locals_[key], gast.Store())], value=expr,
                                    type_comment=None))
             continue
