@@ -30,8 +30,8 @@ from .tape import (Tape, assigned_targets, carried_copies, contributed,
                    restores, reversed_range, short_range, trip_count, use_counts, value_reads,
                    without_dead_ops)
 from .tape_types import tape_dtypes
-from .templates import (basic_setitem, getitem_adjoint, index_expression,
-                        instantiate, missing_rule)
+from .templates import getitem_adjoint, index_expression, instantiate, missing_rule
+from .typeinfo import basic_index
 
 
 class Sweeps:
@@ -256,7 +256,7 @@ class _Reverser:
             if isinstance(value, Var) and value.name in self.active:
                 if self._scalar_element(stmt) and self.ndims.get(value.name) == 0:
                     contribution = dx_index
-                elif not basic_setitem(stmt, self.int_vars):
+                elif not basic_index(stmt.index, self.int_vars):
                     # an index array may name a position twice: the last write wins
                     contribution = call("rt", "unbroadcast", [
                         call("rt", "written_adjoint", [name_node(self.adj.name(x)),

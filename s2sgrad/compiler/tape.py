@@ -59,6 +59,7 @@ def reversed_range(bounds, counter):
 
 
 def short_range(bounds):
+    """``range(...)``'s arguments for (start, stop, step) atoms, the defaults left out."""
     start, stop, step = bounds
     if isinstance(step, Const) and step.value == 1:
         if isinstance(start, Const) and start.value == 0:
@@ -298,6 +299,7 @@ def level_assigned(statements):
 
 
 def assigned_targets(statements):
+    """The variables the Ops of a structured list (and what it holds) assign, in order."""
     return [t for s in walk_ops(statements) if isinstance(s, Op) for t in s.targets]
 
 
@@ -313,6 +315,7 @@ def contributed(statements, active):
 
 
 def walk_items(node):
+    """The gast nodes of a generated statement (none for a Comment)."""
     if isinstance(node, Comment):
         return []
     return gast.walk(node)

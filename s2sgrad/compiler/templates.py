@@ -17,10 +17,11 @@ from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
 from .literals import atom_node
-from .typeinfo import basic_index
 
 
 def missing_rule(op):
+    """The MissingRuleError for an active ``op`` whose primitive has no rule that covers
+    the call (naming the user's line and how to give it one)."""
     name = op.primitive if isinstance(op.primitive, str) else display_name(op.primitive)
     detail = op.bind_error
     return MissingRuleError(
@@ -53,10 +54,6 @@ def getitem_adjoint(op, adj, active, out):
     else:
         out.append(gast.Expr(value=call("rt", "add_at", [name_node(adj.name(base)),
                                                           index_expression(index_node), g])))
-
-
-def basic_setitem(stmt, int_vars):
-    return basic_index(stmt.index, int_vars)
 
 
 def index_expression(node):
