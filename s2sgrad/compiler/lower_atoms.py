@@ -34,9 +34,7 @@ class AtomLowering(LoweringState):
                 self.ndims[name] = data.ndim
                 if data.dtype.kind == "f":
                     self.dtypes[name] = data.dtype
-        name = self.free[key].name
-        self.names.claim(name)   # kept across a discarded reverse attempt
-        return name
+        return self.free[key].name
 
     def const_or_free(self, obj, path):
         """An atom for an object read from outside: arrays and Tensors become free

@@ -54,7 +54,7 @@ def describe(expr, opaque=frozenset()):
 def _describe(node, opaque):
     """``describe`` without the limits (None where a part has no name)."""
     if isinstance(node, gast.Name):
-        return node.id.strip("_") or None if node.id not in opaque else None
+        return None if node.id in opaque else node.id.strip("_") or None
     if isinstance(node, gast.Constant):
         value = node.value
         return str(value) if isinstance(value, int) and not isinstance(value, bool) and \
@@ -181,11 +181,6 @@ class NameAllocator:
         if path not in self.modules:
             self.modules[path] = self.fresh(path.rsplit(".", 1)[-1])
         return self.modules[path]
-
-    def claim(self, name):
-        """Mark ``name`` as taken again (a name handed out before a ``restore`` that is
-        still in use, such as a free value's argument)."""
-        self.used.add(name)
 
     def temp(self, expr=None):
         """A new temporary for the value of ``expr`` (a gast expression): named from what

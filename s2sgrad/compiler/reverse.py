@@ -5,13 +5,17 @@ names to differentiate, the output Var names that get a sensitivity of ones
 and the function's name allocator, and gives ``Sweeps``: the forward sweep
 (the lowered statements, pushing on tapes what loops overwrite), the backward
 sweep (adjoint statements under a ``grad of:`` comment per source line, in
-reverse order, loops run backwards), the tapes, and for each name in ``wrt``
-the name of its adjoint (None when no gradient reaches it).
+reverse order, loops run backwards), the tapes, for each name in ``wrt`` the
+name of its adjoint (None when no gradient reaches it), and the forward
+variables the backward sweep assigns again.  Comments carry the user's line
+they stand for, so the layout can map every generated line to it.
 
 Each active op's adjoint is its rule template with operands substituted:
 ``d[x] = e`` becomes ``dx = e`` for the first contribution and
-``dx = dx + e`` after it; a template temporary gets a fresh name; a
+``dx = dx + e`` after it; a template temporary is named from what it holds; a
 contribution to an inactive operand is dropped with everything only it used.
+A custom rule's backward was lowered with its call (``ir.CustomBackward``): it is
+spliced in as it is, its placeholders renamed to the adjoints of the results.
 """
 import copy
 
