@@ -24,18 +24,14 @@ def forward_fn_value_and_grad(x, y, w, b):
     dout = rt.ones_like(out)
     # grad of: loss = loss_fn(z, y)  (functional_autodiff.py:60)
     dloss = rt.unreduce(dout, loss, None, False) / rt.reduction_count(loss, None)
-    dsoftplus = rt.unbroadcast(dloss, softplus)
-    dy_times_z = rt.unbroadcast(-dloss, y_times_z)
-    dz = rt.unbroadcast(dy_times_z * y, z)
-    dmaximum_z_0 = rt.unbroadcast(dsoftplus, maximum_z_0)
-    dt2 = rt.unbroadcast(dsoftplus, t2)
-    dt1 = dt2 / (1 + t1)
+    dy_times_z = -dloss
+    dz = dy_times_z * y
+    dt1 = dloss / (1 + t1)
     dneg_absolute_z = dt1 * t1
     dabsolute_z = -dneg_absolute_z
     dz = dz + dabsolute_z * np.sign(z)
-    dz += rt.unbroadcast(dmaximum_z_0 * (z >= 0), z)
+    dz += dloss * (z >= 0)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
-    dx_at_w = rt.unbroadcast(dz, x_at_w)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dx_at_w, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return out, (dw, db)

@@ -32,20 +32,16 @@ def function_value_and_grad(x, y, w, b):
     dout = rt.ones_like(out)
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:27)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
-    dloss = rt.unbroadcast(dloss_1 * ones_like_z, loss)
-    dt6 = rt.unbroadcast(dloss, t6)
-    dt8 = rt.unbroadcast(-dloss, t8)
-    dz = rt.unbroadcast(dt8 * t7, z)
-    dsoftplus = rt.unbroadcast(dt6 * t5, softplus)
-    dmaximum_z_0 = rt.unbroadcast(dsoftplus, maximum_z_0)
-    dt2 = rt.unbroadcast(dsoftplus, t2)
-    dt1 = dt2 / (1 + t1)
+    dloss = dloss_1 * ones_like_z
+    dt8 = -dloss
+    dz = dt8 * t7
+    dsoftplus = dloss * t5
+    dt1 = dsoftplus / (1 + t1)
     dneg_absolute_z = dt1 * t1
     dabsolute_z = -dneg_absolute_z
     dz = dz + dabsolute_z * np.sign(z)
-    dz += rt.unbroadcast(dmaximum_z_0 * (z >= 0), z)
+    dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:26)
-    dx_at_w = rt.unbroadcast(dz, x_at_w)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dx_at_w, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return out, (dw, db)

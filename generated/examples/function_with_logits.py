@@ -33,20 +33,16 @@ def function_with_logits_value_and_grad(x, y, w, b):
     dz = rt.ones_like(z)
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:33)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
-    dloss = rt.unbroadcast(dloss_1 * ones_like_z, loss)
-    dt6 = rt.unbroadcast(dloss, t6)
-    dt8 = rt.unbroadcast(-dloss, t8)
-    dz = dz + rt.unbroadcast(dt8 * t7, z)
-    dsoftplus = rt.unbroadcast(dt6 * t5, softplus)
-    dmaximum_z_0 = rt.unbroadcast(dsoftplus, maximum_z_0)
-    dt2 = rt.unbroadcast(dsoftplus, t2)
-    dt1 = dt2 / (1 + t1)
+    dloss = dloss_1 * ones_like_z
+    dt8 = -dloss
+    dz = dz + dt8 * t7
+    dsoftplus = dloss * t5
+    dt1 = dsoftplus / (1 + t1)
     dneg_absolute_z = dt1 * t1
     dabsolute_z = -dneg_absolute_z
     dz += dabsolute_z * np.sign(z)
-    dz += rt.unbroadcast(dmaximum_z_0 * (z >= 0), z)
+    dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:32)
-    dx_at_w = rt.unbroadcast(dz, x_at_w)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dx_at_w, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return (out, z), (dw, db)

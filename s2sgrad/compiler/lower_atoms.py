@@ -7,6 +7,7 @@ import numpy as np
 from . import literals
 from .ir import Const, FreeValue, Var
 from .lower_state import LoweringState, identifier
+from .shapes import unit_dimensions
 
 
 class AtomLowering(LoweringState):
@@ -16,8 +17,8 @@ class AtomLowering(LoweringState):
         """The name of the extra argument that passes ``obj`` (read from outside) to the
         generated function, registered once per object (``self.free``).  It is named after
         a Parameter's own name, else ``path`` (how the function reached it), else the
-        path recorded for it, its ``__name__`` or its type; an array's dtype and rank are
-        recorded as known."""
+        path recorded for it, its ``__name__`` or its type; an array's dtype, rank and
+        dimensions of length 1 are recorded as known (the code is specialised on them)."""
         key = id(obj)
         if key not in self.free:
             path = path or self.paths.get(key) or getattr(obj, "__name__", None) or \
@@ -26,14 +27,17 @@ class AtomLowering(LoweringState):
             label = getattr(obj, "name", None) if array else None   # a Parameter's name
             label = label if isinstance(label, str) and "#" not in label else path
             name = self.names.variable(identifier(label))
-            self.free[key] = FreeValue(name, obj, path)
             self.free_objects.append(obj)   # keeps the object alive while its id is a key
-            if array:
-                data = np.asarray(obj)
-                self.param_types[name] = (data.dtype, data.ndim)
-                self.ndims[name] = data.ndim
-                if data.dtype.kind == "f":
-                    self.dtypes[name] = data.dtype
+            if not array:
+                self.free[key] = FreeValue(name, obj, path)
+                return name
+            data = np.asarray(obj)
+            self.free[key] = FreeValue(name, obj, path, unit_dimensions(data))
+            self.param_types[name] = (data.dtype, data.ndim)
+            self.ndims[name] = data.ndim
+            self.shapes.argument(name, data.ndim, unit_dimensions(data))
+            if data.dtype.kind == "f":
+                self.dtypes[name] = data.dtype
         return self.free[key].name
 
     def const_or_free(self, obj, path):
