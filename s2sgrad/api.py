@@ -9,6 +9,8 @@ object then picks the return structure: one gradient, a tuple, weights'
 gradients, ``(id, grad)`` pairs, ``(value, grads)``, ``(grads, aux)``.
 """
 import inspect
+import os
+import traceback
 import types
 import weakref
 
@@ -438,7 +440,7 @@ class GradFunction:
                     exc = again
                 except Exception:  # noqa: BLE001 - keep the original error
                     pass
-            exc.add_note(_user_line_of(exc, self.path, generated.source))
+            exc.add_note(_user_line_of(exc, self.path, generated))
             raise exc
 
     def _finish(self, generated, value, computed, leaves, trees):
@@ -546,24 +548,23 @@ def _positions_text(n):
     return "none" if n == 0 else "0" if n == 1 else f"0 to {n - 1}"
 
 
-def _user_line_of(exc, path, source):
-    """A note for an error raised inside generated code: the user's line it came from."""
-    import os
-    import traceback
-    lines = source.splitlines()
+def _user_line_of(exc, path, generated):
+    """A note for an error raised inside generated code: the user's line it came from,
+    read from the generated module's line map."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if os.path.abspath(f.filename) == os.path.abspath(path or "")]
     if not frames:
         return f"s2sgrad: raised while running the generated gradient code in {path}"
     lineno = frames[-1].lineno
-    for text in reversed(lines[:lineno]):
-        stripped = text.strip()
-        if stripped.startswith("#") and stripped.endswith(")") and "(" in stripped:
-            where = stripped[stripped.rfind("(") + 1:-1]
-            what = stripped[1:stripped.rfind("(")].strip()
-            return (f"s2sgrad: raised by the generated code for {what!r} ({where}), "
-                    f"line {lineno} of {path}")
-    return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
+    origin = generated.line_map.get(lineno)
+    if origin is None:
+        return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
+    part = "adjoint" if generated.adjoint_from is not None and \
+        lineno >= generated.adjoint_from else "forward"
+    where = f"{os.path.basename(origin.filename or '?')}:{origin.lineno}"
+    text = (origin.text or "").strip()
+    return (f"s2sgrad: raised by the generated code ({part} sweep) for {text!r} ({where}), "
+            f"line {lineno} of {path}")
 
 
 def _is_option(value):

@@ -11,7 +11,6 @@ from .. import primitives as prims
 from ..dtype import dtype_to_numpy
 from ..nn import Cell
 from ..ops import stop_gradient
-from ..ops._primitive import rename_aliases
 from ..rules import lookup
 from . import literals
 from .custom import lower_custom_call
@@ -108,7 +107,7 @@ class CallLowering(LoweringState):
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
-            kwargs = rename_aliases(obj.__name__, getattr(obj, "aliases", None), kwargs)
+            kwargs = obj.canonical_kwargs(kwargs)    # alias keywords (dim=) renamed (axis=)
             return self.inline(frame, node, raw, args, kwargs, None)
         if isinstance(obj, Cell):
             return self.cell_call(frame, node, obj, args, kwargs, hint)

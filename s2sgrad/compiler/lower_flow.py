@@ -646,6 +646,7 @@ def unused_name(name, taken):
 
 
 def is_append(call):
+    """True for a call ``xs.append(v)`` on a name (a list the function extends)."""
     return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
             and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
 

@@ -87,14 +87,17 @@ def source_segment(frame, node):
 
 
 def name_of(node):
+    """The identifier of a Name node, None for any other node."""
     return node.id if isinstance(node, gast.Name) else None
 
 
 def join_path(base, attr):
+    """``base.attr``, or ``attr`` alone at the root: the readable path of a resolved object."""
     return f"{base}.{attr}" if base else attr
 
 
 def identifier(path):
+    """A variable name made from a readable path: ``self.fc1.weight`` -> ``fc1_weight``."""
     name = "".join(c if c.isalnum() else "_" for c in path).strip("_") or "value"
     if name.startswith("self_"):
         name = name[5:]

@@ -16,11 +16,12 @@ from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
-from .literals import literal_node
-from .typeinfo import basic_index
+from .literals import atom_node
 
 
 def missing_rule(op):
+    """The MissingRuleError for an active ``op`` whose primitive has no rule that covers
+    the call (naming the user's line and how to give it one)."""
     name = op.primitive if isinstance(op.primitive, str) else display_name(op.primitive)
     detail = op.bind_error
     return MissingRuleError(
@@ -53,10 +54,6 @@ def getitem_adjoint(op, adj, active, out):
     else:
         out.append(gast.Expr(value=call("rt", "add_at", [name_node(adj.name(base)),
                                                           index_expression(index_node), g])))
-
-
-def basic_setitem(stmt, int_vars):
-    return basic_index(stmt.index, int_vars)
 
 
 def index_expression(node):
@@ -115,8 +112,8 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
         if kind == "local":
             if key not in needed:
                 continue
-            locals_[key] = names.fresh(key)
             expr = _substitute(value, bindings, locals_, adj, rule.globals, names)
+            locals_[key] = names.temp(expr)   # named from what it holds, not the template
             out.append(gast.Assign(targets=[name_node(locals_[key], gast.Store())], value=expr,
                                    type_comment=None))
             continue
@@ -221,19 +218,10 @@ class _Substituter(gast.NodeTransformer):
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
             atom = self.bindings[node.id]
-            return atom_node_of(atom)
+            return atom_node(atom)
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
-
-
-def atom_node_of(atom):
-    """The expression of an atom in generated code: a Name, a tuple of them, a literal."""
-    if isinstance(atom, Var):
-        return name_node(atom.name)
-    if isinstance(atom, Seq):
-        return gast.Tuple(elts=[atom_node_of(a) for a in atom.items], ctx=gast.Load())
-    return literal_node(atom.value)
 
 
 def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):

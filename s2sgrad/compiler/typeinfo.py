@@ -43,6 +43,8 @@ VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, n
 
 
 def makes_view(prim, args):
+    """True when ``prim`` on ``args`` may give a view of its first operand (basic
+    indexing, a reshape or transpose, a plain copy of the name), not a fresh array."""
     if prim == prims.GETITEM:
         return not _scalar_index(args[1])
     return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == prims.ASSIGN
