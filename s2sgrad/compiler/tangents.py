@@ -275,10 +275,15 @@ class _Tangents:
 
     def _replace_all(self, node, variables):
         """``node`` with each Name of ``variables`` replaced by its tangent (zeros for an
-        inactive one)."""
+        inactive one), and the numbers beside them in a tuple or list (``np.array([x,
+        2.5])``: a constant item's tangent) by 0.0."""
         def visit(n):
             if isinstance(n, gast.Name) and n.id in variables and isinstance(n.ctx, gast.Load):
                 return self.tangent_node(Var(n.id))
+            if isinstance(n, (gast.Tuple, gast.List)) and any(
+                    isinstance(e, gast.Name) and e.id in variables for e in n.elts):
+                n.elts = [gast.Constant(value=0.0, kind=None) if _number(e) else e
+                          for e in n.elts]
             for field, value in gast.iter_fields(n):
                 if isinstance(value, list):
                     setattr(n, field, [visit(v) if isinstance(v, gast.AST) else v
@@ -393,6 +398,11 @@ def _sum(terms):
         else:
             total = gast.BinOp(left=total, op=gast.Add(), right=term)
     return total
+
+
+def _number(node):
+    return isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) and \
+        not isinstance(node.value, bool)
 
 
 def _may_share(expr):
