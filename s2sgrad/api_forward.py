@@ -205,6 +205,36 @@ def _pick(column, index):
     return column
 
 
+# ---------------------------------------------------------------- show
+
+
+def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode):
+    """``s2sgrad.show(fn, ..., mode="jvp"|"jacfwd")``: print and return the forward-mode
+    source (``mode="jvp"``: w.r.t. every argument, as ``jvp`` builds it)."""
+    from .api import _describe_args
+    if mode not in ("jvp", "jacfwd"):
+        raise ValueError(f"show's mode is 'grad', 'jvp' or 'jacfwd', got {mode!r}")
+    _check_function(fn, "show")
+    if mode == "jvp":
+        probe = ForwardFunction(fn, 0, has_aux, False)
+        count = len(example_args) + len(example_kwargs) if (example_args or example_kwargs) \
+            else len(probe._complete((), {}, bind=False) or ()) or \
+            len(probe._signature.parameters if probe._signature else ())
+        grad_position = tuple(range(max(count, 1)))
+    f = ForwardFunction(fn, grad_position, has_aux, mode == "jacfwd")
+    if example_args or example_kwargs:
+        generated = f._prepare(example_args, example_kwargs)[0]
+        header = (f"# s2sgrad.show: the {mode} code that runs for arguments like "
+                  f"({_describe_args(example_args, example_kwargs)}); module {f.path}")
+    else:
+        generated = f._build_generic()[0]
+        header = (f"# s2sgrad.show: generic {mode} build, not specialised on the arguments' "
+                  "dtypes and ranks; pass example arguments to see the code that runs for them")
+    print(header)
+    print(generated.source)
+    return generated.source
+
+
 # ---------------------------------------------------------------- public functions
 
 _CACHE = weakref.WeakKeyDictionary()
