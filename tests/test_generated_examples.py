@@ -10,6 +10,7 @@ import os
 import pytest
 
 import s2sgrad as ms
+from s2sgrad.api_forward import ForwardFunction
 from examples_loader import ROOT, load_functional_autodiff
 
 SNAPSHOTS = ROOT / "generated" / "examples"
@@ -22,6 +23,9 @@ CASES = {
                                                     has_aux=True),
     "forward_fn_weights": lambda: ms.value_and_grad(EX.forward_fn, None,
                                                     weights=EX.model.trainable_params()),
+    # forward mode: the code ms.jvp(function, (x, y, w, b), v) runs, and ms.jacfwd's
+    "function_jvp": lambda: ForwardFunction(EX.function, (0, 1, 2, 3), False, False),
+    "function_jacfwd": lambda: ms.jacfwd(EX.function, (2, 3)),
 }
 
 

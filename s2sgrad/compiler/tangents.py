@@ -333,7 +333,6 @@ class _Tangents:
                 kept.append(item[1])
         if not kept:
             return None
-        all_terms = sum(1 for item in rule.statements if item[0] == "term")
         needed = set()
         for expr in kept:
             needed.update(n.id for n in gast.walk(expr) if isinstance(n, gast.Name))
@@ -348,7 +347,9 @@ class _Tangents:
                 out.append(assign(locals_[item[1]], value))
         # the broadcast of a lone operand's tangent is needed only where terms are missing
         # (all of them together have the result's shape) and never for a scalar result
-        drop_broadcast = len(kept) == all_terms or self.ndims.get(op.targets[0]) == 0
+        drop_broadcast = self.ndims.get(op.targets[0]) == 0 or all(
+            self.is_active(bindings[p]) or self._scalar(bindings[p])
+            for p in rule.tangent_params if p in bindings)
         terms = []
         for expr in kept:
             node = _Fold().visit(self._substitute(expr, bindings, locals_, rule))
@@ -356,6 +357,12 @@ class _Tangents:
                 node = _DropBroadcast().visit(node)
             terms.append(node)
         return _sum(terms)
+
+    def _scalar(self, atom):
+        """True for a number known while building, or a variable known to be one."""
+        if isinstance(atom, Const):
+            return atom.value is None or _number(gast.Constant(value=atom.value, kind=None))
+        return isinstance(atom, Var) and self.ndims.get(atom.name) == 0
 
     def _substitute(self, expr, bindings, locals_, rule):
         sweep = self
