@@ -88,8 +88,10 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
     argument), ``mode="jacfwd"`` the code of ``s2sgrad.jacfwd(fn, grad_position)``.
     """
     if mode != "grad":
-        from .api_forward import show_forward
-        return show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
+        if mode not in SHOW_MODES:
+            raise ValueError(f"show's mode is one of {', '.join(['grad', *SHOW_MODES])}, "
+                             f"got {mode!r}")
+        return SHOW_MODES[mode](fn, example_args, example_kwargs, grad_position, has_aux, mode)
     if isinstance(fn, GradFunction):
         if (grad_position, weights, has_aux) != (0, None, False):
             raise TypeError("show(gradient_object, ...) uses the gradient object's own "
@@ -120,6 +122,10 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
     print(header)
     print(source)
     return source
+
+
+#: show's other modes: name -> show function (``api_forward`` adds "jvp" and "jacfwd")
+SHOW_MODES = {}
 
 
 def _describe_args(args, kwargs):
@@ -641,3 +647,17 @@ def _wrap_output(value, dtype):
     return value
 
 
+# ---------------------------------------------------------------- shared with api_forward
+# the argument checks and result shaping forward mode uses as gradients do
+check_function = _check_function
+check_positions = _check_positions
+describe_args = _describe_args
+float_dtype = _float_dtype
+finish_gradient = _finish_gradient
+to_array = _to_array
+argument_types = _types
+wrap_output = _wrap_output
+numba_argument = _numba_argument
+python_objects_reason = _python_objects_reason
+user_line_of = _user_line_of
+with_article = _a

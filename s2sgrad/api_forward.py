@@ -16,9 +16,9 @@ import weakref
 
 import numpy as np
 
-from .api import (GradFunction, _check_function, _float_dtype, _finish_gradient, _to_array,
-                  _types, _wrap_output, _numba_argument, _python_objects_reason,
-                  _check_positions, _a)
+from .api import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
+                  describe_args, finish_gradient, float_dtype, numba_argument,
+                  python_objects_reason, to_array, user_line_of, with_article, wrap_output)
 from .backend import cache
 from .backend.numba_backend import Compiled
 from .compiler.forward_mode import build_jvp
@@ -52,15 +52,15 @@ class ForwardFunction(GradFunction):
     def _variant(self, key, arrays=None, trees=None, arg_types=None):
         if key not in self._variants:
             fn, bound_self = self._target()
+            types_ = argument_types(arrays) if arrays is not None else arg_types
             generated = build_jvp(fn, self.positions, self.has_aux, bound_self,
-                                  arg_types=_types(arrays) if arrays is not None else arg_types,
-                                  arg_trees=trees, jacobian=self.jacobian)
+                                  arg_types=types_, arg_trees=trees, jacobian=self.jacobian)
             py_func, path, on_disk = cache.materialise(
                 generated.function_name, generated.source, generated.function_name)
-            unsupported = [f.path for f in generated.free if not _numba_argument(f.obj)]
+            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
             compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
                                 source=generated.source, on_disk=on_disk,
-                                python_reason=_python_objects_reason(unsupported))
+                                python_reason=python_objects_reason(unsupported))
             self._variants[key] = (generated, compiled, path)
         return self._variants[key]
 
@@ -68,16 +68,15 @@ class ForwardFunction(GradFunction):
 
     def _run(self, args, extra):
         generated, arrays, leaves, trees = self._prepare(args, {})
-        free = [_to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
+        free = [to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
                 for f in generated.free]
         try:
             result = self._compiled(*arrays, *free, *extra(generated, arrays))
         except Exception as exc:
-            from .api import _user_line_of
-            exc.add_note(_user_line_of(exc, self.path, generated.source))
+            exc.add_note(user_line_of(exc, self.path, generated.source))
             raise exc
         tensors = [a for a in leaves if isinstance(a, Tensor)]
-        return generated, arrays, leaves, result, (_float_dtype(tensors) if tensors else None)
+        return generated, arrays, leaves, result, (float_dtype(tensors) if tensors else None)
 
     def jvp_call(self, args, tangents):
         """``(outputs, jvp_out)`` or ``(outputs, jvp_out, aux)`` at ``args`` along
@@ -90,10 +89,10 @@ class ForwardFunction(GradFunction):
         _, _, _, (value, tangent), dtype = self._run(args, tangent_leaves)
         first = value[0] if self.has_aux else value
         tangent = _like_outputs(tangent, first)
-        outputs = _wrap_output(first, dtype)
-        tangent = _wrap_output(tangent, dtype)
+        outputs = wrap_output(first, dtype)
+        tangent = wrap_output(tangent, dtype)
         if self.has_aux:
-            return outputs, tangent, _wrap_output(_aux(value), dtype)
+            return outputs, tangent, wrap_output(_aux(value), dtype)
         return outputs, tangent
 
     def __call__(self, *args, **kwargs):
@@ -104,9 +103,9 @@ class ForwardFunction(GradFunction):
         first = value[0] if self.has_aux else value
         jac = _jacobian(first, list(columns), generated, leaves, self.positions,
                         self._trees_of(args), isinstance(self.grad_position, int))
-        jac = _wrap_output(jac, dtype)
+        jac = wrap_output(jac, dtype)
         if self.has_aux:
-            return jac, _wrap_output(_aux(value), dtype)
+            return jac, wrap_output(_aux(value), dtype)
         return jac
 
     def _trees_of(self, args):
@@ -126,7 +125,7 @@ def _like_outputs(tangent, output):
     if isinstance(output, (tuple, list)):
         items = [_like_outputs(t, o) for t, o in zip(tangent, output)]
         return tuple(items) if isinstance(output, tuple) else items
-    return _finish_gradient(tangent, output)
+    return finish_gradient(tangent, output)
 
 
 def _tangent_leaves(arg, tangent, position):
@@ -141,11 +140,11 @@ def _tangent_leaves(arg, tangent, position):
             "like it")
     out = []
     for a, t in zip(arg_leaves, t_leaves):
-        a, t = _to_array(a), _to_array(t)
+        a, t = to_array(a), to_array(t)
         if isinstance(t, (bool, np.bool_)) or not isinstance(
                 t, (int, float, np.number, np.ndarray)):
             raise GradientTypeError(
-                f"v[{position}] is {_a(type(t).__name__)}; a tangent is a float, a float "
+                f"v[{position}] is {with_article(type(t).__name__)}; a tangent is a float, a float "
                 "array or a Tensor shaped like its input")
         if np.shape(a) != np.shape(t):
             raise GradientArgumentError(
@@ -167,8 +166,8 @@ def _kind(value):
 def _jacobian(output, columns, generated, leaves, positions, trees, single):
     """Per output (a tuple for several), per position (a tuple for a tuple
     grad_position), the Jacobian block of shape ``out.shape + in.shape``."""
-    sizes = [int(np.size(_to_array(leaves[k]))) for k in generated.wrt]
-    shapes = [np.shape(_to_array(leaves[k])) for k in generated.wrt]
+    sizes = [int(np.size(to_array(leaves[k]))) for k in generated.wrt]
+    shapes = [np.shape(to_array(leaves[k])) for k in generated.wrt]
 
     def blocks(out_index, like):
         cols = [c if out_index is None else _pick(c, out_index) for c in columns]
@@ -211,10 +210,9 @@ def _pick(column, index):
 def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode):
     """``s2sgrad.show(fn, ..., mode="jvp"|"jacfwd")``: print and return the forward-mode
     source (``mode="jvp"``: w.r.t. every argument, as ``jvp`` builds it)."""
-    from .api import _describe_args
     if mode not in ("jvp", "jacfwd"):
         raise ValueError(f"show's mode is 'grad', 'jvp' or 'jacfwd', got {mode!r}")
-    _check_function(fn, "show")
+    check_function(fn, "show")
     if mode == "jvp":
         probe = ForwardFunction(fn, 0, has_aux, False)
         count = len(example_args) + len(example_kwargs) if (example_args or example_kwargs) \
@@ -225,7 +223,7 @@ def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
     if example_args or example_kwargs:
         generated = f._prepare(example_args, example_kwargs)[0]
         header = (f"# s2sgrad.show: the {mode} code that runs for arguments like "
-                  f"({_describe_args(example_args, example_kwargs)}); module {f.path}")
+                  f"({describe_args(example_args, example_kwargs)}); module {f.path}")
     else:
         generated = f._build_generic()[0]
         header = (f"# s2sgrad.show: generic {mode} build, not specialised on the arguments' "
@@ -234,6 +232,8 @@ def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
     print(generated.source)
     return generated.source
 
+
+SHOW_MODES["jvp"] = SHOW_MODES["jacfwd"] = show_forward
 
 # ---------------------------------------------------------------- public functions
 
@@ -262,7 +262,7 @@ def jvp(fn, inputs, v, has_aux=False):
     ``(out, aux...)``, only ``out`` is differentiated and the result is
     ``(out, jvp_out, aux)``.
     """
-    _check_function(fn, "jvp")
+    check_function(fn, "jvp")
     if not isinstance(has_aux, bool):
         raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
@@ -288,12 +288,12 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     Jacobian of the first output.  The generated code runs one forward-mode pass per
     basis direction of the inputs, in one compiled loop.
     """
-    _check_function(fn, "jacfwd")
+    check_function(fn, "jacfwd")
     if not isinstance(has_aux, bool):
         raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
     if grad_position is None:
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
-    _check_positions(grad_position)
+    check_positions(grad_position)
     f = _forward_function(fn, grad_position, has_aux, True)
     return _Jacfwd(f)
 

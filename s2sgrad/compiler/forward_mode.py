@@ -28,7 +28,7 @@ from .imports import import_lines
 from .ir import Seq, Var, atom_vars
 from .layout import INDENT, reads_name, render, wrap
 from .lower import Lowerer
-from .pipeline import _seed_names
+from ..errors import OutputStructureError
 from .syntax import call, name_node
 from .tangents import tangent_sweep
 from .templates import atom_node_of
@@ -64,7 +64,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
     wrt_vars = [params[k] for k in wrt]
-    seeds = _seed_names(lowered, has_aux)
+    seeds = _output_seeds(lowered, has_aux)
     names = lowerer.names
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args)
@@ -79,6 +79,20 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     source = emitter.module(fname, title, jacobian)
     return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
                         jacobian)
+
+
+def _output_seeds(lowered, has_aux):
+    """The output Var names whose tangents are returned (the first output's with
+    ``has_aux``, which needs a tuple (out, aux...))."""
+    out = lowered.output
+    if not has_aux:
+        return atom_vars(out)
+    if not isinstance(out, Seq) or out.kind != "tuple" or len(out.items) < 2:
+        raise OutputStructureError(
+            "has_aux=True needs a function that returns a tuple (out, aux...), but "
+            f"{lowered.name} returns {'a list' if isinstance(out, Seq) else 'a single value'}",
+            lowered.origin, None, "return (out, aux) or pass has_aux=False")
+    return atom_vars(out.items[0])
 
 
 class _Emitter:

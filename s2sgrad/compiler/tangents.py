@@ -41,7 +41,7 @@ from .imports import reference
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
 from .syntax import assign, call, name_node
 from .tape import short_range
-from .templates import _Fold, atom_node_of
+from .templates import atom_node_of, fold_constants
 
 #: primitives whose tangent is the operation itself on the operands' tangents
 _LINEAR_SYNTAX = (prims.ASSIGN, prims.LIST, prims.GETITEM)
@@ -326,15 +326,15 @@ class _Tangents:
     def _template(self, op, rule, bindings, out):
         bindings = dict(bindings)
         bindings[rule.result] = Var(op.targets[0])
-        kept = []
+        kept, effects = [], []
         for item in rule.statements:
-            if item[0] == "term" and any(self.is_active(bindings[p])
-                                         for p in tangents_read(item[1]) if p in bindings):
-                kept.append(item[1])
-        if not kept:
+            if item[0] in ("term", "effect") and any(
+                    self.is_active(bindings[p]) for p in tangents_read(item[1]) if p in bindings):
+                (kept if item[0] == "term" else effects).append(item[1])
+        if not kept and not effects:
             return None
         needed = set()
-        for expr in kept:
+        for expr in kept + effects:
             needed.update(n.id for n in gast.walk(expr) if isinstance(n, gast.Name))
         for item in reversed(rule.statements):
             if item[0] == "local" and item[1] in needed:
@@ -350,9 +350,13 @@ class _Tangents:
         drop_broadcast = self.ndims.get(op.targets[0]) == 0 or all(
             self.is_active(bindings[p]) or self._scalar(bindings[p])
             for p in rule.tangent_params if p in bindings)
+        for expr in effects:
+            out.append(gast.Expr(value=self._substitute(expr, bindings, locals_, rule)))
+        if not kept:
+            return None
         terms = []
         for expr in kept:
-            node = _Fold().visit(self._substitute(expr, bindings, locals_, rule))
+            node = fold_constants(self._substitute(expr, bindings, locals_, rule))
             if drop_broadcast:
                 node = _DropBroadcast().visit(node)
             terms.append(node)

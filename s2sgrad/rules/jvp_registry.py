@@ -14,7 +14,10 @@ keeps a term only when one of the tangents it reads is non-zero (a
 inputs has no tangent variable and no code), so give each operand its own
 term.  A kept term that reads several tangents gets materialised zeros
 (``rt.zeros_like(x)``) for the zero ones.  Other assignments are template
-temporaries, emitted only when a kept term needs them.  ``t[xs]`` of a
+temporaries, emitted only when a kept term needs them.  A bare expression
+statement is an *effect* on tangents, emitted where a tangent it reads is
+non-zero (``rt.push(t[tape], top, t[value])`` for a helper that writes into
+its argument); a template of ``pass`` only gives the result a zero tangent.  ``t[xs]`` of a
 ``*xs`` parameter (or of a tuple/list operand) is the tuple of the items'
 tangents.  Example::
 
@@ -52,7 +55,7 @@ import textwrap
 import gast
 import numpy as np
 
-from .registry import _template_globals, display_name, is_adjoint_subscript, lookup
+from .registry import display_name, is_adjoint_subscript, lookup, template_globals
 
 
 class _TangentMarker:
@@ -85,8 +88,8 @@ class JvpRule:
 
     ``signature`` binds a call's operands to the template's parameter names (as
     the VJP rule's does); ``result`` is the result parameter's name;
-    ``statements`` is a list of ("term", expr) and ("local", name, expr) in
-    template order; ``tangent_params`` the parameters some term reads the
+    ``statements`` is a list of ("term", expr), ("local", name, expr) and ("effect",
+    expr) in template order; ``tangent_params`` the parameters some term reads the
     tangent of; ``derived`` is True for a rule made from a VJP template;
     ``tuple_result``: the primitive returns a tuple and ``t[ans]`` is a tuple.
     """
@@ -107,7 +110,7 @@ class JvpRule:
         self.tuple_result = tuple_result
         read = []
         for item in statements:
-            if item[0] == "term":
+            if item[0] in ("term", "effect"):
                 read += [p for p in tangents_read(item[1]) if p not in read]
         self.tangent_params = tuple(p for p in signature.parameters if p in read)
 
@@ -145,8 +148,11 @@ def parse_template(template, primitive, tuple_result=False):
     result = params[0].name
     statements = []
     for stmt in fdef.body:
-        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant):
-            continue   # a docstring
+        if isinstance(stmt, gast.Pass) or (isinstance(stmt, gast.Expr)
+                                           and isinstance(stmt.value, gast.Constant)):
+            continue   # a docstring, or `pass`: a result whose tangent is zero
+        if isinstance(stmt, gast.Expr):
+            statements.append(("effect", stmt.value))
         if isinstance(stmt, gast.AugAssign) and isinstance(stmt.op, gast.Add) and \
                 _is_result_target(stmt.target, result):
             statements.append(("term", stmt.value))
@@ -160,7 +166,7 @@ def parse_template(template, primitive, tuple_result=False):
             raise TypeError(f"JVP template {template.__qualname__}: each statement must be "
                             f"`t[{result}] = ...`, `t[{result}] += ...` or `name = ...`")
     clean = _WithoutTangents().visit(copy.deepcopy(fdef))
-    globals_ = _template_globals(template, clean, [p.name for p in params])
+    globals_ = template_globals(template, clean, [p.name for p in params])
     return JvpRule(primitive, display_name(primitive), sig.replace(parameters=params[1:]),
                    result, statements, globals_, tuple_result=tuple_result)
 
