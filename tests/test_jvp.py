@@ -354,3 +354,29 @@ def test_show_and_command_line_print_jvp_code(capsys):
     printed = capsys.readouterr().out
     assert "the jvp code that runs for arguments like (float64[3], float64[3])" in printed
     assert "b_dot = x_dot * a + x * a_dot" in printed
+
+
+# ------------------------------------------------------------ the tangent-style functions
+
+import test_tangent_style as style  # noqa: E402  (the cases of tests/test_tangent_style.py)
+from test_jvp_rules import MISSING  # noqa: E402
+
+STYLE_CASES = [c for c in style.CASES if c[0] not in style.UNSUPPORTED and c[0] not in
+               style.BUGS]
+
+
+@pytest.mark.parametrize("case", STYLE_CASES, ids=[c[0] for c in STYLE_CASES])
+def test_tangent_style_functions_jvp(case, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    name, fn, args = case[:3]
+    positions = _positions(case[3] if len(case) > 3 else 0)
+    rng = np.random.default_rng(5)
+    v = [_direction(args[p], rng) for p in positions]
+    try:
+        _, (out, tangent) = run_jvp(fn, style._fresh(args), positions, v)
+    except MissingRuleError as exc:
+        assert exc.construct in MISSING, str(exc)
+        return
+    want = central(lambda *a: fn(*style._fresh(a)), args, positions, v)
+    for got, expected in zip(_leaves(tangent), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
