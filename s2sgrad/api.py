@@ -699,5 +699,4 @@ argument_types = _types
 wrap_output = _wrap_output
 numba_argument = _numba_argument
 python_objects_reason = _python_objects_reason
-user_line_of = _user_line_of
 with_article = _a

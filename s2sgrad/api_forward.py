@@ -18,8 +18,9 @@ import numpy as np
 
 from .api import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
                   describe_args, finish_gradient, float_dtype, numba_argument,
-                  python_objects_reason, to_array, user_line_of, with_article, wrap_output)
+                  python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
+from .call_plan import plan_key
 from .backend.numba_backend import Compiled
 from .compiler.forward_mode import build_jvp
 from .errors import GradientArgumentError, GradientTypeError, OutputStructureError
@@ -35,6 +36,7 @@ class ForwardFunction(GradFunction):
     def __init__(self, fn, grad_position, has_aux, jacobian):
         super().__init__(fn, grad_position, None, has_aux, False, with_value=True)
         self.jacobian = jacobian
+        self._forward_plans = {}   # plan_key of a call's arguments -> the code's signature
         base = getattr(fn, "__name__", type(fn).__name__)
         # GradFunction's messages read the function's name as __name__[:-5]
         self.__name__ = base + ("_jacf" if jacobian else "_jvp_")
@@ -66,27 +68,38 @@ class ForwardFunction(GradFunction):
 
     # ------------------------------------------------------------ running
 
-    def _run(self, args, extra):
-        generated, arrays, leaves, trees = self._prepare(args, {})
+    def _run_forward(self, args, extra):
+        """Check and flatten ``args`` (or, for arguments of the types of an earlier call,
+        reuse what it found: ``call_plan``), run the code with the free values and the
+        leaves ``extra(arrays)`` after the arguments; gives (Generated, leaves, result,
+        the float dtype of Tensor arguments or None)."""
+        key = plan_key(args)
+        signature = self._forward_plans.get(key) if key is not None else None
+        if signature is not None:
+            if self._last is not signature:
+                self._last = signature
+                self._generated, self._compiled, self.path = self._variants[signature]
+            generated, leaves = self._generated, args
+            arrays = [to_array(a) for a in args]
+        else:
+            generated, arrays, leaves, _ = self._prepare(args, {})
+            if key is not None and len(leaves) == len(args):
+                self._forward_plans[key] = self._last
         free = [to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
                 for f in generated.free]
-        try:
-            result = self._compiled(*arrays, *free, *extra(generated, arrays))
-        except Exception as exc:
-            exc.add_note(user_line_of(exc, self.path, generated.source))
-            raise exc
+        result = self._run(generated, arrays, free + extra(arrays))
         tensors = [a for a in leaves if isinstance(a, Tensor)]
-        return generated, arrays, leaves, result, (float_dtype(tensors) if tensors else None)
+        return generated, leaves, result, (float_dtype(tensors) if tensors else None)
 
     def jvp_call(self, args, tangents):
         """``(outputs, jvp_out)`` or ``(outputs, jvp_out, aux)`` at ``args`` along
         ``tangents`` (one per argument, in the arguments' structures)."""
-        def tangent_leaves(generated, arrays):
+        def tangent_leaves(arrays):
             out = []
             for p in self.positions:
                 out += _tangent_leaves(args[p], tangents[p], p)
             return out
-        _, _, _, (value, tangent), dtype = self._run(args, tangent_leaves)
+        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves)
         first = value[0] if self.has_aux else value
         tangent = _like_outputs(tangent, first)
         outputs = wrap_output(first, dtype)
@@ -98,8 +111,8 @@ class ForwardFunction(GradFunction):
     def __call__(self, *args, **kwargs):
         if not self.jacobian:
             raise TypeError("call s2sgrad.jvp(fn, inputs, v) for a Jacobian-vector product")
-        generated, arrays, leaves, (value, columns), dtype = self._run(
-            self._complete(args, kwargs), lambda g, a: [])
+        generated, leaves, (value, columns), dtype = self._run_forward(
+            self._complete(args, kwargs), lambda arrays: [])
         first = value[0] if self.has_aux else value
         jac = _jacobian(first, list(columns), generated, leaves, self.positions,
                         self._trees_of(args), isinstance(self.grad_position, int))
@@ -131,6 +144,10 @@ def _like_outputs(tangent, output):
 def _tangent_leaves(arg, tangent, position):
     """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
     structure and shapes, in the argument's dtype."""
+    if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
+        return [tangent if tangent.dtype == arg.dtype else tangent.astype(arg.dtype)]
+    if type(arg) is float and type(tangent) in (float, int):
+        return [float(tangent)]
     arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
     t_leaves, t_tree = flatten(tangent) if is_tree(tangent) else ([tangent], None)
     if arg_tree != t_tree:
