@@ -188,7 +188,10 @@ class _Tangents:
                                   expr))
             return out
         t = op.targets[0]
-        if expr is None:
+        if expr is None and op.primitive == prims.ASSIGN and isinstance(op.args[0], Const) \
+                and _number(gast.Constant(value=op.args[0].value, kind=None)):
+            expr = gast.Constant(value=0.0, kind=None)   # s = 0.0: s_dot = 0.0
+        elif expr is None:
             expr = self.zeros(t)
         elif t in self.mutated and op.primitive != prims.ASSIGN and _may_share(expr):
             expr = call("np", "copy", [expr])   # x_dot is updated in place below
