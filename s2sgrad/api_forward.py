@@ -21,11 +21,17 @@ from .api import (SHOW_MODES, GradFunction, argument_types, check_function, chec
                   python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
 from .call_plan import plan_key
-from .backend.numba_backend import Compiled
+from .backend.numba_backend import UNDECIDED, Compiled, backend_mode
 from .compiler.forward_mode import build_jvp
 from .errors import GradientArgumentError, GradientTypeError, OutputStructureError
 from .tensor import Tensor
 from .trees import flatten, is_tree, unflatten
+
+
+JACOBIAN_LOOP_FREE_REASON = (
+    "The function has no loops, so its forward-mode Jacobian runs as numpy calls, one pass "
+    "per input direction: no compile. Set S2SGRAD_BACKEND=numba to compile it with Numba "
+    "anyway.")
 
 
 class ForwardFunction(GradFunction):
@@ -63,6 +69,11 @@ class ForwardFunction(GradFunction):
             compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
                                 source=generated.source, on_disk=on_disk,
                                 python_reason=python_objects_reason(unsupported))
+            if not generated.loops and backend_mode() == "auto" and \
+                    compiled.backend == UNDECIDED:
+                # a Jacobian of loop-free code loops over the directions only: numpy's own
+                # kernels run each pass, as for the function's gradient (no compile)
+                compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
             self._variants[key] = (generated, compiled, path)
         return self._variants[key]
 
@@ -260,7 +271,7 @@ _CACHE = weakref.WeakKeyDictionary()
 def _forward_function(fn, grad_position, has_aux, jacobian):
     """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
     ``jvp`` calls build once)."""
-    key = (grad_position, has_aux, jacobian)
+    key = (grad_position, has_aux, jacobian, backend_mode())
     try:
         per_fn = _CACHE.setdefault(fn, {})
     except TypeError:          # not weak-referenceable: no reuse across calls

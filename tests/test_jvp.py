@@ -380,3 +380,18 @@ def test_tangent_style_functions_jvp(case, monkeypatch):
     want = central(lambda *a: fn(*style._fresh(a)), args, positions, v)
     for got, expected in zip(_leaves(tangent), want):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_backend_policy(monkeypatch):
+    """Loops -> Numba, loop-free -> numpy, for jvp and for jacfwd (whose own loop over the
+    directions does not count)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "auto")
+    x = np.array([0.3, 0.6])
+    jac = s2sgrad.jacfwd(sine)
+    np.testing.assert_allclose(jac(x), np.diag(np.cos(x)))
+    assert jac.backend == "numpy"
+    loop = s2sgrad.jacfwd(scalar_loop)
+    loop(x, 0.5)
+    assert loop.backend == "numba", loop.fallback_reason
+    s2sgrad.jvp(sine, x, x)
+    assert _forward_function(sine, (0,), False, False).backend == "numpy"

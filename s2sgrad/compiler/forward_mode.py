@@ -25,7 +25,7 @@ import gast
 
 from .emit import to_source
 from .imports import import_lines
-from .ir import Seq, Var, atom_vars
+from .ir import Loop, Seq, Var, atom_vars, walk_statements
 from .layout import INDENT, reads_name, render, wrap
 from .lower import Lowerer
 from ..errors import OutputStructureError
@@ -43,7 +43,11 @@ class GeneratedJvp:
     ``arg_leaves``: per argument, the indices of its leaf parameters; ``jacobian``.
     """
 
-    def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian):
+    def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
+                 loops=True):
+        #: whether the function's own statements loop (a Jacobian's loop over the
+        #: directions aside): loop-free code runs as numpy under the auto backend policy
+        self.loops = loops
         self.source = source
         self.function_name = function_name
         self.free = free
@@ -77,8 +81,9 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
                       f"{', '.join(wrt_vars) or 'nothing'}")
     emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux)
     source = emitter.module(fname, title, jacobian)
+    loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
     return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
-                        jacobian)
+                        jacobian, loops)
 
 
 def _output_seeds(lowered, has_aux):
