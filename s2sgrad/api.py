@@ -16,7 +16,8 @@ import numpy as np
 
 from .backend import cache
 from .backend.numba_backend import Compiled, undecided_state
-from .call_plan import CallPlan, plan_key
+from .call_plan import CallPlan, free_units_changed, plan_key
+from .compiler.shapes import unit_dimensions
 from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
@@ -396,6 +397,8 @@ class GradFunction:
             return self._call_planned(plan, args)
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+        if free_units_changed(generated.free, free):
+            return self._rebuilt(args, kwargs)
         value, computed = self._run(generated, arrays, free)
         if not kwargs and len(leaves) == len(args) and plan_key(args) is not None:
             self._plans[plan_key(args)] = CallPlan(self._last, generated, args)
@@ -411,6 +414,8 @@ class GradFunction:
         generated = self._generated
         arrays = [_to_array(a) for a in args] if plan.tensor_args else args
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+        if free_units_changed(generated.free, free):
+            return self._rebuilt(args, {})
         value, computed = self._run(generated, arrays, free)
         grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
                  for i, slot in plan.positions]
@@ -422,6 +427,15 @@ class GradFunction:
                 f.obj for f in generated.free if isinstance(f.obj, Tensor)]
             value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
         return self._structure(grads, value, weights)
+
+    def _rebuilt(self, args, kwargs):
+        """The call after an array read from outside changed which dimensions are 1 (a
+        Parameter given data of another shape): the code built for the old one is dropped
+        and built again."""
+        self._variants.clear()
+        self._plans.clear()
+        self._last = None
+        return self(*args, **kwargs)
 
     def _run(self, generated, arrays, free):
         """Run the loaded code; an error raised in it gets a note naming the user's line."""
@@ -572,15 +586,18 @@ def _is_option(value):
 
 
 def _signature(value):
+    """What the code is specialised on: an array's dtype, rank and which dimensions are 1
+    (so broadcasting is decided while building), an option's value, else the type."""
     if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.ndim)
+        return (value.dtype.str, value.ndim, unit_dimensions(value))
     if _is_option(value):
         return ("option", type(value), value)
     return type(value)
 
 
 def _types(arrays):
-    """Per argument: (numpy dtype, ndim) for arrays, ("const", value) for options (None,
+    """Per argument: (numpy dtype, ndim, which dimensions are 1) for arrays, ("const",
+    value) for options (None,
     bools, strings), None for anything else."""
     if arrays is None:
         return None
@@ -589,7 +606,7 @@ def _types(arrays):
         if _is_option(a):
             out.append(("const", a))
         elif isinstance(a, np.ndarray):
-            out.append((a.dtype, a.ndim))
+            out.append((a.dtype, a.ndim, unit_dimensions(a)))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))
         elif isinstance(a, np.floating):

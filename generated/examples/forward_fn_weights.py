@@ -24,18 +24,14 @@ def forward_fn_value_and_grad(x, y, w, b):
     dout = rt.ones_like(out)
     # grad of: loss = loss_fn(z, y)  (functional_autodiff.py:60)
     dloss = rt.unreduce(dout, loss, None, False) / rt.reduction_count(loss, None)
-    dsoftplus = rt.unbroadcast(dloss, softplus)
-    dt7 = rt.unbroadcast(-dloss, t7)
-    dz = rt.unbroadcast(dt7 * y, z)
-    dt2 = rt.unbroadcast(dsoftplus, t2)
-    dt6 = rt.unbroadcast(dsoftplus, t6)
-    dt5 = dt6 / (1 + t5)
+    dt7 = -dloss
+    dz = dt7 * y
+    dt5 = dloss / (1 + t5)
     dt4 = dt5 * t5
     dt3 = -dt4
     dz = dz + dt3 * np.sign(z)
-    dz += rt.unbroadcast(dt2 * (z >= 0), z)
+    dz += dloss * (z >= 0)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
-    dt1 = rt.unbroadcast(dz, t1)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dt1, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return out, (dw, db)

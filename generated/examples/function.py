@@ -32,20 +32,16 @@ def function_value_and_grad(x, y, w, b):
     dout = rt.ones_like(out)
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:27)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
-    dloss = rt.unbroadcast(dloss_1 * t2, loss)
-    dt12 = rt.unbroadcast(dloss, t12)
-    dt14 = rt.unbroadcast(-dloss, t14)
-    dz = rt.unbroadcast(dt14 * t13, z)
-    dsoftplus = rt.unbroadcast(dt12 * t11, softplus)
-    dt4 = rt.unbroadcast(dsoftplus, t4)
-    dt8 = rt.unbroadcast(dsoftplus, t8)
-    dt7 = dt8 / (1 + t7)
+    dloss = dloss_1 * t2
+    dt14 = -dloss
+    dz = dt14 * t13
+    dsoftplus = dloss * t11
+    dt7 = dsoftplus / (1 + t7)
     dt6 = dt7 * t7
     dt5 = -dt6
     dz = dz + dt5 * np.sign(z)
-    dz += rt.unbroadcast(dt4 * (z >= 0), z)
+    dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:26)
-    dt1 = rt.unbroadcast(dz, t1)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dt1, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return out, (dw, db)

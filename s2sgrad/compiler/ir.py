@@ -93,6 +93,9 @@ class FreeValue:
     name: str
     obj: object
     path: str
+    #: for an array: which of its dimensions were 1 when the code was built (the code is
+    #: specialised on it, like the arguments'; ``shapes.unit_dimensions``)
+    units: tuple | None = None
 
 
 @dataclass(slots=True)
@@ -117,6 +120,8 @@ class LoweredFunction:
     ndims: dict = field(default_factory=dict)
     #: Var name -> float dtype, where it is known while building
     dtypes: dict = field(default_factory=dict)
+    #: symbolic shapes, where known (``compiler/shapes.py``; scalars are in ``ndims``)
+    shapes: object = None
     #: Var name -> (dtype, ndim) of the arguments, as the caller's values had them
     param_types: dict = field(default_factory=dict)
     #: Var names known to hold Python ints (range loop variables, their arithmetic)

@@ -8,6 +8,7 @@ from ..errors import UnsupportedConstructError
 from . import literals
 from .ir import Const, DictAtom, FreeValue, Seq, Var
 from .lower_state import LoweringState, identifier
+from .shapes import unit_dimensions
 from .syntax import name_node
 
 
@@ -23,10 +24,11 @@ class AtomLowering(LoweringState):
                 label = getattr(obj, "name", None)   # a Parameter's dotted name, if it has one
                 label = label if isinstance(label, str) and "#" not in label else path
                 name = self.names.variable(identifier(label))
-                self.free[key] = FreeValue(name, obj, path)
                 data = np.asarray(obj)
+                self.free[key] = FreeValue(name, obj, path, unit_dimensions(data))
                 self.param_types[name] = (data.dtype, data.ndim)
                 self.ndims[name] = data.ndim
+                self.shapes.argument(name, data.ndim, unit_dimensions(data))
                 if data.dtype.kind == "f":
                     self.dtypes[name] = data.dtype
                 self.free_objects.append(obj)

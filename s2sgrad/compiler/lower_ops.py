@@ -54,6 +54,9 @@ class OpEmission(LoweringState):
         ndim = self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
             self.ndims[name] = ndim
+        shape = self.infer_shape(prim, args, kwargs)
+        if shape is not None:
+            self.shapes.of[name] = shape
         dtype = self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype

@@ -13,6 +13,7 @@ from ..errors import UnsupportedConstructError
 from .emit import to_source
 from .lower_flow import unused_name
 from .naming import NameAllocator
+from .shapes import ShapeTable
 
 
 class LocalFunction:
@@ -53,6 +54,8 @@ class LoweringState:
         self.param_types = {}   # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
+        self.shapes = ShapeTable()  # Var name -> symbolic shape, where it is known
+        self.nesting = 0        # > 0 inside a branch or loop body (code that may not run)
         self.names = NameAllocator()
         self.ops = []
         self.free = {}          # id(obj) -> FreeValue

@@ -45,9 +45,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
     tuple, list or dict: the generated function then takes its leaves as separate
-    parameters.  ``arg_types`` (optional): per leaf parameter, (dtype, ndim), ("const",
-    value) for an option (None, a bool, a string: folded as that value) or None; the
-    code is then specialised on them (``x.dtype``/``x.ndim`` fold).
+    parameters.  ``arg_types`` (optional): per leaf parameter, (dtype, ndim) or (dtype,
+    ndim, unit dimensions: per dimension whether it is 1), ("const", value) for an option
+    (None, a bool, a string: folded as that value) or None; the code is then specialised
+    on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
     """
     lowerer = Lowerer(arg_types, arg_trees)
     lowered = lowerer.lower(fn, bound_self)

@@ -69,7 +69,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
     single_use, rebound = use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
                     lowered.mutated, lowered.lists,
-                    single_use - set(wrt), rebound)
+                    single_use - set(wrt), rebound, lowered.shapes)
     rev.tape_types = tape_dtypes(lowered)
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
@@ -99,8 +99,9 @@ class _Reverser:
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
                  mutated=frozenset(), lists=frozenset(), single_use=frozenset(),
-                 rebound=frozenset()):
+                 rebound=frozenset(), shapes=None):
         self.active = active
+        self.shapes = shapes      # symbolic shapes (compiler/shapes.py), where known
         self.mutated = mutated
         self.int_vars = int_vars
         self.names = names
@@ -165,7 +166,8 @@ class _Reverser:
                 raise missing_rule(op)
             if not op.rule.differentiable:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
-            instantiate(op, self.adj, self.active, self.names, out, self.ndims)
+            instantiate(op, self.adj, self.active, self.names, out, self.ndims,
+                        self.shapes)
         if loop is not None and op.targets[0] in loop.carried:
             # the end of an iteration overwrote a loop-carried variable: its adjoint
             # restarts, from the reversed iteration's first contribution (no zeroed

@@ -1,9 +1,9 @@
 """Rule templates instantiated at one operation: the adjoint statements of a primitive.
 
-``instantiate(op, adj, active, names, out, ndims)`` substitutes the
+``instantiate(op, adj, active, names, out, ndims, shapes)`` substitutes the
 operation's operands into its rule's ``d[x] = ...`` template, drops what an
-inactive operand would need, folds constant arithmetic and, between known
-scalars, ``rt.unbroadcast``.  Indexing (``x[i]``) has its own adjoint:
+inactive operand would need, folds constant arithmetic and drops
+``rt.unbroadcast`` to an operand of the result's shape (``compiler/shapes.py``).  Indexing (``x[i]``) has its own adjoint:
 ``dx[i] += g`` for basic indices, ``rt.add_at`` for index arrays.
 """
 import copy
@@ -70,11 +70,13 @@ def index_expression(node):
     return node
 
 
-def instantiate(op, adj, active, names, out, ndims=None):
+def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
     """Append the rule template of ``op`` with its operands substituted.
 
-    Where the result and an operand are both known to be scalars, the
-    template's ``rt.unbroadcast(e, x)`` is just ``e``."""
+    Where an operand ``x`` is known to have the shape of the result (``ndims``: ranks,
+    ``shapes``: symbolic shapes; both scalars, or provably equal shapes), the template's
+    ``rt.unbroadcast(e, x)`` is just ``e``: in an elementwise rule ``e`` has the shape of
+    the result, so nothing was broadcast."""
     rule = op.rule
     bound = rule.bind(op.args, op.kwargs)
     bindings = {rule.result: Var(op.targets[0])}
@@ -119,8 +121,8 @@ def instantiate(op, adj, active, names, out, ndims=None):
                                    type_comment=None))
             continue
         expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names))
-        if ndims and ndims.get(op.targets[0]) == 0:
-            expr = _ScalarUnbroadcast(ndims).visit(expr)
+        if ndims is not None:
+            expr = _NoOpUnbroadcast(op.targets[0], ndims, shapes).visit(expr)
         if isinstance(key, Var):
             adj.accumulate(key.name, expr, out)
         elif isinstance(key, Seq):
@@ -178,11 +180,21 @@ def _number(node):
     return None
 
 
-class _ScalarUnbroadcast(gast.NodeTransformer):
-    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` is a known scalar (nothing was broadcast)."""
+class _NoOpUnbroadcast(gast.NodeTransformer):
+    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``."""
 
-    def __init__(self, ndims):
-        self.ndims = ndims
+    def __init__(self, ans, ndims, shapes):
+        self.ans, self.ndims, self.shapes = ans, ndims, shapes
+
+    def _shape(self, name):
+        if self.ndims.get(name) == 0:
+            return ()
+        return self.shapes.of.get(name) if self.shapes is not None else None
+
+    def _same(self, a, b):
+        if a == () and b == ():
+            return True
+        return self.shapes is not None and self.shapes.same(a, b)
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -190,7 +202,7 @@ class _ScalarUnbroadcast(gast.NodeTransformer):
         if (isinstance(func, gast.Attribute) and func.attr == "unbroadcast"
                 and isinstance(func.value, gast.Name) and func.value.id == "rt"
                 and isinstance(node.args[1], gast.Name)
-                and self.ndims.get(node.args[1].id) == 0):
+                and self._same(self._shape(node.args[1].id), self._shape(self.ans))):
             return node.args[0]
         return node
 
