@@ -12,6 +12,7 @@ with the rest.  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
 numpy).  Arguments are checked as for ``grad``.
 """
+import inspect
 import weakref
 
 import numpy as np
@@ -272,8 +273,11 @@ def _forward_function(fn, grad_position, has_aux, jacobian):
     """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
     ``jvp`` calls build once)."""
     key = (grad_position, has_aux, jacobian, backend_mode())
+    owner = fn
+    if inspect.ismethod(fn):   # a bound method is a new object at each access
+        owner, key = fn.__self__, key + (fn.__func__,)
     try:
-        per_fn = _CACHE.setdefault(fn, {})
+        per_fn = _CACHE.setdefault(owner, {})
     except TypeError:          # not weak-referenceable: no reuse across calls
         return ForwardFunction(fn, grad_position, has_aux, jacobian)
     if key not in per_fn:

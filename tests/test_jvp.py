@@ -395,3 +395,20 @@ def test_backend_policy(monkeypatch):
     assert loop.backend == "numba", loop.fallback_reason
     s2sgrad.jvp(sine, x, x)
     assert _forward_function(sine, (0,), False, False).backend == "numpy"
+
+
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def energy(self, x):
+        return np.sum(self.scale * x * x)
+
+
+def test_bound_method_is_built_once():
+    model = Model(np.array([1.0, 2.0]))
+    x, v = np.array([0.5, -1.0]), np.array([1.0, 1.0])
+    out, tangent = s2sgrad.jvp(model.energy, x, v)
+    assert tangent == pytest.approx(np.sum(2 * model.scale * x * v))
+    first = _forward_function(model.energy, (0,), False, False)
+    assert _forward_function(model.energy, (0,), False, False) is first
