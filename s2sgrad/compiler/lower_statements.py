@@ -141,7 +141,8 @@ class StatementLowering(LoweringState):
             index_node, index = self.lower_index(frame, target.slice)
             self.check_fresh(frame, target, [value, index])
             self.mark_written(base.name)
-            self.mutated.add(base.name)
+            # the same array under the names a branch or loop copied it from is updated too
+            self.mutated.update(self.roots(base.name) | {base.name})
             self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
             self.cse.clear()
         else:
