@@ -137,6 +137,18 @@ DIFFERENTIATED = [
             m = x * 2.0
         m[0, 1] = v
         return np.sum(m * m)"""),
+    ("element_of_made_array_is_a_copy", """
+        z = np.zeros(3)
+        a = z[0]
+        z[0] = v
+        return a + np.sum(z * v) + np.sum(x)"""),
+    ("rows_unpacked_read_only", """
+        a, b = x * v
+        return np.sum(a * b)"""),
+    ("einsum_of_two_is_fresh", """
+        y = np.einsum("ij,kj->ik", x, x)
+        y[0, 1] = v
+        return np.sum(y * y)"""),
     ("split_read_only", """
         a, b = np.split(x * v, 2)
         return np.sum(a * b)"""),
@@ -356,6 +368,39 @@ REFUSED = [
             s = s + np.sum(r * v)
             set_corner(m, v)
         return s + np.sum(m)""", "a loop that reads `r`"),
+    ("rows_unpacked_then_written", """
+        m = x * 1.0
+        a, b = m
+        a[1] = v  # <-
+        return np.sum(m * m)""", "writing into `a`"),
+    ("enumerate_rows_written", """
+        m = x * 1.0
+        for k, row in enumerate(m):
+            row[k] = v  # <-
+        return np.sum(m * m)""", "writing into `row`"),
+    ("conditional_view_written", """
+        m = x * 1.0
+        r = m[0] if v > 0.0 else m[1]
+        r[1] = v  # <-
+        return np.sum(m * m)""", "writing into `r`"),
+    ("einsum_diagonal_view", """
+        m = np.ones((3, 3)) * v
+        d = np.einsum("ii->i", m)
+        d[1] = v  # <-
+        return np.sum(m * m) + np.sum(x)""", "writing into `d`"),
+    ("broadcast_arrays_second_operand", """
+        m = x * 1.0
+        a, b = np.broadcast_arrays(v, m)
+        m[0, 0] = v
+        return np.sum(b)  # <-""", "`b` is a view of an array"),
+    ("ufunc_positional_out", """
+        m = x * 1.0
+        y = np.multiply(m, v, m)  # <-
+        return np.sum(y)""", "out="),
+    ("clip_out", """
+        m = x * 1.0
+        y = np.clip(m, 0.0, v, out=m)  # <-
+        return np.sum(y)""", "out="),
     ("out_keyword", """
         m = x * 1.0
         y = np.add(m, v, out=m)  # <-

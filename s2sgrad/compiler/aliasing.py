@@ -41,6 +41,10 @@ for _name in ("matrix_transpose", "permute_dims", "unstack", "asarray_chkfinite"
     if hasattr(np, _name):
         VIEW_FUNCTIONS.add(getattr(np, _name))
 
+#: numpy functions making a fresh array of the shape given first, and of another's shape
+ARRAY_MAKERS = {np.zeros, np.ones, np.empty, np.full}
+LIKE_MAKERS = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy}
+
 #: array attributes that are numbers or tuples, not arrays sharing the memory
 PLAIN_ATTRIBUTES = {prims.attribute(a) for a in (
     "shape", "ndim", "size", "dtype", "nbytes", "itemsize", "strides", "flags")}
@@ -120,9 +124,28 @@ class AliasTracking:
             return True
         if basic_view:
             return False
-        rank = self.ndim_of(base) if isinstance(base, Var) and base.name not in self.lists \
-            else None
+        rank = self.rank_for_views(base)
         return rank is not None and len(items) >= rank
+
+    def rank_for_views(self, atom):
+        """The rank of an array variable where it is known: ``ndim_of``, or the rank an
+        array-making call gave it (``np.zeros((2, 3))``, recorded by ``record_memory``)."""
+        if not isinstance(atom, Var) or atom.name in self.lists:
+            return None
+        rank = self.ndim_of(atom)
+        return rank if rank is not None else self.made_ranks.get(atom.name)
+
+    def view_sources(self, prim, args, kwargs):
+        """The array variables whose memory ``prim``'s result may share: its first operand
+        for a view (several for np.broadcast_arrays, the operand of np.einsum), else none."""
+        if prim is np.einsum:
+            operands = [a for a in args[1:] if isinstance(a, Var)]
+            return operands if len(args) == 2 else []
+        if not self.makes_view(prim, args, kwargs):
+            return []
+        if prim in (np.broadcast_arrays, np.atleast_1d, np.atleast_2d, np.atleast_3d):
+            return [a for a in args if isinstance(a, Var)]
+        return [args[0]]
 
     def makes_view(self, prim, args, kwargs):
         """True when ``prim`` on ``args`` may give a view of (or the very array of) its
@@ -143,19 +166,29 @@ class AliasTracking:
         if prim is np.array:
             copy = kwargs.get("copy")
             return copy is not None and not (isinstance(copy, Const) and copy.value is True)
-        try:
-            return prim in VIEW_FUNCTIONS
-        except TypeError:     # unhashable
-            return False
+        return _member(prim, VIEW_FUNCTIONS)
 
     def record_memory(self, name, prim, args, kwargs):
         """After an Op assigned ``name``: note what memory it may share."""
-        if self.makes_view(prim, args, kwargs):
-            roots = self.roots(args[0].name)
+        sources = self.view_sources(prim, args, kwargs)
+        if sources:
+            roots = frozenset().union(*(self.roots(a.name) for a in sources))
             self.memory[name] = roots
             self.views[name] = roots
         elif prim == prims.LIST:
             self.hold(name, args)
+        elif _member(prim, ARRAY_MAKERS) and args:
+            shape = args[0]
+            if isinstance(shape, Const) and isinstance(shape.value, tuple):
+                self.made_ranks[name] = len(shape.value)
+            elif isinstance(shape, Seq):
+                self.made_ranks[name] = len(shape.items)
+            elif self.is_int(shape):
+                self.made_ranks[name] = 1
+        elif _member(prim, LIKE_MAKERS) and args and not kwargs.get("shape"):
+            rank = self.rank_for_views(args[0])
+            if rank is not None:
+                self.made_ranks[name] = rank
 
     def hold(self, container, atoms):
         """The run-time list ``container`` holds ``atoms``: what is read from it shares their
@@ -207,9 +240,11 @@ class AliasTracking:
                 "v[:] = ..., or write into a copy: v = y[1:3].copy()")
         self.check_fresh(frame, node, [Var(var)])
 
-    def check_call(self, frame, node, prim, kwargs):
+    def check_call(self, frame, node, prim, args, kwargs):
         """Refuse calls that write into an operand: ``out=``, ``x.sort()``, ``np.copyto``."""
         out = kwargs.get("out")
+        if isinstance(prim, np.ufunc) and len(args) > prim.nin:
+            out = args[prim.nin]       # np.add(a, b, a): the third operand is out
         if out is not None and not (isinstance(out, Const) and out.value is None):
             raise self.unsupported(frame, node, "a call with out= (it writes into an array "
                                    "in place)", "use the result instead: y = np.add(a, b)")
@@ -219,10 +254,7 @@ class AliasTracking:
                 raise self.unsupported(frame, node, f"x.{name}(...) changes the array in place",
                                        f"make a new array instead: {MUTATING_METHODS[name]}")
             return
-        try:
-            hint = MUTATING_FUNCTIONS.get(prim)
-        except TypeError:
-            hint = None
+        hint = MUTATING_FUNCTIONS.get(prim) if _member(prim, MUTATING_FUNCTIONS) else None
         owner = getattr(prim, "__self__", None)
         if hint is None and isinstance(owner, np.ufunc) and getattr(prim, "__name__", "") == "at":
             hint = "y = x.copy(); y[idx] = y[idx] + v (np.add.at adds repeated indices; " \
@@ -280,6 +312,14 @@ class AliasTracking:
             return                          # a number: += makes a new one in Python too
         self.stale_views.update(self.observers(frame, name))
         self.stale_views.update(self.sharing(atom.name) - {atom.name})
+
+
+def _member(prim, table):
+    """``prim in table`` for a set or dict; False for an unhashable primitive."""
+    try:
+        return prim in table
+    except TypeError:
+        return False
 
 
 def _deep_vars(atom):

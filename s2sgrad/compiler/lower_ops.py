@@ -21,7 +21,7 @@ class OpEmission(LoweringState):
     def emit(self, frame, node, prim, args, kwargs, expr, hint, custom=None):
         """Append an Op computing ``expr``; returns the Var it assigns."""
         self.check_fresh(frame, node, list(args) + list(kwargs.values()))
-        self.check_call(frame, node, prim, kwargs)
+        self.check_call(frame, node, prim, args, kwargs)
         rule = lookup(prim) if custom is None else None
         if custom is None and _integer_result(prim, args, kwargs):
             rule = lookup(prims.INTEGER_DTYPE)   # piecewise constant: it carries no gradient
