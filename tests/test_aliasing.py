@@ -68,6 +68,28 @@ DIFFERENTIATED = [
         s = np.sum(r * r)
         m[0, 1] = v
         return s + np.sum(m * m)"""),
+    ("view_read_by_an_adjoint_before_the_base_is_written", """
+        r = x[None][0]
+        m = r * v + 0.5
+        x[0, 2] = v * 1.5
+        return np.sum(np.sin(m)) + v"""),
+    ("branch_alias_read_by_an_adjoint_before_the_write", """
+        m = x * 1.0
+        if v > 0.0:
+            r = m
+        else:
+            r = m * 2.0
+        s = np.sum(np.sin(r))
+        m[0, 0] = v
+        return s + np.sum(m)"""),
+    ("view_read_in_a_loop_before_the_base_is_written", """
+        m = x * 1.0
+        r = m[0]
+        s = 0.0
+        for i in range(2):
+            s = s + np.sum(np.sin(r) * v)
+        m[0, 1] = v
+        return s + np.sum(m)"""),
     ("element_read_is_a_copy", """
         m = x * 1.0
         a = m[0, 1]
@@ -562,3 +584,28 @@ def test_the_reported_row_write_is_refused_not_zero(tmp_path):
     message = _refused(f, path, marks, "writing into `r`, which may be a view of `m`",
                        lambda f: s2sgrad.grad(f, 1)(x, v))
     assert "copy" in message.splitlines()[-1]
+
+
+def shared_adjoint_then_loop(x, a):
+    s = np.sum(np.sin(x) * a)
+    u = np.sum(np.sin(x) * s)
+    for i in range(1):
+        a = np.sum(x) * 0.1 * 1.0
+    w = np.sum(np.sin(x) * s)
+    for i in range(1):
+        s = a * 1.5 * 1.0
+    return np.sum(np.sin(x)) + s + u + w
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_a_loop_carried_adjoint_does_not_share_another_adjoints_name(backend, monkeypatch):
+    """Found by the alias fuzzer (not a memory alias): the adjoint of the loop-carried
+    ``s`` took the name of the output's adjoint (``s`` is used once, in ``... + s + u + w``),
+    and the adjoint loop's reset of it to zeros then dropped u's and w's gradients."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    x = np.random.default_rng(0).uniform(-1.0, 1.0, (3, 4))
+    gx, ga = s2sgrad.grad(shared_adjoint_then_loop, (0, 1))(x, 0.3)
+    np.testing.assert_allclose(gx, central(shared_adjoint_then_loop, (x, 0.3), 0),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ga, central(shared_adjoint_then_loop, (x, 0.3), 1),
+                               rtol=1e-5, atol=1e-7)

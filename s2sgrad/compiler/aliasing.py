@@ -93,9 +93,7 @@ class AliasTracking:
 
     def sharing(self, name):
         """Every other variable known while building that may share ``name``'s memory."""
-        roots = self.roots(name)
-        names = {v for v, r in self.memory.items() if r & roots}
-        return (names | roots) - {name}
+        return sharing(self.memory, name)
 
     def element_read(self, base, index):
         """True when ``base[index]`` surely picks single elements (a copy): as many
@@ -213,8 +211,10 @@ class AliasTracking:
 
     def mark_written(self, name):
         """``name`` is updated in place: every other variable sharing its memory no longer
-        holds what its name says (reading it is refused)."""
-        self.stale_views.update(self.sharing(name))
+        holds what its name says (reading it is refused).  Returns those variables."""
+        shared = self.sharing(name)
+        self.stale_views.update(shared)
+        return frozenset(shared)
 
     # ------------------------------------------------------------ refusals
 
@@ -312,6 +312,14 @@ class AliasTracking:
             return                          # a number: += makes a new one in Python too
         self.stale_views.update(self.observers(frame, name))
         self.stale_views.update(self.sharing(atom.name) - {atom.name})
+
+
+def sharing(memory, name):
+    """Every other variable that may share ``name``'s memory, from ``memory`` (Var name ->
+    the roots whose memory it may share; absent: only its own)."""
+    roots = memory.get(name, frozenset((name,)))
+    names = {v for v, r in memory.items() if r & roots}
+    return (names | roots) - {name}
 
 
 def _member(prim, table):

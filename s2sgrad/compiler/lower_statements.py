@@ -140,9 +140,12 @@ class StatementLowering(LoweringState):
             self.check_write_target(frame, target, base.name, target.value.id)
             index_node, index = self.lower_index(frame, target.slice)
             self.check_fresh(frame, target, [value, index])
-            self.mark_written(base.name)
-            # the same array under the names a branch or loop copied it from is updated too
-            self.mutated.update(self.roots(base.name) | {base.name})
+            shared = self.mark_written(base.name)
+            # what shares its memory (a view, the array a branch or loop copied it from) is
+            # updated too: its old values are restored for adjoints that read them
+            self.mutated.update(shared | {base.name})
+            self.shared_at_write[base.name] = self.shared_at_write.get(base.name,
+                                                                       frozenset()) | shared
             self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
             self.cse.clear()
         else:
