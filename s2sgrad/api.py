@@ -76,7 +76,8 @@ def _check_function(fn, api):
                     f"{_a(type(fn).__name__)}: {fn!r}")
 
 
-def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **example_kwargs):
+def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="grad",
+         **example_kwargs):
     """Print the generated value-and-gradient source of ``fn`` and return it.
 
     With example arguments (``show(loss, x, y)``), the code built for arguments like
@@ -86,7 +87,15 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **exam
     object (``grad(...)``/``value_and_grad(...)``: its options are used, and
     ``grad_position``/``weights``/``has_aux`` must be left out).  Prints a one-line
     header, then the source; returns the source alone.
+
+    ``mode="jvp"`` shows the forward-mode code ``s2sgrad.jvp`` runs (tangents of every
+    argument), ``mode="jacfwd"`` the code of ``s2sgrad.jacfwd(fn, grad_position)``.
     """
+    if mode != "grad":
+        if mode not in SHOW_MODES:
+            raise ValueError(f"show's mode is one of {', '.join(['grad', *SHOW_MODES])}, "
+                             f"got {mode!r}")
+        return SHOW_MODES[mode](fn, example_args, example_kwargs, grad_position, has_aux, mode)
     if isinstance(fn, GradFunction):
         if (grad_position, weights, has_aux) != (0, None, False):
             raise TypeError("show(gradient_object, ...) uses the gradient object's own "
@@ -117,6 +126,10 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **exam
     print(header)
     print(source)
     return source
+
+
+#: show's other modes: name -> show function (``api_forward`` adds "jvp" and "jacfwd")
+SHOW_MODES = {}
 
 
 def _describe_args(args, kwargs):
@@ -692,3 +705,16 @@ def _wrap_output(value, dtype):
     return value
 
 
+# ---------------------------------------------------------------- shared with api_forward
+# the argument checks and result shaping forward mode uses as gradients do
+check_function = _check_function
+check_positions = _check_positions
+describe_args = _describe_args
+float_dtype = _float_dtype
+finish_gradient = _finish_gradient
+to_array = _to_array
+argument_types = _types
+wrap_output = _wrap_output
+numba_argument = _numba_argument
+python_objects_reason = _python_objects_reason
+with_article = _a

@@ -10,6 +10,7 @@ import os
 import pytest
 
 import s2sgrad as ms
+from s2sgrad.api_forward import ForwardFunction
 from examples_loader import ROOT, load_functional_autodiff
 
 SNAPSHOTS = ROOT / "generated" / "examples"
@@ -24,7 +25,24 @@ CASES = {
     "forward_fn_weights": (lambda: ms.value_and_grad(EX.forward_fn, None,
                                                      weights=EX.model.trainable_params()),
                            (EX.x, EX.y)),
+    # forward mode: the code ms.jvp(function, ARGS, v) runs, and ms.jacfwd's
+    "function_jvp": (lambda: _Jvp(EX.function), ARGS),
+    "function_jacfwd": (lambda: ms.jacfwd(EX.function, (2, 3)), ARGS),
 }
+
+
+class _Jvp:
+    """``ms.jvp(fn, args, v)`` as an object to call and read the source of (v: the args)."""
+
+    def __init__(self, fn):
+        self.forward = ForwardFunction(fn, (0, 1, 2, 3), False, False)
+
+    def __call__(self, *args):
+        return self.forward.jvp_call(args, args)
+
+    @property
+    def source(self):
+        return self.forward.source
 
 
 def _source(name):

@@ -144,3 +144,24 @@ def test_loops_keep_gradients_right(b_shape):
     rng = np.random.default_rng(4)
     args = (rng.standard_normal((5, 3)), rng.standard_normal(b_shape))
     _check(s2sgrad.grad(loop_bias, (0, 1)), loop_bias, args)
+
+
+def log_softmax_mean(z, onehot):
+    m = np.max(z, axis=1, keepdims=True)
+    logp = z - m - np.log(np.sum(np.exp(z - m), axis=1, keepdims=True))
+    return -np.sum(onehot * logp) / z.shape[0]
+
+
+def test_reductions_with_an_axis_keep_their_shapes():
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((4, 3))
+    onehot = np.eye(3)[[0, 2, 1, 1]]
+    gradient = s2sgrad.grad(log_softmax_mean, 0)
+    np.testing.assert_allclose(gradient(z, onehot),
+                               numerical_grad(log_softmax_mean, (z, onehot)), rtol=1e-6)
+    code = gradient.source.split("# sensitivity of the output")[1]
+    # the (4, 1)-shaped m and log-sum are broadcast: summed back; z, logp and the
+    # division by z.shape[0] (a Python int) are not
+    assert code.count("rt.unbroadcast") == 3, code
+    assert all(", z)" not in line and ", logp)" not in line
+               for line in code.splitlines() if "rt.unbroadcast" in line)

@@ -77,6 +77,11 @@ def atom_node(atom, lowerer=None):
     return literal_node(atom.value, lowerer)
 
 
+#: numpy's abstract scalar types (``isinstance(x, np.floating)``), which have no dtype
+_ABSTRACT_SCALARS = frozenset({"bool_", "generic", "number", "integer", "signedinteger",
+                               "unsignedinteger", "inexact", "floating", "complexfloating"})
+
+
 def literal_node(value, lowerer=None):
     """The literal expression of a build-time constant (or a free argument for other objects)."""
     if value is None or isinstance(value, (bool, int, float, complex, str)) or value is Ellipsis:
@@ -97,7 +102,10 @@ def literal_node(value, lowerer=None):
     if isinstance(value, np.dtype):
         return attribute("np", value.name if value.name != "bool" else "bool_")
     if isinstance(value, type) and issubclass(value, np.generic):
-        return attribute("np", np.dtype(value).name if value is not np.bool_ else "bool_")
+        if value is np.bool_ or getattr(np, value.__name__, None) is value and \
+                value.__name__ in _ABSTRACT_SCALARS:   # np.floating, np.integer: no dtype
+            return attribute("np", value.__name__)
+        return attribute("np", np.dtype(value).name)
     if isinstance(value, np.generic) and np.ndim(value) == 0:
         return gast.Call(func=attribute("np", np.dtype(type(value)).name),
                          args=[gast.Constant(value=value.item(), kind=None)], keywords=[])

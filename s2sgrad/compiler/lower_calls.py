@@ -12,6 +12,7 @@ from ..dtype import dtype_to_numpy
 from ..nn import Cell
 from ..ops import stop_gradient
 from ..rules import lookup
+from ..rules.jvp_registry import registered as jvp_registered
 from . import literals
 from .custom import lower_custom_call
 from .forward import forward_expression
@@ -282,8 +283,10 @@ def _without_defaults(fn, kwargs):
 
 
 def is_library_function(obj):
-    """numpy and math callables: primitives even without a rule (an error only if active)."""
-    if isinstance(obj, np.ufunc):
+    """numpy and math callables, and callables with a forward-mode rule only (an ``rt``
+    helper of generated code): primitives even without a VJP rule (an error only if
+    active)."""
+    if isinstance(obj, np.ufunc) or jvp_registered(obj) is not None:
         return True
     module = getattr(obj, "__module__", None) or ""
     return module.split(".")[0] in ("numpy", "math") or obj is math

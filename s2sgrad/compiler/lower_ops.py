@@ -57,6 +57,11 @@ class OpEmission(LoweringState):
         shape = self.infer_shape(prim, args, kwargs)
         if shape is not None:
             self.shapes.of[name] = shape
+            self.ndims.setdefault(name, len(shape))
+        if prim == prims.GETITEM and self.producers.get(getattr(args[0], "name", None)) == \
+                prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
+            self.int_vars.add(name)      # x.shape[k]: a Python int
+            self.ndims[name] = 0
         dtype = self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype

@@ -174,6 +174,11 @@ class _Fold(gast.NodeTransformer):
         return node
 
 
+def fold_constants(node):
+    """``node`` with the constant arithmetic a template produced folded (``_Fold``)."""
+    return _Fold().visit(node)
+
+
 def _number(node):
     if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):

@@ -156,10 +156,10 @@ class TypeInfo:
             base = self.shape_of(args[0])
             rank = self.infer_ndim(prim, args, kwargs)
             return None if base is None or rank is None else base[len(base) - rank:]
+        if prim in FULL_REDUCTIONS:
+            return self._reduced_shape(args, kwargs)
         if kwargs:
             return None
-        if prim in FULL_REDUCTIONS and len(args) == 1:
-            return ()
         if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2:
             return self.shapes.matmul(self.shape_of(args[0]), self.shape_of(args[1]), certain)
         if prim in SHAPE_OF_FIRST or prim == prims.ASTYPE:
@@ -170,6 +170,27 @@ class TypeInfo:
         if prim in ELEMENTWISE or isinstance(prim, np.ufunc):
             return self.shapes.broadcast([self.shape_of(a) for a in args], certain)
         return None
+
+    def _reduced_shape(self, args, kwargs):
+        """The shape of ``np.sum(x, axis, keepdims=...)`` and the other reductions, for a
+        constant axis (an int, a tuple of ints or None)."""
+        if set(kwargs) - {"axis", "keepdims"} or len(args) > 2:
+            return None
+        axis = args[1] if len(args) == 2 else kwargs.get("axis", Const(None))
+        keepdims = kwargs.get("keepdims", Const(False))
+        shape = self.shape_of(args[0])
+        if not (isinstance(axis, Const) and isinstance(keepdims, Const)) or shape is None:
+            return None
+        axes = axis.value if isinstance(axis.value, tuple) else (axis.value,)
+        if axis.value is None:
+            axes = tuple(range(len(shape)))
+        if not all(isinstance(a, int) and -len(shape) <= a < len(shape) for a in axes):
+            return None
+        axes = {a % len(shape) for a in axes}
+        if keepdims.value is True:
+            return tuple(1 if k in axes else d for k, d in enumerate(shape))
+        return tuple(d for k, d in enumerate(shape) if k not in axes) \
+            if keepdims.value is False else None
 
     def is_int(self, atom):
         """True when ``atom`` is known to be a Python int (a constant, a range variable...)."""
