@@ -331,7 +331,8 @@ def test_generated_code_reads_like_the_reverse_code():
     source = jac.source
     assert re.search(r"# a = np\.sin\(y\) \* 3\.0 .*\(test_jvp\.py:\d+\)", source)
     assert re.search(r"# b = b \+ np\.cos\(b\) \* y  \(test_jvp\.py:\d+\)", source)
-    assert "y_dot" not in source and "a_dot" not in source
+    # no tangent of y or a (a described temporary such as cos_b_1_times_y_dot is fine)
+    assert not re.search(r"\b(y|a)_dot\b", source), source
     assert "x_dot = rt.basis_tangent(x, k)" in source
     assert "for k in range(n_x):" in source
     forward, _ = run_jvp(partly_active, (x, y), (0,), [np.ones(2)])

@@ -27,11 +27,11 @@ from .emit import to_source
 from .imports import import_lines
 from .ir import Loop, Seq, Var, atom_vars, walk_statements
 from .layout import INDENT, reads_name, render, wrap
+from .literals import atom_node
 from .lower import Lowerer
 from ..errors import OutputStructureError
 from .syntax import call, name_node
 from .tangents import tangent_sweep
-from .templates import atom_node_of
 
 
 class GeneratedJvp:
@@ -152,7 +152,7 @@ class _Emitter:
     def module(self, fname, title, jacobian):
         lowered = self.lowered
         out = lowered.output
-        value_src = to_source(atom_node_of(out)) if not isinstance(out, Var) else out.name
+        value_src = to_source(atom_node(out)) if not isinstance(out, Var) else out.name
         args = lowered.params + [f.name for f in lowered.free]
         if not jacobian:
             signature = args + [self.tangent_args[v] for v in self.wrt_vars]

@@ -82,7 +82,7 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
             value = Seq(tuple(value))     # *args of the template
         elif not isinstance(value, (Var, Const, Seq)):
             value = Const(value)          # a default of the template
-        bindings[pname] = _lists_as_tuples(value)
+        bindings[pname] = lists_as_tuples(value)
     for pname in sorted(rule.refused):
         if any(v in active for v in atom_vars(bindings[pname])):
             name = display_name(op.primitive)
@@ -129,12 +129,12 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
             _accumulate_items(adj, active, name_node(parts), key, out)
 
 
-def _lists_as_tuples(atom):
+def lists_as_tuples(atom):
     """``atom`` with its lists written as tuples: the runtime helpers a template calls
     take a sequence of arrays as a tuple (what Numba types best: a tuple may hold arrays
     of different types), as the forward sweep passes them to np.stack and the like."""
     if isinstance(atom, Seq) and atom.kind in ("list", "tuple"):
-        return Seq(tuple(_lists_as_tuples(a) for a in atom.items), "tuple")
+        return Seq(tuple(lists_as_tuples(a) for a in atom.items), "tuple")
     return atom
 
 
