@@ -42,7 +42,7 @@ from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
 from .literals import atom_node
 from .syntax import assign, call, name_node
 from .tape import short_range
-from .templates import fold_constants, lists_as_tuples
+from .templates import fold_constants
 
 #: primitives whose tangent is the operation itself on the operands' tangents
 _LINEAR_SYNTAX = (prims.ASSIGN, prims.LIST, prims.GETITEM)
@@ -385,7 +385,7 @@ class _Tangents:
                 if node.id in locals_:
                     return name_node(locals_[node.id])
                 if node.id in bindings:
-                    return atom_node(lists_as_tuples(bindings[node.id]))
+                    return atom_node(bindings[node.id])
                 if node.id in rule.globals:
                     return reference(rule.globals[node.id], sweep.names)
                 return node
@@ -427,8 +427,8 @@ def _may_share(expr):
 
 
 def missing_jvp_rule(op, detail=None):
-    """The MissingRuleError for an active ``op`` with no forward-mode rule (``detail``:
-    why the rule does not cover this call), naming the user's line and what to do."""
+    """The MissingRuleError for ``op``, reached by a tangent, whose primitive has no forward
+    rule (``detail``: why, when the rule does not cover this form of the call)."""
     name = op.primitive if isinstance(op.primitive, str) else display_name(op.primitive)
     detail = detail or op.bind_error
     return MissingRuleError(

@@ -82,7 +82,7 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
             value = Seq(tuple(value))     # *args of the template
         elif not isinstance(value, (Var, Const, Seq)):
             value = Const(value)          # a default of the template
-        bindings[pname] = lists_as_tuples(value)
+        bindings[pname] = value
     for pname in sorted(rule.refused):
         if any(v in active for v in atom_vars(bindings[pname])):
             name = display_name(op.primitive)
@@ -127,15 +127,6 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
             out.append(gast.Assign(targets=[name_node(parts, gast.Store())], value=expr,
                                    type_comment=None))
             _accumulate_items(adj, active, name_node(parts), key, out)
-
-
-def lists_as_tuples(atom):
-    """``atom`` with its lists written as tuples: the runtime helpers a template calls
-    take a sequence of arrays as a tuple (what Numba types best: a tuple may hold arrays
-    of different types), as the forward sweep passes them to np.stack and the like."""
-    if isinstance(atom, Seq) and atom.kind in ("list", "tuple"):
-        return Seq(tuple(lists_as_tuples(a) for a in atom.items), "tuple")
-    return atom
 
 
 def _accumulate_items(adj, active, parts, seq, out):
@@ -231,11 +222,19 @@ class _Substituter(gast.NodeTransformer):
         if node.id in self.locals:
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
-            atom = self.bindings[node.id]
-            return atom_node(atom)
+            return atom_node(_lists_as_tuples(self.bindings[node.id]))
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
+
+
+def _lists_as_tuples(atom):
+    """A rule's operand as its template reads it: a list of values (``np.select([...],
+    ...)``) is passed on as a tuple, which compiled helpers take (slices stay slices)."""
+    if isinstance(atom, Seq):
+        items = tuple(_lists_as_tuples(a) for a in atom.items)
+        return Seq(items, "tuple" if atom.kind == "list" else atom.kind)
+    return atom
 
 
 def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):
