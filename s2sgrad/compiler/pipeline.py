@@ -49,6 +49,31 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     value) for an option (None, a bool, a string: folded as that value) or None; the
     code is then specialised on them (``x.dtype``/``x.ndim`` fold).
     """
+    d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
+    fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
+    source = _emit(d.lowered, d.sweeps, d.returned, fname,
+                   title or _title(d.lowered, positions, weights), d.lowerer.mutated, d.names,
+                   import_lines(d.names.modules))
+    return Generated(source, fname, d.lowered.free, d.wrt, [r is not None for r in d.returned],
+                     len(d.lowered.params), d.lowered.arg_leaves)
+
+
+class Differentiated:
+    """What ``differentiate`` gives, before any source is written: the LoweredFunction
+    (``lowered``, its ``free`` values complete), its ``lowerer``, the ``sweeps``, ``wrt``
+    (as in ``Generated``), ``returned`` (per wrt, its adjoint's name or None) and the
+    function's name allocator ``names``."""
+
+    def __init__(self, lowered, lowerer, sweeps, wrt, returned, names):
+        self.lowered, self.lowerer, self.sweeps = lowered, lowerer, sweeps
+        self.wrt, self.returned, self.names = wrt, returned, names
+
+
+def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=None,
+                  arg_trees=None, seed_values=None):
+    """Lower ``fn`` and build both sweeps (see ``build``).  ``seed_values`` (optional):
+    a function of (LoweredFunction, names) giving ``(seed names, nodes)``: the output
+    adjoints start from those nodes instead of ones (see ``reverse``)."""
     lowerer = Lowerer(arg_types, arg_trees)
     lowered = lowerer.lower(fn, bound_self)
     params = lowered.params
@@ -65,17 +90,16 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     lowered.free = list(lowerer.free.values())
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
-    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
+    values = None
+    if seed_values is not None:
+        seeds, values = seed_values(lowered, names)
+    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names, values)
     # a custom backward is lowered during the reverse sweep: what it reads from outside
     # (its module's imports and globals, closures, Cell attributes) becomes free values then
     lowered.free = list(lowerer.free.values())
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
-    fname = names.fresh(f"{lowered.name}_value_and_grad")
-    source = _emit(lowered, sweeps, returned, fname, title or _title(lowered, positions, weights),
-                   lowerer.mutated, names, import_lines(names.modules))
-    return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
-                     len(params), lowered.arg_leaves)
+    return Differentiated(lowered, lowerer, sweeps, wrt, returned, names)
 
 
 def _seed_names(lowered, has_aux):
