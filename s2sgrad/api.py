@@ -16,6 +16,7 @@ import numpy as np
 
 from .backend import cache
 from .backend.numba_backend import Compiled, undecided_state
+from .call_plan import CallPlan, plan_key
 from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
@@ -181,6 +182,7 @@ class GradFunction:
         self._generated = None
         self._compiled = None
         self._variants = {}   # argument signature -> (Generated, Compiled, path)
+        self._plans = {}      # plan_key of a call's arguments -> CallPlan
         self._last = None     # the signature of the last call
         self._signature = None  # the differentiated function's signature (its own params)
         self._bound = {}      # id(instance) -> (weights' ids, bound GradFunction)
@@ -376,11 +378,42 @@ class GradFunction:
         return generated, arrays, leaves, trees
 
     def __call__(self, *args, **kwargs):
+        plan = self._plans.get(plan_key(args)) if self._plans and not kwargs else None
+        if plan is not None:
+            return self._call_planned(plan, args)
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
-        positions = self.positions or ()
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+        value, computed = self._run(generated, arrays, free)
+        if not kwargs and len(leaves) == len(args) and plan_key(args) is not None:
+            self._plans[plan_key(args)] = CallPlan(self._last, generated, args)
+        return self._finish(generated, value, computed, leaves, trees)
+
+    def _call_planned(self, plan, args):
+        """A call whose arguments have the types an earlier call's had (a ``CallPlan``): the
+        checks that call passed hold again, so the arrays are only taken out of Tensors,
+        the code run and the results put in the form of the arguments."""
+        if self._last is not plan.signature:
+            self._last = plan.signature
+            self._generated, self._compiled, self.path = self._variants[plan.signature]
+        generated = self._generated
+        arrays = [_to_array(a) for a in args] if plan.tensor_args else args
+        free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+        value, computed = self._run(generated, arrays, free)
+        grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
+                 for i, slot in plan.positions]
+        weights = self._weight_list()
+        grads += [_finish_gradient(None if slot is None else computed[slot], weights[i])
+                  for i, slot in plan.weights]
+        if plan.tensor_args or plan.tensor_free:
+            tensors = [a for a in args if isinstance(a, Tensor)] + [
+                f.obj for f in generated.free if isinstance(f.obj, Tensor)]
+            value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
+        return self._structure(grads, value, weights)
+
+    def _run(self, generated, arrays, free):
+        """Run the loaded code; an error raised in it gets a note naming the user's line."""
         try:
-            value, computed = self._compiled(*arrays, *free)
+            return self._compiled(*arrays, *free)
         except Exception as exc:
             if self._compiled.backend == "numba":
                 # compiled code keeps no line numbers: run the same code as Python to find
@@ -393,6 +426,10 @@ class GradFunction:
                     pass
             exc.add_note(_user_line_of(exc, self.path, generated.source))
             raise exc
+
+    def _finish(self, generated, value, computed, leaves, trees):
+        """The gradients in the structure and types of their arguments, with the value."""
+        positions = self.positions or ()
         computed = list(computed)
         weights = self._weight_list()
         leaf_grads, grads = {}, []
@@ -597,6 +634,9 @@ def _check_differentiable(position, value, path=""):
 
 def _finish_gradient(g, like):
     """The gradient in the form of its input: same shape, dtype, Tensor-ness; zeros if None."""
+    if type(like) is np.ndarray and type(g) is np.ndarray and g.dtype == like.dtype \
+            and g.shape == like.shape:
+        return g            # the common case, first
     base = np.asarray(like) if isinstance(like, Tensor) else like
     if g is None:
         g = np.zeros_like(base) if isinstance(base, np.ndarray) else 0.0

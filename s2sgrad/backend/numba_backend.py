@@ -243,7 +243,7 @@ def _describe(value):
     if type(value) is np.ndarray:
         flags = value.flags
         layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
-        return (value.dtype.str, value.ndim, layout, flags.writeable)
+        return (value.dtype, value.ndim, layout, flags.writeable)
     if isinstance(value, (tuple, list)):
         return (type(value), tuple(_describe(v) for v in value))
     if isinstance(value, np.ndarray):       # a subclass: described as Numba sees it
@@ -257,7 +257,7 @@ def _text(part):
     if len(part) == 2:
         return f"{part[0].__name__}({', '.join(_text(p) for p in part[1])})"
     dtype, ndim, layout, writeable = part
-    return f"array({dtype}, {ndim}d, {layout}" + ("" if writeable else ", readonly") + ")"
+    return f"array({dtype.str}, {ndim}d, {layout}" + ("" if writeable else ", readonly") + ")"
 
 
 def as_numpy_scalars(result):
@@ -287,6 +287,9 @@ def restorer_like(reference):
         parts = [restorer_like(r) for r in reference]
         if all(p is _identity for p in parts):
             return _identity
+        if type(reference) is tuple and len(parts) == 2:    # (value, gradients): each call
+            first, second = parts
+            return lambda value: (first(value[0]), second(value[1]))
         kind = type(reference)
         fix = [(i, p) for i, p in enumerate(parts) if p is not _identity]
 
