@@ -12,6 +12,7 @@ from .einsum_adjoint import einsum_adjoints  # noqa: F401  (read as rt.einsum_ad
 from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .runtime_surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
+from .runtime_forward import *  # noqa: F401,F403  (rt.broadcast_like... : forward mode)
 
 
 def ones_like(value):

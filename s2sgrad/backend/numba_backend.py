@@ -101,8 +101,8 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import (numba_indexing, numba_lists, numba_more,  # noqa: F401  (rt.* in Numba)
-                       numba_rules, numba_support)
+        from . import (numba_forward, numba_indexing, numba_lists,  # noqa: F401  (rt.*)
+                       numba_more, numba_rules, numba_support)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern

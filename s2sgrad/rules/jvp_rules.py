@@ -1,0 +1,165 @@
+"""Forward-mode (JVP) rules: templates for the primitives whose tangent is not the
+call itself, and the lists of linear and multilinear primitives.
+
+Elementwise primitives (numpy ufuncs, ``math`` functions, Python's arithmetic
+operators) need no entry: their JVP rule is derived from the VJP template
+(``jvp_registry.derive_from_vjp``); the entries here replace a derived rule
+where a hand-written one reads better (``x_dot * y + x * y_dot``).  A
+reduction whose VJP helper gives each input element's partial derivative
+(norms, logsumexp) reuses it: ``t[ans] = sum(vjp(ones) * t[x])`` over the
+reduced axes.
+"""
+import math  # noqa: F401  (templates may read it)
+import operator
+
+import numpy as np
+from scipy import special
+
+from .. import primitives as prims
+from .. import runtime as rt
+from .jvp_registry import jvp_linear, jvp_multilinear, jvp_rule, t
+
+# ---------------------------------------------------------------- arithmetic
+
+
+@jvp_rule(operator.add, np.add)
+def _(ans, a, b):
+    t[ans] = rt.broadcast_like(t[a], ans)
+    t[ans] += rt.broadcast_like(t[b], ans)
+
+
+@jvp_rule(operator.sub, np.subtract)
+def _(ans, a, b):
+    t[ans] = rt.broadcast_like(t[a], ans)
+    t[ans] += -rt.broadcast_like(t[b], ans)
+
+
+@jvp_rule(operator.mul, np.multiply)
+def _(ans, a, b):
+    t[ans] = t[a] * b
+    t[ans] += a * t[b]
+
+
+@jvp_rule(operator.truediv, np.divide, np.true_divide)
+def _(ans, a, b):
+    t[ans] = t[a] / b
+    t[ans] += -t[b] * ans / b
+
+
+@jvp_rule(operator.pow, np.power)
+def _(ans, a, b):
+    t[ans] = t[a] * b * a ** (b - 1)
+    t[ans] += t[b] * ans * np.log(np.where(a > 0, a, 1))
+
+
+@jvp_rule(np.clip)
+def _(ans, a, a_min, a_max):
+    t[ans] = t[a] * ((a >= a_min) & (a <= a_max))
+    t[ans] += rt.broadcast_like(t[a_min] * (a < a_min), ans)
+    t[ans] += rt.broadcast_like(t[a_max] * (a > a_max), ans)
+
+
+@jvp_rule(np.where)
+def _(ans, condition, x, y):
+    t[ans] = np.where(condition, t[x], 0.0)
+    t[ans] += np.where(condition, 0.0, t[y])
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@jvp_rule(np.max, np.amax, np.min, np.amin)
+def _(ans, a, axis=None, keepdims=False):
+    t[ans] = rt.sum(t[a] * rt.extremum_mask(a, ans, axis, keepdims), axis, keepdims)
+
+
+@jvp_rule(np.prod)
+def _(ans, a, axis=None, keepdims=False):
+    t[ans] = ans * rt.sum(t[a] / a, axis, keepdims)
+
+
+@jvp_rule(np.var)
+def _(ans, a, axis=None, ddof=0, keepdims=False):
+    t[ans] = (rt.sum((a - rt.mean(a, axis, True)) * t[a], axis, keepdims) * 2
+              / (rt.reduction_count(a, axis) - ddof))
+
+
+@jvp_rule(np.std)
+def _(ans, a, axis=None, ddof=0, keepdims=False):
+    t[ans] = rt.divide_or_zero(rt.sum((a - rt.mean(a, axis, True)) * t[a], axis, keepdims)
+                               / (rt.reduction_count(a, axis) - ddof), ans)
+
+
+@jvp_rule(np.linalg.norm)
+def _(ans, x, ord=None, axis=None, keepdims=False):
+    t[ans] = rt.sum(rt.norm_adjoint(rt.ones_like(ans), ans, x, ord, axis, keepdims) * t[x],
+                    axis, keepdims)
+
+
+@jvp_rule(special.logsumexp)
+def _(ans, a, axis=None, b=None, keepdims=False):
+    t[ans] = rt.sum(rt.logsumexp_adjoint(rt.ones_like(ans), ans, a, axis, b, keepdims, 0)
+                    * t[a], axis, keepdims)
+    t[ans] += rt.sum(rt.logsumexp_adjoint(rt.ones_like(ans), ans, a, axis, b, keepdims, 1)
+                     * t[b], axis, keepdims)
+
+
+@jvp_rule(special.softmax)
+def _(ans, x, axis=None):
+    t[ans] = ans * (t[x] - rt.sum(ans * t[x], axis, True))
+
+
+@jvp_rule(special.log_softmax)
+def _(ans, x, axis=None):
+    t[ans] = t[x] - rt.sum(np.exp(ans) * t[x], axis, True)
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+@jvp_rule(np.linalg.det)
+def _(ans, a):
+    t[ans] = ans * rt.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t[a], (-2, -1), False)
+
+
+@jvp_rule(np.linalg.inv)
+def _(ans, a):
+    t[ans] = -(ans @ t[a] @ ans)
+
+
+@jvp_rule(np.linalg.solve)
+def _(ans, a, b):
+    t[ans] = -np.linalg.solve(a, t[a] @ ans)
+    t[ans] += np.linalg.solve(a, t[b])
+
+
+@jvp_rule(np.sort)
+def _(ans, a, axis=-1):
+    t[ans] = np.take_along_axis(t[a], np.argsort(a, axis=axis), axis=axis)
+
+
+# ---------------------------------------------------------------- linear and multilinear
+
+jvp_linear(
+    # copies, casts, the identity
+    operator.neg, np.negative, operator.pos, np.positive, float, np.float64, np.float32,
+    prims.ASTYPE, np.copy, np.ascontiguousarray, np.array, np.asarray,
+    np.asanyarray, np.asfortranarray, prims.method("item"), np.real,
+    # sums and fills
+    sum, np.sum, np.mean, np.cumsum, np.full, np.full_like, np.linspace, np.trace,
+    np.linalg.trace, np.diff,
+    # shapes and layouts
+    np.reshape, np.ravel, np.transpose, np.swapaxes, np.expand_dims, np.squeeze,
+    np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to, np.stack, np.concatenate,
+    np.vstack, np.hstack, np.column_stack, np.dstack, np.flip, np.flipud, np.fliplr,
+    np.rot90, np.roll, np.moveaxis, np.rollaxis, np.diagonal, np.linalg.diagonal, np.diag,
+    np.triu, np.tril, np.take, np.take_along_axis, np.repeat, np.tile,
+    np.matrix_transpose, np.linalg.matrix_transpose, prims.INDEX_R, prims.INDEX_C,
+)
+
+jvp_multilinear(
+    operator.matmul, np.matmul, np.linalg.matmul, np.dot, np.inner, np.outer,
+    np.linalg.outer, np.vdot, np.tensordot, np.linalg.tensordot, np.kron, np.einsum,
+    np.cross, np.linalg.cross, np.linalg.multi_dot, np.vecdot, np.linalg.vecdot,
+    np.matvec, np.vecmat,
+)
