@@ -674,3 +674,20 @@ def _wrap_output(value, dtype):
     return value
 
 
+
+
+# ---------------------------------------------------------------- shared with vjp and jacrev
+#
+# ``s2sgrad/reverse_api.py`` checks arguments, builds code and shapes results exactly as
+# ``grad`` does; these are the helpers it reads, under public names.
+
+check_function = _check_function
+check_positions = _check_positions
+check_weights = _check_weights
+argument_types = _types
+takes_numba_argument = _numba_argument
+python_objects_reason = _python_objects_reason
+finish_gradient = _finish_gradient
+float_dtype = _float_dtype
+wrap_output = _wrap_output
+user_line_of = _user_line_of

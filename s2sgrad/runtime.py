@@ -13,6 +13,7 @@ from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .runtime_surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 from .runtime_forward import *  # noqa: F401,F403  (rt.broadcast_like... : forward mode)
+from .runtime_higher import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 
 
 def ones_like(value):

@@ -52,7 +52,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     source = _emit(d.lowered, d.sweeps, d.returned, fname,
-                   title or _title(d.lowered, positions, weights), d.lowerer.mutated, d.names,
+                   title or title_of(d.lowered, positions, weights), d.lowerer.mutated, d.names,
                    import_lines(d.names.modules))
     return Generated(source, fname, d.lowered.free, d.wrt, [r is not None for r in d.returned],
                      len(d.lowered.params), d.lowered.arg_leaves)
@@ -116,7 +116,7 @@ def _seed_names(lowered, has_aux):
     return atom_vars(out)
 
 
-def _title(lowered, positions, weights):
+def title_of(lowered, positions, weights):
     parts = [lowered.params[k] for i in positions for k in lowered.arg_leaves[i]] + [
         f"weight {getattr(w, 'name', '?')}" for w in weights]
     import os as _os
