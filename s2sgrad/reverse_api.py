@@ -74,22 +74,26 @@ def _check_input(position, value):
 
 
 class _Parts:
-    """The three loaded functions of a split module, each a ``Compiled``."""
+    """The three loaded functions of a split module, each a ``Compiled``; ``main`` names
+    the one whose backend the owner reports (vjp: the forward; jacrev: the jacobian)."""
 
-    def __init__(self, forward, backward, jacobian):
+    def __init__(self, forward, backward, jacobian, main):
         self.forward, self.backward, self.jacobian = forward, backward, jacobian
+        self.main = main
 
     @property
     def backend(self):
-        return self.forward.backend
+        return getattr(self, self.main).backend
 
     @property
     def fallback_reason(self):
-        return self.forward.fallback_reason
+        return getattr(self, self.main).fallback_reason
 
 
 class _SplitFunction(GradFunction):
     """A ``GradFunction`` whose code is the split module (``compiler/split.py``)."""
+
+    _main_part = "forward"
 
     def _variant(self, key, arrays=None, trees=None, arg_types=None):
         if key not in self._variants:
@@ -107,7 +111,7 @@ class _SplitFunction(GradFunction):
                 parts.append(Compiled(py_func, allow_numba=not unsupported, path=path,
                                       source=generated.source, on_disk=on_disk,
                                       python_reason=python_objects_reason(unsupported)))
-            self._variants[key] = (generated, _Parts(*parts), path)
+            self._variants[key] = (generated, _Parts(*parts, self._main_part), path)
         return self._variants[key]
 
     def _run_part(self, part, generated, args):
@@ -190,6 +194,8 @@ class _SplitFunction(GradFunction):
 
 class JacobianFunction(_SplitFunction):
     """The Jacobian function ``jacrev`` gives: call it like the original."""
+
+    _main_part = "jacobian"
 
     def __init__(self, fn, grad_position, has_aux):
         super().__init__(fn, grad_position, None, has_aux, False, False)
