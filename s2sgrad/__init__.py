@@ -9,6 +9,7 @@ from .dtype import (DType, float16, float32, float64, int8, int16, int32, int64,
 from .tensor import Tensor, Parameter, ParameterTuple, set_seed
 from . import ops, nn
 from .api import grad, value_and_grad, show, custom_vjp
+from .api_forward import jvp, jacfwd
 from .reverse_api import vjp, jacrev
 
 __version__ = "0.1.0"
@@ -16,6 +17,6 @@ __version__ = "0.1.0"
 __all__ = [
     "DType", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "dtype_to_numpy", "Tensor", "Parameter", "ParameterTuple",
-    "set_seed", "ops", "nn", "grad", "value_and_grad", "show", "custom_vjp",
+    "set_seed", "ops", "nn", "grad", "value_and_grad", "show", "custom_vjp", "jvp", "jacfwd",
     "vjp", "jacrev",
 ]

@@ -73,7 +73,8 @@ def _check_function(fn, api):
                     f"{_a(type(fn).__name__)}: {fn!r}")
 
 
-def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **example_kwargs):
+def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="grad",
+         **example_kwargs):
     """Print the generated value-and-gradient source of ``fn`` and return it.
 
     With example arguments (``show(loss, x, y)``), the code built for arguments like
@@ -83,7 +84,13 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, **exam
     object (``grad(...)``/``value_and_grad(...)``: its options are used, and
     ``grad_position``/``weights``/``has_aux`` must be left out).  Prints a one-line
     header, then the source; returns the source alone.
+
+    ``mode="jvp"`` shows the forward-mode code ``s2sgrad.jvp`` runs (tangents of every
+    argument), ``mode="jacfwd"`` the code of ``s2sgrad.jacfwd(fn, grad_position)``.
     """
+    if mode != "grad":
+        from .api_forward import show_forward
+        return show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
     if isinstance(fn, GradFunction):
         if (grad_position, weights, has_aux) != (0, None, False):
             raise TypeError("show(gradient_object, ...) uses the gradient object's own "

@@ -56,6 +56,10 @@ def _parser():
                            "(default) or 0,1")
     show.add_argument("--has-aux", action="store_true",
                       help="the function returns (loss, aux...): differentiate the loss only")
+    show.add_argument("--mode", choices=("grad", "jvp", "jacfwd"), default="grad",
+                      help="grad (default): the value-and-gradient code; jvp: the forward-mode "
+                           "code s2sgrad.jvp runs (tangents of every argument); jacfwd: the "
+                           "forward-mode Jacobian code of s2sgrad.jacfwd")
     show.add_argument("--arg", action="append", default=[], metavar="EXAMPLE",
                       help="an example argument, once per argument in order, to print the code "
                            "that runs for such arguments: an array as dtype[shape] "
@@ -101,7 +105,8 @@ def _show(args):
         print(f"s2sgrad show: {exc}", file=sys.stderr)
         return 2
     try:
-        api.show(fn, *examples, grad_position=positions, has_aux=args.has_aux)
+        api.show(fn, *examples, grad_position=positions, has_aux=args.has_aux,
+                 mode=args.mode)
     except (S2sgradError, ValueError, TypeError) as exc:
         print(f"s2sgrad show: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

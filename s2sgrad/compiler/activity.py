@@ -32,16 +32,18 @@ def _as_atom(value):
     return Seq(tuple(value)) if isinstance(value, tuple) else value
 
 
-def _flows(stmt):
+def _flows(stmt, operands):
     """(sources, targets) of one statement: gradient flows from targets back to sources."""
     if isinstance(stmt, (SetItem, ListAppend)):
         return atom_vars(stmt.value), [stmt.target]
-    return differentiable_operands(stmt), list(stmt.targets)
+    return operands(stmt), list(stmt.targets)
 
 
-def active_names(lowered, wrt, seeds):
-    """The set of active variable names (see module doc)."""
-    flows = [_flows(s) for s in walk_ops(lowered.body) if isinstance(s, (Op, SetItem, ListAppend))]
+def active_names(lowered, wrt, seeds, operands=differentiable_operands):
+    """The set of active variable names (see module doc).  ``operands(op)`` gives the
+    names an op's result depends on differentiably (forward mode passes its own)."""
+    flows = [_flows(s, operands) for s in walk_ops(lowered.body)
+             if isinstance(s, (Op, SetItem, ListAppend))]
     varied = set(wrt)
     changed = True
     while changed:

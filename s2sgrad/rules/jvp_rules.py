@@ -100,8 +100,7 @@ def _(ans, x, ord=None, axis=None, keepdims=False):
 def _(ans, a, axis=None, b=None, keepdims=False):
     t[ans] = rt.sum(rt.logsumexp_adjoint(rt.ones_like(ans), ans, a, axis, b, keepdims, 0)
                     * t[a], axis, keepdims)
-    t[ans] += rt.sum(rt.logsumexp_adjoint(rt.ones_like(ans), ans, a, axis, b, keepdims, 1)
-                     * t[b], axis, keepdims)
+    t[ans] += rt.sum(np.exp(a - rt.unreduce(ans, a, axis, keepdims)) * t[b], axis, keepdims)
 
 
 @jvp_rule(special.softmax)

@@ -1,0 +1,114 @@
+"""Every forward-mode (JVP) rule against central finite differences, on the cases of
+tests/test_rules.py.
+
+``test_jvp_rule`` runs ``s2sgrad.jvp`` on each case (one primitive or a few, float64
+inputs in the primitive's domain) along a random direction and compares the output
+tangent with a central difference of the function.  A case that reaches a primitive with
+a VJP rule but no JVP rule must raise MissingRuleError naming it; ``MISSING`` lists
+those primitives, and ``test_missing_jvp_rules_are_listed`` keeps the list exact (a rule
+added must leave it, a rule lost shows up).
+"""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.api_forward import _forward_function
+from s2sgrad.errors import MissingRuleError
+from s2sgrad.rules import all_rules
+from s2sgrad.rules.jvp_registry import jvp_lookup
+from test_rules import CASES
+
+#: differentiable VJP rules without a forward-mode rule (registered or derived):
+#: jvp / jacfwd through them raise MissingRuleError and say to use grad
+MISSING = sorted([
+    "numpy.arange", "numpy.sinc", "numpy.nan_to_num", "numpy.cumprod", "numpy.nansum",
+    "numpy.nanmean", "numpy.nanmax", "numpy.nanmin", "numpy.ptp", "numpy.median",
+    "numpy.quantile", "numpy.percentile", "numpy.average", "numpy.trapezoid",
+    "numpy.convolve", "numpy.correlate", "numpy.split", "numpy.array_split",
+    "numpy.gradient", "numpy.pad", "numpy.partition", "numpy.row_stack", "numpy.append",
+    "numpy.select", "numpy.linalg.slogdet", "numpy.linalg.cholesky", "numpy.linalg.eigh",
+    "numpy.linalg.eigvalsh", "numpy.linalg.qr", "numpy.linalg.svd", "numpy.linalg.svdvals",
+    "numpy.linalg.pinv", "numpy.linalg.matrix_power", "numpy.linalg.vector_norm",
+    "numpy.linalg.matrix_norm", "scipy.special._basic.polygamma", "numpy.asarray_chkfinite",
+    "numpy.require", "numpy.real_if_close", "numpy.diagflat", "numpy.unwrap", "numpy.i0",
+    "numpy.modf", "numpy.divmod", "numpy.frexp", "numpy.broadcast_arrays", "numpy.meshgrid",
+    "numpy.hsplit", "numpy.vsplit", "numpy.dsplit", "numpy.unstack", "numpy.block",
+    "numpy.insert", "numpy.delete", "numpy.compress", "numpy.extract", "numpy.choose",
+    "numpy.resize", "numpy.trim_zeros", "numpy.ediff1d", "numpy.vander",
+    "numpy.cumulative_sum", "numpy.cumulative_prod", "numpy.nancumsum", "numpy.nancumprod",
+    "numpy.nanprod", "numpy.nanvar", "numpy.nanstd", "numpy.nanmedian", "numpy.nanquantile",
+    "numpy.nanpercentile", "numpy.logspace", "numpy.geomspace", "numpy.polyval",
+    "numpy.polyder", "numpy.polyint", "numpy.polyadd", "numpy.polysub", "numpy.polymul",
+    "numpy.interp", "numpy.cov", "numpy.corrcoef", "numpy.linalg.cond",
+    "numpy.linalg.tensorinv", "numpy.linalg.tensorsolve", "numpy.linalg.lstsq",
+    "scipy.special._basic.softplus", "fresnel", "sici", "shichi",
+    "scipy.special._spfun_stats.multigammaln", "gammainc", "gammaincc", "gammaincinv",
+    "gammainccinv", "scipy.special._basic.zeta", "jv", "yv", "yn", "iv", "kv", "kn",
+    "scipy.special._spherical_bessel.spherical_jn",
+    "scipy.special._spherical_bessel.spherical_yn",
+    "scipy.special._spherical_bessel.spherical_in",
+    "scipy.special._spherical_bessel.spherical_kn", "airy",
+])
+
+#: primitives the forward pass differentiates itself (no rule looked up)
+BUILT_IN = {"assign", "list", "getitem"}
+
+
+def test_missing_jvp_rules_are_listed():
+    missing = sorted(r.name for p, r in all_rules() if r.differentiable
+                     and jvp_lookup(p) is None and r.name not in BUILT_IN)
+    assert missing == MISSING, (
+        f"new JVP rules: remove {sorted(set(MISSING) - set(missing))} from MISSING; "
+        f"VJP rules without a JVP rule: add {sorted(set(missing) - set(MISSING))}")
+
+
+def _direction(value, rng):
+    if isinstance(value, np.ndarray):
+        return rng.uniform(-1.0, 1.0, size=value.shape)
+    return float(rng.uniform(-1.0, 1.0))
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [np.asarray(value, dtype=np.float64)]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    import os
+    return os.environ.get("S2SGRAD_CACHE_DIR") or str(tmp_path_factory.mktemp("jvp_cache"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_jvp_rule(case, cache_dir, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_CACHE_DIR", cache_dir)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    if case.xfail:
+        pytest.skip(case.xfail)
+    positions = (case.pos,) if isinstance(case.pos, int) else tuple(case.pos)
+    rng = np.random.default_rng(7)
+    args = list(case.args)
+    v = [_direction(args[p], rng) for p in positions]
+
+    tangents = [None] * len(args)
+    for p, t in zip(positions, v):
+        tangents[p] = t
+    forward = _forward_function(case.fn, positions, False, False)
+    try:
+        out, tangent = forward.jvp_call(tuple(args), tuple(tangents))
+    except MissingRuleError as exc:
+        assert exc.construct in MISSING, f"{exc.construct} has no JVP rule: {exc}"
+        assert "grad" in str(exc) and "jvp_rule" in str(exc)
+        return
+
+    def at(s):
+        moved = list(args)
+        for p, t in zip(positions, v):
+            moved[p] = args[p] + s * case.eps * t
+        return case.fn(*moved)
+    fd = [(a - b) / (2 * case.eps) for a, b in zip(_leaves(at(1.0)), _leaves(at(-1.0)))]
+    for got, want in zip(_leaves(tangent), fd):
+        np.testing.assert_allclose(got, want, rtol=max(case.rtol, 1e-5), atol=max(case.atol, 1e-6))
+    for got, want in zip(_leaves(out), _leaves(case.fn(*args))):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
