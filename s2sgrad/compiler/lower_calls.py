@@ -283,8 +283,11 @@ def _without_defaults(fn, kwargs):
 
 
 def is_library_function(obj):
-    """numpy and math callables: primitives even without a rule (an error only if active)."""
+    """numpy and math callables, and the ``rt.*`` helpers of generated code (read when a
+    generated gradient is differentiated again): primitives even without a rule (an error
+    only if active)."""
     if isinstance(obj, np.ufunc):
         return True
     module = getattr(obj, "__module__", None) or ""
-    return module.split(".")[0] in ("numpy", "math") or obj is math
+    return module.split(".")[0] in ("numpy", "math") or obj is math or \
+        module.startswith("s2sgrad.runtime") or module == "s2sgrad.einsum_adjoint"

@@ -51,7 +51,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
-    source = _emit(d.lowered, d.sweeps, d.returned, fname,
+    source = emit_value_and_grad(d.lowered, d.sweeps, d.returned, fname,
                    title or title_of(d.lowered, positions, weights), d.lowerer.mutated, d.names,
                    import_lines(d.names.modules))
     return Generated(source, fname, d.lowered.free, d.wrt, [r is not None for r in d.returned],
@@ -124,7 +124,7 @@ def title_of(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def _emit(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
+def emit_value_and_grad(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
     args = lowered.params + [f.name for f in lowered.free]
     body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
             for name in args if name in mutated]
