@@ -28,6 +28,7 @@ from ..backend import cache
 from .adjoints import Comment, assign, name_node
 from .forward_mode import build_jvp
 from .imports import import_lines
+from .liveness import assigned_anywhere, exposed_reads, surely_assigned
 from .pipeline import differentiate, emit_value_and_grad, title_of
 
 
@@ -58,6 +59,7 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
     tops = {name: names.fresh(name + "_top") for name in popped}
     backward = _pops_as_reads(d.sweeps.backward, tops)
+    backward = _own_locals(d, backward)
     if tops:
         backward = [Comment("the lists' tops: taken back by index, last first")] + [
             assign(top, gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[]))
@@ -76,6 +78,37 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
                     jacobian=jacobian)
     return GeneratedHigher(source, path, jvp, d.lowered.free, len(d.lowered.params),
                            d.lowered.arg_leaves, [r is not None for r in d.returned])
+
+
+def _own_locals(d, backward):
+    """The adjoint sweep with its own names for the values it assigns that the forward
+    sweep assigns on some paths only (a loop's index and the values restored in a
+    reversed loop, where the loop may have run zero times): read again by the lowering,
+    such a name would be carried into the adjoint loop from a forward sweep that may
+    never have set it."""
+    lowered = d.lowered
+    known = set(lowered.params) | {f.name for f in lowered.free} | {
+        tape.name for tape in d.sweeps.stacks} | {
+        tape.top for tape in d.sweeps.stacks if tape.top}
+    forward = d.sweeps.forward
+    surely = surely_assigned(forward, known)
+    maybe = assigned_anywhere(forward) - surely
+    exposed = set(exposed_reads(backward))
+    renamed = {n: d.names.fresh(n) for n in sorted(assigned_anywhere(backward) & maybe)
+               if n not in exposed}
+    if not renamed:
+        return backward
+    out = []
+    for item in backward:
+        if isinstance(item, Comment):
+            out.append(item)
+            continue
+        item = copy.deepcopy(item)
+        for node in gast.walk(item):
+            if isinstance(node, gast.Name) and node.id in renamed:
+                node.id = renamed[node.id]
+        out.append(item)
+    return out
 
 
 def _is_push(stmt):

@@ -12,6 +12,7 @@ numpy's own rules.  Tapes are written with plain indexing in differentiable code
 a larger one, which is linear.  ``tests/test_higher.py`` checks these rules against
 central finite differences of the helpers.
 """
+from .. import primitives as prims
 from .. import runtime as rt
 from .jvp_registry import jvp_rule, t
 
@@ -99,7 +100,14 @@ def _(ans, a, b):
 
 @jvp_rule(rt.add_at)
 def _(ans, target, index, g):
-    t[ans] = rt.add_at(t[target], index, t[g])
+    # add_at updates its target in place: the target's tangent may be another's array
+    t[ans] = rt.add_at(rt.copy_value(t[target]), index, t[g])
+
+
+@jvp_rule(prims.method("pop"))
+def _(ans, items):
+    # an adjoint list taken back item by item: its tangent list, built in step, too
+    t[ans] = t[items].pop()
 
 
 @jvp_rule(rt.reserve)
