@@ -23,6 +23,7 @@ from . import api
 from .api import (GradFunction, argument_types, check_function, check_positions,
                   python_objects_reason, takes_numba_argument, user_line_of)
 from .backend import cache
+from .reverse_api import reused
 from .backend.numba_backend import Compiled
 from .compiler.higher import build_hvp
 from .errors import GradientArgumentError, GradientTypeError
@@ -46,7 +47,7 @@ def hvp(fn, inputs, v):
             f"got {type(v).__name__}")
     if not args:
         raise GradientArgumentError("hvp needs at least one input to differentiate at")
-    function = _HigherFunction(fn, tuple(range(len(args))))
+    function = reused(fn, len(args), lambda: HvpFunction(fn, tuple(range(len(args)))))
     out = function.tangents_of_gradient(args, vs)
     return out[0] if single else tuple(out)
 
@@ -63,7 +64,7 @@ def hessian(fn=None, grad_position=0):
     return HessianFunction(fn, grad_position)
 
 
-class _HigherFunction(GradFunction):
+class HvpFunction(GradFunction):
     """Forward over reverse of ``fn`` w.r.t. ``grad_position`` (``compiler/higher.py``),
     built per argument signature like a gradient."""
 
@@ -134,7 +135,7 @@ class _HigherFunction(GradFunction):
                 for p in self.positions]
 
 
-class HessianFunction(_HigherFunction):
+class HessianFunction(HvpFunction):
     """The Hessian function ``hessian`` gives: call it like the original."""
 
     _jacobian = True
@@ -234,7 +235,7 @@ class GradOfGrad:
         self.grad_position = grad_position
         self.with_value = with_value
         both = tuple(sorted(set(inner.positions) | set(self.positions)))
-        self._function = _HigherFunction(inner.fn, both)
+        self._function = HvpFunction(inner.fn, both)
         self.__name__ = inner.__name__ + "_grad"
         self.__wrapped__ = inner
 
@@ -313,7 +314,7 @@ class _GradientRule:
         source = _RULE_SOURCE.format(n=arity, params=params)
         make = cache.materialise(f"gradient_rule_{arity}", source, "make")[0]
         self.inner = inner
-        self._functions = {}      # the differentiated positions -> _HigherFunction
+        self._functions = {}      # the differentiated positions -> HvpFunction
         self.forward, self.backward = make(_Opaque(inner, inner.__name__),
                                            _Opaque(self.hessian_times,
                                                    inner.__name__ + "_hessian_times"))
@@ -325,7 +326,7 @@ class _GradientRule:
         floats = tuple(i for i, a in enumerate(args) if _is_float(a))
         function = self._functions.get(floats)
         if function is None:
-            function = self._functions[floats] = _HigherFunction(inner.fn, floats)
+            function = self._functions[floats] = HvpFunction(inner.fn, floats)
         douts = (dout,) if len(inner.positions) == 1 else tuple(dout)
         given = dict(zip(inner.positions, douts))
         tangents = function.tangents_of_gradient(tuple(args), [given.get(p) for p in floats])

@@ -14,6 +14,8 @@ and positions as the reference gives them.
 The code is ``compiler/split.py``'s module (forward, backward, jacobian), cached and
 compiled like ``grad``'s (``GradFunction``'s checks, builds and argument handling).
 """
+import weakref
+
 import numpy as np
 
 from .api import (GradFunction, check_function, check_positions, check_weights,
@@ -41,8 +43,32 @@ def vjp(fn, *inputs, weights=None, has_aux=False):
             "differentiated; close over the others: vjp(lambda x: fn(x, n), x))")
     for p, x in enumerate(inputs):
         _check_input(p, x)
-    split = _SplitFunction(fn, tuple(range(len(inputs))), weights, has_aux, False, True)
+    key = (len(inputs), _weights_key(weights), has_aux)
+    split = reused(fn, key, lambda: _SplitFunction(fn, tuple(range(len(inputs))), weights,
+                                                    has_aux, False, True))
     return split.vjp(inputs)
+
+
+_REUSED = weakref.WeakKeyDictionary()
+
+
+def reused(fn, key, make):
+    """The object ``make()`` gives for ``fn`` and options ``key``, kept while ``fn`` lives,
+    so that repeated calls (``vjp(f, x)`` in a loop) build the code once."""
+    try:
+        per_fn = _REUSED.setdefault(fn, {})
+    except TypeError:          # not weak-referenceable: built for this call only
+        return make()
+    if key not in per_fn:
+        per_fn[key] = make()
+    return per_fn[key]
+
+
+def _weights_key(weights):
+    if weights is None:
+        return None
+    items = weights if isinstance(weights, (list, tuple)) else (weights,)
+    return tuple(id(w) for w in items)
 
 
 def jacrev(fn=None, grad_position=0, has_aux=False):

@@ -11,6 +11,7 @@ import pytest
 
 import s2sgrad as ms
 from examples_loader import ROOT, load_functional_autodiff
+from s2sgrad.higher_api import HvpFunction
 
 SNAPSHOTS = ROOT / "generated" / "examples"
 EX = load_functional_autodiff()
@@ -22,6 +23,8 @@ CASES = {
                                                     has_aux=True),
     "forward_fn_weights": lambda: ms.value_and_grad(EX.forward_fn, None,
                                                     weights=EX.model.trainable_params()),
+    # ms.hvp(lambda w, b: function(x, y, w, b), (w, b), v): forward mode over the gradient
+    "function_hvp": lambda: HvpFunction(EX.function, (2, 3)),
 }
 
 

@@ -21,6 +21,7 @@ sweep, instead of ``tape.pop()``.  Every ``rt.*`` helper the adjoint sweep calls
 JVP rule (``rules/runtime_jvp.py``).
 """
 import copy
+import os
 
 import gast
 
@@ -74,8 +75,13 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]
     # the gradient takes the leaves and the free values as plain arguments
     arg_types = list(arg_types) + [None] * (n_args - len(arg_types)) if arg_types else None
+    what = "Hessian" if jacobian else "Hessian-vector product"
+    where = title_of(d.lowered, positions, ()).split("value and gradient of ", 1)[-1]
     jvp = build_jvp(py_func, wrt_leaves, has_aux=False, arg_types=arg_types,
-                    jacobian=jacobian)
+                    jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
+                                             f"gradient {fname}")
+    # the gradient's lines are named by its function, not by its file's content hash
+    jvp.source = jvp.source.replace(os.path.basename(path), f"{fname}.py")
     return GeneratedHigher(source, path, jvp, d.lowered.free, len(d.lowered.params),
                            d.lowered.arg_leaves, [r is not None for r in d.returned])
 
