@@ -9,6 +9,8 @@ object then picks the return structure: one gradient, a tuple, weights'
 gradients, ``(id, grad)`` pairs, ``(value, grads)``, ``(grads, aux)``.
 """
 import inspect
+import os
+import traceback
 import types
 import weakref
 
@@ -16,7 +18,8 @@ import numpy as np
 
 from .backend import cache
 from .backend.numba_backend import Compiled, undecided_state
-from .call_plan import CallPlan, plan_key
+from .call_plan import CallPlan, free_units_changed, plan_key
+from .compiler.shapes import unit_dimensions
 from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
 from .errors import GradientArgumentError, GradientTypeError
@@ -100,8 +103,10 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
     argument), ``mode="jacfwd"`` the code of ``s2sgrad.jacfwd(fn, grad_position)``.
     """
     if mode != "grad":
-        from .api_forward import show_forward
-        return show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
+        if mode not in SHOW_MODES:
+            raise ValueError(f"show's mode is one of {', '.join(['grad', *SHOW_MODES])}, "
+                             f"got {mode!r}")
+        return SHOW_MODES[mode](fn, example_args, example_kwargs, grad_position, has_aux, mode)
     if isinstance(fn, GradFunction):
         if (grad_position, weights, has_aux) != (0, None, False):
             raise TypeError("show(gradient_object, ...) uses the gradient object's own "
@@ -132,6 +137,10 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
     print(header)
     print(source)
     return source
+
+
+#: show's other modes: name -> show function (``api_forward`` adds "jvp" and "jacfwd")
+SHOW_MODES = {}
 
 
 def _describe_args(args, kwargs):
@@ -412,6 +421,8 @@ class GradFunction:
             return self._call_planned(plan, args)
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+        if free_units_changed(generated.free, free):
+            return self._rebuilt(args, kwargs)
         value, computed = self._run(generated, arrays, free)
         if not kwargs and len(leaves) == len(args) and plan_key(args) is not None:
             self._plans[plan_key(args)] = CallPlan(self._last, generated, args)
@@ -427,6 +438,8 @@ class GradFunction:
         generated = self._generated
         arrays = [_to_array(a) for a in args] if plan.tensor_args else args
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+        if free_units_changed(generated.free, free):
+            return self._rebuilt(args, {})
         value, computed = self._run(generated, arrays, free)
         grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
                  for i, slot in plan.positions]
@@ -438,6 +451,15 @@ class GradFunction:
                 f.obj for f in generated.free if isinstance(f.obj, Tensor)]
             value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
         return self._structure(grads, value, weights)
+
+    def _rebuilt(self, args, kwargs):
+        """The call after an array read from outside changed which dimensions are 1 (a
+        Parameter given data of another shape): the code built for the old one is dropped
+        and built again."""
+        self._variants.clear()
+        self._plans.clear()
+        self._last = None
+        return self(*args, **kwargs)
 
     def _run(self, generated, arrays, free):
         """Run the loaded code; an error raised in it gets a note naming the user's line."""
@@ -453,7 +475,7 @@ class GradFunction:
                     exc = again
                 except Exception:  # noqa: BLE001 - keep the original error
                     pass
-            exc.add_note(_user_line_of(exc, self.path, generated.source))
+            exc.add_note(_user_line_of(exc, self.path, generated))
             raise exc
 
     def _finish(self, generated, value, computed, leaves, trees):
@@ -561,24 +583,23 @@ def _positions_text(n):
     return "none" if n == 0 else "0" if n == 1 else f"0 to {n - 1}"
 
 
-def _user_line_of(exc, path, source):
-    """A note for an error raised inside generated code: the user's line it came from."""
-    import os
-    import traceback
-    lines = source.splitlines()
+def _user_line_of(exc, path, generated):
+    """A note for an error raised inside generated code: the user's line it came from,
+    read from the generated module's line map."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if os.path.abspath(f.filename) == os.path.abspath(path or "")]
     if not frames:
         return f"s2sgrad: raised while running the generated gradient code in {path}"
     lineno = frames[-1].lineno
-    for text in reversed(lines[:lineno]):
-        stripped = text.strip()
-        if stripped.startswith("#") and stripped.endswith(")") and "(" in stripped:
-            where = stripped[stripped.rfind("(") + 1:-1]
-            what = stripped[1:stripped.rfind("(")].strip()
-            return (f"s2sgrad: raised by the generated code for {what!r} ({where}), "
-                    f"line {lineno} of {path}")
-    return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
+    origin = generated.line_map.get(lineno)
+    if origin is None:
+        return f"s2sgrad: raised at line {lineno} of the generated code in {path}"
+    part = "adjoint" if generated.adjoint_from is not None and \
+        lineno >= generated.adjoint_from else "forward"
+    where = f"{os.path.basename(origin.filename or '?')}:{origin.lineno}"
+    text = (origin.text or "").strip()
+    return (f"s2sgrad: raised by the generated code ({part} sweep) for {text!r} ({where}), "
+            f"line {lineno} of {path}")
 
 
 def _is_option(value):
@@ -588,15 +609,18 @@ def _is_option(value):
 
 
 def _signature(value):
+    """What the code is specialised on: an array's dtype, rank and which dimensions are 1
+    (so broadcasting is decided while building), an option's value, else the type."""
     if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.ndim)
+        return (value.dtype.str, value.ndim, unit_dimensions(value))
     if _is_option(value):
         return ("option", type(value), value)
     return type(value)
 
 
 def _types(arrays):
-    """Per argument: (numpy dtype, ndim) for arrays, ("const", value) for options (None,
+    """Per argument: (numpy dtype, ndim, which dimensions are 1) for arrays, ("const",
+    value) for options (None,
     bools, strings), None for anything else."""
     if arrays is None:
         return None
@@ -605,7 +629,7 @@ def _types(arrays):
         if _is_option(a):
             out.append(("const", a))
         elif isinstance(a, np.ndarray):
-            out.append((a.dtype, a.ndim))
+            out.append((a.dtype, a.ndim, unit_dimensions(a)))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))
         elif isinstance(a, np.floating):
@@ -703,6 +727,7 @@ def _wrap_output(value, dtype):
     return value
 
 
+<<<<<<< HEAD
 
 
 # ---------------------------------------------------------------- shared with vjp and jacrev
@@ -720,3 +745,18 @@ finish_gradient = _finish_gradient
 float_dtype = _float_dtype
 wrap_output = _wrap_output
 user_line_of = _user_line_of
+=======
+# ---------------------------------------------------------------- shared with api_forward
+# the argument checks and result shaping forward mode uses as gradients do
+check_function = _check_function
+check_positions = _check_positions
+describe_args = _describe_args
+float_dtype = _float_dtype
+finish_gradient = _finish_gradient
+to_array = _to_array
+argument_types = _types
+wrap_output = _wrap_output
+numba_argument = _numba_argument
+python_objects_reason = _python_objects_reason
+with_article = _a
+>>>>>>> main

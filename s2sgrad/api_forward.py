@@ -12,19 +12,27 @@ with the rest.  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
 numpy).  Arguments are checked as for ``grad``.
 """
+import inspect
 import weakref
 
 import numpy as np
 
-from .api import (GradFunction, _check_function, _float_dtype, _finish_gradient, _to_array,
-                  _types, _wrap_output, _numba_argument, _python_objects_reason,
-                  _check_positions, _a)
+from .api import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
+                  describe_args, finish_gradient, float_dtype, numba_argument,
+                  python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
-from .backend.numba_backend import Compiled
+from .call_plan import plan_key
+from .backend.numba_backend import UNDECIDED, Compiled, backend_mode
 from .compiler.forward_mode import build_jvp
 from .errors import GradientArgumentError, GradientTypeError, OutputStructureError
 from .tensor import Tensor
 from .trees import flatten, is_tree, unflatten
+
+
+JACOBIAN_LOOP_FREE_REASON = (
+    "The function has no loops, so its forward-mode Jacobian runs as numpy calls, one pass "
+    "per input direction: no compile. Set S2SGRAD_BACKEND=numba to compile it with Numba "
+    "anyway.")
 
 
 class ForwardFunction(GradFunction):
@@ -35,6 +43,7 @@ class ForwardFunction(GradFunction):
     def __init__(self, fn, grad_position, has_aux, jacobian):
         super().__init__(fn, grad_position, None, has_aux, False, with_value=True)
         self.jacobian = jacobian
+        self._forward_plans = {}   # plan_key of a call's arguments -> the code's signature
         base = getattr(fn, "__name__", type(fn).__name__)
         # GradFunction's messages read the function's name as __name__[:-5]
         self.__name__ = base + ("_jacf" if jacobian else "_jvp_")
@@ -52,61 +61,76 @@ class ForwardFunction(GradFunction):
     def _variant(self, key, arrays=None, trees=None, arg_types=None):
         if key not in self._variants:
             fn, bound_self = self._target()
+            types_ = argument_types(arrays) if arrays is not None else arg_types
             generated = build_jvp(fn, self.positions, self.has_aux, bound_self,
-                                  arg_types=_types(arrays) if arrays is not None else arg_types,
-                                  arg_trees=trees, jacobian=self.jacobian)
+                                  arg_types=types_, arg_trees=trees, jacobian=self.jacobian)
             py_func, path, on_disk = cache.materialise(
                 generated.function_name, generated.source, generated.function_name)
-            unsupported = [f.path for f in generated.free if not _numba_argument(f.obj)]
+            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
             compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
                                 source=generated.source, on_disk=on_disk,
-                                python_reason=_python_objects_reason(unsupported))
+                                python_reason=python_objects_reason(unsupported))
+            if not generated.loops and backend_mode() == "auto" and \
+                    compiled.backend == UNDECIDED:
+                # a Jacobian of loop-free code loops over the directions only: numpy's own
+                # kernels run each pass, as for the function's gradient (no compile)
+                compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
             self._variants[key] = (generated, compiled, path)
         return self._variants[key]
 
     # ------------------------------------------------------------ running
 
-    def _run(self, args, extra):
-        generated, arrays, leaves, trees = self._prepare(args, {})
-        free = [_to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
+    def _run_forward(self, args, extra):
+        """Check and flatten ``args`` (or, for arguments of the types of an earlier call,
+        reuse what it found: ``call_plan``), run the code with the free values and the
+        leaves ``extra(arrays)`` after the arguments; gives (Generated, leaves, result,
+        the float dtype of Tensor arguments or None)."""
+        key = plan_key(args)
+        signature = self._forward_plans.get(key) if key is not None else None
+        if signature is not None:
+            if self._last is not signature:
+                self._last = signature
+                self._generated, self._compiled, self.path = self._variants[signature]
+            generated, leaves = self._generated, args
+            arrays = [to_array(a) for a in args]
+        else:
+            generated, arrays, leaves, _ = self._prepare(args, {})
+            if key is not None and len(leaves) == len(args):
+                self._forward_plans[key] = self._last
+        free = [to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
                 for f in generated.free]
-        try:
-            result = self._compiled(*arrays, *free, *extra(generated, arrays))
-        except Exception as exc:
-            from .api import _user_line_of
-            exc.add_note(_user_line_of(exc, self.path, generated.source))
-            raise exc
+        result = self._run(generated, arrays, free + extra(arrays))
         tensors = [a for a in leaves if isinstance(a, Tensor)]
-        return generated, arrays, leaves, result, (_float_dtype(tensors) if tensors else None)
+        return generated, leaves, result, (float_dtype(tensors) if tensors else None)
 
     def jvp_call(self, args, tangents):
         """``(outputs, jvp_out)`` or ``(outputs, jvp_out, aux)`` at ``args`` along
         ``tangents`` (one per argument, in the arguments' structures)."""
-        def tangent_leaves(generated, arrays):
+        def tangent_leaves(arrays):
             out = []
             for p in self.positions:
                 out += _tangent_leaves(args[p], tangents[p], p)
             return out
-        _, _, _, (value, tangent), dtype = self._run(args, tangent_leaves)
+        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves)
         first = value[0] if self.has_aux else value
         tangent = _like_outputs(tangent, first)
-        outputs = _wrap_output(first, dtype)
-        tangent = _wrap_output(tangent, dtype)
+        outputs = wrap_output(first, dtype)
+        tangent = wrap_output(tangent, dtype)
         if self.has_aux:
-            return outputs, tangent, _wrap_output(_aux(value), dtype)
+            return outputs, tangent, wrap_output(_aux(value), dtype)
         return outputs, tangent
 
     def __call__(self, *args, **kwargs):
         if not self.jacobian:
             raise TypeError("call s2sgrad.jvp(fn, inputs, v) for a Jacobian-vector product")
-        generated, arrays, leaves, (value, columns), dtype = self._run(
-            self._complete(args, kwargs), lambda g, a: [])
+        generated, leaves, (value, columns), dtype = self._run_forward(
+            self._complete(args, kwargs), lambda arrays: [])
         first = value[0] if self.has_aux else value
         jac = _jacobian(first, list(columns), generated, leaves, self.positions,
                         self._trees_of(args), isinstance(self.grad_position, int))
-        jac = _wrap_output(jac, dtype)
+        jac = wrap_output(jac, dtype)
         if self.has_aux:
-            return jac, _wrap_output(_aux(value), dtype)
+            return jac, wrap_output(_aux(value), dtype)
         return jac
 
     def _trees_of(self, args):
@@ -126,12 +150,16 @@ def _like_outputs(tangent, output):
     if isinstance(output, (tuple, list)):
         items = [_like_outputs(t, o) for t, o in zip(tangent, output)]
         return tuple(items) if isinstance(output, tuple) else items
-    return _finish_gradient(tangent, output)
+    return finish_gradient(tangent, output)
 
 
 def _tangent_leaves(arg, tangent, position):
     """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
     structure and shapes, in the argument's dtype."""
+    if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
+        return [tangent if tangent.dtype == arg.dtype else tangent.astype(arg.dtype)]
+    if type(arg) is float and type(tangent) in (float, int):
+        return [float(tangent)]
     arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
     t_leaves, t_tree = flatten(tangent) if is_tree(tangent) else ([tangent], None)
     if arg_tree != t_tree:
@@ -141,11 +169,11 @@ def _tangent_leaves(arg, tangent, position):
             "like it")
     out = []
     for a, t in zip(arg_leaves, t_leaves):
-        a, t = _to_array(a), _to_array(t)
+        a, t = to_array(a), to_array(t)
         if isinstance(t, (bool, np.bool_)) or not isinstance(
                 t, (int, float, np.number, np.ndarray)):
             raise GradientTypeError(
-                f"v[{position}] is {_a(type(t).__name__)}; a tangent is a float, a float "
+                f"v[{position}] is {with_article(type(t).__name__)}; a tangent is a float, a float "
                 "array or a Tensor shaped like its input")
         if np.shape(a) != np.shape(t):
             raise GradientArgumentError(
@@ -167,8 +195,8 @@ def _kind(value):
 def _jacobian(output, columns, generated, leaves, positions, trees, single):
     """Per output (a tuple for several), per position (a tuple for a tuple
     grad_position), the Jacobian block of shape ``out.shape + in.shape``."""
-    sizes = [int(np.size(_to_array(leaves[k]))) for k in generated.wrt]
-    shapes = [np.shape(_to_array(leaves[k])) for k in generated.wrt]
+    sizes = [int(np.size(to_array(leaves[k]))) for k in generated.wrt]
+    shapes = [np.shape(to_array(leaves[k])) for k in generated.wrt]
 
     def blocks(out_index, like):
         cols = [c if out_index is None else _pick(c, out_index) for c in columns]
@@ -211,10 +239,9 @@ def _pick(column, index):
 def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode):
     """``s2sgrad.show(fn, ..., mode="jvp"|"jacfwd")``: print and return the forward-mode
     source (``mode="jvp"``: w.r.t. every argument, as ``jvp`` builds it)."""
-    from .api import _describe_args
     if mode not in ("jvp", "jacfwd"):
         raise ValueError(f"show's mode is 'grad', 'jvp' or 'jacfwd', got {mode!r}")
-    _check_function(fn, "show")
+    check_function(fn, "show")
     if mode == "jvp":
         probe = ForwardFunction(fn, 0, has_aux, False)
         count = len(example_args) + len(example_kwargs) if (example_args or example_kwargs) \
@@ -225,7 +252,7 @@ def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
     if example_args or example_kwargs:
         generated = f._prepare(example_args, example_kwargs)[0]
         header = (f"# s2sgrad.show: the {mode} code that runs for arguments like "
-                  f"({_describe_args(example_args, example_kwargs)}); module {f.path}")
+                  f"({describe_args(example_args, example_kwargs)}); module {f.path}")
     else:
         generated = f._build_generic()[0]
         header = (f"# s2sgrad.show: generic {mode} build, not specialised on the arguments' "
@@ -235,6 +262,8 @@ def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
     return generated.source
 
 
+SHOW_MODES["jvp"] = SHOW_MODES["jacfwd"] = show_forward
+
 # ---------------------------------------------------------------- public functions
 
 _CACHE = weakref.WeakKeyDictionary()
@@ -243,9 +272,12 @@ _CACHE = weakref.WeakKeyDictionary()
 def _forward_function(fn, grad_position, has_aux, jacobian):
     """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
     ``jvp`` calls build once)."""
-    key = (grad_position, has_aux, jacobian)
+    key = (grad_position, has_aux, jacobian, backend_mode())
+    owner = fn
+    if inspect.ismethod(fn):   # a bound method is a new object at each access
+        owner, key = fn.__self__, key + (fn.__func__,)
     try:
-        per_fn = _CACHE.setdefault(fn, {})
+        per_fn = _CACHE.setdefault(owner, {})
     except TypeError:          # not weak-referenceable: no reuse across calls
         return ForwardFunction(fn, grad_position, has_aux, jacobian)
     if key not in per_fn:
@@ -262,7 +294,7 @@ def jvp(fn, inputs, v, has_aux=False):
     ``(out, aux...)``, only ``out`` is differentiated and the result is
     ``(out, jvp_out, aux)``.
     """
-    _check_function(fn, "jvp")
+    check_function(fn, "jvp")
     if not isinstance(has_aux, bool):
         raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
@@ -288,12 +320,12 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     Jacobian of the first output.  The generated code runs one forward-mode pass per
     basis direction of the inputs, in one compiled loop.
     """
-    _check_function(fn, "jacfwd")
+    check_function(fn, "jacfwd")
     if not isinstance(has_aux, bool):
         raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
     if grad_position is None:
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
-    _check_positions(grad_position)
+    check_positions(grad_position)
     f = _forward_function(fn, grad_position, has_aux, True)
     return _Jacfwd(f)
 

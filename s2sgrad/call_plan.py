@@ -14,21 +14,22 @@ defaults filled in take the full path every time.
 """
 import numpy as np
 
+from .compiler.shapes import unit_dimensions
 from .tensor import Tensor
 
 
 def plan_key(args):
-    """A key at least as fine as the signature the code is built for (dtype and rank of
-    each array, the value of each option), telling Tensors from arrays; None when the
-    call cannot be planned (an argument is a tuple, list or dict)."""
+    """A key at least as fine as the signature the code is built for (dtype, rank and unit
+    dimensions of each array, the value of each option), telling Tensors from arrays;
+    None when the call cannot be planned (an argument is a tuple, list or dict)."""
     key = []
     for a in args:
         kind = type(a)
         if kind is np.ndarray:
-            key.append((a.dtype, a.ndim))
+            key.append((a.dtype, a.ndim, 1 in a.shape and unit_dimensions(a)))
         elif kind is Tensor:
             data = a._data
-            key.append((Tensor, data.dtype, data.ndim))
+            key.append((Tensor, data.dtype, data.ndim, 1 in data.shape and unit_dimensions(data)))
         elif kind is float or kind is int:
             key.append(kind)
         elif a is None or kind is bool or kind is str or kind is np.bool_:
@@ -36,10 +37,21 @@ def plan_key(args):
         elif kind is tuple or kind is list or kind is dict:
             return None
         elif isinstance(a, np.ndarray):      # a subclass: built as its base class
-            key.append((kind, a.dtype, a.ndim))
+            key.append((kind, a.dtype, a.ndim, unit_dimensions(a)))
         else:
             key.append(kind)
     return tuple(key)
+
+
+def free_units_changed(free_values, arrays):
+    """True when an array the code reads from outside (a Parameter, a global) no longer
+    has 1s where it had them when the code was built: the code must be built again."""
+    for value, array in zip(free_values, arrays):
+        units = value.units
+        if units is not None and (1 in array.shape or True in units or
+                                  len(units) != array.ndim) and unit_dimensions(array) != units:
+            return True
+    return False
 
 
 class CallPlan:

@@ -5,7 +5,7 @@ implementation of the same contract.  ``s2sgrad.runtime`` re-exports them.
 """
 import numpy as np
 
-__all__ = ["broadcast_like", "basis_tangent", "tangent_size"]
+__all__ = ["broadcast_like", "basis_tangent", "tangent_size", "cumprod_tangent"]
 
 
 def broadcast_like(t, like):
@@ -35,3 +35,21 @@ def basis_tangent(x, j):
         out.reshape(-1)[j] = 1.0
     return out
 
+
+
+def cumprod_tangent(t, a, axis):
+    """The tangent of ``np.cumprod(a, axis)`` along ``t`` (zeros in ``a`` allowed): the
+    running product's derivative, ``q[k] = q[k-1] * a[k] + p[k-1] * t[k]``."""
+    a = np.asarray(a)
+    t = np.broadcast_to(np.asarray(t), a.shape)
+    if axis is None:
+        a, t, axis = a.ravel(), t.ravel(), 0
+    a, t = np.moveaxis(a, axis, 0), np.moveaxis(t, axis, 0)
+    out = np.empty(a.shape, dtype=np.result_type(a, t, np.float32))
+    product = np.ones(a.shape[1:], dtype=out.dtype)
+    tangent = np.zeros(a.shape[1:], dtype=out.dtype)
+    for k in range(a.shape[0]):
+        tangent = tangent * a[k] + product * t[k]
+        product = product * a[k]
+        out[k] = tangent
+    return np.moveaxis(out, 0, axis)

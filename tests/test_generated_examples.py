@@ -10,27 +10,69 @@ import os
 import pytest
 
 import s2sgrad as ms
+from s2sgrad.api_forward import ForwardFunction
 from examples_loader import ROOT, load_functional_autodiff
 from s2sgrad.higher_api import HvpFunction
 
 SNAPSHOTS = ROOT / "generated" / "examples"
 EX = load_functional_autodiff()
+ARGS = (EX.x, EX.y, EX.w, EX.b)   # the tutorial's own values: the code is built for them
 CASES = {
-    "function": lambda: ms.grad(EX.function, (2, 3)),
-    "function_with_logits": lambda: ms.grad(EX.function_with_logits, (2, 3)),
-    "function_stop_gradient": lambda: ms.grad(EX.function_stop_gradient, (2, 3)),
-    "function_with_logits_has_aux": lambda: ms.grad(EX.function_with_logits, (2, 3),
-                                                    has_aux=True),
-    "forward_fn_weights": lambda: ms.value_and_grad(EX.forward_fn, None,
-                                                    weights=EX.model.trainable_params()),
-    # ms.hvp(lambda w, b: function(x, y, w, b), (w, b), v): forward mode over the gradient
-    "function_hvp": lambda: HvpFunction(EX.function, (2, 3)),
+    "function": (lambda: ms.grad(EX.function, (2, 3)), ARGS),
+    "function_with_logits": (lambda: ms.grad(EX.function_with_logits, (2, 3)), ARGS),
+    "function_stop_gradient": (lambda: ms.grad(EX.function_stop_gradient, (2, 3)), ARGS),
+    "function_with_logits_has_aux": (lambda: ms.grad(EX.function_with_logits, (2, 3),
+                                                     has_aux=True), ARGS),
+    "forward_fn_weights": (lambda: ms.value_and_grad(EX.forward_fn, None,
+                                                     weights=EX.model.trainable_params()),
+                           (EX.x, EX.y)),
+    # forward mode: the code ms.jvp(function, ARGS, v) runs, and ms.jacfwd's
+    "function_jvp": (lambda: _Jvp(EX.function), ARGS),
+    "function_jacfwd": (lambda: ms.jacfwd(EX.function, (2, 3)), ARGS),
+    # forward over reverse: the code ms.hvp(lambda w, b: function(x, y, w, b), (w, b), v) runs
+    "function_hvp": (lambda: _Hvp(EX.function), ARGS),
 }
+
+
+class _Jvp:
+    """``ms.jvp(fn, args, v)`` as an object to call and read the source of (v: the args)."""
+
+    def __init__(self, fn):
+        self.forward = ForwardFunction(fn, (0, 1, 2, 3), False, False)
+
+    def __call__(self, *args):
+        return self.forward.jvp_call(args, args)
+
+    @property
+    def source(self):
+        return self.forward.source
+
+
+class _Hvp:
+    """The Hessian-vector product of ``fn`` w.r.t. w and b, as an object to call and read
+    the source of (v: w and b themselves)."""
+
+    def __init__(self, fn):
+        self.function = HvpFunction(fn, (2, 3))
+
+    def __call__(self, *args):
+        return self.function.tangents_of_gradient(args, args[2:])
+
+    @property
+    def source(self):
+        return self.function.source
+
+
+def _source(name):
+    make, args = CASES[name]
+    gradient = make()
+    gradient(*args)
+    return gradient.source
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_code_matches_committed_snapshot(name):
-    source = CASES[name]().source
+    source = _source(name)
     path = SNAPSHOTS / f"{name}.py"
     if os.environ.get("S2SGRAD_UPDATE_SNAPSHOTS"):
         path.parent.mkdir(parents=True, exist_ok=True)

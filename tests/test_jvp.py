@@ -354,3 +354,61 @@ def test_show_and_command_line_print_jvp_code(capsys):
     printed = capsys.readouterr().out
     assert "the jvp code that runs for arguments like (float64[3], float64[3])" in printed
     assert "b_dot = x_dot * a + x * a_dot" in printed
+
+
+# ------------------------------------------------------------ the tangent-style functions
+
+import test_tangent_style as style  # noqa: E402  (the cases of tests/test_tangent_style.py)
+from test_jvp_rules import MISSING  # noqa: E402
+
+STYLE_CASES = [c for c in style.CASES if c[0] not in style.UNSUPPORTED and c[0] not in
+               style.BUGS]
+
+
+@pytest.mark.parametrize("case", STYLE_CASES, ids=[c[0] for c in STYLE_CASES])
+def test_tangent_style_functions_jvp(case, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    name, fn, args = case[:3]
+    positions = _positions(case[3] if len(case) > 3 else 0)
+    rng = np.random.default_rng(5)
+    v = [_direction(args[p], rng) for p in positions]
+    try:
+        _, (out, tangent) = run_jvp(fn, style._fresh(args), positions, v)
+    except MissingRuleError as exc:
+        assert exc.construct in MISSING, str(exc)
+        return
+    want = central(lambda *a: fn(*style._fresh(a)), args, positions, v)
+    for got, expected in zip(_leaves(tangent), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_backend_policy(monkeypatch):
+    """Loops -> Numba, loop-free -> numpy, for jvp and for jacfwd (whose own loop over the
+    directions does not count)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "auto")
+    x = np.array([0.3, 0.6])
+    jac = s2sgrad.jacfwd(sine)
+    np.testing.assert_allclose(jac(x), np.diag(np.cos(x)))
+    assert jac.backend == "numpy"
+    loop = s2sgrad.jacfwd(scalar_loop)
+    loop(x, 0.5)
+    assert loop.backend == "numba", loop.fallback_reason
+    s2sgrad.jvp(sine, x, x)
+    assert _forward_function(sine, (0,), False, False).backend == "numpy"
+
+
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def energy(self, x):
+        return np.sum(self.scale * x * x)
+
+
+def test_bound_method_is_built_once():
+    model = Model(np.array([1.0, 2.0]))
+    x, v = np.array([0.5, -1.0]), np.array([1.0, 1.0])
+    out, tangent = s2sgrad.jvp(model.energy, x, v)
+    assert tangent == pytest.approx(np.sum(2 * model.scale * x * v))
+    first = _forward_function(model.energy, (0,), False, False)
+    assert _forward_function(model.energy, (0,), False, False) is first

@@ -7,35 +7,31 @@ from s2sgrad import runtime as rt
 
 def forward_fn_value_and_grad(x, y, w, b):
     # z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
-    t1 = x @ w
-    z = t1 + b
+    x_at_w = x @ w
+    z = x_at_w + b
     # loss = loss_fn(z, y)  (functional_autodiff.py:60)
-    t2 = np.maximum(z, 0)
-    t3 = np.absolute(z)
-    t4 = -t3
-    t5 = np.exp(t4)
-    t6 = np.log1p(t5)
-    softplus = t2 + t6
-    t7 = y * z
-    loss = softplus - t7
+    maximum_z_0 = np.maximum(z, 0)
+    absolute_z = np.absolute(z)
+    neg_absolute_z = -absolute_z
+    t1 = np.exp(neg_absolute_z)
+    t2 = np.log1p(t1)
+    softplus = maximum_z_0 + t2
+    y_times_z = y * z
+    loss = softplus - y_times_z
     out = np.mean(loss)
 
     # sensitivity of the output
     dout = rt.ones_like(out)
     # grad of: loss = loss_fn(z, y)  (functional_autodiff.py:60)
     dloss = rt.unreduce(dout, loss, None, False) / rt.reduction_count(loss, None)
-    dsoftplus = rt.unbroadcast(dloss, softplus)
-    dt7 = rt.unbroadcast(-dloss, t7)
-    dz = rt.unbroadcast(dt7 * y, z)
-    dt2 = rt.unbroadcast(dsoftplus, t2)
-    dt6 = rt.unbroadcast(dsoftplus, t6)
-    dt5 = dt6 / (1 + t5)
-    dt4 = dt5 * t5
-    dt3 = -dt4
-    dz = dz + dt3 * np.sign(z)
-    dz += rt.unbroadcast(dt2 * (z >= 0), z)
+    dy_times_z = -dloss
+    dz = dy_times_z * y
+    dt1 = dloss / (1 + t1)
+    dneg_absolute_z = dt1 * t1
+    dabsolute_z = -dneg_absolute_z
+    dz = dz + dabsolute_z * np.sign(z)
+    dz += dloss * (z >= 0)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
-    dt1 = rt.unbroadcast(dz, t1)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dt1, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return out, (dw, db)

@@ -7,25 +7,25 @@ from s2sgrad import runtime as rt
 
 def function_stop_gradient_value_and_grad(x, y, w, b):
     # z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
-    t1 = x @ w
-    z = t1 + b
+    x_at_w = x @ w
+    z = x_at_w + b
     # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
-    t2 = np.ones_like(z)
-    t3 = np.ones_like(z)
-    t4 = np.maximum(z, 0)
-    t5 = np.absolute(z)
-    t6 = -t5
-    t7 = np.exp(t6)
-    t8 = np.log1p(t7)
-    softplus = t4 + t8
-    t9 = t3 - 1
-    t10 = t9 * y
-    t11 = 1 + t10
-    t12 = t11 * softplus
-    t13 = t3 * y
-    t14 = t13 * z
-    loss = t12 - t14
-    loss_1 = loss * t2
+    ones_like_z = np.ones_like(z)
+    ones_like_z_1 = np.ones_like(z)
+    maximum_z_0 = np.maximum(z, 0)
+    absolute_z = np.absolute(z)
+    neg_absolute_z = -absolute_z
+    t1 = np.exp(neg_absolute_z)
+    t2 = np.log1p(t1)
+    softplus = maximum_z_0 + t2
+    t3 = ones_like_z_1 - 1
+    t4 = t3 * y
+    t5 = 1 + t4
+    t6 = t5 * softplus
+    t7 = ones_like_z_1 * y
+    t8 = t7 * z
+    loss = t6 - t8
+    loss_1 = loss * ones_like_z
     out = np.mean(loss_1)
     # return loss, ops.stop_gradient(z)  (functional_autodiff.py:40)
     z_stopped = z
@@ -34,20 +34,16 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
     dout = rt.ones_like(out)
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
-    dloss = rt.unbroadcast(dloss_1 * t2, loss)
-    dt12 = rt.unbroadcast(dloss, t12)
-    dt14 = rt.unbroadcast(-dloss, t14)
-    dz = rt.unbroadcast(dt14 * t13, z)
-    dsoftplus = rt.unbroadcast(dt12 * t11, softplus)
-    dt4 = rt.unbroadcast(dsoftplus, t4)
-    dt8 = rt.unbroadcast(dsoftplus, t8)
-    dt7 = dt8 / (1 + t7)
-    dt6 = dt7 * t7
-    dt5 = -dt6
-    dz = dz + dt5 * np.sign(z)
-    dz += rt.unbroadcast(dt4 * (z >= 0), z)
+    dloss = dloss_1 * ones_like_z
+    dt8 = -dloss
+    dz = dt8 * t7
+    dsoftplus = dloss * t5
+    dt1 = dsoftplus / (1 + t1)
+    dneg_absolute_z = dt1 * t1
+    dabsolute_z = -dneg_absolute_z
+    dz = dz + dabsolute_z * np.sign(z)
+    dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
-    dt1 = rt.unbroadcast(dz, t1)
-    db = rt.unbroadcast(dz, b)
-    dw = rt.matmul_right(dt1, x, w)
+    db = dz
+    dw = rt.matmul_right(dz, x, w)
     return (out, z_stopped), (dw, db)

@@ -15,7 +15,7 @@ from .ir import ListAppend, Op, Seq, SetItem, atom_vars, walk_ops
 def differentiable_operands(op):
     """The Var names through which ``op``'s result can depend differentiably on its operands."""
     if op.custom is not None:
-        return op.custom.differentiable_operands(op)
+        return op.custom.differentiable_operands()
     if op.rule is None:
         return op.operand_vars()          # unknown: assume it could; an error if it matters
     if not op.rule.differentiable:

@@ -12,10 +12,12 @@ from .syntax import assign, call, name_node
 
 
 class Comment:
-    """A comment line in a generated statement list."""
+    """A comment line in a generated statement list; ``origin``: the user's source line
+    the statements after it come from (a location comment), None for another comment."""
 
-    def __init__(self, text):
+    def __init__(self, text, origin=None):
         self.text = text
+        self.origin = origin
 
 
 class Adjoints:

@@ -6,23 +6,22 @@ tuple, or a bare value for a single input), used as returned (it must apply
 ``dout`` itself).  A Cell's bprop may also return ``(input_grads, {param:
 grad})`` for the Parameters listed in ``self.internal_params``.
 
-The lowering inlines the forward body with its operations marked as inside
-the custom rule (they carry no gradient of their own) and adds one link
-``Op`` whose targets are the forward's result variables; the reverse pass
-calls ``CustomCall.adjoint`` there, which inlines the backward body into
-the adjoint sweep, like a built-in rule's template.
+``lower_custom_call`` takes the lowerer at a call of such a function and gives
+the call's result atom: it inlines the forward body with its operations marked
+as inside the custom rule (they carry no gradient of their own), lowers the
+backward body right there into a ``CustomBackward`` (ir.py), its incoming
+gradient read through placeholder variables, and adds one link ``Op`` whose
+targets are the forward's result variables and which carries the backward.  The
+reverse pass splices the lowered backward in at the link, like a built-in
+rule's template: it holds no lowerer.
 """
 import functools
 import inspect
 
-import gast
-
 from .. import primitives as prims
 from ..errors import UnsupportedConstructError, UserCodeError
 from ..rules.registry import Rule
-from .adjoints import call, name_node
-from .ir import Const, DictAtom, Op, Seq, Var, atom_vars
-from .templates import atom_node_of
+from .ir import Const, CustomBackward, DictAtom, Op, Seq, Var, atom_vars
 
 
 class custom_vjp:  # noqa: N801 - a decorator, named like JAX's
@@ -57,82 +56,11 @@ class custom_vjp:  # noqa: N801 - a decorator, named like JAX's
         return self.forward(*args, **kwargs)
 
 
-class CustomCall:
-    """One call of a custom rule inside a lowered function (stored on its link Op)."""
-
-    def __init__(self, lowerer, frame, node, backward, bound_self, inputs, output, extra,
-                 name, internal_params=()):
-        self.lowerer = lowerer
-        self.frame = frame
-        self.node = node
-        self.backward = backward
-        self.bound_self = bound_self
-        self.inputs = inputs
-        self.output = output
-        self.extra = extra
-        self.name = name
-        self.internal_params = internal_params
-
-    def differentiable_operands(self, op):
-        return [n for a in self.inputs for n in atom_vars(a)] + [v.name for _, v in self.extra]
-
-    def adjoint(self, op, adj, active, names, out):
-        """Append the backward body, inlined, and accumulate what it returns."""
-        lowerer = self.lowerer
-        saved, lowerer.ops = lowerer.ops, []
-        dout = self._dout_atom(self.output, adj, out)
-        result = lowerer.inline(self.frame, self.node, self.backward,
-                                tuple(self.inputs) + (self.output, dout), {}, self.bound_self)
-        body, lowerer.ops = lowerer.ops, saved
-        _straight_line(body, self.frame, self.node, f"the backward of {self.name}")
-        for bop in body:
-            targets = [name_node(t, gast.Store())
-                       for t in bop.targets]
-            out.append(gast.Assign(targets=targets, value=bop.expr, type_comment=None))
-        input_grads, param_grads = self._split_result(result)
-        if len(input_grads) < len(self.inputs):
-            raise UserCodeError(
-                f"the backward of {self.name} returned {len(input_grads)} gradient"
-                f"{'s' if len(input_grads) != 1 else ''} for {len(self.inputs)} inputs",
-                self.frame.location(self.node), None,
-                "return one gradient per input, in order, as a tuple")
-        for atom, g in zip(self.inputs, input_grads):
-            self._accumulate(atom, g, adj, active, out)
-        for param, var in self.extra:
-            for key, g in param_grads:
-                if isinstance(key, Var) and key.name == var.name:
-                    self._accumulate(var, g, adj, active, out)
-
-    def _split_result(self, result):
-        if isinstance(result, Seq) and len(result.items) == 2 and \
-                isinstance(result.items[1], DictAtom):
-            grads = result.items[0]
-            pairs = result.items[1].pairs if self.internal_params else ()
-            return (list(grads.items) if isinstance(grads, Seq) else [grads]), list(pairs)
-        if isinstance(result, Seq):
-            return list(result.items), []
-        return [result], []
-
-    def _dout_atom(self, atom, adj, out):
-        if isinstance(atom, Seq):
-            return Seq(tuple(self._dout_atom(a, adj, out) for a in atom.items), atom.kind)
-        if isinstance(atom, Var):
-            if atom.name not in adj.defined:
-                adj.accumulate(atom.name, call("rt", "zeros_like", [name_node(atom.name)]), out)
-            return Var(adj.name(atom.name))
-        return atom
-
-    def _accumulate(self, atom, g, adj, active, out):
-        if not isinstance(atom, Var) or atom.name not in active:
-            return
-        if isinstance(g, Const) and g.value is None:
-            return
-        adj.accumulate(atom.name, atom_node_of(g), out)
-
-
 def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hint,
                       bound_self=None, name=None, internal_params=()):
-    """Inline ``forward`` as gradient-free code and add the link Op of the custom rule."""
+    """Inline ``forward`` as gradient-free code, lower ``backward`` as a ``CustomBackward``
+    and add the link Op that carries it; gives the forward's result atom."""
+    name = name or forward.__name__
     if backward is None:
         raise UserCodeError(f"{name} is a custom_vjp with no backward", frame.location(node),
                             None, f"define one with @{name}.defvjp")
@@ -145,7 +73,7 @@ def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hin
     output = lowerer.inline(frame, node, forward, args, {}, bound_self)
     nondiff = Rule("custom forward", None, "custom forward")
     produced = set()
-    _straight_line(lowerer.ops[start:], frame, node, f"the forward of {name or forward.__name__}")
+    _straight_line(lowerer.ops[start:], frame, node, f"the forward of {name}")
     for op in lowerer.ops[start:]:
         op.rule = nondiff
         produced.update(op.targets)
@@ -154,12 +82,66 @@ def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hin
     leaves = atom_vars(output)
     if not leaves:
         return output
-    extra = [(p, lowerer.const_or_free(p, getattr(p, "name", "param"))) for p in internal_params]
-    call = CustomCall(lowerer, frame, node, backward, bound_self, list(args), output, extra,
-                      name or forward.__name__, internal_params)
+    params = [lowerer.const_or_free(p, getattr(p, "name", "param")) for p in internal_params]
+    custom = _lower_backward(lowerer, frame, node, backward, bound_self, list(args), output,
+                             [p for p in params if isinstance(p, Var)], name,
+                             bool(internal_params))
     lowerer.ops.append(Op(tuple(leaves), forward, tuple(args), {}, None, frame.location(node),
-                          None, call))
+                          None, custom))
     return output
+
+
+def _lower_backward(lowerer, frame, node, backward, bound_self, inputs, output, params, name,
+                    has_params):
+    """The backward of one custom call, lowered into its own Op list: called as
+    ``backward(*inputs, output, dout)`` with ``dout`` placeholders for the incoming
+    gradient (one per result variable)."""
+    incoming = {}
+    dout = _placeholders(lowerer, output, incoming)
+    saved_ops, saved_cse = lowerer.ops, lowerer.cse
+    lowerer.ops, lowerer.cse = [], dict(saved_cse)   # what the backward computes stays its own
+    try:
+        result = lowerer.inline(frame, node, backward, tuple(inputs) + (output, dout), {},
+                                bound_self)
+        body = lowerer.ops
+    finally:
+        lowerer.ops, lowerer.cse = saved_ops, saved_cse
+    _straight_line(body, frame, node, f"the backward of {name}")
+    input_grads, param_grads = _split_result(result, has_params)
+    if len(input_grads) < len(inputs):
+        raise UserCodeError(
+            f"the backward of {name} returned {len(input_grads)} gradient"
+            f"{'s' if len(input_grads) != 1 else ''} for {len(inputs)} inputs",
+            frame.location(node), None, "return one gradient per input, in order, as a tuple")
+    grads = [(var.name, g) for var in params for key, g in param_grads
+             if isinstance(key, Var) and key.name == var.name]
+    return CustomBackward(name, inputs, [p.name for p in params], incoming, body,
+                          input_grads[:len(inputs)], grads)
+
+
+def _placeholders(lowerer, atom, incoming):
+    """``atom`` (the call's result) with each variable replaced by a placeholder for its
+    incoming gradient, recorded in ``incoming`` (placeholder name -> variable name)."""
+    if isinstance(atom, Seq):
+        return Seq(tuple(_placeholders(lowerer, a, incoming) for a in atom.items), atom.kind)
+    if isinstance(atom, Var):
+        placeholder = lowerer.names.placeholder(atom.name + "_incoming")
+        incoming[placeholder] = atom.name
+        return Var(placeholder)
+    return atom
+
+
+def _split_result(result, has_params):
+    """(gradient atoms of the inputs, [(Parameter atom, gradient atom)]) of what a backward
+    returned: a tuple of gradients, a bare gradient, or (gradients, {param: grad})."""
+    if isinstance(result, Seq) and len(result.items) == 2 and \
+            isinstance(result.items[1], DictAtom):
+        grads = result.items[0]
+        pairs = result.items[1].pairs if has_params else ()
+        return (list(grads.items) if isinstance(grads, Seq) else [grads]), list(pairs)
+    if isinstance(result, Seq):
+        return list(result.items), []
+    return [result], []
 
 
 def _straight_line(statements, frame, node, what):

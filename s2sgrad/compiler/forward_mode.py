@@ -25,10 +25,10 @@ import gast
 
 from .emit import to_source
 from .imports import import_lines
-from .ir import Seq, Var, atom_vars
+from .ir import Loop, Seq, Var, atom_vars, walk_statements
 from .layout import INDENT, reads_name, render, wrap
 from .lower import Lowerer
-from .pipeline import _seed_names
+from ..errors import OutputStructureError
 from .syntax import call, name_node
 from .tangents import tangent_sweep
 from .templates import atom_node_of
@@ -43,7 +43,11 @@ class GeneratedJvp:
     ``arg_leaves``: per argument, the indices of its leaf parameters; ``jacobian``.
     """
 
-    def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian):
+    def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
+                 loops=True):
+        #: whether the function's own statements loop (a Jacobian's loop over the
+        #: directions aside): loop-free code runs as numpy under the auto backend policy
+        self.loops = loops
         self.source = source
         self.function_name = function_name
         self.free = free
@@ -64,7 +68,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
     wrt_vars = [params[k] for k in wrt]
-    seeds = _seed_names(lowered, has_aux)
+    seeds = _output_seeds(lowered, has_aux)
     names = lowerer.names
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args)
@@ -77,8 +81,23 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
                       f"{', '.join(wrt_vars) or 'nothing'}")
     emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux)
     source = emitter.module(fname, title, jacobian)
+    loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
     return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
-                        jacobian)
+                        jacobian, loops)
+
+
+def _output_seeds(lowered, has_aux):
+    """The output Var names whose tangents are returned (the first output's with
+    ``has_aux``, which needs a tuple (out, aux...))."""
+    out = lowered.output
+    if not has_aux:
+        return atom_vars(out)
+    if not isinstance(out, Seq) or out.kind != "tuple" or len(out.items) < 2:
+        raise OutputStructureError(
+            "has_aux=True needs a function that returns a tuple (out, aux...), but "
+            f"{lowered.name} returns {'a list' if isinstance(out, Seq) else 'a single value'}",
+            lowered.origin, None, "return (out, aux) or pass has_aux=False")
+    return atom_vars(out.items[0])
 
 
 class _Emitter:

@@ -14,6 +14,7 @@ TRICKS = {id(np.r_): prims.INDEX_R, id(np.c_): prims.INDEX_C}
 
 
 def is_index_trick(obj):
+    """True for ``np.r_`` and ``np.c_`` (read by subscript, lowered by ``lower_index_trick``)."""
     return id(obj) in TRICKS and (obj is np.r_ or obj is np.c_)
 
 

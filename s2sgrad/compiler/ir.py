@@ -55,13 +55,39 @@ def atom_vars(atom):
 
 
 @dataclass(slots=True)
+class CustomBackward:
+    """A user-supplied backward (``custom_vjp``, ``Cell.bprop``) at one call, lowered with
+    the call: the reverse pass splices ``body`` in where the call's adjoint goes.
+
+    ``body`` (straight-line Ops) reads the incoming gradient of the call's result
+    through placeholder variables: ``incoming`` maps each placeholder's name to the
+    result variable whose adjoint it stands for.  The reverse pass renames each
+    placeholder to that adjoint and adds ``input_grads[k]`` (an atom; ``Const(None)``:
+    no gradient) to the adjoint of ``inputs[k]``, and each gradient of ``param_grads``
+    ((Var name of an internal Parameter, atom)) to that Parameter's adjoint.
+    """
+    name: str               # how the user names it in messages: ``Dense.bprop``
+    inputs: list            # the forward's input atoms
+    params: list            # Var names of the internal Parameters it may give gradients for
+    incoming: dict          # placeholder name -> result Var name
+    body: list              # the lowered backward: Ops reading inputs, results, placeholders
+    input_grads: list       # per input, the atom of its gradient
+    param_grads: list       # (Parameter Var name, the atom of its gradient)
+
+    def differentiable_operands(self):
+        """The Var names the backward may give gradients to: inputs and parameters."""
+        return [n for a in self.inputs for n in atom_vars(a)] + list(self.params)
+
+
+@dataclass(slots=True)
 class Op:
     """``targets = primitive(*args, **kwargs)``, one primitive operation.
 
     ``expr`` is the forward expression to emit (a gast node whose operands
-    are Names of Vars and literals), ``rule`` its derivative rule (None when
-    it has none), ``custom`` a user-supplied backward (a CustomRule) that
-    replaces ``rule``, ``origin`` the user's source line it came from.
+    are Names of Vars and literals; None for the link Op of a custom rule, which
+    runs nothing), ``rule`` its derivative rule (None when it has none),
+    ``custom`` a user-supplied backward (a ``CustomBackward``) that replaces
+    ``rule``, ``origin`` the user's source line it came from.
     """
     targets: tuple
     primitive: object
@@ -70,7 +96,7 @@ class Op:
     expr: object
     origin: object
     rule: object = None
-    custom: object = None
+    custom: CustomBackward | None = None
     #: why the rule does not cover this form of the call (it then has no rule)
     bind_error: str | None = None
     #: a getitem whose index is basic (ints, slices): its result is a view, and a scalar
@@ -93,6 +119,9 @@ class FreeValue:
     name: str
     obj: object
     path: str
+    #: for an array: which of its dimensions were 1 when the code was built (the code is
+    #: specialised on it, like the arguments'; ``shapes.unit_dimensions``)
+    units: tuple | None = None
 
 
 @dataclass(slots=True)
@@ -117,6 +146,8 @@ class LoweredFunction:
     ndims: dict = field(default_factory=dict)
     #: Var name -> float dtype, where it is known while building
     dtypes: dict = field(default_factory=dict)
+    #: symbolic shapes, where known (``compiler/shapes.py``; scalars are in ``ndims``)
+    shapes: object = None
     #: Var name -> (dtype, ndim) of the arguments, as the caller's values had them
     param_types: dict = field(default_factory=dict)
     #: Var names known to hold Python ints (range loop variables, their arithmetic)

@@ -2,7 +2,8 @@
 most 100 characters, and whether the code reads a given module.
 
 ``render(items)`` turns a statement list (gast statements and ``Comment``) into source
-lines; ``wrap(line)`` splits one long line; ``reads_name(lines, name)`` tells whether
+lines, ``render_mapped(items)`` into (line, the user's line it was generated for);
+``wrap(line)`` splits one long line; ``reads_name(lines, name)`` tells whether
 the code (not its comments) mentions ``name``.
 """
 import io
@@ -22,39 +23,55 @@ _LOCATION = re.compile(r"^(?P<pad>\s*# )(?P<text>.*?)(?P<where>  \([^()]+:\d+\))
 _OPEN, _CLOSE = "([{", ")]}"
 
 
-def render(items, depth=0, seen=None):
+def render(items, depth=0):
     """Source lines of a statement list (gast statements and Comments), nested blocks
-    indented, long lines wrapped.  A comment already written on the way to a statement
-    (a loop header's, before the loop and again inside it) is written once: ``seen``
-    holds those above and before, and each branch of an ``if`` starts from the same."""
-    seen = set() if seen is None else seen
+    indented, long lines wrapped (``render_mapped`` without the origins)."""
+    return [line for line, _ in render_mapped(items, depth)]
+
+
+def render_mapped(items, depth=0, origin=None):
+    """(line, origin) for each source line of a statement list: ``origin`` is the user's
+    source line (a SourceLocation) the line was generated for, from the location
+    ``Comment`` in effect there (a block's comments hold inside it), else ``origin``."""
+    out = []
+    _render(items, depth, set(), origin, out)
+    return out
+
+
+def _render(items, depth, seen, origin, out):
+    """Append (line, origin) pairs of ``items`` to ``out``.  A comment already written on
+    the way to a statement (a loop header's, before the loop and again inside it) is
+    written once: ``seen`` holds those above and before, and each branch of an ``if``
+    starts from the same."""
     pad = INDENT * depth
-    lines = []
+
+    def lines(text):
+        out.extend((line, origin) for line in wrap(text))
+
     for item in items:
         if isinstance(item, Comment):
+            origin = item.origin or origin
             if item.text not in seen:
                 seen.add(item.text)
-                lines += wrap(f"{pad}# {item.text}")
+                lines(f"{pad}# {item.text}")
         elif isinstance(item, gast.If):
-            lines += wrap(f"{pad}if {to_source(item.test)}:")
+            lines(f"{pad}if {to_source(item.test)}:")
             inside = set(seen)
-            lines += render(item.body, depth + 1, inside)
+            _render(item.body, depth + 1, inside, origin, out)
             if item.orelse:
-                lines.append(f"{pad}else:")
+                out.append((f"{pad}else:", origin))
                 other = set(seen)
-                lines += render(item.orelse, depth + 1, other)
+                _render(item.orelse, depth + 1, other, origin, out)
                 inside |= other
             seen |= inside
-        elif isinstance(item, gast.For):
-            lines += wrap(f"{pad}for {to_source(item.target)} in {to_source(item.iter)}:")
-            lines += render(item.body, depth + 1, seen)
-        elif isinstance(item, gast.While):
-            lines += wrap(f"{pad}while {to_source(item.test)}:")
-            lines += render(item.body, depth + 1, seen)
+        elif isinstance(item, (gast.For, gast.While)):
+            header = (f"for {to_source(item.target)} in {to_source(item.iter)}"
+                      if isinstance(item, gast.For) else f"while {to_source(item.test)}")
+            lines(f"{pad}{header}:")
+            _render(item.body, depth + 1, seen, origin, out)
         else:
             for line in to_source(item).splitlines():
-                lines += wrap(pad + line)
-    return lines
+                lines(pad + line)
 
 
 def wrap(line, limit=LINE_LIMIT):

@@ -1,10 +1,14 @@
-"""How values known at build time appear in generated code.
+"""How atoms and values known at build time appear in generated code.
 
-Plain constants (numbers, strings, None, tuples and slices of them, dtypes)
-are written as literals; numpy, math and builtin callables by their public
-name (``np.exp``, ``math.sin``, ``len``).  Anything else (an array, a user
-object) cannot be a literal: the lowering passes it to the generated
-function as an extra argument.
+``atom_node(atom)`` is the one function that turns an atom of the IR into the
+expression that reads it: a Var by its name, a Seq as a tuple, list or
+``slice(...)`` of its items, a Const as a literal.  Plain constants (numbers,
+strings, None, tuples and slices of them, dtypes) are written as literals;
+numpy, math and builtin callables by their public name (``np.exp``,
+``math.sin``, ``len``).  Anything else (an array, a user object) cannot be a
+literal: while lowering (``lowerer`` given) it is captured, that is passed to the
+generated function as an extra argument (``LoweringState.capture``); after
+lowering it is an error.
 """
 import math
 
@@ -13,11 +17,12 @@ import numpy as np
 
 from .. import runtime as rt
 from ..dtype import DType
+from ..errors import UnsupportedConstructError
 from ..rules import lookup
 from ..tensor import Tensor
 from . import imports
 from .imports import fixed_path
-from .ir import FreeValue
+from .ir import DictAtom, Seq, Var
 from .syntax import attribute, name_node
 
 
@@ -55,7 +60,31 @@ def reference_node(obj, lowerer):
         node = imports.reference(obj, lowerer.names)
         if node is not None:
             return node
-    return _free_reference(obj, lowerer)
+    return _captured(obj, lowerer)
+
+
+def atom_node(atom, lowerer=None):
+    """The expression that reads ``atom`` in generated code (see the module doc)."""
+    if isinstance(atom, DictAtom):
+        raise UnsupportedConstructError(
+            "a dict used as a whole value (s2sgrad reads dicts by constant keys only)",
+            None, None, "read its items with constant keys (d['w']) and pass or return "
+            "those")
+    if isinstance(atom, Var):
+        return name_node(atom.name)
+    if isinstance(atom, Seq):
+        nodes = [atom_node(a, lowerer) for a in atom.items]
+        if atom.kind == "slice":
+            return gast.Call(func=name_node("slice"), args=nodes, keywords=[])
+        if atom.kind == "list":
+            return gast.List(elts=nodes, ctx=gast.Load())
+        return gast.Tuple(elts=nodes, ctx=gast.Load())
+    return literal_node(atom.value, lowerer)
+
+
+#: numpy's abstract scalar types (``isinstance(x, np.floating)``), which have no dtype
+_ABSTRACT_SCALARS = frozenset({"bool_", "generic", "number", "integer", "signedinteger",
+                               "unsignedinteger", "inexact", "floating", "complexfloating"})
 
 
 def literal_node(value, lowerer=None):
@@ -78,13 +107,16 @@ def literal_node(value, lowerer=None):
     if isinstance(value, np.dtype):
         return attribute("np", value.name if value.name != "bool" else "bool_")
     if isinstance(value, type) and issubclass(value, np.generic):
-        return attribute("np", np.dtype(value).name if value is not np.bool_ else "bool_")
+        if value is np.bool_ or getattr(np, value.__name__, None) is value and \
+                value.__name__ in _ABSTRACT_SCALARS:   # np.floating, np.integer: no dtype
+            return attribute("np", value.__name__)
+        return attribute("np", np.dtype(value).name)
     if isinstance(value, np.generic) and np.ndim(value) == 0:
         return gast.Call(func=attribute("np", np.dtype(type(value)).name),
                          args=[gast.Constant(value=value.item(), kind=None)], keywords=[])
     if callable(value) and public_path(value) is not None:
         return reference_node(value, lowerer)
-    return _free_reference(value, lowerer)
+    return _captured(value, lowerer)
 
 
 def is_literal(value):
@@ -100,15 +132,8 @@ def is_literal(value):
     return False
 
 
-def _free_reference(obj, lowerer):
+def _captured(obj, lowerer):
+    """The argument that passes ``obj`` in (see ``LoweringState.capture``)."""
     if lowerer is None:
         raise ValueError(f"{obj!r} has no literal form")
-    key = id(obj)
-    if key not in lowerer.free:
-        path = lowerer.paths.get(key) or getattr(obj, "__name__", None) or type(obj).__name__
-        name = lowerer.names.variable("".join(c if c.isalnum() else "_" for c in path).strip("_")
-                                   or "value")
-        lowerer.free[key] = FreeValue(name, obj, path)
-        lowerer.free_objects.append(obj)
-    lowerer.names.claim(lowerer.free[key].name)   # kept across a discarded reverse attempt
-    return name_node(lowerer.free[key].name)
+    return name_node(lowerer.capture(obj))

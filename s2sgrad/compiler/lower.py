@@ -95,6 +95,7 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
             parsed.name, parsed.location(parsed.node), params, list(self.free.values()),
             self.ops, frame.output if frame.output is not None else Const(None),
             parsed=parsed, arg_leaves=arg_leaves, ndims=self.ndims, dtypes=self.dtypes,
+            shapes=self.shapes,
             param_types=self.param_types, int_vars=self.int_vars, mutated=self.mutated,
             lists=self.lists)
 
@@ -149,11 +150,14 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
         return seq
 
     def type_parameter(self, name, i):
-        """Record what ``arg_types`` says of leaf parameter ``i`` (dtype and rank)."""
+        """Record what ``arg_types`` says of leaf parameter ``i`` (dtype and rank, and which
+        dimensions are 1 where it says so)."""
         if self.arg_types is None or i >= len(self.arg_types) or not self.arg_types[i]:
             return
-        dtype, ndim = self.arg_types[i]
+        dtype, ndim = self.arg_types[i][:2]
         self.ndims[name] = ndim
+        if len(self.arg_types[i]) > 2:
+            self.shapes.argument(name, ndim, self.arg_types[i][2])
         if isinstance(dtype, str) and dtype == "int":   # a Python int argument
             self.int_vars.add(name)
         elif dtype is not None:

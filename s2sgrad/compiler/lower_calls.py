@@ -11,8 +11,8 @@ from .. import primitives as prims
 from ..dtype import dtype_to_numpy
 from ..nn import Cell
 from ..ops import stop_gradient
-from ..ops._primitive import rename_aliases
 from ..rules import lookup
+from ..rules.jvp_registry import registered as jvp_registered
 from . import literals
 from .custom import lower_custom_call
 from .forward import forward_expression
@@ -108,7 +108,7 @@ class CallLowering(LoweringState):
             return self.emit(frame, node, obj, args, kwargs, expr, hint)
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
-            kwargs = rename_aliases(obj.__name__, getattr(obj, "aliases", None), kwargs)
+            kwargs = obj.canonical_kwargs(kwargs)    # alias keywords (dim=) renamed (axis=)
             return self.inline(frame, node, raw, args, kwargs, None)
         if isinstance(obj, Cell):
             return self.cell_call(frame, node, obj, args, kwargs, hint)
@@ -283,10 +283,17 @@ def _without_defaults(fn, kwargs):
 
 
 def is_library_function(obj):
+<<<<<<< HEAD
     """numpy and math callables, and the ``rt.*`` helpers of generated code (read when a
     generated gradient is differentiated again): primitives even without a rule (an error
     only if active)."""
     if isinstance(obj, np.ufunc):
+=======
+    """numpy and math callables, and callables with a forward-mode rule only (an ``rt``
+    helper of generated code): primitives even without a VJP rule (an error only if
+    active)."""
+    if isinstance(obj, np.ufunc) or jvp_registered(obj) is not None:
+>>>>>>> main
         return True
     module = getattr(obj, "__module__", None) or ""
     return module.split(".")[0] in ("numpy", "math") or obj is math or \

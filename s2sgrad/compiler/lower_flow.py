@@ -159,6 +159,9 @@ class FlowLowering:
         if a is not None and b is not None and self.ndim_of(a) is not None \
                 and self.ndim_of(a) == self.ndim_of(b):
             self.ndims[merged] = self.ndim_of(a)
+        if a is not None and b is not None and self.shapes.same(self.shape_of(a),
+                                                                self.shape_of(b)):
+            self.shapes.of[merged] = self.shape_of(a)
         for atom, ops in ((a, body), (b, orelse)):
             if atom is not None:
                 ops.append(self.assign_op(merged, atom, location))
@@ -178,11 +181,13 @@ class FlowLowering:
         branch or a loop body); returns the ops it appended."""
         saved, self.ops = self.ops, []
         saved_cse, self.cse = self.cse, {}
+        self.nesting += 1
         try:
             lower()
             return self.ops
         finally:
             self.ops, self.cse = saved, saved_cse
+            self.nesting -= 1
 
     def lower_for(self, frame, stmt):
         call = stmt.iter if isinstance(stmt.iter, gast.Call) else None
@@ -641,6 +646,7 @@ def unused_name(name, taken):
 
 
 def is_append(call):
+    """True for a call ``xs.append(v)`` on a name (a list the function extends)."""
     return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
             and call.func.attr == "append" and isinstance(call.func.value, gast.Name))
 

@@ -32,7 +32,7 @@ class OpEmission(LoweringState):
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
         if key is not None and key in self.cse:
             return self.cse[key]      # the same pure operation on the same values: reuse it
-        name = self.names.variable(hint) if hint else self.names.temp()
+        name = self.names.variable(hint) if hint else self.names.temp(expr)
         bind_error = None
         if rule is not None and rule.differentiable:
             try:
@@ -54,6 +54,14 @@ class OpEmission(LoweringState):
         ndim = self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
             self.ndims[name] = ndim
+        shape = self.infer_shape(prim, args, kwargs)
+        if shape is not None:
+            self.shapes.of[name] = shape
+            self.ndims.setdefault(name, len(shape))
+        if prim == prims.GETITEM and self.producers.get(getattr(args[0], "name", None)) == \
+                prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
+            self.int_vars.add(name)      # x.shape[k]: a Python int
+            self.ndims[name] = 0
         dtype = self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype

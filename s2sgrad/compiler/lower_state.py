@@ -13,6 +13,7 @@ from ..errors import UnsupportedConstructError
 from .emit import to_source
 from .lower_flow import unused_name
 from .naming import NameAllocator
+from .shapes import ShapeTable
 
 
 class LocalFunction:
@@ -53,6 +54,8 @@ class LoweringState:
         self.param_types = {}   # Var name -> (dtype, ndim) of arguments, known while building
         self.ndims = {}         # Var name -> rank, where it is known while building
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
+        self.shapes = ShapeTable()  # Var name -> symbolic shape, where it is known
+        self.nesting = 0        # > 0 inside a branch or loop body (code that may not run)
         self.names = NameAllocator()
         self.ops = []
         self.free = {}          # id(obj) -> FreeValue
@@ -84,14 +87,17 @@ def source_segment(frame, node):
 
 
 def name_of(node):
+    """The identifier of a Name node, None for any other node."""
     return node.id if isinstance(node, gast.Name) else None
 
 
 def join_path(base, attr):
+    """``base.attr``, or ``attr`` alone at the root: the readable path of a resolved object."""
     return f"{base}.{attr}" if base else attr
 
 
 def identifier(path):
+    """A variable name made from a readable path: ``self.fc1.weight`` -> ``fc1_weight``."""
     name = "".join(c if c.isalnum() else "_" for c in path).strip("_") or "value"
     if name.startswith("self_"):
         name = name[5:]

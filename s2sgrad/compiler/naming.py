@@ -1,7 +1,10 @@
 """One naming scheme, and one allocator, for the generated function.
 
 Forward values keep the user's names (a reassigned name gets ``_1``, ``_2``...),
-temporaries are ``t1``, ``t2``..., and the adjoint of ``x`` is ``dx``.
+a temporary is named from what it holds where that is short (``x_at_w`` for
+``x @ w``, ``exp_z``, ``z_ge_0``; ``describe``) and ``t1``, ``t2``... otherwise,
+and the adjoint of ``x`` is ``dx``.  A rule template's own locals are
+temporaries too: their names in the template never reach generated code.
 
 Every name the generated code holds comes from the function's ``NameAllocator``:
 
@@ -26,6 +29,63 @@ import keyword
 import gast
 
 RESERVED = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"np", "math", "rt", "d"}
+
+#: the longest name a temporary gets from what it holds (a longer one is ``t<n>``)
+DESCRIPTION_LIMIT = 16
+_OPERATORS = {gast.Add: "plus", gast.Sub: "minus", gast.Mult: "times", gast.Div: "over",
+              gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow", gast.MatMult: "at",
+              gast.Lt: "lt", gast.LtE: "le", gast.Gt: "gt", gast.GtE: "ge", gast.Eq: "eq",
+              gast.NotEq: "ne"}
+_COMMUTATIVE = (gast.Add, gast.Mult)
+
+
+def describe(expr, opaque=frozenset()):
+    """A short name for what ``expr`` (a gast expression over names and constants)
+    computes: ``x @ w`` -> ``x_at_w``, ``np.exp(z)`` -> ``exp_z``, ``-a`` -> ``neg_a``,
+    ``z >= 0`` -> ``z_ge_0``, ``x.T`` -> ``x_T``, ``xs[i]`` -> ``xs_i``; None when it has
+    no such name (a slice, keywords, a float, a name in ``opaque``) or the name would be
+    longer than ``DESCRIPTION_LIMIT``."""
+    text = _describe(expr, opaque) if not isinstance(expr, gast.Name) else None
+    if text is None or len(text) > DESCRIPTION_LIMIT or not text.isidentifier():
+        return None
+    return text
+
+
+def _describe(node, opaque):
+    """``describe`` without the limits (None where a part has no name)."""
+    if isinstance(node, gast.Name):
+        return None if node.id in opaque else node.id.strip("_") or None
+    if isinstance(node, gast.Constant):
+        value = node.value
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) and \
+            value >= 0 else None
+    if isinstance(node, (gast.BinOp, gast.Compare)):
+        if isinstance(node, gast.Compare) and len(node.ops) != 1:
+            return None
+        left, op, right = (node.left, node.op, node.right) if isinstance(node, gast.BinOp) \
+            else (node.left, node.ops[0], node.comparators[0])
+        if isinstance(op, _COMMUTATIVE) and isinstance(left, gast.Constant):
+            left, right = right, left   # 2 * x -> x_times_2
+        parts = [_describe(left, opaque), _OPERATORS.get(type(op)), _describe(right, opaque)]
+        return "_".join(parts) if None not in parts else None
+    if isinstance(node, gast.UnaryOp):
+        inner = _describe(node.operand, opaque)
+        prefix = {gast.USub: "neg_", gast.Not: "not_", gast.UAdd: ""}.get(type(node.op))
+        return prefix + inner if inner is not None and prefix is not None else None
+    if isinstance(node, gast.Attribute):
+        base = _describe(node.value, opaque)
+        return None if base is None else f"{base}_{node.attr}"
+    if isinstance(node, gast.Subscript):
+        base, index = _describe(node.value, opaque), _describe(node.slice, opaque)
+        if base is None or index is None or isinstance(node.slice, (gast.BinOp, gast.Call)):
+            return None
+        return f"{base}_{index}"
+    if isinstance(node, gast.Call) and not node.keywords:
+        func = node.func.attr if isinstance(node.func, gast.Attribute) else \
+            node.func.id if isinstance(node.func, gast.Name) else None
+        parts = [func] + [_describe(a, opaque) for a in node.args]
+        return "_".join(parts) if None not in parts else None
+    return None
 
 
 def source_names(node):
@@ -54,6 +114,9 @@ class NameAllocator:
         #: identifiers of the user's source seen so far: generated names avoid them
         self.user = set()
         self._temp = 0
+        #: names that stand for values the reverse pass fills in and renames away
+        #: (``placeholder``), and numbered temporaries: never part of another name
+        self.opaque = set()
         #: modules generated code reads besides np, math and rt: dotted path -> the name
         #: it reads them by (see ``module`` and ``compiler/imports.py``)
         self.modules = {}
@@ -94,14 +157,23 @@ class NameAllocator:
         such as the index of a loop over an array's rows)."""
         return self._first_free(hint, self.user)
 
+    def placeholder(self, hint):
+        """A name that stands in for a value known only to the reverse pass (the incoming
+        gradient a custom backward reads), which renames it before anything is written."""
+        name = self.fresh(hint)
+        self.opaque.add(name)
+        return name
+
     def snapshot(self):
         """The allocator's state, to undo names handed out by a discarded attempt."""
-        return set(self.used), set(self.user), self._temp, dict(self.modules)
+        return (set(self.used), set(self.user), self._temp, dict(self.modules),
+                set(self.opaque))
 
     def restore(self, state):
-        used, user, temp, modules = state
+        used, user, temp, modules, opaque = state
         self.used, self.user, self._temp, self.modules = set(used), set(user), temp, \
             dict(modules)
+        self.opaque = set(opaque)
 
     def module(self, path):
         """The name generated code reads module ``path`` (``'scipy.special'``) by: its last
@@ -110,18 +182,19 @@ class NameAllocator:
             self.modules[path] = self.fresh(path.rsplit(".", 1)[-1])
         return self.modules[path]
 
-    def claim(self, name):
-        """Mark ``name`` as taken again (a name handed out before a ``restore`` that is
-        still in use, such as a free value's argument)."""
-        self.used.add(name)
-
-    def temp(self):
-        """A new temporary: ``t1``, ``t2``... (never a name of the user's source)."""
+    def temp(self, expr=None):
+        """A new temporary for the value of ``expr`` (a gast expression): named from what
+        it holds where that is short (``describe``), else ``t1``, ``t2``...; never a
+        name of the user's source."""
+        described = describe(expr, self.opaque) if expr is not None else None
+        if described is not None:
+            return self.fresh(described)
         while True:
             self._temp += 1
             name = f"t{self._temp}"
             if name not in self.used and name not in self.user:
                 self.used.add(name)
+                self.opaque.add(name)
                 return name
 
     def adjoint(self, name):

@@ -2,19 +2,21 @@
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
 order (frontend+lowering, activity, reverse, dead-code removal, emission) and
-gives a ``Generated``: the module source text and what the caller needs to
-run it (the order of its arguments, which gradients it returns).
+gives a ``Generated``: the module source text, which user line each of its
+lines was generated for, and what the caller needs to run it (the order of its
+arguments, which gradients it returns).
 """
-import gast
+import os
 
 from ..errors import OutputStructureError
 from .emit import to_source
 from .imports import import_lines
-from .layout import INDENT, reads_name, render, wrap
 from .ir import Seq, Var, atom_vars
+from .layout import INDENT, reads_name, render_mapped, wrap
+from .literals import atom_node
 from .lower import Lowerer
 from .reverse import reverse
-from .templates import atom_node_of
+
 
 class Generated:
     """A generated value-and-gradient function, before it is loaded.
@@ -25,11 +27,16 @@ class Generated:
     tuple, list or dict has one per leaf) or ('weight', j); ``computed``: for
     each wrt, whether the generated code returns its gradient (otherwise it is
     zeros); ``n_params``: the number of leaf parameters; ``arg_leaves``: per
-    argument, the indices of its leaf parameters.
+    argument, the indices of its leaf parameters; ``line_map``: line number in
+    ``source`` -> the user's source line (``SourceLocation``) it was generated for;
+    ``adjoint_from``: the first line of the adjoint sweep (None: there is none).
     """
 
-    def __init__(self, source, function_name, free, wrt, computed, n_params, arg_leaves=None):
+    def __init__(self, source, function_name, free, wrt, computed, n_params, arg_leaves=None,
+                 line_map=None, adjoint_from=None):
         self.source = source
+        self.line_map = line_map or {}
+        self.adjoint_from = adjoint_from
         self.function_name = function_name
         self.free = free
         self.wrt = wrt
@@ -45,9 +52,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
     tuple, list or dict: the generated function then takes its leaves as separate
-    parameters.  ``arg_types`` (optional): per leaf parameter, (dtype, ndim), ("const",
-    value) for an option (None, a bool, a string: folded as that value) or None; the
-    code is then specialised on them (``x.dtype``/``x.ndim`` fold).
+    parameters.  ``arg_types`` (optional): per leaf parameter, (dtype, ndim) or (dtype,
+    ndim, unit dimensions: per dimension whether it is 1), ("const", value) for an option
+    (None, a bool, a string: folded as that value) or None; the code is then specialised
+    on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
@@ -83,13 +91,13 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
             wrt_vars.append(params[k])
             wrt.append(("position", k))
     for j, w in enumerate(weights):
-        free = lowerer.free.get(id(w))
+        free = next((f for f in lowered.free if f.obj is w), None)
         wrt_vars.append(free.name if free is not None and getattr(w, "requires_grad", True)
                         else None)
         wrt.append(("weight", j))
-    lowered.free = list(lowerer.free.values())
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
+<<<<<<< HEAD
     values = None
     if seed_values is not None:
         seeds, values = seed_values(lowered, names)
@@ -100,6 +108,19 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     return Differentiated(lowered, lowerer, sweeps, wrt, returned, names)
+=======
+    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
+    grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
+    returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
+    fname = names.fresh(f"{lowered.name}_value_and_grad")
+    lines, adjoint_from = _emit(lowered, sweeps, returned, fname,
+                                title or _title(lowered, positions, weights), names,
+                                import_lines(names.modules))
+    source = "\n".join(line for line, _ in lines) + "\n"
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+    return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
+                     len(params), lowered.arg_leaves, line_map, adjoint_from)
+>>>>>>> main
 
 
 def _seed_names(lowered, has_aux):
@@ -119,46 +140,51 @@ def _seed_names(lowered, has_aux):
 def title_of(lowered, positions, weights):
     parts = [lowered.params[k] for i in positions for k in lowered.arg_leaves[i]] + [
         f"weight {getattr(w, 'name', '?')}" for w in weights]
-    import os as _os
-    where = f"{_os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
+    where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
+<<<<<<< HEAD
 def emit_value_and_grad(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
+=======
+def _emit(lowered, sweeps, returned, fname, title, names, imports=()):
+    """The generated module as (line, the user's SourceLocation it was generated for or
+    None) pairs, and the number of the adjoint sweep's first line (None: no sweep)."""
+>>>>>>> main
     args = lowered.params + [f.name for f in lowered.free]
-    body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
-            for name in args if name in mutated]
-    body += [line for tape in sweeps.stacks for line in tape.declaration()]
-    body = [INDENT + line for line in body] + render(sweeps.forward, 1)
+    body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
+             f"array is kept", None) for name in args if name in lowered.mutated]
+    body += [(INDENT + line, None) for tape in sweeps.stacks for line in tape.declaration()]
+    body += render_mapped(sweeps.forward, 1)
     output = lowered.output
-    value_src = to_source(atom_node_of(output)) if not isinstance(output, Var) else output.name
-    if mutated & set(atom_vars(output)) or (sweeps.backward and
-                                            _restores(sweeps.backward, sweeps.adjoint_names)):
+    value_src = to_source(atom_node(output)) if not isinstance(output, Var) else output.name
+    if lowered.mutated & set(atom_vars(output)) or sweeps.restored:
+        # the adjoint sweep changes what the forward sweep left: keep the value first
         value_src = names.fresh("value")
-        body.append(f"{INDENT}{value_src} = {_snapshot(output, mutated)}")
+        body.append((f"{INDENT}{value_src} = {_snapshot(output, lowered.mutated)}",
+                     lowered.origin))
+    adjoint_at = None
     if sweeps.backward:
-        body.append("")
-        body += render(sweeps.backward, 1)
+        body.append(("", None))
+        adjoint_at = len(body)
+        body += render_mapped(sweeps.backward, 1)
     grads = [g for g in returned if g is not None]
     grads_src = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
-    body.append(f"{INDENT}return {value_src}, {grads_src}")
-    lines = [*wrap(f"# s2sgrad: {title}"),
-             "# Generated code: edits are overwritten. Forward sweep, then adjoints in reverse.",
-             *(["import math", ""] if reads_name(body, "math") else []),
-             "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", "",
-             *wrap(f"def {fname}({', '.join(args)}):")]
-    lines.extend(wrapped for line in body for wrapped in wrap(line))
-    return "\n".join(lines) + "\n"
-
-
-def _restores(backward, adjoint_names):
-    """True when the adjoint sweep reassigns forward variables (tape pops, restores of
-    arrays updated in place): any loop or branch, or an element assignment into an array
-    that is not an adjoint (``adjoint_names``)."""
-    return any(isinstance(s, (gast.For, gast.If)) or (
-        isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript)
-        and not (isinstance(s.targets[0].value, gast.Name)
-                 and s.targets[0].value.id in adjoint_names)) for s in backward)
+    body.append((f"{INDENT}return {value_src}, {grads_src}", None))
+    code = [line for line, _ in body]
+    header = [*wrap(f"# s2sgrad: {title}"),
+              "# Generated code: edits are overwritten. Forward sweep, then adjoints in "
+              "reverse.",
+              *(["import math", ""] if reads_name(code, "math") else []),
+              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", "",
+              *wrap(f"def {fname}({', '.join(args)}):")]
+    lines = [(line, None) for line in header]
+    adjoint_from = None
+    for k, (line, origin) in enumerate(body):
+        if k == adjoint_at:
+            adjoint_from = len(lines) + 1
+        lines.extend((wrapped, origin) for wrapped in wrap(line))
+    return lines, adjoint_from
 
 
 def _snapshot(atom, mutated):
@@ -169,4 +195,4 @@ def _snapshot(atom, mutated):
         return "(" + inner + ("," if len(atom.items) == 1 else "") + ")"
     if isinstance(atom, Var):
         return f"np.copy({atom.name})" if atom.name in mutated else atom.name
-    return to_source(atom_node_of(atom))
+    return to_source(atom_node(atom))

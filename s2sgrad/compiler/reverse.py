@@ -5,13 +5,17 @@ names to differentiate, the output Var names that get a sensitivity of ones
 and the function's name allocator, and gives ``Sweeps``: the forward sweep
 (the lowered statements, pushing on tapes what loops overwrite), the backward
 sweep (adjoint statements under a ``grad of:`` comment per source line, in
-reverse order, loops run backwards), the tapes, and for each name in ``wrt``
-the name of its adjoint (None when no gradient reaches it).
+reverse order, loops run backwards), the tapes, for each name in ``wrt`` the
+name of its adjoint (None when no gradient reaches it), and the forward
+variables the backward sweep assigns again.  Comments carry the user's line
+they stand for, so the layout can map every generated line to it.
 
 Each active op's adjoint is its rule template with operands substituted:
 ``d[x] = e`` becomes ``dx = e`` for the first contribution and
-``dx = dx + e`` after it; a template temporary gets a fresh name; a
+``dx = dx + e`` after it; a template temporary is named from what it holds; a
 contribution to an inactive operand is dropped with everything only it used.
+A custom rule's backward was lowered with its call (``ir.CustomBackward``): it is
+spliced in as it is, its placeholders renamed to the adjoints of the results.
 """
 import copy
 
@@ -20,27 +24,32 @@ import numpy as np
 
 from .. import primitives as prims
 from .activity import active_names
-from .adjoints import Adjoints, Comment, assign, call, name_node
+from .adjoints import Adjoints, Comment
 from .emit import location_comment
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
+from .literals import atom_node
+from .syntax import assign, assign_targets, call, name_node, renamed
 from .tape import (Tape, assigned_targets, carried_copies, contributed,
                    level_assigned, level_ops, nested_carried, pop, push, recomputable, reserve,
                    restores, reversed_range, short_range, trip_count, use_counts, value_reads,
                    without_dead_ops)
 from .tape_types import tape_dtypes
-from .templates import (atom_node_of, basic_setitem, getitem_adjoint, index_expression,
-                        instantiate, missing_rule)
+from .templates import getitem_adjoint, index_expression, instantiate, missing_rule
+from .typeinfo import basic_index
 
 
 class Sweeps:
     """The two sweeps of a generated function, as statement lists (gast nodes, Comments).
 
     ``stacks``: the tapes (``Tape``) to create before the forward sweep;
-    ``grads``: for each differentiated name, its adjoint's name (None: no gradient).
+    ``grads``: for each differentiated name, its adjoint's name (None: no gradient);
+    ``restored``: the forward variables the adjoint sweep gives other values again
+    (taken back from tapes, recomputed, restored in place after an in-place update):
+    what the forward sweep left in them is gone once the adjoint sweep has run.
     """
 
-    def __init__(self, forward, backward, stacks, grads, active, adjoint_names=frozenset()):
-        self.adjoint_names = adjoint_names   # the names adjoints have in the generated code
+    def __init__(self, forward, backward, stacks, grads, active, restored=frozenset()):
+        self.restored = restored
         self.forward = forward
         self.backward = backward
         self.stacks = stacks
@@ -67,15 +76,14 @@ def reverse(lowered, wrt, seeds, names, seed_values=None):
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active,
-                  frozenset(rev.adj.of.values()))
+    return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored(backward))
 
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_values=None):
     single_use, rebound = use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
                     lowered.mutated, lowered.lists,
-                    single_use - set(wrt), rebound)
+                    single_use - set(wrt), rebound, lowered.shapes)
     rev.tape_types = tape_dtypes(lowered)
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
@@ -107,14 +115,17 @@ class _Reverser:
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
                  mutated=frozenset(), lists=frozenset(), single_use=frozenset(),
-                 rebound=frozenset()):
+                 rebound=frozenset(), shapes=None):
         self.active = active
+        self.shapes = shapes      # symbolic shapes (compiler/shapes.py), where known
         self.mutated = mutated
         self.int_vars = int_vars
         self.names = names
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
+        #: id(statement of a reversed loop) -> the forward variables it assigns again
+        self.reassigns = {}
         #: loop variables whose adjoint came from after the loop
         self.adjoints_from_after_loop = frozenset()
         #: variables surely assigned before the statement at hand
@@ -152,7 +163,7 @@ class _Reverser:
             if not items:
                 continue
             if stmt.origin != last or isinstance(stmt, (If, Loop)):
-                out.append(Comment("grad of: " + location_comment(stmt.origin)[2:]))
+                out.append(Comment("grad of: " + location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin if isinstance(stmt, (Op, SetItem, ListAppend)) else None
             out.extend(items)
         self.assigned_before = outer
@@ -163,7 +174,7 @@ class _Reverser:
             return []
         out = []
         if op.custom is not None:
-            op.custom.adjoint(op, self.adj, self.active, self.names, out)
+            self._custom_adjoint(op.custom, out)
         elif op.primitive == prims.GETITEM and op.list_base:
             self._list_item_adjoint(op, out)
         elif op.primitive == prims.GETITEM and isinstance(op.args[0], Var):
@@ -173,7 +184,8 @@ class _Reverser:
                 raise missing_rule(op)
             if not op.rule.differentiable:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
-            instantiate(op, self.adj, self.active, self.names, out, self.ndims)
+            instantiate(op, self.adj, self.active, self.names, out, self.ndims,
+                        self.shapes)
         if loop is not None and op.targets[0] in loop.carried:
             # the end of an iteration overwrote a loop-carried variable: its adjoint
             # restarts, from the reversed iteration's first contribution (no zeroed
@@ -183,6 +195,25 @@ class _Reverser:
             # a loop variable read after the loop: only its last iteration had that gradient
             self.adj.zero(op.targets[0], out)
         return out
+
+    def _custom_adjoint(self, custom, out):
+        """A custom rule's lowered backward (``CustomBackward``), its placeholders renamed to
+        the adjoints of the call's results, and the gradients it gives added to the
+        adjoints of the inputs and Parameters."""
+        adj = self.adj
+        renames = {}
+        for placeholder, var in custom.incoming.items():
+            if var not in adj.defined:     # a result no gradient reached: its zeros
+                adj.accumulate(var, call("rt", "zeros_like", [name_node(var)]), out)
+            renames[placeholder] = adj.name(var)
+        for bop in custom.body:
+            out.append(assign_targets(bop.targets, renamed(bop.expr, renames)))
+        grads = list(zip(custom.inputs, custom.input_grads)) + [
+            (Var(name), g) for name, g in custom.param_grads]
+        for atom, g in grads:
+            if isinstance(atom, Var) and atom.name in self.active and not (
+                    isinstance(g, Const) and g.value is None):
+                adj.accumulate(atom.name, renamed(atom_node(g), renames), out)
 
     def _list_item_adjoint(self, op, out):
         """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints."""
@@ -239,7 +270,7 @@ class _Reverser:
             if isinstance(value, Var) and value.name in self.active:
                 if self._scalar_element(stmt) and self.ndims.get(value.name) == 0:
                     contribution = dx_index
-                elif not basic_setitem(stmt, self.int_vars):
+                elif not basic_index(stmt.index, self.int_vars):
                     # an index array may name a position twice: the last write wins
                     contribution = call("rt", "unbroadcast", [
                         call("rt", "written_adjoint", [name_node(self.adj.name(x)),
@@ -300,6 +331,16 @@ class _Reverser:
         visit(backward)
         return frozenset(x for x in self.restores.values() if x not in read)
 
+    def restored(self, backward):
+        """The forward variables the statements of ``backward`` assign again or restore in
+        place (see ``Sweeps.restored``)."""
+        present = {id(n) for item in backward if not isinstance(item, Comment)
+                   for n in gast.walk(item)}
+        names = {x for key, x in self.restores.items() if key in present}
+        names.update(v for key, assigned in self.reassigns.items() if key in present
+                     for v in assigned)
+        return frozenset(names)
+
     def branch(self, stmt, loop):
         out = []
         inside = set(assigned_targets(stmt.body) + assigned_targets(stmt.orelse))
@@ -315,7 +356,7 @@ class _Reverser:
         self.adj.owned = owned & owned_body & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
-        out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
+        out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
                            orelse=orelse))
         return out
 
@@ -357,14 +398,20 @@ class _Reverser:
         for h, tape in entry_tapes.items():
             prologue.extend(pop(tape, h))
         prologue.extend(restores(stmt.body, taped, recomputed))
+        for item in prologue:
+            self.reassigns[id(item)] = {n.id for n in gast.walk(item) if isinstance(n, gast.Name)
+                                        and isinstance(n.ctx, gast.Store)}
         if stmt.kind == "range" and stmt.target in referenced:
             # the range's values again, last first: nothing to tape
             target, bounds = stmt.target, reversed_range(stmt.bounds, stmt.counter)
         else:
             target, bounds = self.names.fresh("_"), [name_node(stmt.counter)]
-        out.append(gast.For(target=name_node(target, gast.Store()),
-                            iter=gast.Call(func=name_node("range"), args=bounds, keywords=[]),
-                            body=prologue + body, orelse=[], type_comment=None))
+        reversed_loop = gast.For(target=name_node(target, gast.Store()),
+                                 iter=gast.Call(func=name_node("range"), args=bounds,
+                                                keywords=[]),
+                                 body=prologue + body, orelse=[], type_comment=None)
+        self.reassigns[id(reversed_loop)] = {target}
+        out.append(reversed_loop)
         return out
 
     def _loop_body(self, stmt, inside, defined, owned, out):
@@ -412,15 +459,17 @@ class _Reverser:
         """What building adjoint statements changes, to build a block a second time."""
         adj = self.adj
         return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
+                dict(self.reassigns),
                 dict(self.taped), dict(self.entry_tapes), dict(adj.of), set(adj.defined),
                 set(adj.owned), set(adj.plain_zero), set(adj.copied))
 
     def _restore(self, state):
-        (names, stacks, saves, restores, taped, entry_tapes, of, defined, owned, plain_zero,
-         copied) = state
+        (names, stacks, saves, restores, reassigns, taped, entry_tapes, of, defined, owned,
+         plain_zero, copied) = state
         self.names.restore(names)
         self.stacks[:] = stacks
         self.saves, self.restores = dict(saves), dict(restores)
+        self.reassigns = dict(reassigns)
         self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
@@ -461,14 +510,12 @@ class _Reverser:
         nested = nested_carried(statements)
         for stmt in statements:
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
-                out.append(Comment(location_comment(stmt.origin)[2:]))
+                out.append(Comment(location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin
             if isinstance(stmt, Op):
                 if stmt.expr is None:
                     continue  # the link of a custom rule: nothing to run
-                out.append(assign(gast.Tuple(elts=[name_node(t, gast.Store()) for t in stmt.targets],
-                                              ctx=gast.Store()) if len(stmt.targets) > 1
-                                   else stmt.targets[0], stmt.expr))
+                out.append(assign_targets(stmt.targets, stmt.expr))
                 for t, tape in taped.items():
                     if t in stmt.targets and t not in nested:
                         out.extend(push(tape, t))
@@ -477,10 +524,10 @@ class _Reverser:
             elif isinstance(stmt, ListAppend):
                 out.append(gast.Expr(value=gast.Call(
                     func=gast.Attribute(value=name_node(stmt.target), attr="append", ctx=gast.Load()),
-                    args=[atom_node_of(stmt.value)], keywords=[])))
+                    args=[atom_node(stmt.value)], keywords=[])))
             elif isinstance(stmt, If):
                 last = None
-                out.append(gast.If(test=atom_node_of(stmt.test),
+                out.append(gast.If(test=atom_node(stmt.test),
                                    body=self.forward(stmt.body, loop) or [gast.Pass()],
                                    orelse=self.forward(stmt.orelse, loop)))
             else:
@@ -501,11 +548,11 @@ class _Reverser:
             out.extend(push(saved, value) if in_loop else [assign(saved, value)])
         target = gast.Subscript(value=name_node(stmt.target), slice=copy.deepcopy(stmt.index_node),
                                 ctx=gast.Store())
-        out.append(assign(target, atom_node_of(stmt.value)))
+        out.append(assign(target, atom_node(stmt.value)))
         return out
 
     def _forward_loop(self, stmt):
-        out = [Comment(location_comment(stmt.origin)[2:]),
+        out = [Comment(location_comment(stmt.origin)[2:], stmt.origin),
                assign(stmt.counter, gast.Constant(value=0, kind=None))]
         body = [gast.AugAssign(target=name_node(stmt.counter, gast.Store()), op=gast.Add(),
                                value=gast.Constant(value=1, kind=None))]
@@ -513,19 +560,19 @@ class _Reverser:
             body.extend(push(tape, h))
         body += self.forward(stmt.body, stmt)
         if stmt.break_flag is not None:
-            body.append(gast.If(test=atom_node_of(stmt.break_flag), body=[gast.Break()],
+            body.append(gast.If(test=atom_node(stmt.break_flag), body=[gast.Break()],
                                 orelse=[]))
         if stmt.kind == "range":
             out.extend(reserve(tape, trip_count(stmt.bounds)) for tape in self.stacks
                        if tape.loop is stmt and tape.dtype is not None)
             out.append(gast.For(target=name_node(stmt.target, gast.Store()),
                                 iter=gast.Call(func=name_node("range"),
-                                               args=[atom_node_of(b) for b in
+                                               args=[atom_node(b) for b in
                                                      short_range(stmt.bounds)], keywords=[]),
                                 body=body, orelse=[], type_comment=None))
         else:
             check = self.forward(stmt.test_ops, None) + [gast.If(
-                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test)),
+                test=gast.UnaryOp(op=gast.Not(), operand=atom_node(stmt.test)),
                 body=[gast.Break()], orelse=[])]
             out.append(gast.While(test=gast.Constant(value=True, kind=None),
                                   body=[s for s in check if not isinstance(s, Comment)] + body,

@@ -2,8 +2,11 @@
 
 ``name_node("x")`` reads a name (``ctx=gast.Store()`` writes it), ``attribute("np",
 "linalg", "inv")`` a dotted path, ``call("rt", "unbroadcast", [g, x])`` a call of a
-module's function, ``assign("y", value)`` an assignment.
+module's function, ``assign("y", value)`` an assignment (``assign_targets`` of one
+or several names), ``renamed(node, {"a": "b"})`` a copy with names replaced.
 """
+import copy
+
 import gast
 
 
@@ -31,3 +34,21 @@ def assign(target, value):
     return gast.Assign(targets=[target if not isinstance(target, str)
                                 else name_node(target, gast.Store())],
                        value=value, type_comment=None)
+
+
+def assign_targets(targets, value):
+    """``t = value`` for one target name, ``t1, t2 = value`` for several."""
+    if len(targets) == 1:
+        return assign(targets[0], value)
+    return assign(gast.Tuple(elts=[name_node(t, gast.Store()) for t in targets],
+                             ctx=gast.Store()), value)
+
+
+def renamed(node, names):
+    """A copy of ``node`` in which every Name whose id is a key of ``names`` reads the
+    name it maps to instead."""
+    node = copy.deepcopy(node)
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and n.id in names:
+            n.id = names[n.id]
+    return node

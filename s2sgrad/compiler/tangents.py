@@ -41,7 +41,7 @@ from .imports import reference
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
 from .syntax import assign, call, name_node
 from .tape import short_range
-from .templates import _Fold, atom_node_of
+from .templates import atom_node_of, fold_constants
 
 #: primitives whose tangent is the operation itself on the operands' tangents
 _LINEAR_SYNTAX = (prims.ASSIGN, prims.LIST, prims.GETITEM)
@@ -188,7 +188,10 @@ class _Tangents:
                                   expr))
             return out
         t = op.targets[0]
-        if expr is None:
+        if expr is None and op.primitive == prims.ASSIGN and isinstance(op.args[0], Const) \
+                and _number(gast.Constant(value=op.args[0].value, kind=None)):
+            expr = gast.Constant(value=0.0, kind=None)   # s = 0.0: s_dot = 0.0
+        elif expr is None:
             expr = self.zeros(t)
         elif t in self.mutated and op.primitive != prims.ASSIGN and _may_share(expr):
             expr = call("np", "copy", [expr])   # x_dot is updated in place below
@@ -326,16 +329,15 @@ class _Tangents:
     def _template(self, op, rule, bindings, out):
         bindings = dict(bindings)
         bindings[rule.result] = Var(op.targets[0])
-        kept = []
+        kept, effects = [], []
         for item in rule.statements:
-            if item[0] == "term" and any(self.is_active(bindings[p])
-                                         for p in tangents_read(item[1]) if p in bindings):
-                kept.append(item[1])
-        if not kept:
+            if item[0] in ("term", "effect") and any(
+                    self.is_active(bindings[p]) for p in tangents_read(item[1]) if p in bindings):
+                (kept if item[0] == "term" else effects).append(item[1])
+        if not kept and not effects:
             return None
-        all_terms = sum(1 for item in rule.statements if item[0] == "term")
         needed = set()
-        for expr in kept:
+        for expr in kept + effects:
             needed.update(n.id for n in gast.walk(expr) if isinstance(n, gast.Name))
         for item in reversed(rule.statements):
             if item[0] == "local" and item[1] in needed:
@@ -348,14 +350,26 @@ class _Tangents:
                 out.append(assign(locals_[item[1]], value))
         # the broadcast of a lone operand's tangent is needed only where terms are missing
         # (all of them together have the result's shape) and never for a scalar result
-        drop_broadcast = len(kept) == all_terms or self.ndims.get(op.targets[0]) == 0
+        drop_broadcast = self.ndims.get(op.targets[0]) == 0 or all(
+            self.is_active(bindings[p]) or self._scalar(bindings[p])
+            for p in rule.tangent_params if p in bindings)
+        for expr in effects:
+            out.append(gast.Expr(value=self._substitute(expr, bindings, locals_, rule)))
+        if not kept:
+            return None
         terms = []
         for expr in kept:
-            node = _Fold().visit(self._substitute(expr, bindings, locals_, rule))
+            node = fold_constants(self._substitute(expr, bindings, locals_, rule))
             if drop_broadcast:
                 node = _DropBroadcast().visit(node)
             terms.append(node)
         return _sum(terms)
+
+    def _scalar(self, atom):
+        """True for a number known while building, or a variable known to be one."""
+        if isinstance(atom, Const):
+            return atom.value is None or _number(gast.Constant(value=atom.value, kind=None))
+        return isinstance(atom, Var) and self.ndims.get(atom.name) == 0
 
     def _substitute(self, expr, bindings, locals_, rule):
         sweep = self

@@ -22,7 +22,7 @@ from .activity import differentiable_operands
 from .adjoints import Comment, assign, call, name_node
 from .ir import (Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars, walk_ops,
                  walk_statements)
-from .templates import atom_node_of
+from .literals import atom_node
 
 
 def reversed_range(bounds, counter):
@@ -46,11 +46,11 @@ def reversed_range(bounds, counter):
         count = gast.BinOp(left=n, op=gast.Sub(), right=one)
         moved = count if mag == 1 else gast.BinOp(left=gast.Constant(value=mag, kind=None),
                                                    op=gast.Mult(), right=count)
-        last = gast.BinOp(left=atom_node_of(start), op=sign, right=moved)
-        stop = gast.BinOp(left=atom_node_of(start), op=gast.Sub() if s > 0 else gast.Add(),
+        last = gast.BinOp(left=atom_node(start), op=sign, right=moved)
+        stop = gast.BinOp(left=atom_node(start), op=gast.Sub() if s > 0 else gast.Add(),
                           right=gast.Constant(value=mag, kind=None))
         return [last, stop, gast.Constant(value=-s, kind=None)]
-    start_node, step_node = atom_node_of(start), atom_node_of(step)
+    start_node, step_node = atom_node(start), atom_node(step)
     last = gast.BinOp(left=start_node, op=gast.Add(), right=gast.BinOp(
         left=gast.BinOp(left=n, op=gast.Sub(), right=one), op=gast.Mult(), right=step_node))
     stop = gast.BinOp(left=copy.deepcopy(start_node), op=gast.Sub(),
@@ -59,6 +59,7 @@ def reversed_range(bounds, counter):
 
 
 def short_range(bounds):
+    """``range(...)``'s arguments for (start, stop, step) atoms, the defaults left out."""
     start, stop, step = bounds
     if isinstance(step, Const) and step.value == 1:
         if isinstance(start, Const) and start.value == 0:
@@ -121,7 +122,7 @@ def reserve(tape, count):
 def trip_count(bounds):
     """A node for the number of iterations of ``range(*bounds)`` (at most; a break may end
     it sooner)."""
-    args = [atom_node_of(b) for b in short_range(bounds)]
+    args = [atom_node(b) for b in short_range(bounds)]
     if len(args) == 1:
         return args[0]
     return call("rt", "trip_count", args)
@@ -135,6 +136,8 @@ def restores(statements, taped, recomputed):
     out = []
     nested = nested_carried(statements)
     for stmt in statements:
+        if isinstance(stmt, Op) and stmt.expr is None:
+            continue   # the link of a custom rule: its results were restored where computed
         if isinstance(stmt, Op):
             if len(stmt.targets) == 1 and stmt.targets[0] in recomputed:
                 out.append(assign(stmt.targets[0], copy.deepcopy(stmt.expr)))
@@ -146,7 +149,7 @@ def restores(statements, taped, recomputed):
             body = restores(stmt.body, taped, recomputed)
             orelse = restores(stmt.orelse, taped, recomputed)
             if body or orelse:
-                out.append(gast.If(test=atom_node_of(stmt.test), body=body or [gast.Pass()],
+                out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
             for v in [stmt.counter] + stmt.carried:
@@ -286,7 +289,7 @@ def level_assigned(statements):
     names = []
     nested = nested_carried(statements)
     for stmt in statements:
-        if isinstance(stmt, Op):
+        if isinstance(stmt, Op) and stmt.expr is not None:   # (not a custom rule's link)
             names.extend(t for t in stmt.targets if t not in nested)
         elif isinstance(stmt, If):
             names.extend(level_assigned(stmt.body) + level_assigned(stmt.orelse))
@@ -296,6 +299,7 @@ def level_assigned(statements):
 
 
 def assigned_targets(statements):
+    """The variables the Ops of a structured list (and what it holds) assign, in order."""
     return [t for s in walk_ops(statements) if isinstance(s, Op) for t in s.targets]
 
 
@@ -311,6 +315,7 @@ def contributed(statements, active):
 
 
 def walk_items(node):
+    """The gast nodes of a generated statement (none for a Comment)."""
     if isinstance(node, Comment):
         return []
     return gast.walk(node)
@@ -329,9 +334,7 @@ def without_dead_ops(body, backward, output):
         if isinstance(stmt, Op):
             if not any(t in needed for t in stmt.targets) and stmt.primitive != prims.EFFECT:
                 continue
-            needed.update(stmt.operand_vars())
-            if stmt.expr is not None:
-                needed.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+            needed.update(statement_reads(stmt))
         else:
             needed.update(statement_names(stmt))
         kept.append(stmt)
@@ -350,7 +353,7 @@ def _drop_unread_copies(body, backward, output):
         if isinstance(stmt, Op) and stmt.primitive == prims.ASSIGN:
             copies.append(stmt)
         else:
-            live.update(_reads(stmt))
+            live.update(statement_reads(stmt))
     changed = True
     while changed:
         changed = False
@@ -361,20 +364,25 @@ def _drop_unread_copies(body, backward, output):
     _drop_copies(body, live, top=True)
 
 
-def _reads(stmt):
-    """The names one statement reads (not the ones it assigns)."""
+def statement_reads(stmt):
+    """The names one statement reads itself, not the ones it assigns: an Op its operands
+    (and any other name its expression reads), an in-place update or append the array or
+    list too, a branch its test, a loop its bounds, test and break flag (what their
+    blocks read is those statements' own)."""
     if isinstance(stmt, Op):
         names = set(stmt.operand_vars())
         if stmt.expr is not None:
             names.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
         return names
+    if isinstance(stmt, ListAppend):
+        return {stmt.target, *atom_vars(stmt.value)}
+    if isinstance(stmt, SetItem):
+        return {stmt.target, *atom_vars(stmt.value), *atom_vars(stmt.index)}
     if isinstance(stmt, If):
         return set(atom_vars(stmt.test))
-    if isinstance(stmt, Loop):
-        names = set(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
-        names.update(atom_vars(stmt.break_flag) if stmt.break_flag is not None else ())
-        return names
-    return statement_names(stmt)
+    names = set(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
+    names.update(atom_vars(stmt.break_flag) if stmt.break_flag is not None else ())
+    return names
 
 
 def _drop_copies(statements, read, top):
@@ -398,29 +406,12 @@ def _unread_copy(stmt, read):
 
 
 def statement_names(stmt):
+    """Every name a statement and the statements it holds read or assign."""
     names = set()
-    if isinstance(stmt, ListAppend):
-        return {stmt.target, *atom_vars(stmt.value)}
-    if isinstance(stmt, SetItem):
-        names.add(stmt.target)
-        names.update(atom_vars(stmt.value) + atom_vars(stmt.index))
-        return names
-    if isinstance(stmt, If):
-        names.update(atom_vars(stmt.test))
-        for s in stmt.body + stmt.orelse:
-            names.update(statement_names(s))
-        return names
-    if isinstance(stmt, Loop):
-        names.update(atom_vars(Seq(tuple(stmt.bounds))) + atom_vars(stmt.test or Const(None)))
-        if stmt.break_flag is not None:
-            names.update(atom_vars(stmt.break_flag))
-        for s in stmt.test_ops + stmt.body:
-            names.update(statement_names(s))
-        return names
-    names.update(stmt.targets)
-    names.update(stmt.operand_vars())
-    if stmt.expr is not None:
-        names.update(n.id for n in gast.walk(stmt.expr) if isinstance(n, gast.Name))
+    for s in walk_statements([stmt]):
+        names |= statement_reads(s)
+        if isinstance(s, Op):
+            names.update(s.targets)
     return names
 
 

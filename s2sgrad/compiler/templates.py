@@ -1,9 +1,9 @@
 """Rule templates instantiated at one operation: the adjoint statements of a primitive.
 
-``instantiate(op, adj, active, names, out, ndims)`` substitutes the
+``instantiate(op, adj, active, names, out, ndims, shapes)`` substitutes the
 operation's operands into its rule's ``d[x] = ...`` template, drops what an
-inactive operand would need, folds constant arithmetic and, between known
-scalars, ``rt.unbroadcast``.  Indexing (``x[i]``) has its own adjoint:
+inactive operand would need, folds constant arithmetic and drops
+``rt.unbroadcast`` to an operand of the result's shape (``compiler/shapes.py``).  Indexing (``x[i]``) has its own adjoint:
 ``dx[i] += g`` for basic indices, ``rt.add_at`` for index arrays.
 """
 import copy
@@ -16,11 +16,12 @@ from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
-from .literals import literal_node
-from .typeinfo import basic_index
+from .literals import atom_node
 
 
 def missing_rule(op):
+    """The MissingRuleError for an active ``op`` whose primitive has no rule that covers
+    the call (naming the user's line and how to give it one)."""
     name = op.primitive if isinstance(op.primitive, str) else display_name(op.primitive)
     detail = op.bind_error
     return MissingRuleError(
@@ -55,10 +56,6 @@ def getitem_adjoint(op, adj, active, out):
                                                           index_expression(index_node), g])))
 
 
-def basic_setitem(stmt, int_vars):
-    return basic_index(stmt.index, int_vars)
-
-
 def index_expression(node):
     """An index as a value: slices become slice(...) calls."""
     if isinstance(node, gast.Slice):
@@ -70,11 +67,13 @@ def index_expression(node):
     return node
 
 
-def instantiate(op, adj, active, names, out, ndims=None):
+def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
     """Append the rule template of ``op`` with its operands substituted.
 
-    Where the result and an operand are both known to be scalars, the
-    template's ``rt.unbroadcast(e, x)`` is just ``e``."""
+    Where an operand ``x`` is known to have the shape of the result (``ndims``: ranks,
+    ``shapes``: symbolic shapes; both scalars, or provably equal shapes), the template's
+    ``rt.unbroadcast(e, x)`` is just ``e``: in an elementwise rule ``e`` has the shape of
+    the result, so nothing was broadcast."""
     rule = op.rule
     bound = rule.bind(op.args, op.kwargs)
     bindings = {rule.result: Var(op.targets[0])}
@@ -113,14 +112,14 @@ def instantiate(op, adj, active, names, out, ndims=None):
         if kind == "local":
             if key not in needed:
                 continue
-            locals_[key] = names.fresh(key)
             expr = _substitute(value, bindings, locals_, adj, rule.globals, names)
+            locals_[key] = names.temp(expr)   # named from what it holds, not the template
             out.append(gast.Assign(targets=[name_node(locals_[key], gast.Store())], value=expr,
                                    type_comment=None))
             continue
         expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names))
-        if ndims and ndims.get(op.targets[0]) == 0:
-            expr = _ScalarUnbroadcast(ndims).visit(expr)
+        if ndims is not None:
+            expr = _NoOpUnbroadcast(op.targets[0], ndims, shapes).visit(expr)
         if isinstance(key, Var):
             adj.accumulate(key.name, expr, out)
         elif isinstance(key, Seq):
@@ -166,6 +165,11 @@ class _Fold(gast.NodeTransformer):
         return node
 
 
+def fold_constants(node):
+    """``node`` with the constant arithmetic a template produced folded (``_Fold``)."""
+    return _Fold().visit(node)
+
+
 def _number(node):
     if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
@@ -173,11 +177,21 @@ def _number(node):
     return None
 
 
-class _ScalarUnbroadcast(gast.NodeTransformer):
-    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` is a known scalar (nothing was broadcast)."""
+class _NoOpUnbroadcast(gast.NodeTransformer):
+    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``."""
 
-    def __init__(self, ndims):
-        self.ndims = ndims
+    def __init__(self, ans, ndims, shapes):
+        self.ans, self.ndims, self.shapes = ans, ndims, shapes
+
+    def _shape(self, name):
+        if self.ndims.get(name) == 0:
+            return ()
+        return self.shapes.of.get(name) if self.shapes is not None else None
+
+    def _same(self, a, b):
+        if a == () and b == ():
+            return True
+        return self.shapes is not None and self.shapes.same(a, b)
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -185,7 +199,7 @@ class _ScalarUnbroadcast(gast.NodeTransformer):
         if (isinstance(func, gast.Attribute) and func.attr == "unbroadcast"
                 and isinstance(func.value, gast.Name) and func.value.id == "rt"
                 and isinstance(node.args[1], gast.Name)
-                and self.ndims.get(node.args[1].id) == 0):
+                and self._same(self._shape(node.args[1].id), self._shape(self.ans))):
             return node.args[0]
         return node
 
@@ -209,19 +223,10 @@ class _Substituter(gast.NodeTransformer):
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
             atom = self.bindings[node.id]
-            return atom_node_of(atom)
+            return atom_node(atom)
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
-
-
-def atom_node_of(atom):
-    """The expression of an atom in generated code: a Name, a tuple of them, a literal."""
-    if isinstance(atom, Var):
-        return name_node(atom.name)
-    if isinstance(atom, Seq):
-        return gast.Tuple(elts=[atom_node_of(a) for a in atom.items], ctx=gast.Load())
-    return literal_node(atom.value)
 
 
 def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):

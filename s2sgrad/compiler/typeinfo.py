@@ -32,6 +32,10 @@ INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, oper
 FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.var, np.std}
 
 
+#: primitives whose result has the shape of their first operand (called without options)
+SHAPE_OF_FIRST = {np.ones_like, np.zeros_like, np.empty_like, np.full_like}
+
+
 #: primitives whose result may share memory with their first operand
 VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
                np.asarray, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to,
@@ -39,6 +43,8 @@ VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, n
 
 
 def makes_view(prim, args):
+    """True when ``prim`` on ``args`` may give a view of its first operand (basic
+    indexing, a reshape or transpose, a plain copy of the name), not a fresh array."""
     if prim == prims.GETITEM:
         return not _scalar_index(args[1])
     return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == prims.ASSIGN
@@ -128,6 +134,63 @@ class TypeInfo:
             if ranks and None not in ranks:
                 return max(ranks)
         return None
+
+    def shape_of(self, atom):
+        """The symbolic shape of an atom (``compiler/shapes.py``) where it is known, else
+        None: () for scalars, the shape of a constant array."""
+        if isinstance(atom, Var):
+            return () if self.ndims.get(atom.name) == 0 else self.shapes.of.get(atom.name)
+        if isinstance(atom, Const):
+            value = atom.value
+            if isinstance(value, (int, float, np.number, bool)):
+                return ()
+            return tuple(value.shape) if isinstance(value, np.ndarray) else None
+        return None
+
+    def infer_shape(self, prim, args, kwargs):
+        """The symbolic shape of ``prim``'s result, for the primitives whose shape rule is
+        plain (see ``compiler/shapes.py``); else None.  Broadcasts outside any branch or
+        loop body unify the dimensions they equate."""
+        certain = self.nesting == 0
+        if prim == prims.GETITEM:
+            base = self.shape_of(args[0])
+            rank = self.infer_ndim(prim, args, kwargs)
+            return None if base is None or rank is None else base[len(base) - rank:]
+        if prim in FULL_REDUCTIONS:
+            return self._reduced_shape(args, kwargs)
+        if kwargs:
+            return None
+        if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2:
+            return self.shapes.matmul(self.shape_of(args[0]), self.shape_of(args[1]), certain)
+        if prim in SHAPE_OF_FIRST or prim == prims.ASTYPE:
+            return self.shape_of(args[0])
+        if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
+            shape = self.shape_of(args[0])
+            return None if shape is None else shape[::-1]
+        if prim in ELEMENTWISE or isinstance(prim, np.ufunc):
+            return self.shapes.broadcast([self.shape_of(a) for a in args], certain)
+        return None
+
+    def _reduced_shape(self, args, kwargs):
+        """The shape of ``np.sum(x, axis, keepdims=...)`` and the other reductions, for a
+        constant axis (an int, a tuple of ints or None)."""
+        if set(kwargs) - {"axis", "keepdims"} or len(args) > 2:
+            return None
+        axis = args[1] if len(args) == 2 else kwargs.get("axis", Const(None))
+        keepdims = kwargs.get("keepdims", Const(False))
+        shape = self.shape_of(args[0])
+        if not (isinstance(axis, Const) and isinstance(keepdims, Const)) or shape is None:
+            return None
+        axes = axis.value if isinstance(axis.value, tuple) else (axis.value,)
+        if axis.value is None:
+            axes = tuple(range(len(shape)))
+        if not all(isinstance(a, int) and -len(shape) <= a < len(shape) for a in axes):
+            return None
+        axes = {a % len(shape) for a in axes}
+        if keepdims.value is True:
+            return tuple(1 if k in axes else d for k, d in enumerate(shape))
+        return tuple(d for k, d in enumerate(shape) if k not in axes) \
+            if keepdims.value is False else None
 
     def is_int(self, atom):
         """True when ``atom`` is known to be a Python int (a constant, a range variable...)."""

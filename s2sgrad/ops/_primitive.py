@@ -47,7 +47,9 @@ def tensor_op(fn=None, *, check=None, aliases=None, promote=False):
     raises ValueError/TypeError), calls ``fn`` and wraps ndarray results
     (also inside tuples) into Tensors.
 
-    The op has ``raw`` (= ``fn``), ``check``, ``aliases`` and
+    The op has ``raw`` (= ``fn``), ``check``, ``aliases``,
+    ``canonical_kwargs(kwargs)`` (the keywords with aliases renamed, as the op
+    passes them to ``fn``: how the differentiator calls ``raw``) and
     ``__s2sgrad_op__ = True``; ``functools.wraps`` gives it ``fn``'s name,
     docstring, signature and ``__wrapped__``.
     """
@@ -70,6 +72,7 @@ def tensor_op(fn=None, *, check=None, aliases=None, promote=False):
     op.raw = fn
     op.check = check
     op.aliases = aliases
+    op.canonical_kwargs = functools.partial(rename_aliases, name, aliases)
     op.__s2sgrad_op__ = True
     return op
 

@@ -14,7 +14,10 @@ keeps a term only when one of the tangents it reads is non-zero (a
 inputs has no tangent variable and no code), so give each operand its own
 term.  A kept term that reads several tangents gets materialised zeros
 (``rt.zeros_like(x)``) for the zero ones.  Other assignments are template
-temporaries, emitted only when a kept term needs them.  ``t[xs]`` of a
+temporaries, emitted only when a kept term needs them.  A bare expression
+statement is an *effect* on tangents, emitted where a tangent it reads is
+non-zero (``rt.push(t[tape], top, t[value])`` for a helper that writes into
+its argument); a template of ``pass`` only gives the result a zero tangent.  ``t[xs]`` of a
 ``*xs`` parameter (or of a tuple/list operand) is the tuple of the items'
 tangents.  Example::
 
@@ -52,7 +55,7 @@ import textwrap
 import gast
 import numpy as np
 
-from .registry import _template_globals, display_name, is_adjoint_subscript, lookup
+from .registry import display_name, is_adjoint_subscript, lookup, template_globals
 
 
 class _TangentMarker:
@@ -85,8 +88,8 @@ class JvpRule:
 
     ``signature`` binds a call's operands to the template's parameter names (as
     the VJP rule's does); ``result`` is the result parameter's name;
-    ``statements`` is a list of ("term", expr) and ("local", name, expr) in
-    template order; ``tangent_params`` the parameters some term reads the
+    ``statements`` is a list of ("term", expr), ("local", name, expr) and ("effect",
+    expr) in template order; ``tangent_params`` the parameters some term reads the
     tangent of; ``derived`` is True for a rule made from a VJP template;
     ``tuple_result``: the primitive returns a tuple and ``t[ans]`` is a tuple.
     """
@@ -107,7 +110,7 @@ class JvpRule:
         self.tuple_result = tuple_result
         read = []
         for item in statements:
-            if item[0] == "term":
+            if item[0] in ("term", "effect"):
                 read += [p for p in tangents_read(item[1]) if p not in read]
         self.tangent_params = tuple(p for p in signature.parameters if p in read)
 
@@ -145,8 +148,11 @@ def parse_template(template, primitive, tuple_result=False):
     result = params[0].name
     statements = []
     for stmt in fdef.body:
-        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant):
-            continue   # a docstring
+        if isinstance(stmt, gast.Pass) or (isinstance(stmt, gast.Expr)
+                                           and isinstance(stmt.value, gast.Constant)):
+            continue   # a docstring, or `pass`: a result whose tangent is zero
+        if isinstance(stmt, gast.Expr):
+            statements.append(("effect", stmt.value))
         if isinstance(stmt, gast.AugAssign) and isinstance(stmt.op, gast.Add) and \
                 _is_result_target(stmt.target, result):
             statements.append(("term", stmt.value))
@@ -160,7 +166,7 @@ def parse_template(template, primitive, tuple_result=False):
             raise TypeError(f"JVP template {template.__qualname__}: each statement must be "
                             f"`t[{result}] = ...`, `t[{result}] += ...` or `name = ...`")
     clean = _WithoutTangents().visit(copy.deepcopy(fdef))
-    globals_ = _template_globals(template, clean, [p.name for p in params])
+    globals_ = template_globals(template, clean, [p.name for p in params])
     return JvpRule(primitive, display_name(primitive), sig.replace(parameters=params[1:]),
                    result, statements, globals_, tuple_result=tuple_result)
 
@@ -251,7 +257,13 @@ def all_jvp_rules():
 
 #: Python operators and builtins that act elementwise (on numbers, or broadcasting arrays)
 _ELEMENTWISE = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-                operator.mod, operator.neg, operator.pos, abs, pow, max, min)
+                operator.mod, operator.neg, operator.pos, abs, pow, max, min, np.sinc, np.i0,
+                np.nan_to_num)
+
+
+#: scipy.special's elementwise functions that are Python functions, not ufuncs
+_SPECIAL_ELEMENTWISE = ("polygamma", "softplus", "zeta", "spherical_jn", "spherical_yn",
+                        "spherical_in", "spherical_kn")
 
 
 def _elementwise(primitive):
@@ -260,12 +272,27 @@ def _elementwise(primitive):
     JVP factor."""
     if isinstance(primitive, np.ufunc) or any(primitive is p for p in _ELEMENTWISE):
         return True
+    if getattr(primitive, "__module__", "").startswith("scipy.special") and \
+            getattr(primitive, "__name__", None) in _SPECIAL_ELEMENTWISE:
+        return True
     return getattr(primitive, "__module__", None) == "math" and \
         getattr(math, getattr(primitive, "__name__", ""), None) is primitive
 
 
 def _is_d_ans(node, result):
-    return is_adjoint_subscript(node) and node.slice.id == result
+    return is_adjoint_subscript(node) and node.slice.id == result or _unreduce_of_d_ans(
+        node, result) is not None
+
+
+def _unreduce_of_d_ans(node, result):
+    """(axis, keepdims) nodes when ``node`` is ``rt.unreduce(d[ans], x, axis, keepdims)``:
+    the adjoint of a reduction spread back over its input."""
+    if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr == "unreduce" and isinstance(node.func.value, gast.Name)
+            and node.func.value.id == "rt" and len(node.args) == 4
+            and is_adjoint_subscript(node.args[0]) and node.args[0].slice.id == result):
+        return node.args[2], node.args[3]
+    return None
 
 
 def _linear_in_d_ans(node, result):
@@ -303,6 +330,11 @@ class _DToT(gast.NodeTransformer):
     def __init__(self, result, param):
         self.result, self.param = result, param
 
+    def visit_Call(self, node):
+        if _unreduce_of_d_ans(node, self.result) is not None:
+            return self.visit_Subscript(node.args[0])
+        return self.generic_visit(node)
+
     def visit_Subscript(self, node):
         if _is_d_ans(node, self.result):
             return gast.Subscript(value=gast.Name(id="t", ctx=gast.Load(), annotation=None,
@@ -313,14 +345,30 @@ class _DToT(gast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _reduction_of(statements, result):
+    """(axis, keepdims) when the adjoint statements spread ``d[ans]`` with
+    ``rt.unreduce(d[ans], x, axis, keepdims)`` (a reduction: each input element reaches
+    one result element), else None."""
+    for stmt in statements:
+        for node in gast.walk(stmt.value):
+            found = _unreduce_of_d_ans(node, result)
+            if found is not None:
+                return found
+    return None
+
+
 def derive_from_vjp(primitive):
-    """A JvpRule made from ``primitive``'s VJP template when the primitive is elementwise
-    and every adjoint statement is linear in ``d[ans]`` (module doc); None otherwise."""
-    if isinstance(primitive, str) or not _elementwise(primitive):
+    """A JvpRule made from ``primitive``'s VJP template when every adjoint statement is
+    ``d[ans]`` times factors (module doc) and the primitive is elementwise, or when the
+    template spreads ``d[ans]`` with ``rt.unreduce`` (a reduction: the tangent is the sum
+    of ``t[x]`` times the factors over the reduced axes); None otherwise."""
+    if isinstance(primitive, str):
         return None
     vjp_rule = lookup(primitive)
-    if vjp_rule is None or not vjp_rule.differentiable or vjp_rule.refused or \
-            vjp_rule.tuple_result:
+    if vjp_rule is None or not vjp_rule.differentiable or vjp_rule.tuple_result:
+        return None
+    reduction = _reduction_of(vjp_rule.statements, vjp_rule.result)
+    if reduction is None and not _elementwise(primitive):
         return None
     result = vjp_rule.result
     statements = []
@@ -343,7 +391,15 @@ def derive_from_vjp(primitive):
         if not _linear_in_d_ans(value, result):
             return None
         term = _DToT(result, param).visit(copy.deepcopy(value))
-        if broadcast:
+        if reduction is not None:
+            if broadcast or _reduction_of([stmt], result) is None:
+                return None
+            term = gast.Call(func=gast.Attribute(value=gast.Name(
+                id="rt", ctx=gast.Load(), annotation=None, type_comment=None),
+                attr="sum", ctx=gast.Load()),
+                args=[term, copy.deepcopy(reduction[0]), copy.deepcopy(reduction[1])],
+                keywords=[])
+        elif broadcast:
             term = gast.Call(func=gast.Attribute(value=gast.Name(
                 id="rt", ctx=gast.Load(), annotation=None, type_comment=None),
                 attr="broadcast_like", ctx=gast.Load()),

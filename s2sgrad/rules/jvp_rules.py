@@ -96,6 +96,18 @@ def _(ans, x, ord=None, axis=None, keepdims=False):
                     axis, keepdims)
 
 
+@jvp_rule(np.linalg.vector_norm)
+def _(ans, x, axis=None, keepdims=False, ord=2):
+    t[ans] = rt.sum(rt.vector_norm_adjoint(rt.ones_like(ans), ans, x, ord, axis, keepdims)
+                    * t[x], axis, keepdims)
+
+
+@jvp_rule(np.linalg.matrix_norm)
+def _(ans, x, keepdims=False, ord="fro"):
+    t[ans] = rt.sum(rt.matrix_norm_axes_adjoint(rt.ones_like(ans), x, ord, (-2, -1), keepdims)
+                    * t[x], (-2, -1), keepdims)
+
+
 @jvp_rule(special.logsumexp)
 def _(ans, a, axis=None, b=None, keepdims=False):
     t[ans] = rt.sum(rt.logsumexp_adjoint(rt.ones_like(ans), ans, a, axis, b, keepdims, 0)
@@ -132,6 +144,23 @@ def _(ans, a, b):
     t[ans] += np.linalg.solve(a, t[b])
 
 
+@jvp_rule(np.linalg.slogdet, tuple_result=True)
+def _(ans, a):
+    t[ans] = (ans[0] * 0.0,
+              rt.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t[a], (-2, -1), False))
+
+
+@jvp_rule(np.polyval)
+def _(ans, p, x):
+    t[ans] = np.polyval(t[p], x)
+    t[ans] += np.polyval(np.polyder(p), x) * t[x]
+
+
+@jvp_rule(np.cumprod)
+def _(ans, a, axis=None):
+    t[ans] = rt.cumprod_tangent(t[a], a, axis)
+
+
 @jvp_rule(np.sort)
 def _(ans, a, axis=-1):
     t[ans] = np.take_along_axis(t[a], np.argsort(a, axis=axis), axis=axis)
@@ -154,11 +183,16 @@ jvp_linear(
     np.rot90, np.roll, np.moveaxis, np.rollaxis, np.diagonal, np.linalg.diagonal, np.diag,
     np.triu, np.tril, np.take, np.take_along_axis, np.repeat, np.tile,
     np.matrix_transpose, np.linalg.matrix_transpose, prims.INDEX_R, prims.INDEX_C,
+    np.row_stack, np.append, np.pad, np.split, np.array_split, np.hsplit, np.vsplit,
+    np.dsplit, np.unstack, np.block, np.insert, np.delete, np.compress, np.extract, np.choose,
+    np.resize, np.ediff1d, np.diagflat, np.broadcast_arrays, np.meshgrid, np.require,
+    np.real_if_close, np.asarray_chkfinite, np.cumulative_sum, np.polyadd, np.polysub,
+    np.polyder,
 )
 
 jvp_multilinear(
     operator.matmul, np.matmul, np.linalg.matmul, np.dot, np.inner, np.outer,
     np.linalg.outer, np.vdot, np.tensordot, np.linalg.tensordot, np.kron, np.einsum,
     np.cross, np.linalg.cross, np.linalg.multi_dot, np.vecdot, np.linalg.vecdot,
-    np.matvec, np.vecmat,
+    np.matvec, np.vecmat, np.polymul, np.convolve, np.correlate,
 )

@@ -129,6 +129,10 @@ def _template_globals(template, fdef, params):
     return found
 
 
+#: what a template reads from its module, for other rule tables (``jvp_registry``)
+template_globals = _template_globals
+
+
 def _assigned_adjoints(statements):
     names = []
     for node in gast.walk(gast.Module(body=statements, type_ignores=[])):

@@ -1,0 +1,88 @@
+"""``Generated.line_map``: each generated line -> the user's line it was generated for,
+built while the code is laid out (not read back from comments); an error raised inside
+generated code gets a note naming that line and the sweep it was in."""
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad.compiler.pipeline import build
+
+
+def loop_loss(x, w):
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(np.tanh(x @ w) * i)
+    return s * 2.0
+
+
+def bad_index(x, idx):
+    y = np.sin(x)
+    z = y[idx]
+    return np.sum(z * z)
+
+
+@ms.custom_vjp
+def inverse_grad(m):
+    return m * 1.0
+
+
+@inverse_grad.defvjp
+def _(m, out, dout):
+    return (np.linalg.inv(m) * dout,)
+
+
+def fails_in_the_adjoint(m):
+    return np.sum(inverse_grad(m))
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+def test_every_line_under_a_location_comment_maps_to_its_user_line():
+    generated = build(loop_loss, (0, 1), (), False)
+    lines = generated.source.splitlines()
+    header, body = _line_of(loop_loss, "for i in"), _line_of(loop_loss, "s = s + ")
+    mapped = {k: generated.line_map.get(k) for k in range(1, len(lines) + 1)}
+    tanh = next(k for k, line in enumerate(lines, 1) if "np.tanh" in line)
+    assert mapped[tanh].lineno == body
+    assert os.path.basename(mapped[tanh].filename) == "test_line_map.py"
+    # the reversed loop's own line maps to the loop's header, its body to the body's line
+    reversed_loop = next(k for k, line in enumerate(lines, 1)
+                         if k > generated.adjoint_from and line.lstrip().startswith("for "))
+    assert mapped[reversed_loop].lineno == header
+    assert mapped[reversed_loop + 1].lineno in (header, body)
+    assert any(m is not None and m.lineno == body for k, m in mapped.items()
+               if k > reversed_loop)
+    # the module header and the def line are nobody's
+    assert all(mapped[k] is None for k, line in enumerate(lines, 1)
+               if line.startswith(("import", "from", "def", "# s2sgrad")))
+
+
+def test_a_location_comment_maps_to_the_line_it_shows():
+    generated = build(bad_index, (0,), (), False)
+    for k, line in enumerate(generated.source.splitlines(), 1):
+        if line.lstrip().startswith("#") and k in generated.line_map:
+            assert generated.line_map[k].text.strip() in line
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_a_forward_error_names_the_users_line(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    with pytest.raises(IndexError) as info:
+        ms.grad(bad_index)(np.ones(3), np.array([5]))
+    (note,) = info.value.__notes__
+    assert "(forward sweep) for 'z = y[idx]'" in note
+    assert f"test_line_map.py:{_line_of(bad_index, 'z = y[idx]')}" in note
+
+
+def test_an_adjoint_error_names_the_call_and_the_adjoint_sweep():
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        ms.grad(fails_in_the_adjoint)(np.zeros((2, 2)))
+    (note,) = info.value.__notes__
+    assert "(adjoint sweep)" in note and "inverse_grad(m)" in note
+    assert f"test_line_map.py:{_line_of(fails_in_the_adjoint, 'return np.sum')}" in note

@@ -1,0 +1,167 @@
+"""Symbolic shapes (s2sgrad/compiler/shapes.py): ``rt.unbroadcast`` is dropped where an
+operand provably has the result's shape and kept wherever it may not; gradients stay
+right when the shapes a build assumed change."""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.compiler.shapes import Dim, ShapeTable
+from s2sgrad.testing import numerical_grad
+
+
+# ---------------------------------------------------------------- the table itself
+
+def test_broadcasting_symbols_known_not_one_unifies_them_only_when_certain():
+    table = ShapeTable()
+    table.argument("x", 2, (False, False))
+    table.argument("b", 1, (False,))
+    x, b = table.of["x"], table.of["b"]
+    assert table.broadcast([x, b], certain=False) is None       # may not have run
+    assert not table.same(x[1:], b)
+    result = table.broadcast([x, b], certain=True)              # ran: x.shape[1] == b.shape[0]
+    assert table.same(result, x) and table.same(x[1:], b)
+
+
+def test_a_unit_dimension_broadcasts_and_an_unknown_one_gives_no_shape():
+    table = ShapeTable()
+    table.argument("x", 2, (False, True))        # (n, 1)
+    table.argument("y", 2, (False, False))       # (n', m)
+    table.argument("u", 1, None)                 # a dimension nothing is known of
+    x, y, u = table.of["x"], table.of["y"], table.of["u"]
+    assert x[1] == 1
+    result = table.broadcast([x, y], certain=True)
+    assert table.same(result, y) and not table.same(result, x)
+    assert table.broadcast([u, y], certain=True) is None
+    assert table.same(table.broadcast([(), y], certain=True), y)
+
+
+def test_matmul_shapes():
+    table = ShapeTable()
+    for name, ndim in (("a", 2), ("b", 2), ("v", 1)):
+        table.argument(name, ndim, (False,) * ndim)
+    a, b, v = table.of["a"], table.of["b"], table.of["v"]
+    assert table.same(table.matmul(a, b, True), (a[0], b[1]))
+    assert table.same(table.matmul(v, b, True), (b[1],))
+    assert table.same(table.matmul(a, v, True), (a[0],))
+    assert table.same(table.matmul(v, v, True), ())
+    assert isinstance(table.find(a[1]), Dim) and table.find(a[1]) is table.find(v[0])
+
+
+# ---------------------------------------------------------------- the generated code
+
+def bias_tanh(x, b):
+    return np.sum(np.tanh(x + b) * x)
+
+
+def _check(gradient, fn, args):
+    got = gradient(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    for k, g in enumerate(got):
+        want = numerical_grad(fn, args, position=k)
+        np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+        assert np.shape(g) == np.shape(args[k])
+
+
+@pytest.mark.parametrize("x_shape, b_shape, unbroadcasts", [
+    ((4, 3), (3,), 1),        # b is broadcast over the rows: summed; x is not
+    ((4, 3), (1, 3), 1),      # the same with a unit dimension
+    ((4, 1), (3,), 3),        # both broadcast (x twice: in x + b and in the product)
+    ((4, 3), (4, 3), 0),      # nothing broadcast
+    ((3,), (3,), 0),
+])
+def test_unbroadcast_only_where_an_operand_is_broadcast(x_shape, b_shape, unbroadcasts):
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal(x_shape), rng.standard_normal(b_shape))
+    gradient = s2sgrad.grad(bias_tanh, (0, 1))
+    _check(gradient, bias_tanh, args)
+    assert gradient.source.count("rt.unbroadcast") == unbroadcasts, gradient.source
+
+
+def test_the_code_is_built_again_when_a_dimension_becomes_one():
+    gradient = s2sgrad.grad(bias_tanh, (0, 1))
+    rng = np.random.default_rng(1)
+    wide = (rng.standard_normal((4, 3)), rng.standard_normal((4, 3)))
+    narrow = (rng.standard_normal((4, 3)), rng.standard_normal((1, 3)))
+    _check(gradient, bias_tanh, wide)
+    _check(gradient, bias_tanh, narrow)
+    _check(gradient, bias_tanh, wide)
+
+
+def test_the_tutorial_gradient_has_no_unbroadcast():
+    from examples_loader import load_functional_autodiff
+    ex = load_functional_autodiff()
+    gradient = s2sgrad.grad(ex.function, (2, 3))
+    gradient(ex.x, ex.y, ex.w, ex.b)
+    assert "rt.unbroadcast" not in gradient.source
+
+
+BIAS = np.array([0.5, -1.0, 2.0])
+
+
+def with_global_bias(x):
+    return np.sum(np.sin(x + BIAS))
+
+
+def test_an_array_read_from_outside_that_changes_shape_rebuilds_the_code():
+    gradient = s2sgrad.grad(with_global_bias)
+    x = np.random.default_rng(2).standard_normal(3)
+    _check(gradient, with_global_bias, (x,))        # (3,) + (3,): nothing broadcast
+    try:
+        BIAS.shape = (3, 1)             # the same array, now (3, 1): x is broadcast
+        _check(gradient, with_global_bias, (x,))
+        BIAS.shape = (1, 3)
+        _check(gradient, with_global_bias, (x,))
+    finally:
+        BIAS.shape = (3,)
+    _check(gradient, with_global_bias, (x,))
+
+
+def branch_with_other_shapes(x, y, flag):
+    if flag > 0:
+        t = x + y            # would fail for these shapes: never runs here
+    else:
+        t = x * 2.0
+    return np.sum(t * t) + np.sum(np.cos(y))
+
+
+def test_a_broadcast_in_a_branch_that_does_not_run_decides_nothing():
+    x, y = np.arange(3.0), np.arange(4.0)
+    gradient = s2sgrad.grad(branch_with_other_shapes, (0, 1))
+    got = gradient(x, y, -1.0)
+    np.testing.assert_allclose(got[0], 8 * x)
+    np.testing.assert_allclose(got[1], -np.sin(y))
+
+
+def loop_bias(x, b):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sum(np.tanh(x[i] + b))
+    return s
+
+
+@pytest.mark.parametrize("b_shape", [(3,), (1,)])
+def test_loops_keep_gradients_right(b_shape):
+    rng = np.random.default_rng(4)
+    args = (rng.standard_normal((5, 3)), rng.standard_normal(b_shape))
+    _check(s2sgrad.grad(loop_bias, (0, 1)), loop_bias, args)
+
+
+def log_softmax_mean(z, onehot):
+    m = np.max(z, axis=1, keepdims=True)
+    logp = z - m - np.log(np.sum(np.exp(z - m), axis=1, keepdims=True))
+    return -np.sum(onehot * logp) / z.shape[0]
+
+
+def test_reductions_with_an_axis_keep_their_shapes():
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((4, 3))
+    onehot = np.eye(3)[[0, 2, 1, 1]]
+    gradient = s2sgrad.grad(log_softmax_mean, 0)
+    np.testing.assert_allclose(gradient(z, onehot),
+                               numerical_grad(log_softmax_mean, (z, onehot)), rtol=1e-6)
+    code = gradient.source.split("# sensitivity of the output")[1]
+    # the (4, 1)-shaped m and log-sum are broadcast: summed back; z, logp and the
+    # division by z.shape[0] (a Python int) are not
+    assert code.count("rt.unbroadcast") == 3, code
+    assert all(", z)" not in line and ", logp)" not in line
+               for line in code.splitlines() if "rt.unbroadcast" in line)
