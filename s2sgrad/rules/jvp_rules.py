@@ -150,6 +150,26 @@ def _(ans, a):
               rt.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t[a], (-2, -1), False))
 
 
+@jvp_rule(np.linalg.cholesky)
+def _(ans, a):
+    t[ans] = rt.cholesky_tangent(t[a], ans)
+
+
+@jvp_rule(np.linalg.eigh, tuple_result=True)
+def _(ans, a):
+    t[ans] = rt.eigh_tangent(t[a], ans)
+
+
+@jvp_rule(np.linalg.eigvalsh)
+def _(ans, a):
+    t[ans] = rt.eigvalsh_tangent(t[a], a)
+
+
+@jvp_rule(np.linalg.matrix_power)
+def _(ans, a, n):
+    t[ans] = rt.matrix_power_tangent(t[a], a, n)
+
+
 @jvp_rule(np.polyval)
 def _(ans, p, x):
     t[ans] = np.polyval(t[p], x)
