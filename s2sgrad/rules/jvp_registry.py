@@ -223,6 +223,54 @@ def jvp_multilinear(*primitives):
     _operand_rule("multilinear", primitives)
 
 
+class _DToOnes(gast.NodeTransformer):
+    """``d[ans]`` -> ``rt.ones_like(ans)``."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def visit_Subscript(self, node):
+        if is_adjoint_subscript(node) and node.slice.id == self.result:
+            return gast.Call(func=gast.Attribute(value=_name("rt"), attr="ones_like",
+                                                 ctx=gast.Load()),
+                             args=[_name(self.result)], keywords=[])
+        return self.generic_visit(node)
+
+
+def _name(id_):
+    return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def jvp_reduction(*primitives):
+    """Declare reductions over ``axis`` (with ``keepdims``) in which each input element
+    reaches one result element (a median, a nan-aware variance): the VJP template with
+    ``d[ans]`` set to ones gives each element's partial derivative, and the tangent is
+    ``rt.sum(partials * t[x], axis, keepdims)``."""
+    for prim in primitives:
+        vjp_rule = lookup(prim)
+        params = vjp_rule.signature.parameters if vjp_rule is not None else {}
+        if vjp_rule is None or "axis" not in params:
+            raise TypeError(f"jvp_reduction({display_name(prim)}): needs a VJP rule with "
+                            "an axis parameter")
+        statements = []
+        for stmt in vjp_rule.statements:
+            target = stmt.targets[0]
+            value = _DToOnes(vjp_rule.result).visit(copy.deepcopy(stmt.value))
+            if isinstance(target, gast.Name):
+                statements.append(("local", target.id, value))
+                continue
+            term = gast.BinOp(left=value, op=gast.Mult(), right=gast.Subscript(
+                value=_name("t"), slice=_name(target.slice.id), ctx=gast.Load()))
+            keepdims = _name("keepdims") if "keepdims" in params else \
+                gast.Constant(value=False, kind=None)
+            statements.append(("term", gast.Call(
+                func=gast.Attribute(value=_name("rt"), attr="sum", ctx=gast.Load()),
+                args=[term, _name("axis"), keepdims], keywords=[])))
+        _RULES[_key(prim)] = (prim, JvpRule(prim, vjp_rule.name, vjp_rule.signature,
+                                            vjp_rule.result, statements,
+                                            dict(vjp_rule.globals)))
+
+
 def registered(primitive):
     """The registered (not derived) JVP rule of ``primitive``, or None."""
     entry = _RULES.get(_key(primitive))

@@ -17,7 +17,7 @@ from scipy import special
 
 from .. import primitives as prims
 from .. import runtime as rt
-from .jvp_registry import jvp_linear, jvp_multilinear, jvp_rule, t
+from .jvp_registry import jvp_linear, jvp_multilinear, jvp_reduction, jvp_rule, t
 
 # ---------------------------------------------------------------- arithmetic
 
@@ -216,3 +216,5 @@ jvp_multilinear(
     np.cross, np.linalg.cross, np.linalg.multi_dot, np.vecdot, np.linalg.vecdot,
     np.matvec, np.vecmat, np.polymul, np.convolve, np.correlate,
 )
+
+jvp_reduction(np.median, np.nanmedian, np.nanvar, np.nanstd, np.nanprod)
