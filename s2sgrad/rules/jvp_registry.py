@@ -17,9 +17,9 @@ term.  A kept term that reads several tangents gets materialised zeros
 temporaries, emitted only when a kept term needs them.  A bare expression
 statement is an *effect* on tangents, emitted where a tangent it reads is
 non-zero (``rt.push(t[tape], top, t[value])`` for a helper that writes into
-its argument); a template of ``pass`` only gives the result a zero tangent.  ``t[xs]`` of a
-``*xs`` parameter (or of a tuple/list operand) is the tuple of the items'
-tangents.  Example::
+its argument); a template of ``pass`` only gives the result a zero tangent.
+``t[xs]`` of a ``*xs`` parameter (or of a tuple/list operand) is the tuple of
+the items' tangents.  Example::
 
     @jvp_rule(np.sin)
     def _(ans, x):
@@ -37,14 +37,30 @@ When a term has the shape of an operand that the primitive broadcasts
 a known scalar.  Templates may read ``np``, ``math``, ``rt`` and importable
 module-level names of their own module, as VJP templates do.
 
+Three declarations need no template, reading the primitive's signature and
+differentiable parameters from its VJP rule: ``jvp_linear(np.sum, ...)`` (the
+tangent is the call itself, as the forward code writes it, with operands
+replaced by their tangents), ``jvp_multilinear(np.matmul, ...)`` (one such
+call per operand with a non-zero tangent: ``a_dot @ b + a @ b_dot``) and
+``jvp_reduction(np.median, ...)`` (a reduction over ``axis`` whose VJP template,
+with ``d[ans]`` set to ones, gives each input element's partial derivative).
+
 ``jvp_lookup(primitive)`` gives the rule of a primitive: the registered one,
 else one *derived* from its VJP rule when the primitive is elementwise (a
-numpy ufunc or a ``math`` function) and each ``d[x] = ...`` of the VJP
-template is ``d[ans]`` times (or divided by) a factor, possibly inside
-``rt.unbroadcast(..., x)``: then ``t[ans] += t[x] * factor`` (wrapped in
-``rt.broadcast_like`` where the VJP unbroadcasts).  ``all_jvp_rules()`` lists
+numpy ufunc, a ``math`` function, an arithmetic operator) and each ``d[x] =
+...`` of the VJP template is ``d[ans]`` times (or divided by) a factor,
+possibly inside ``rt.unbroadcast(..., x)``: then ``t[ans] += t[x] * factor``
+(wrapped in ``rt.broadcast_like`` where the VJP unbroadcasts); or when the
+template spreads ``rt.unreduce(d[ans], x, axis, keepdims)`` times a factor (a
+reduction): then ``t[ans] += rt.sum(t[x] * factor, axis, keepdims)``.  ``all_jvp_rules()`` lists
 the registered rules; ``tests/test_jvp_rules.py`` checks every rule (derived
 ones too) against central finite differences.
+
+Stable interface (the forward pass and higher-order code build on it):
+``t``, ``jvp_rule``, ``jvp_linear``, ``jvp_multilinear``, ``jvp_reduction``,
+``jvp_lookup``, ``registered``, ``all_jvp_rules``, ``JvpRule``.  A callable with
+a registered JVP rule (an ``rt`` helper of generated gradient code) is a
+primitive of the lowering even without a VJP rule.
 """
 import copy
 import inspect
