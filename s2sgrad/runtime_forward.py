@@ -6,7 +6,8 @@ implementation of the same contract.  ``s2sgrad.runtime`` re-exports them.
 import numpy as np
 
 __all__ = ["broadcast_like", "basis_tangent", "tangent_size", "cumprod_tangent",
-           "cholesky_tangent", "eigh_tangent", "eigvalsh_tangent", "matrix_power_tangent"]
+           "cholesky_tangent", "eigh_tangent", "eigvalsh_tangent", "matrix_power_tangent",
+           "pinv_tangent", "svdvals_tangent"]
 
 
 def broadcast_like(t, like):
@@ -115,3 +116,19 @@ def matrix_power_tangent(t, a, n):
     for k in range(n):
         out = out + powers[k] @ t @ powers[n - 1 - k]
     return out
+
+
+def pinv_tangent(t, ans, a):
+    """The tangent of ``p = np.linalg.pinv(a)`` along ``t`` (constant rank):
+    ``-p t p + p p^T t^T (I - a p) + (I - p a) t^T p^T p``."""
+    p, tt = ans, _t(np.asarray(t))
+    eye_m = np.eye(np.shape(a)[-2])
+    eye_n = np.eye(np.shape(a)[-1])
+    return (-(p @ t @ p) + p @ _t(p) @ tt @ (eye_m - a @ p)
+            + (eye_n - p @ a) @ tt @ _t(p) @ p)
+
+
+def svdvals_tangent(t, a):
+    """The tangent of the singular values of ``a`` along ``t``: ``diag(u^T t v)``."""
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    return np.einsum("...ji,...jk,...ik->...i", u, t, vh)

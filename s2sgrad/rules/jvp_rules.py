@@ -170,6 +170,54 @@ def _(ans, a, n):
     t[ans] = rt.matrix_power_tangent(t[a], a, n)
 
 
+@jvp_rule(np.linalg.pinv)
+def _(ans, a):
+    t[ans] = rt.pinv_tangent(t[a], ans, a)
+
+
+@jvp_rule(np.linalg.svdvals)
+def _(ans, x):
+    t[ans] = rt.svdvals_tangent(t[x], x)
+
+
+@jvp_rule(np.unwrap)
+def _(ans, p, discont=None, axis=-1, *, period=2 * np.pi):
+    t[ans] = t[p]
+
+
+@jvp_rule(np.nancumsum)
+def _(ans, a, axis=None):
+    t[ans] = np.cumsum(np.where(np.isnan(a), 0.0, t[a]), axis)
+
+
+@jvp_rule(np.interp)
+def _(ans, x, xp, fp):
+    t[ans] = rt.interp_adjoint(rt.ones_like(ans), x, xp, fp, 0) * t[x]
+    t[ans] += np.interp(x, xp, t[fp])
+
+
+@jvp_rule(np.trapezoid)
+def _(ans, y, x=None, dx=1.0, axis=-1):
+    t[ans] = np.trapezoid(t[y], x, dx, axis)
+    t[ans] += t[dx] * np.trapezoid(y, None, 1.0, axis)
+
+
+@jvp_rule(np.divmod, tuple_result=True)
+def _(ans, x1, x2):
+    t[ans] = (ans[0] * 0.0, rt.broadcast_like(t[x1], ans[1])
+              - rt.broadcast_like(t[x2] * ans[0], ans[1]))
+
+
+@jvp_rule(np.modf, tuple_result=True)
+def _(ans, x):
+    t[ans] = (t[x], ans[1] * 0.0)
+
+
+@jvp_rule(np.frexp, tuple_result=True)
+def _(ans, x):
+    t[ans] = (t[x] * np.exp2(-ans[1]), ans[1] * 0)
+
+
 @jvp_rule(np.polyval)
 def _(ans, p, x):
     t[ans] = np.polyval(t[p], x)
@@ -207,7 +255,7 @@ jvp_linear(
     np.dsplit, np.unstack, np.block, np.insert, np.delete, np.compress, np.extract, np.choose,
     np.resize, np.ediff1d, np.diagflat, np.broadcast_arrays, np.meshgrid, np.require,
     np.real_if_close, np.asarray_chkfinite, np.cumulative_sum, np.polyadd, np.polysub,
-    np.polyder,
+    np.polyder, np.polyint, np.select,
 )
 
 jvp_multilinear(
