@@ -727,25 +727,6 @@ def _wrap_output(value, dtype):
     return value
 
 
-<<<<<<< HEAD
-
-
-# ---------------------------------------------------------------- shared with vjp and jacrev
-#
-# ``s2sgrad/reverse_api.py`` checks arguments, builds code and shapes results exactly as
-# ``grad`` does; these are the helpers it reads, under public names.
-
-check_function = _check_function
-check_positions = _check_positions
-check_weights = _check_weights
-argument_types = _types
-takes_numba_argument = _numba_argument
-python_objects_reason = _python_objects_reason
-finish_gradient = _finish_gradient
-float_dtype = _float_dtype
-wrap_output = _wrap_output
-user_line_of = _user_line_of
-=======
 # ---------------------------------------------------------------- shared with api_forward
 # the argument checks and result shaping forward mode uses as gradients do
 check_function = _check_function
@@ -759,4 +740,6 @@ wrap_output = _wrap_output
 numba_argument = _numba_argument
 python_objects_reason = _python_objects_reason
 with_article = _a
->>>>>>> main
+# and what vjp, jacrev, hvp and hessian read besides (s2sgrad/reverse_api.py, higher_api.py)
+check_weights = _check_weights
+user_line_of = _user_line_of

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import api
 from .api import (GradFunction, argument_types, check_function, check_positions,
-                  python_objects_reason, takes_numba_argument, user_line_of)
+                  python_objects_reason, numba_argument, user_line_of)
 from .backend import cache
 from .reverse_api import reused
 from .backend.numba_backend import Compiled
@@ -82,7 +82,7 @@ class HvpFunction(GradFunction):
                 arg_trees=trees, jacobian=self._jacobian)
             objects = [f.obj for f in generated.free] + [f.obj for f in generated.jvp.free]
             unsupported = [f.path for f in list(generated.free) + list(generated.jvp.free)
-                           if not takes_numba_argument(f.obj)]
+                           if not numba_argument(f.obj)]
             py_func, path, on_disk = cache.materialise(
                 generated.function_name, generated.source, generated.function_name)
             compiled = Compiled(py_func, allow_numba=not unsupported, path=path,

@@ -20,7 +20,7 @@ import numpy as np
 
 from .api import (GradFunction, check_function, check_positions, check_weights,
                   argument_types, finish_gradient, float_dtype, python_objects_reason,
-                  takes_numba_argument, user_line_of, wrap_output)
+                  numba_argument, user_line_of, wrap_output)
 from .backend import cache
 from .backend.numba_backend import Compiled
 from .compiler.split import build_split
@@ -128,7 +128,7 @@ class _SplitFunction(GradFunction):
                 fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
                 arg_types=argument_types(arrays) if arrays is not None else arg_types,
                 arg_trees=trees)
-            unsupported = [f.path for f in generated.free if not takes_numba_argument(f.obj)]
+            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
             parts = []
             for name in (generated.forward_name, generated.backward_name,
                          generated.jacobian_name):

@@ -31,7 +31,7 @@ from .lower import Lowerer
 from ..errors import OutputStructureError
 from .syntax import call, name_node
 from .tangents import tangent_sweep
-from .templates import atom_node_of
+from .literals import atom_node as atom_node_of
 
 
 class GeneratedJvp:

@@ -68,8 +68,9 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     sweeps.backward = backward
     fname = names.fresh(f"{d.lowered.name}_value_and_grad")
     title = title_of(d.lowered, positions, ()) + ", differentiable spelling"
-    source = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title,
-                                 d.lowerer.mutated, names, import_lines(names.modules))
+    lines, _ = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title, names,
+                                   import_lines(names.modules))
+    source = "\n".join(line for line, _ in lines) + "\n"
     py_func, path, _ = cache.materialise(fname, source, fname)
     n_args = len(d.lowered.params) + len(d.lowered.free)
     wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]

@@ -59,21 +59,24 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
-    source = emit_value_and_grad(d.lowered, d.sweeps, d.returned, fname,
-                   title or title_of(d.lowered, positions, weights), d.lowerer.mutated, d.names,
-                   import_lines(d.names.modules))
-    return Generated(source, fname, d.lowered.free, d.wrt, [r is not None for r in d.returned],
-                     len(d.lowered.params), d.lowered.arg_leaves)
+    lines, adjoint_from = emit_value_and_grad(
+        d.lowered, d.sweeps, d.returned, fname,
+        title or title_of(d.lowered, positions, weights), d.names,
+        import_lines(d.names.modules))
+    source = "\n".join(line for line, _ in lines) + "\n"
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+    return Generated(source, fname, d.lowered.free, d.wrt,
+                     [r is not None for r in d.returned], len(d.lowered.params),
+                     d.lowered.arg_leaves, line_map, adjoint_from)
 
 
 class Differentiated:
     """What ``differentiate`` gives, before any source is written: the LoweredFunction
-    (``lowered``, its ``free`` values complete), its ``lowerer``, the ``sweeps``, ``wrt``
-    (as in ``Generated``), ``returned`` (per wrt, its adjoint's name or None) and the
-    function's name allocator ``names``."""
+    ``lowered``, the ``sweeps``, ``wrt`` (as in ``Generated``), ``returned`` (per wrt, its
+    adjoint's name or None) and the function's name allocator ``names``."""
 
-    def __init__(self, lowered, lowerer, sweeps, wrt, returned, names):
-        self.lowered, self.lowerer, self.sweeps = lowered, lowerer, sweeps
+    def __init__(self, lowered, sweeps, wrt, returned, names):
+        self.lowered, self.sweeps = lowered, sweeps
         self.wrt, self.returned, self.names = wrt, returned, names
 
 
@@ -97,30 +100,13 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
         wrt.append(("weight", j))
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
-<<<<<<< HEAD
     values = None
     if seed_values is not None:
         seeds, values = seed_values(lowered, names)
     sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names, values)
-    # a custom backward is lowered during the reverse sweep: what it reads from outside
-    # (its module's imports and globals, closures, Cell attributes) becomes free values then
-    lowered.free = list(lowerer.free.values())
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
-    return Differentiated(lowered, lowerer, sweeps, wrt, returned, names)
-=======
-    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
-    grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
-    returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
-    fname = names.fresh(f"{lowered.name}_value_and_grad")
-    lines, adjoint_from = _emit(lowered, sweeps, returned, fname,
-                                title or _title(lowered, positions, weights), names,
-                                import_lines(names.modules))
-    source = "\n".join(line for line, _ in lines) + "\n"
-    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
-    return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
-                     len(params), lowered.arg_leaves, line_map, adjoint_from)
->>>>>>> main
+    return Differentiated(lowered, sweeps, wrt, returned, names)
 
 
 def _seed_names(lowered, has_aux):
@@ -144,13 +130,9 @@ def title_of(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-<<<<<<< HEAD
-def emit_value_and_grad(lowered, sweeps, returned, fname, title, mutated, names, imports=()):
-=======
-def _emit(lowered, sweeps, returned, fname, title, names, imports=()):
+def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=()):
     """The generated module as (line, the user's SourceLocation it was generated for or
     None) pairs, and the number of the adjoint sweep's first line (None: no sweep)."""
->>>>>>> main
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
              f"array is kept", None) for name in args if name in lowered.mutated]

@@ -31,7 +31,7 @@ from .ir import Const, Seq, Var
 from .layout import INDENT, reads_name, render, wrap
 from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
 from .pipeline import differentiate, title_of
-from .templates import atom_node_of
+from .literals import atom_node
 
 
 class SplitGenerated:
@@ -96,7 +96,7 @@ class _Writer:
         self.names = d.names
         lowered = d.lowered
         self.args = lowered.params + [f.name for f in lowered.free]
-        self.mutated = [a for a in self.args if a in d.lowerer.mutated]
+        self.mutated = [a for a in self.args if a in lowered.mutated]
         self.decls = [line for tape in d.sweeps.stacks for line in tape.declaration()]
         declared = {tape.name for tape in d.sweeps.stacks} | {
             tape.top for tape in d.sweeps.stacks if tape.top}
@@ -232,7 +232,7 @@ class _Writer:
 
     def _weight_arg(self, j):
         """The argument name of the j-th weight (its free value)."""
-        return self.d.lowerer.free[id(self.weights[j])].name
+        return next(f.name for f in self.d.lowered.free if f.obj is self.weights[j])
 
 
 def _tuple(names):
@@ -248,7 +248,7 @@ def _atom_node(atom):
         return gast.Tuple(elts=[_atom_node(a) for a in atom.items], ctx=gast.Load())
     if isinstance(atom, Var):
         return name_node(atom.name)
-    return atom_node_of(atom)
+    return atom_node(atom)
 
 
 def _with_boxes(items, boxes):

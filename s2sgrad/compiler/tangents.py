@@ -41,7 +41,8 @@ from .imports import reference
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
 from .syntax import assign, call, name_node
 from .tape import short_range
-from .templates import atom_node_of, fold_constants
+from .literals import atom_node as atom_node_of
+from .templates import fold_constants
 
 #: primitives whose tangent is the operation itself on the operands' tangents
 _LINEAR_SYNTAX = (prims.ASSIGN, prims.LIST, prims.GETITEM)
