@@ -284,7 +284,17 @@ class GradFunction:
 
     # ------------------------------------------------------------ building
 
+    def _signature_target(self):
+        """The function whose signature calls follow (a gradient's: its function's)."""
+        if isinstance(self.fn, GradFunction):
+            return self.fn._signature_target()
+        return self._target()
+
     def _target(self):
+        if isinstance(self.fn, GradFunction) and "gradient_as_function" in HIGHER_ORDER:
+            # a derivative of a gradient: differentiate the gradient's own generated code
+            building = getattr(self, "_building", (None, None))
+            return HIGHER_ORDER["gradient_as_function"](self.fn, self, building), None
         if isinstance(self.fn, Cell):
             return type(self.fn).construct, self.fn
         if inspect.ismethod(self.fn):
@@ -335,6 +345,7 @@ class GradFunction:
             self._last = key
         elif self._last is not None:
             key = self._last
+        self._building = (arrays, trees)    # read by _target for a gradient of a gradient
         self._generated, self._compiled, self.path = self._variant(key, arrays, trees)
         return self._generated
 
@@ -517,7 +528,7 @@ class GradFunction:
         """The positional arguments with keywords placed and defaults filled in, as the
         function itself would see them (``bind`` False: only read the signature)."""
         if self._signature is None:
-            fn, bound_self = self._target()
+            fn, bound_self = self._signature_target()
             try:
                 sig = inspect.signature(fn)
             except (TypeError, ValueError):

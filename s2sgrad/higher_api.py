@@ -25,10 +25,10 @@ from .api import (GradFunction, argument_types, check_function, check_positions,
 from .backend import cache
 from .reverse_api import reused
 from .backend.numba_backend import Compiled
-from .compiler.higher import build_hvp
+from .compiler.higher import build_hvp, differentiable_gradient
 from .errors import GradientArgumentError, GradientTypeError
 from .tensor import Tensor
-from .trees import flatten, is_tree, unflatten
+from .trees import flatten, is_tree, leaf_paths, unflatten
 
 
 def hvp(fn, inputs, v):
@@ -360,4 +360,91 @@ def gradient_rule(inner):
     return _GradientRule(inner, arity)
 
 
-api.HIGHER_ORDER.update(grad_of_gradient=grad_of_gradient, gradient_rule=gradient_rule)
+# ---------------------------------------------------------------- a gradient as a function
+
+
+_GRADIENT_SOURCE = '''"""A gradient object as a function of its arguments, for forward mode over it (generated
+by s2sgrad.higher_api: jvp and jacfwd of grad(f))."""
+import numpy as np
+
+
+def make(value_and_grad{free}):
+    def {name}({params}):
+        grads = value_and_grad({leaves}{free})[1]
+        return {result}
+
+    return {name}
+'''
+
+
+def gradient_as_function(inner, outer, building):
+    """A Python function (with source, so the lowering can read it) computing what the
+    gradient object ``inner`` computes, for the arguments ``building`` (their leaves and
+    trees, as ``GradFunction._build`` has them): its generated value-and-gradient code in
+    the differentiable spelling, called and shaped as ``inner`` shapes its result.  Only
+    forward mode can take it (the generated code's helpers have forward rules)."""
+    from .api_forward import ForwardFunction
+    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+             not inner.return_ids and inner.positions and
+             not isinstance(inner.fn, GradFunction) and type(inner) is GradFunction)
+    if not isinstance(outer, ForwardFunction) or not plain:
+        raise GradientArgumentError(
+            f"{type(outer).__name__} of the gradient object {inner.__name__}: a gradient can "
+            f"be differentiated again in forward mode only (jvp, jacfwd, hvp, hessian, "
+            f"grad(grad(f))), and only a plain grad(f, grad_position) (no weights, has_aux, "
+            f"return_ids or value); use s2sgrad.hvp(f, ...) or s2sgrad.hessian(f) for "
+            f"second derivatives")
+    arrays, trees = building
+    if arrays is None:
+        raise GradientArgumentError(
+            f"the code of a derivative of the gradient {inner.__name__} is built for "
+            f"arguments: call it (or show it with example arguments) first")
+    fn, bound_self = inner._target()
+    gradient = differentiable_gradient(fn, inner.positions, bound_self,
+                                       argument_types(arrays), trees)
+    d = gradient.differentiated
+    free = [f"free_{k}" for k in range(len(gradient.free))]
+    params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
+    leaves = [f"a{i}{path}" for i, tree in enumerate(trees or [None] * len(params))
+              for path in leaf_paths(tree)]
+    grads, k = {}, 0
+    for (kind, leaf), has in zip(d.wrt, [r is not None for r in d.returned]):
+        grads[leaf] = f"grads[{k}]" if has else f"np.zeros_like({leaves[leaf]})"
+        k += has
+    per_position = [_structure_text((trees or [None] * len(params))[p],
+                                    [grads[leaf] for leaf in d.lowered.arg_leaves[p]])
+                    for p in inner.positions]
+    result = per_position[0] if len(per_position) == 1 else \
+        "(" + ", ".join(per_position) + ")"
+    name = f"{getattr(fn, '__name__', 'f')}_grad"
+    source = _GRADIENT_SOURCE.format(
+        name=name, params=", ".join(params), leaves=", ".join(leaves),
+        free="".join(", " + f for f in free), result=result)
+    make = cache.materialise(f"{name}_as_function", source, "make")[0]
+    return make(gradient.function, *[f.obj for f in gradient.free])
+
+
+def _structure_text(tree, items):
+    """Source text of ``items`` in the structure ``tree`` (``s2sgrad.trees``)."""
+    if tree is None:
+        return items[0]
+    return _unflatten_text(tree, iter(items))
+
+
+def _unflatten_text(tree, items):
+    if tree is None:
+        return next(items)
+    kind, children = tree[0], tree[1]
+    if kind == "dict":
+        return "{" + ", ".join(f"{k!r}: {_unflatten_text(c, items)}" for k, c in children) + "}"
+    if kind == "namedtuple":
+        raise GradientArgumentError("forward mode over a gradient taking a namedtuple: pass "
+                                    "a tuple or a dict instead")
+    inner = [_unflatten_text(c, items) for c in children]
+    if kind == "list":
+        return "[" + ", ".join(inner) + "]"
+    return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+
+
+api.HIGHER_ORDER.update(grad_of_gradient=grad_of_gradient, gradient_rule=gradient_rule,
+                        gradient_as_function=gradient_as_function)

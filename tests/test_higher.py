@@ -436,3 +436,33 @@ def test_errors():
         ms.hessian(two_args, 1)(0.5, 2)
     with pytest.raises(UnsupportedConstructError, match="view of an array"):
         ms.hvp(inplace_slices, np.ones(6), np.ones(6))
+
+
+# ---------------------------------------------------------------- forward mode of a gradient
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jvp_and_jacfwd_of_a_gradient_object(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    x, y = 0.4, -0.9
+    g = ms.grad(two_args, (0, 1))
+    out, tangent = ms.jvp(g, (x, y), (1.0, 0.5))
+    np.testing.assert_allclose(out, g(x, y))
+    fd = [(a - b) / 2e-6 for a, b in zip(g(x + 1e-6, y + 0.5e-6), g(x - 1e-6, y - 0.5e-6))]
+    np.testing.assert_allclose(tangent, fd, rtol=1e-6)
+    w = np.array([0.3, -1.2, 2.0])
+    h = ms.jacfwd(ms.grad(inner_loss))(w)
+    np.testing.assert_allclose(h, ms.hessian(inner_loss)(w), rtol=1e-12)
+    np.testing.assert_allclose(h, _hessian_by_fd_of_gradient(inner_loss, (w,), (0,))[0][0],
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_reverse_mode_over_a_gradient_object_is_refused_not_wrong():
+    g = ms.grad(inner_loss)
+    w = np.array([0.3, -1.2, 2.0])
+    with pytest.raises(GradientArgumentError, match="forward mode only"):
+        ms.vjp(g, w)
+    with pytest.raises(GradientArgumentError, match="forward mode only"):
+        ms.jacrev(g)(w)
+    with pytest.raises(GradientArgumentError, match="forward mode only"):
+        ms.jvp(ms.value_and_grad(inner_loss), w, w)

@@ -53,6 +53,39 @@ class GeneratedHigher:
 def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
               jacobian=False):
     """Forward over reverse of scalar ``fn`` w.r.t. argument ``positions`` (module doc)."""
+    gradient = differentiable_gradient(fn, positions, bound_self, arg_types, arg_trees)
+    d, fname = gradient.differentiated, gradient.function_name
+    n_args = len(d.lowered.params) + len(d.lowered.free)
+    wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]
+    # the gradient takes the leaves and the free values as plain arguments
+    arg_types = list(arg_types) + [None] * (n_args - len(arg_types)) if arg_types else None
+    what = "Hessian" if jacobian else "Hessian-vector product"
+    where = title_of(d.lowered, positions, ()).split("value and gradient of ", 1)[-1]
+    jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
+                    jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
+                                             f"gradient {fname}")
+    # the gradient's lines are named by its function, not by its file's content hash
+    jvp.source = jvp.source.replace(os.path.basename(gradient.path), f"{fname}.py")
+    return GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
+                           len(d.lowered.params), d.lowered.arg_leaves,
+                           [r is not None for r in d.returned])
+
+
+class DifferentiableGradient:
+    """A value-and-gradient function in the differentiable spelling, stored and loaded:
+    ``function`` (it takes the leaf arguments, then the free values ``free``),
+    ``function_name``, ``source``, ``path`` and the ``differentiated`` pipeline result."""
+
+    def __init__(self, function, function_name, source, path, differentiated):
+        self.function, self.function_name = function, function_name
+        self.source, self.path = source, path
+        self.differentiated = differentiated
+        self.free = differentiated.lowered.free
+
+
+def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_trees=None):
+    """``fn``'s value-and-gradient function w.r.t. ``positions``, written in the
+    differentiable spelling (module doc), stored in the cache and loaded."""
     d = differentiate(fn, positions, (), False, bound_self, arg_types, arg_trees)
     names = d.names
     sweeps = copy.copy(d.sweeps)
@@ -72,19 +105,7 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
                                    import_lines(names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"
     py_func, path, _ = cache.materialise(fname, source, fname)
-    n_args = len(d.lowered.params) + len(d.lowered.free)
-    wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]
-    # the gradient takes the leaves and the free values as plain arguments
-    arg_types = list(arg_types) + [None] * (n_args - len(arg_types)) if arg_types else None
-    what = "Hessian" if jacobian else "Hessian-vector product"
-    where = title_of(d.lowered, positions, ()).split("value and gradient of ", 1)[-1]
-    jvp = build_jvp(py_func, wrt_leaves, has_aux=False, arg_types=arg_types,
-                    jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
-                                             f"gradient {fname}")
-    # the gradient's lines are named by its function, not by its file's content hash
-    jvp.source = jvp.source.replace(os.path.basename(path), f"{fname}.py")
-    return GeneratedHigher(source, path, jvp, d.lowered.free, len(d.lowered.params),
-                           d.lowered.arg_leaves, [r is not None for r in d.returned])
+    return DifferentiableGradient(py_func, fname, source, path, d)
 
 
 def _own_locals(d, backward):
