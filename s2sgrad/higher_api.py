@@ -26,6 +26,7 @@ from .backend import cache
 from .reverse_api import reused
 from .backend.numba_backend import Compiled
 from .compiler.higher import build_hvp, differentiable_gradient
+from .compiler.split import build_split
 from .errors import GradientArgumentError, GradientTypeError
 from .tensor import Tensor
 from .trees import flatten, is_tree, leaf_paths, unflatten
@@ -384,6 +385,10 @@ def gradient_as_function(inner, outer, building):
     the differentiable spelling, called and shaped as ``inner`` shapes its result.  Only
     forward mode can take it (the generated code's helpers have forward rules)."""
     from .api_forward import ForwardFunction
+    from .reverse_api import JacobianFunction
+    if isinstance(inner, JacobianFunction) and isinstance(outer, ForwardFunction) and \
+            building[0] is not None and not isinstance(inner.fn, GradFunction):
+        return jacobian_as_function(inner, building)
     plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
              not inner.return_ids and inner.positions and
              not isinstance(inner.fn, GradFunction) and type(inner) is GradFunction)
@@ -422,6 +427,77 @@ def gradient_as_function(inner, outer, building):
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
     return make(gradient.function, *[f.obj for f in gradient.free])
+
+
+_JACOBIAN_SOURCE = '''"""A jacrev object as a function of its arguments, for forward mode over it (generated
+by s2sgrad.higher_api: jacfwd(jacrev(f)))."""
+import numpy as np
+
+from s2sgrad import runtime as rt
+
+
+def make(jacobian{free}):
+    def {name}({params}):
+        value, rows = jacobian({leaves}{free})
+{body}
+    return {name}
+'''
+
+
+def jacobian_as_function(inner, building):
+    """What ``gradient_as_function`` gives for a ``jacrev`` object: its split module's
+    jacobian function (``compiler/split.py``, differentiable spelling), its rows shaped
+    ``out.shape + in.shape`` as the jacrev object shapes them."""
+    arrays, trees = building
+    fn, bound_self = inner._target()
+    generated = build_split(fn, inner.positions, (), inner.has_aux, bound_self,
+                            argument_types(arrays), trees, differentiable=True)
+    jacobian = cache.materialise(generated.forward_name, generated.source,
+                                 generated.jacobian_name)[0]
+    n_args = len(generated.arg_leaves)
+    trees = trees or [None] * n_args
+    free = [f"free_{k}" for k in range(len(generated.free))]
+    params = [f"a{i}" for i in range(n_args)]
+    leaves = [f"a{i}{path}" for i, tree in enumerate(trees) for path in leaf_paths(tree)]
+    out = "value[0]" if inner.has_aux else "value"
+    outputs = ([f"{out}[{k}]" for k in range(generated.n_cotangents)]
+               if generated.output_is_tuple else [out])
+    if generated.output_is_tuple and inner.has_aux:
+        raise GradientArgumentError("jacfwd of a jacrev with has_aux and a tuple first "
+                                    "output: differentiate a function returning one array")
+    pad = " " * 8
+    body = []
+    starts = ["0"]
+    for k, o in enumerate(outputs):
+        body.append(f"{pad}out_{k} = {o}")
+        starts.append(f"{starts[-1]} + rt.tangent_size(out_{k})" if k else
+                      f"rt.tangent_size(out_{k})")
+    rows, slot = {}, 0
+    for (kind, leaf), has in zip(generated.wrt, generated.computed):
+        rows[leaf] = f"rows[{slot}]" if has else None
+        slot += has
+    per_output = []
+    for k in range(len(outputs)):
+        per_position = []
+        for p in inner.positions:
+            items = []
+            for leaf in generated.arg_leaves[p]:
+                shape = f"np.shape(out_{k}) + np.shape({leaves[leaf]})"
+                items.append(f"np.reshape({rows[leaf]}[{starts[k]}:{starts[k + 1]}], {shape})"
+                             if rows[leaf] else f"np.zeros({shape})")
+            per_position.append(_structure_text(trees[p], items))
+        per_output.append(per_position[0] if isinstance(inner.grad_position, int) or
+                          len(per_position) == 1 else "(" + ", ".join(per_position) + ")")
+    result = per_output[0] if not generated.output_is_tuple else \
+        "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
+    body.append(f"{pad}return {result}")
+    name = f"{getattr(fn, '__name__', 'f')}_jacrev"
+    source = _JACOBIAN_SOURCE.format(name=name, params=", ".join(params),
+                                     leaves=", ".join(leaves),
+                                     free="".join(", " + f for f in free),
+                                     body="\n".join(body))
+    make = cache.materialise(f"{name}_as_function", source, "make")[0]
+    return make(jacobian, *[f.obj for f in generated.free])
 
 
 def _structure_text(tree, items):

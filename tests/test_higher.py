@@ -457,6 +457,33 @@ def test_jvp_and_jacfwd_of_a_gradient_object(backend, monkeypatch):
                                rtol=1e-6, atol=1e-8)
 
 
+def squares_in_place(x, a):
+    y = x * 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            y[i] = np.sin(x[i]) * a + x[i] ** 2
+        else:
+            y[i] = a * a * x[i]
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jacfwd_of_jacrev(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    w = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(ms.jacfwd(ms.jacrev(inner_loss))(w),
+                               ms.hessian(inner_loss)(w), rtol=1e-12)
+    x, a = np.array([0.3, 0.5, -0.2]), 0.7
+    second = ms.jacfwd(ms.jacrev(squares_in_place), (0, 1))(x, a)
+    assert second[0].shape == (3, 3, 3) and second[1].shape == (3, 3)
+    jr = ms.jacrev(squares_in_place)
+    for j, e in enumerate(np.eye(3)):
+        fd = (jr(x + 1e-6 * e, a) - jr(x - 1e-6 * e, a)) / 2e-6
+        np.testing.assert_allclose(second[0][:, :, j], fd, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(second[1], (jr(x, a + 1e-6) - jr(x, a - 1e-6)) / 2e-6,
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_reverse_mode_over_a_gradient_object_is_refused_not_wrong():
     g = ms.grad(inner_loss)
     w = np.array([0.3, -1.2, 2.0])

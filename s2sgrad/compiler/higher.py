@@ -88,6 +88,22 @@ def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_
     differentiable spelling (module doc), stored in the cache and loaded."""
     d = differentiate(fn, positions, (), False, bound_self, arg_types, arg_trees)
     names = d.names
+    sweeps = differentiable_sweeps(d)
+    fname = names.fresh(f"{d.lowered.name}_value_and_grad")
+    title = title_of(d.lowered, positions, ()) + ", differentiable spelling"
+    lines, _ = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title, names,
+                                   import_lines(names.modules))
+    source = "\n".join(line for line, _ in lines) + "\n"
+    py_func, path, _ = cache.materialise(fname, source, fname)
+    return DifferentiableGradient(py_func, fname, source, path, d)
+
+
+def differentiable_sweeps(d):
+    """A copy of the ``Differentiated`` ``d``'s sweeps in the differentiable spelling
+    (module doc): pushes as writes, list tapes read back by index from their tops (set
+    at the start of the adjoint sweep), and the adjoint sweep's own names for what the
+    forward sweep sets on some paths only."""
+    names = d.names
     sweeps = copy.copy(d.sweeps)
     sweeps.forward = _pushes_as_writes(d.sweeps.forward)
     popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
@@ -99,13 +115,7 @@ def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_
             assign(top, gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[]))
             for name, top in tops.items()] + backward
     sweeps.backward = backward
-    fname = names.fresh(f"{d.lowered.name}_value_and_grad")
-    title = title_of(d.lowered, positions, ()) + ", differentiable spelling"
-    lines, _ = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title, names,
-                                   import_lines(names.modules))
-    source = "\n".join(line for line, _ in lines) + "\n"
-    py_func, path, _ = cache.materialise(fname, source, fname)
-    return DifferentiableGradient(py_func, fname, source, path, d)
+    return sweeps
 
 
 def _own_locals(d, backward):

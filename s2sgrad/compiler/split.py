@@ -30,6 +30,7 @@ from .imports import import_lines
 from .ir import Const, Seq, Var
 from .layout import INDENT, reads_name, render, wrap
 from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
+from .higher import differentiable_sweeps
 from .pipeline import differentiate, title_of
 from .literals import atom_node
 
@@ -69,8 +70,10 @@ def output_leaves(atom, where):
 
 
 def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None,
-                arg_trees=None):
-    """The split module of ``fn`` (see the module doc) as a ``SplitGenerated``."""
+                arg_trees=None, differentiable=False):
+    """The split module of ``fn`` (see the module doc) as a ``SplitGenerated``;
+    ``differentiable``: with its tapes in the differentiable spelling
+    (``higher.differentiable_sweeps``), to run forward mode over it."""
     leaves, cotangents = [], []
 
     def seeds(lowered, names):
@@ -85,7 +88,12 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
 
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees,
                       seed_values=seeds)
-    return _Writer(d, leaves, cotangents, positions, weights).write()
+    if differentiable:
+        d.sweeps = differentiable_sweeps(d)
+    generated = _Writer(d, leaves, cotangents, positions, weights).write()
+    generated.output_is_tuple = isinstance(
+        d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
+    return generated
 
 
 class _Writer:
