@@ -85,6 +85,11 @@ def jacrev(fn=None, grad_position=0, has_aux=False):
     return JacobianFunction(fn, grad_position, has_aux)
 
 
+def split_function(fn, grad_position, has_aux):
+    """The split-module object of ``fn`` (what ``vjp`` runs), for ``show``."""
+    return _SplitFunction(fn, grad_position, None, has_aux, False, True)
+
+
 def _check_input(position, value):
     """vjp's inputs are all differentiated: refuse one that is not floating point."""
     items = flatten(value)[0] if is_tree(value) else [value]

@@ -493,3 +493,16 @@ def test_reverse_mode_over_a_gradient_object_is_refused_not_wrong():
         ms.jacrev(g)(w)
     with pytest.raises(GradientArgumentError, match="forward mode only"):
         ms.jvp(ms.value_and_grad(inner_loss), w, w)
+
+
+def test_show_modes_print_the_split_and_second_order_code(capsys):
+    w = np.array([0.3, -1.2, 2.0])
+    split = ms.show(inner_loss, w, mode="vjp")
+    assert "def inner_loss_forward(w):" in split and "def inner_loss_backward(" in split
+    assert "def inner_loss_jacobian(w):" in ms.show(inner_loss, w, mode="jacrev")
+    hv = ms.show(inner_loss, w, mode="hvp")
+    assert "def inner_loss_value_and_grad_jvp(w, w_dot):" in hv and "dw_dot" in hv
+    assert "Hessian of inner_loss" in ms.show(inner_loss, w, mode="hessian")
+    assert "the hvp code that runs for arguments like (float64[3])" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="show's mode is one of"):
+        ms.show(inner_loss, w, mode="hessian_vector")
