@@ -57,23 +57,29 @@ class Sweeps:
         self.active = active
 
 
-def reverse(lowered, wrt, seeds, names):
-    """Both sweeps of ``lowered``: see the module doc and ``_Reverser``."""
+def reverse(lowered, wrt, seeds, names, seed_values=None):
+    """Both sweeps of ``lowered``: see the module doc and ``_Reverser``.
+
+    ``seed_values`` (optional): per name in ``seeds``, the node its adjoint starts from
+    (a cotangent parameter) instead of ``rt.ones_like(name)``; a name listed twice gets
+    the sum of its values."""
     active = active_names(lowered, wrt, seeds)
     ndims = lowered.ndims
     state = names.snapshot()
-    rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset())
+    rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset(),
+                              seed_values)
     unneeded = rev.unneeded_restores(backward)
     if unneeded:   # build again without saving what no adjoint reads
         names.restore(state)
-        rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, unneeded)
+        rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, unneeded,
+                                  seed_values)
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
     return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored())
 
 
-def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
+def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_values=None):
     single_use, rebound = use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
                     lowered.mutated, lowered.lists,
@@ -83,9 +89,11 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
                            if isinstance(s, Loop)})
     rev.assigned_before = frozenset(lowered.params) | {f.name for f in lowered.free}
     backward = []
-    for s in seeds:
+    for k, s in enumerate(seeds):
         if s in active:
-            rev.adj.accumulate(s, call("rt", "ones_like", [name_node(s)]), backward)
+            seed = (copy.deepcopy(seed_values[k]) if seed_values is not None
+                    else call("rt", "ones_like", [name_node(s)]))
+            rev.adj.accumulate(s, seed, backward)
     if backward:
         backward.insert(0, Comment("sensitivity of the output"))
     backward.extend(rev.block(lowered.body, None))
