@@ -151,8 +151,8 @@ def _own_locals(d, backward):
 
 def _is_push(stmt):
     """``top = rt.push(tape, top, value)``."""
-    value = getattr(stmt, "value", None)
-    return (isinstance(stmt, gast.Assign) and isinstance(value, gast.Call)
+    value = stmt.value if isinstance(stmt, gast.Assign) else None
+    return (isinstance(value, gast.Call)
             and isinstance(value.func, gast.Attribute) and value.func.attr == "push"
             and isinstance(value.func.value, gast.Name) and value.func.value.id == "rt")
 
@@ -214,8 +214,7 @@ def _pops_as_reads(items, tops):
             item.orelse = _pops_as_reads(item.orelse, tops)
             out.append(item)
             continue
-        value = getattr(item, "value", None)
-        name = _pop_of(value) if isinstance(item, (gast.Assign, gast.Expr)) else None
+        name = _pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
         if name not in tops:
             out.append(item)
             continue
