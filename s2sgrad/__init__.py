@@ -10,6 +10,8 @@ from .tensor import Tensor, Parameter, ParameterTuple, set_seed
 from . import ops, nn
 from .api import grad, value_and_grad, show, custom_vjp
 from .api_forward import jvp, jacfwd
+from .reverse_api import vjp, jacrev
+from .higher_api import hvp, hessian
 
 __version__ = "0.1.0"
 
@@ -17,4 +19,5 @@ __all__ = [
     "DType", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "dtype_to_numpy", "Tensor", "Parameter", "ParameterTuple",
     "set_seed", "ops", "nn", "grad", "value_and_grad", "show", "custom_vjp", "jvp", "jacfwd",
+    "vjp", "jacrev", "hvp", "hessian",
 ]

@@ -28,6 +28,11 @@ from .tensor import Parameter, Tensor
 from .trees import flatten, is_tree, leaf_paths, unflatten
 
 
+#: what ``s2sgrad/higher_api.py`` adds: ``grad_of_gradient`` (``grad(grad(f))``) and
+#: ``gradient_rule`` (the rule of a gradient object called inside a differentiated function)
+HIGHER_ORDER = {}
+
+
 def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False):
     """The gradient function of ``fn`` (a function, a method or a Cell) w.r.t. positions
     and weights.
@@ -41,6 +46,9 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     if fn is None:
         return _decorator(grad, grad_position, weights, has_aux, return_ids)
     _check_function(fn, "grad")
+    if isinstance(fn, GradFunction) and "grad_of_gradient" in HIGHER_ORDER:
+        return HIGHER_ORDER["grad_of_gradient"](fn, grad_position, weights, has_aux,
+                                                return_ids, False)
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=False)
 
 
@@ -49,6 +57,9 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
     if fn is None:
         return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids)
     _check_function(fn, "value_and_grad")
+    if isinstance(fn, GradFunction) and "grad_of_gradient" in HIGHER_ORDER:
+        return HIGHER_ORDER["grad_of_gradient"](fn, grad_position, weights, has_aux,
+                                                return_ids, True)
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=True)
 
 
@@ -209,6 +220,17 @@ class GradFunction:
         self.__wrapped__ = fn
         self.__module__ = getattr(fn, "__module__", None) or __name__
 
+    @property
+    def __s2sgrad_custom_vjp__(self):
+        """Called inside a function being differentiated, a gradient's rule: the Hessian
+        times the cotangent (``s2sgrad/higher_api.py``); None without one."""
+        rule = HIGHER_ORDER.get("gradient_rule")
+        if rule is None:
+            return None
+        if getattr(self, "_rule", None) is None:
+            self._rule = rule(self)
+        return self._rule
+
     def __repr__(self):
         what = "value_and_grad" if self.with_value else "grad"
         wrt = [f"grad_position={self.grad_position!r}"] if self.positions is not None else []
@@ -262,7 +284,17 @@ class GradFunction:
 
     # ------------------------------------------------------------ building
 
+    def _signature_target(self):
+        """The function whose signature calls follow (a gradient's: its function's)."""
+        if isinstance(self.fn, GradFunction):
+            return self.fn._signature_target()
+        return self._target()
+
     def _target(self):
+        if isinstance(self.fn, GradFunction) and "gradient_as_function" in HIGHER_ORDER:
+            # a derivative of a gradient: differentiate the gradient's own generated code
+            building = getattr(self, "_building", (None, None))
+            return HIGHER_ORDER["gradient_as_function"](self.fn, self, building), None
         if isinstance(self.fn, Cell):
             return type(self.fn).construct, self.fn
         if inspect.ismethod(self.fn):
@@ -313,6 +345,7 @@ class GradFunction:
             self._last = key
         elif self._last is not None:
             key = self._last
+        self._building = (arrays, trees)    # read by _target for a gradient of a gradient
         self._generated, self._compiled, self.path = self._variant(key, arrays, trees)
         return self._generated
 
@@ -386,6 +419,9 @@ class GradFunction:
                 _check_differentiable(p, _to_array(item), path)
         arrays = [_to_array(a) for a in leaves]
         generated = self._build(arrays, trees)
+        if free_units_changed(generated.free, [_to_array(f.obj) for f in generated.free]):
+            self._forget_builds()          # built when an array read from outside had
+            generated = self._build(arrays, trees)     # other unit dimensions
         if len(arrays) != generated.n_params:
             raise GradientArgumentError(
                 f"the generated gradient of {self.__name__[:-5]} takes "
@@ -399,8 +435,6 @@ class GradFunction:
             return self._call_planned(plan, args)
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
-        if free_units_changed(generated.free, free):
-            return self._rebuilt(args, kwargs)
         value, computed = self._run(generated, arrays, free)
         if not kwargs and len(leaves) == len(args) and plan_key(args) is not None:
             self._plans[plan_key(args)] = CallPlan(self._last, generated, args)
@@ -417,7 +451,8 @@ class GradFunction:
         arrays = [_to_array(a) for a in args] if plan.tensor_args else args
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
         if free_units_changed(generated.free, free):
-            return self._rebuilt(args, {})
+            self._forget_builds()
+            return self(*args)
         value, computed = self._run(generated, arrays, free)
         grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
                  for i, slot in plan.positions]
@@ -430,14 +465,12 @@ class GradFunction:
             value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
         return self._structure(grads, value, weights)
 
-    def _rebuilt(self, args, kwargs):
-        """The call after an array read from outside changed which dimensions are 1 (a
-        Parameter given data of another shape): the code built for the old one is dropped
-        and built again."""
+    def _forget_builds(self):
+        """Drop the code built so far: an array it reads from outside (a global, a
+        Parameter) no longer has the unit dimensions it was specialised on."""
         self._variants.clear()
         self._plans.clear()
         self._last = None
-        return self(*args, **kwargs)
 
     def _run(self, generated, arrays, free):
         """Run the loaded code; an error raised in it gets a note naming the user's line."""
@@ -495,7 +528,7 @@ class GradFunction:
         """The positional arguments with keywords placed and defaults filled in, as the
         function itself would see them (``bind`` False: only read the signature)."""
         if self._signature is None:
-            fn, bound_self = self._target()
+            fn, bound_self = self._signature_target()
             try:
                 sig = inspect.signature(fn)
             except (TypeError, ValueError):
@@ -718,3 +751,6 @@ wrap_output = _wrap_output
 numba_argument = _numba_argument
 python_objects_reason = _python_objects_reason
 with_article = _a
+# and what vjp, jacrev, hvp and hessian read besides (s2sgrad/reverse_api.py, higher_api.py)
+check_weights = _check_weights
+user_line_of = _user_line_of

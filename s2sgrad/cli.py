@@ -56,10 +56,13 @@ def _parser():
                            "(default) or 0,1")
     show.add_argument("--has-aux", action="store_true",
                       help="the function returns (loss, aux...): differentiate the loss only")
-    show.add_argument("--mode", choices=("grad", "jvp", "jacfwd"), default="grad",
+    show.add_argument("--mode", choices=("grad", "jvp", "jacfwd", "vjp", "jacrev", "hvp",
+                                          "hessian"), default="grad",
                       help="grad (default): the value-and-gradient code; jvp: the forward-mode "
                            "code s2sgrad.jvp runs (tangents of every argument); jacfwd: the "
-                           "forward-mode Jacobian code of s2sgrad.jacfwd")
+                           "forward-mode Jacobian code of s2sgrad.jacfwd; vjp, jacrev: the "
+                           "split reverse-mode module (forward, backward, jacobian functions); "
+                           "hvp, hessian: forward mode over the gradient")
     show.add_argument("--arg", action="append", default=[], metavar="EXAMPLE",
                       help="an example argument, once per argument in order, to print the code "
                            "that runs for such arguments: an array as dtype[shape] "

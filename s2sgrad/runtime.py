@@ -13,6 +13,7 @@ from .runtime_arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints
 from .runtime_linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .runtime_surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 from .runtime_forward import *  # noqa: F401,F403  (rt.broadcast_like... : forward mode)
+from .runtime_higher import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 
 
 def ones_like(value):
@@ -23,7 +24,10 @@ def ones_like(value):
 
 
 def zeros_like(value):
-    """Zeros of ``value``'s shape and dtype (0.0 for a scalar)."""
+    """Zeros of ``value``'s shape and dtype (0.0 for a scalar; for a list, a list of
+    zeros like its items: the zero tangent of an adjoint list)."""
+    if isinstance(value, list):
+        return zeros_list(value)
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
         return type(value)(0) if isinstance(value, (float, np.floating)) else 0.0
     return np.zeros_like(value)
@@ -370,6 +374,8 @@ def copy_list(items):
 def add_lists(a, b):
     """Item-by-item sum of two adjoint lists of the same length (``a`` may still be the
     plain 0.0 of an adjoint that started where the list had no value)."""
+    if isinstance(a, np.ndarray) and a.ndim > 0:   # a tangent list made as zeros_like(list)
+        a = list(a)
     if not isinstance(a, list):
         return list(b)
     return [x + y for x, y in zip(a, b)]

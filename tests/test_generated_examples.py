@@ -12,6 +12,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad.api_forward import ForwardFunction
 from examples_loader import ROOT, load_functional_autodiff
+from s2sgrad.higher_api import HvpFunction
 
 SNAPSHOTS = ROOT / "generated" / "examples"
 EX = load_functional_autodiff()
@@ -28,6 +29,8 @@ CASES = {
     # forward mode: the code ms.jvp(function, ARGS, v) runs, and ms.jacfwd's
     "function_jvp": (lambda: _Jvp(EX.function), ARGS),
     "function_jacfwd": (lambda: ms.jacfwd(EX.function, (2, 3)), ARGS),
+    # forward over reverse: the code ms.hvp(lambda w, b: function(x, y, w, b), (w, b), v) runs
+    "function_hvp": (lambda: _Hvp(EX.function), ARGS),
 }
 
 
@@ -43,6 +46,21 @@ class _Jvp:
     @property
     def source(self):
         return self.forward.source
+
+
+class _Hvp:
+    """The Hessian-vector product of ``fn`` w.r.t. w and b, as an object to call and read
+    the source of (v: w and b themselves)."""
+
+    def __init__(self, fn):
+        self.function = HvpFunction(fn, (2, 3))
+
+    def __call__(self, *args):
+        return self.function.tangents_of_gradient(args, args[2:])
+
+    @property
+    def source(self):
+        return self.function.source
 
 
 def _source(name):

@@ -256,9 +256,9 @@ def test_tree_argument():
 # ------------------------------------------------------------ errors
 
 
-def uses_eigh(x):
-    w, v = np.linalg.eigh(x)
-    return np.sum(w)
+def uses_quantile(x):
+    m = np.quantile(x, 0.3, axis=0)
+    return np.sum(m)
 
 
 @s2sgrad.custom_vjp
@@ -285,10 +285,10 @@ class WithBprop(nn.Cell):
 
 def test_missing_jvp_rule_names_the_primitive_and_line():
     with pytest.raises(MissingRuleError) as info:
-        s2sgrad.jvp(uses_eigh, np.eye(2), np.eye(2))
+        s2sgrad.jvp(uses_quantile, np.eye(2), np.eye(2))
     text = str(info.value)
-    assert "numpy.linalg.eigh" in text and "test_jvp.py" in text
-    assert "w, v = np.linalg.eigh(x)" in text and "s2sgrad.grad" in text
+    assert "numpy.quantile" in text and "test_jvp.py" in text
+    assert "m = np.quantile(x, 0.3, axis=0)" in text and "s2sgrad.grad" in text
 
 
 def test_custom_vjp_and_bprop_without_forward_rule():

@@ -101,8 +101,8 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import (numba_forward, numba_indexing, numba_lists,  # noqa: F401  (rt.*)
-                       numba_more, numba_rules, numba_support)
+        from . import (numba_forward, numba_higher, numba_indexing,  # noqa: F401  (rt.*)
+                       numba_lists, numba_more, numba_rules, numba_support)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
@@ -244,8 +244,10 @@ def _describe(value):
         flags = value.flags
         layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
         return (value.dtype, value.ndim, layout, flags.writeable)
-    if isinstance(value, (tuple, list)):
-        return (type(value), tuple(_describe(v) for v in value))
+    if isinstance(value, list):    # Numba types a list by its first item (lists are uniform)
+        return (list, (_describe(value[0]),) if value else ())
+    if isinstance(value, tuple):
+        return (tuple, tuple(_describe(v) for v in value))
     if isinstance(value, np.ndarray):       # a subclass: described as Numba sees it
         return _describe(np.asarray(value))
     return type(value)
@@ -282,22 +284,26 @@ def _identity(value):
 def restorer_like(reference):
     """A function that gives a result of the compiled code the types of ``reference``, the
     same code's result run as Python: numpy scalars of the same type, arrays of the same
-    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not)."""
-    if isinstance(reference, (tuple, list)):
+    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not).  A
+    list (a tape the forward sweep returns: its length varies) is restored item by item
+    as its first item."""
+    if isinstance(reference, list):
+        item = restorer_like(reference[0]) if reference else _identity
+        return _identity if item is _identity else (lambda value: [item(v) for v in value])
+    if isinstance(reference, tuple):
         parts = [restorer_like(r) for r in reference]
         if all(p is _identity for p in parts):
             return _identity
         if type(reference) is tuple and len(parts) == 2:    # (value, gradients): each call
             first, second = parts
             return lambda value: (first(value[0]), second(value[1]))
-        kind = type(reference)
         fix = [(i, p) for i, p in enumerate(parts) if p is not _identity]
 
         def restore(value):
             value = list(value)
             for i, p in fix:
                 value[i] = p(value[i])
-            return kind(value)
+            return tuple(value)
         return restore
     if isinstance(reference, np.generic):
         return type(reference)

@@ -15,6 +15,7 @@ import math
 import gast
 import numpy as np
 
+from .. import runtime as rt
 from ..dtype import DType
 from ..errors import UnsupportedConstructError
 from ..rules import lookup
@@ -46,11 +47,15 @@ def public_path(obj):
 
 def reference_node(obj, lowerer):
     """The expression that names callable ``obj`` in generated code: numpy, math and
-    builtins by their public name; another library's function that has a derivative rule
+    builtins by their public name, s2sgrad's runtime helpers as ``rt.<name>``; another
+    library's function that has a derivative rule
     through its module (imported by the generated module); anything else is passed in."""
     path = public_path(obj)
     if path is not None:
         return attribute(*path) if len(path) > 1 else name_node(path[0])
+    name = getattr(obj, "__name__", None)
+    if isinstance(name, str) and getattr(rt, name, None) is obj and callable(obj):
+        return attribute("rt", name)   # a helper of generated code, differentiated again
     if lowerer is not None and lookup(obj) is not None:
         node = imports.reference(obj, lowerer.names)
         if node is not None:

@@ -285,10 +285,11 @@ def _without_defaults(fn, kwargs):
 
 
 def is_library_function(obj):
-    """numpy and math callables, and callables with a forward-mode rule only (an ``rt``
-    helper of generated code): primitives even without a VJP rule (an error only if
-    active)."""
+    """numpy and math callables, callables with a forward-mode rule only, and the
+    ``rt.*`` helpers of generated code (read when a generated gradient is differentiated
+    again): primitives even without a VJP rule (an error only if active)."""
     if isinstance(obj, np.ufunc) or jvp_registered(obj) is not None:
         return True
     module = getattr(obj, "__module__", None) or ""
-    return module.split(".")[0] in ("numpy", "math") or obj is math
+    return module.split(".")[0] in ("numpy", "math") or obj is math or \
+        module.startswith("s2sgrad.runtime") or module == "s2sgrad.einsum_adjoint"

@@ -57,6 +57,34 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     (None, a bool, a string: folded as that value) or None; the code is then specialised
     on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
     """
+    d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
+    fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
+    lines, adjoint_from = emit_value_and_grad(
+        d.lowered, d.sweeps, d.returned, fname,
+        title or title_of(d.lowered, positions, weights), d.names,
+        import_lines(d.names.modules))
+    source = "\n".join(line for line, _ in lines) + "\n"
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+    return Generated(source, fname, d.lowered.free, d.wrt,
+                     [r is not None for r in d.returned], len(d.lowered.params),
+                     d.lowered.arg_leaves, line_map, adjoint_from)
+
+
+class Differentiated:
+    """What ``differentiate`` gives, before any source is written: the LoweredFunction
+    ``lowered``, the ``sweeps``, ``wrt`` (as in ``Generated``), ``returned`` (per wrt, its
+    adjoint's name or None) and the function's name allocator ``names``."""
+
+    def __init__(self, lowered, sweeps, wrt, returned, names):
+        self.lowered, self.sweeps = lowered, sweeps
+        self.wrt, self.returned, self.names = wrt, returned, names
+
+
+def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=None,
+                  arg_trees=None, seed_values=None):
+    """Lower ``fn`` and build both sweeps (see ``build``).  ``seed_values`` (optional):
+    a function of (LoweredFunction, names) giving ``(seed names, nodes)``: the output
+    adjoints start from those nodes instead of ones (see ``reverse``)."""
     lowerer = Lowerer(arg_types, arg_trees)
     lowered = lowerer.lower(fn, bound_self)
     params = lowered.params
@@ -72,17 +100,13 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
         wrt.append(("weight", j))
     seeds = _seed_names(lowered, has_aux)
     names = lowerer.names
-    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names)
+    values = None
+    if seed_values is not None:
+        seeds, values = seed_values(lowered, names)
+    sweeps = reverse(lowered, [v for v in wrt_vars if v is not None], seeds, names, values)
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
-    fname = names.fresh(f"{lowered.name}_value_and_grad")
-    lines, adjoint_from = _emit(lowered, sweeps, returned, fname,
-                                title or _title(lowered, positions, weights), names,
-                                import_lines(names.modules))
-    source = "\n".join(line for line, _ in lines) + "\n"
-    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
-    return Generated(source, fname, lowered.free, wrt, [r is not None for r in returned],
-                     len(params), lowered.arg_leaves, line_map, adjoint_from)
+    return Differentiated(lowered, sweeps, wrt, returned, names)
 
 
 def _seed_names(lowered, has_aux):
@@ -99,14 +123,15 @@ def _seed_names(lowered, has_aux):
     return atom_vars(out)
 
 
-def _title(lowered, positions, weights):
+def title_of(lowered, positions, weights):
+    """The first line of a generated module: what is differentiated, where, w.r.t. what."""
     parts = [lowered.params[k] for i in positions for k in lowered.arg_leaves[i]] + [
         f"weight {getattr(w, 'name', '?')}" for w in weights]
     where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def _emit(lowered, sweeps, returned, fname, title, names, imports=()):
+def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=()):
     """The generated module as (line, the user's SourceLocation it was generated for or
     None) pairs, and the number of the adjoint sweep's first line (None: no sweep)."""
     args = lowered.params + [f.name for f in lowered.free]

@@ -57,23 +57,29 @@ class Sweeps:
         self.active = active
 
 
-def reverse(lowered, wrt, seeds, names):
-    """Both sweeps of ``lowered``: see the module doc and ``_Reverser``."""
+def reverse(lowered, wrt, seeds, names, seed_values=None):
+    """Both sweeps of ``lowered``: see the module doc and ``_Reverser``.
+
+    ``seed_values`` (optional): per name in ``seeds``, the node its adjoint starts from
+    (a cotangent parameter) instead of ``rt.ones_like(name)``; a name listed twice gets
+    the sum of its values."""
     active = active_names(lowered, wrt, seeds)
     ndims = lowered.ndims
     state = names.snapshot()
-    rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset())
+    rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, frozenset(),
+                              seed_values)
     unneeded = rev.unneeded_restores(backward)
     if unneeded:   # build again without saving what no adjoint reads
         names.restore(state)
-        rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, unneeded)
+        rev, backward = _backward(lowered, wrt, seeds, active, names, ndims, unneeded,
+                                  seed_values)
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored(backward))
+    return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored())
 
 
-def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
+def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_values=None):
     single_use, rebound = use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
                     lowered.mutated, lowered.lists,
@@ -84,9 +90,11 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores):
                            if isinstance(s, Loop)})
     rev.assigned_before = frozenset(lowered.params) | {f.name for f in lowered.free}
     backward = []
-    for s in seeds:
+    for k, s in enumerate(seeds):
         if s in active:
-            rev.adj.accumulate(s, call("rt", "ones_like", [name_node(s)]), backward)
+            seed = (copy.deepcopy(seed_values[k]) if seed_values is not None
+                    else call("rt", "ones_like", [name_node(s)]))
+            rev.adj.accumulate(s, seed, backward)
     if backward:
         backward.insert(0, Comment("sensitivity of the output"))
     backward.extend(rev.block(lowered.body, None))
@@ -329,15 +337,11 @@ class _Reverser:
         return frozenset(x for x in self.restores.values()
                          if x not in read and not self.shared_at_write.get(x, set()) & read)
 
-    def restored(self, backward):
-        """The forward variables the statements of ``backward`` assign again or restore in
-        place (see ``Sweeps.restored``)."""
-        present = {id(n) for item in backward if not isinstance(item, Comment)
-                   for n in gast.walk(item)}
-        names = {x for key, x in self.restores.items() if key in present}
-        names.update(v for key, assigned in self.reassigns.items() if key in present
-                     for v in assigned)
-        return frozenset(names)
+    def restored(self):
+        """The forward variables the adjoint sweep assigns again or restores in place (see
+        ``Sweeps.restored``).  ``restores`` and ``reassigns`` hold exactly the statements
+        of the sweep built last: a block built again first restores them (``_restore``)."""
+        return frozenset(self.restores.values()).union(*self.reassigns.values())
 
     def branch(self, stmt, loop):
         out = []

@@ -126,7 +126,7 @@ class _Tangents:
         last = None
         for stmt in statements:
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
-                out.append(Comment(location_comment(stmt.origin)[2:]))
+                out.append(Comment(location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin
             if isinstance(stmt, Op):
                 out.extend(self.op(stmt))
@@ -145,7 +145,7 @@ class _Tangents:
         return out
 
     def loop(self, stmt):
-        out = [Comment(location_comment(stmt.origin)[2:])]
+        out = [Comment(location_comment(stmt.origin)[2:], stmt.origin)]
         body = self.block(stmt.body)
         if stmt.break_flag is not None:
             body.append(gast.If(test=atom_node(stmt.break_flag), body=[gast.Break()],
@@ -347,7 +347,7 @@ class _Tangents:
         for item in rule.statements:
             if item[0] == "local" and item[1] in needed:
                 value = self._substitute(item[2], bindings, locals_, rule)
-                locals_[item[1]] = self.names.fresh(item[1])
+                locals_[item[1]] = self.names.temp(value)   # named from what it holds
                 out.append(assign(locals_[item[1]], value))
         # the broadcast of a lone operand's tangent is needed only where terms are missing
         # (all of them together have the result's shape) and never for a scalar result

@@ -17,9 +17,9 @@ term.  A kept term that reads several tangents gets materialised zeros
 temporaries, emitted only when a kept term needs them.  A bare expression
 statement is an *effect* on tangents, emitted where a tangent it reads is
 non-zero (``rt.push(t[tape], top, t[value])`` for a helper that writes into
-its argument); a template of ``pass`` only gives the result a zero tangent.  ``t[xs]`` of a
-``*xs`` parameter (or of a tuple/list operand) is the tuple of the items'
-tangents.  Example::
+its argument); a template of ``pass`` only gives the result a zero tangent.
+``t[xs]`` of a ``*xs`` parameter (or of a tuple/list operand) is the tuple of
+the items' tangents.  Example::
 
     @jvp_rule(np.sin)
     def _(ans, x):
@@ -37,14 +37,30 @@ When a term has the shape of an operand that the primitive broadcasts
 a known scalar.  Templates may read ``np``, ``math``, ``rt`` and importable
 module-level names of their own module, as VJP templates do.
 
+Three declarations need no template, reading the primitive's signature and
+differentiable parameters from its VJP rule: ``jvp_linear(np.sum, ...)`` (the
+tangent is the call itself, as the forward code writes it, with operands
+replaced by their tangents), ``jvp_multilinear(np.matmul, ...)`` (one such
+call per operand with a non-zero tangent: ``a_dot @ b + a @ b_dot``) and
+``jvp_reduction(np.median, ...)`` (a reduction over ``axis`` whose VJP template,
+with ``d[ans]`` set to ones, gives each input element's partial derivative).
+
 ``jvp_lookup(primitive)`` gives the rule of a primitive: the registered one,
 else one *derived* from its VJP rule when the primitive is elementwise (a
-numpy ufunc or a ``math`` function) and each ``d[x] = ...`` of the VJP
-template is ``d[ans]`` times (or divided by) a factor, possibly inside
-``rt.unbroadcast(..., x)``: then ``t[ans] += t[x] * factor`` (wrapped in
-``rt.broadcast_like`` where the VJP unbroadcasts).  ``all_jvp_rules()`` lists
+numpy ufunc, a ``math`` function, an arithmetic operator) and each ``d[x] =
+...`` of the VJP template is ``d[ans]`` times (or divided by) a factor,
+possibly inside ``rt.unbroadcast(..., x)``: then ``t[ans] += t[x] * factor``
+(wrapped in ``rt.broadcast_like`` where the VJP unbroadcasts); or when the
+template spreads ``rt.unreduce(d[ans], x, axis, keepdims)`` times a factor (a
+reduction): then ``t[ans] += rt.sum(t[x] * factor, axis, keepdims)``.  ``all_jvp_rules()`` lists
 the registered rules; ``tests/test_jvp_rules.py`` checks every rule (derived
 ones too) against central finite differences.
+
+Stable interface (the forward pass and higher-order code build on it):
+``t``, ``jvp_rule``, ``jvp_linear``, ``jvp_multilinear``, ``jvp_reduction``,
+``jvp_lookup``, ``registered``, ``all_jvp_rules``, ``JvpRule``.  A callable with
+a registered JVP rule (an ``rt`` helper of generated gradient code) is a
+primitive of the lowering even without a VJP rule.
 """
 import copy
 import inspect
@@ -221,6 +237,54 @@ def jvp_multilinear(*primitives):
     non-zero tangent, the call with that operand replaced by its tangent
     (``a_dot @ b + a @ b_dot``)."""
     _operand_rule("multilinear", primitives)
+
+
+class _DToOnes(gast.NodeTransformer):
+    """``d[ans]`` -> ``rt.ones_like(ans)``."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def visit_Subscript(self, node):
+        if is_adjoint_subscript(node) and node.slice.id == self.result:
+            return gast.Call(func=gast.Attribute(value=_name("rt"), attr="ones_like",
+                                                 ctx=gast.Load()),
+                             args=[_name(self.result)], keywords=[])
+        return self.generic_visit(node)
+
+
+def _name(id_):
+    return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def jvp_reduction(*primitives):
+    """Declare reductions over ``axis`` (with ``keepdims``) in which each input element
+    reaches one result element (a median, a nan-aware variance): the VJP template with
+    ``d[ans]`` set to ones gives each element's partial derivative, and the tangent is
+    ``rt.sum(partials * t[x], axis, keepdims)``."""
+    for prim in primitives:
+        vjp_rule = lookup(prim)
+        params = vjp_rule.signature.parameters if vjp_rule is not None else {}
+        if vjp_rule is None or "axis" not in params:
+            raise TypeError(f"jvp_reduction({display_name(prim)}): needs a VJP rule with "
+                            "an axis parameter")
+        statements = []
+        for stmt in vjp_rule.statements:
+            target = stmt.targets[0]
+            value = _DToOnes(vjp_rule.result).visit(copy.deepcopy(stmt.value))
+            if isinstance(target, gast.Name):
+                statements.append(("local", target.id, value))
+                continue
+            term = gast.BinOp(left=value, op=gast.Mult(), right=gast.Subscript(
+                value=_name("t"), slice=_name(target.slice.id), ctx=gast.Load()))
+            keepdims = _name("keepdims") if "keepdims" in params else \
+                gast.Constant(value=False, kind=None)
+            statements.append(("term", gast.Call(
+                func=gast.Attribute(value=_name("rt"), attr="sum", ctx=gast.Load()),
+                args=[term, _name("axis"), keepdims], keywords=[])))
+        _RULES[_key(prim)] = (prim, JvpRule(prim, vjp_rule.name, vjp_rule.signature,
+                                            vjp_rule.result, statements,
+                                            dict(vjp_rule.globals)))
 
 
 def registered(primitive):

@@ -17,7 +17,7 @@ from scipy import special
 
 from .. import primitives as prims
 from .. import runtime as rt
-from .jvp_registry import jvp_linear, jvp_multilinear, jvp_rule, t
+from .jvp_registry import jvp_linear, jvp_multilinear, jvp_reduction, jvp_rule, t
 
 # ---------------------------------------------------------------- arithmetic
 
@@ -150,6 +150,74 @@ def _(ans, a):
               rt.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t[a], (-2, -1), False))
 
 
+@jvp_rule(np.linalg.cholesky)
+def _(ans, a):
+    t[ans] = rt.cholesky_tangent(t[a], ans)
+
+
+@jvp_rule(np.linalg.eigh, tuple_result=True)
+def _(ans, a):
+    t[ans] = rt.eigh_tangent(t[a], ans)
+
+
+@jvp_rule(np.linalg.eigvalsh)
+def _(ans, a):
+    t[ans] = rt.eigvalsh_tangent(t[a], a)
+
+
+@jvp_rule(np.linalg.matrix_power)
+def _(ans, a, n):
+    t[ans] = rt.matrix_power_tangent(t[a], a, n)
+
+
+@jvp_rule(np.linalg.pinv)
+def _(ans, a):
+    t[ans] = rt.pinv_tangent(t[a], ans, a)
+
+
+@jvp_rule(np.linalg.svdvals)
+def _(ans, x):
+    t[ans] = rt.svdvals_tangent(t[x], x)
+
+
+@jvp_rule(np.unwrap)
+def _(ans, p, discont=None, axis=-1, *, period=2 * np.pi):
+    t[ans] = t[p]
+
+
+@jvp_rule(np.nancumsum)
+def _(ans, a, axis=None):
+    t[ans] = np.cumsum(np.where(np.isnan(a), 0.0, t[a]), axis)
+
+
+@jvp_rule(np.interp)
+def _(ans, x, xp, fp):
+    t[ans] = rt.interp_adjoint(rt.ones_like(ans), x, xp, fp, 0) * t[x]
+    t[ans] += np.interp(x, xp, t[fp])
+
+
+@jvp_rule(np.trapezoid)
+def _(ans, y, x=None, dx=1.0, axis=-1):
+    t[ans] = np.trapezoid(t[y], x, dx, axis)
+    t[ans] += t[dx] * np.trapezoid(y, None, 1.0, axis)
+
+
+@jvp_rule(np.divmod, tuple_result=True)
+def _(ans, x1, x2):
+    t[ans] = (ans[0] * 0.0, rt.broadcast_like(t[x1], ans[1])
+              - rt.broadcast_like(t[x2] * ans[0], ans[1]))
+
+
+@jvp_rule(np.modf, tuple_result=True)
+def _(ans, x):
+    t[ans] = (t[x], ans[1] * 0.0)
+
+
+@jvp_rule(np.frexp, tuple_result=True)
+def _(ans, x):
+    t[ans] = (t[x] * np.exp2(-ans[1]), ans[1] * 0)
+
+
 @jvp_rule(np.polyval)
 def _(ans, p, x):
     t[ans] = np.polyval(t[p], x)
@@ -187,7 +255,7 @@ jvp_linear(
     np.dsplit, np.unstack, np.block, np.insert, np.delete, np.compress, np.extract, np.choose,
     np.resize, np.ediff1d, np.diagflat, np.broadcast_arrays, np.meshgrid, np.require,
     np.real_if_close, np.asarray_chkfinite, np.cumulative_sum, np.polyadd, np.polysub,
-    np.polyder,
+    np.polyder, np.polyint, np.select,
 )
 
 jvp_multilinear(
@@ -196,3 +264,5 @@ jvp_multilinear(
     np.cross, np.linalg.cross, np.linalg.multi_dot, np.vecdot, np.linalg.vecdot,
     np.matvec, np.vecmat, np.polymul, np.convolve, np.correlate,
 )
+
+jvp_reduction(np.median, np.nanmedian, np.nanvar, np.nanstd, np.nanprod)

@@ -1,0 +1,228 @@
+"""Higher order: the generated value-and-gradient code, differentiated again in forward mode.
+
+``build_hvp(fn, positions, bound_self, arg_types, arg_trees, jacobian)`` differentiates
+``fn`` in reverse mode (``pipeline.differentiate``), writes the value-and-gradient
+function in its *differentiable spelling* and stores it as a module of its own (the
+gradient), then runs the forward-mode transform (``forward_mode.build_jvp``) on that
+function w.r.t. the same inputs.  The result is forward over reverse:
+
+- ``<f>_value_and_grad_jvp(args, free values, tangents)`` returns ``((value, grads),
+  (value tangent, grads' tangents))``: the grads' tangents along ``v`` are the
+  Hessian-vector product ``H v``;
+- with ``jacobian=True``, ``<f>_value_and_grad_jacfwd(args, free values)`` loops over the
+  basis directions of the inputs (in the generated, compiled code) and returns the
+  columns: the Hessian.
+
+The differentiable spelling differs from the code ``grad`` runs only in its tapes: a
+push onto an array tape is ``tape[top] = v; top = top + 1`` instead of ``rt.push`` (an
+in-place write the forward transform must see), and a list is taken back by index,
+``top = top - 1; v = tape[top]`` from ``top = len(tape)`` at the start of the adjoint
+sweep, instead of ``tape.pop()``.  Every ``rt.*`` helper the adjoint sweep calls has a
+JVP rule (``rules/runtime_jvp.py``).
+"""
+import copy
+import os
+
+import gast
+
+from ..backend import cache
+from .adjoints import Comment, assign, name_node
+from .forward_mode import build_jvp
+from .imports import import_lines
+from .liveness import assigned_anywhere, exposed_reads, surely_assigned
+from .pipeline import differentiate, emit_value_and_grad, title_of
+
+
+class GeneratedHigher:
+    """A forward-over-reverse module, before it is loaded: ``gradient_source`` and
+    ``gradient_path`` (the differentiable gradient it differentiates, stored in the
+    cache), ``jvp`` (forward_mode's GeneratedJvp: ``source``, ``function_name``, ``wrt``,
+    ``jacobian``...), ``free``, ``n_params``, ``arg_leaves`` and ``n_grads`` (how many
+    gradients the differentiated gradient returns, in ``wrt`` order)."""
+
+    def __init__(self, gradient_source, gradient_path, jvp, free, n_params, arg_leaves,
+                 computed):
+        self.gradient_source, self.gradient_path = gradient_source, gradient_path
+        self.jvp = jvp
+        self.source = jvp.source
+        self.function_name = jvp.function_name
+        self.free, self.n_params, self.arg_leaves = free, n_params, arg_leaves
+        self.computed = computed
+
+
+def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
+              jacobian=False):
+    """Forward over reverse of scalar ``fn`` w.r.t. argument ``positions`` (module doc)."""
+    gradient = differentiable_gradient(fn, positions, bound_self, arg_types, arg_trees)
+    d, fname = gradient.differentiated, gradient.function_name
+    n_args = len(d.lowered.params) + len(d.lowered.free)
+    wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]
+    # the gradient takes the leaves and the free values as plain arguments
+    arg_types = list(arg_types) + [None] * (n_args - len(arg_types)) if arg_types else None
+    what = "Hessian" if jacobian else "Hessian-vector product"
+    where = title_of(d.lowered, positions, ()).split("value and gradient of ", 1)[-1]
+    jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
+                    jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
+                                             f"gradient {fname}")
+    # the gradient's lines are named by its function, not by its file's content hash
+    jvp.source = jvp.source.replace(os.path.basename(gradient.path), f"{fname}.py")
+    return GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
+                           len(d.lowered.params), d.lowered.arg_leaves,
+                           [r is not None for r in d.returned])
+
+
+class DifferentiableGradient:
+    """A value-and-gradient function in the differentiable spelling, stored and loaded:
+    ``function`` (it takes the leaf arguments, then the free values ``free``),
+    ``function_name``, ``source``, ``path`` and the ``differentiated`` pipeline result."""
+
+    def __init__(self, function, function_name, source, path, differentiated):
+        self.function, self.function_name = function, function_name
+        self.source, self.path = source, path
+        self.differentiated = differentiated
+        self.free = differentiated.lowered.free
+
+
+def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_trees=None):
+    """``fn``'s value-and-gradient function w.r.t. ``positions``, written in the
+    differentiable spelling (module doc), stored in the cache and loaded."""
+    d = differentiate(fn, positions, (), False, bound_self, arg_types, arg_trees)
+    names = d.names
+    sweeps = differentiable_sweeps(d)
+    fname = names.fresh(f"{d.lowered.name}_value_and_grad")
+    title = title_of(d.lowered, positions, ()) + ", differentiable spelling"
+    lines, _ = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title, names,
+                                   import_lines(names.modules))
+    source = "\n".join(line for line, _ in lines) + "\n"
+    py_func, path, _ = cache.materialise(fname, source, fname)
+    return DifferentiableGradient(py_func, fname, source, path, d)
+
+
+def differentiable_sweeps(d):
+    """A copy of the ``Differentiated`` ``d``'s sweeps in the differentiable spelling
+    (module doc): pushes as writes, list tapes read back by index from their tops (set
+    at the start of the adjoint sweep), and the adjoint sweep's own names for what the
+    forward sweep sets on some paths only."""
+    names = d.names
+    sweeps = copy.copy(d.sweeps)
+    sweeps.forward = _pushes_as_writes(d.sweeps.forward)
+    popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
+    tops = {name: names.fresh(name + "_top") for name in popped}
+    backward = _pops_as_reads(d.sweeps.backward, tops)
+    backward = _own_locals(d, backward)
+    if tops:
+        backward = [Comment("the lists' tops: taken back by index, last first")] + [
+            assign(top, gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[]))
+            for name, top in tops.items()] + backward
+    sweeps.backward = backward
+    return sweeps
+
+
+def _own_locals(d, backward):
+    """The adjoint sweep with its own names for the values it assigns that the forward
+    sweep assigns on some paths only (a loop's index and the values restored in a
+    reversed loop, where the loop may have run zero times): read again by the lowering,
+    such a name would be carried into the adjoint loop from a forward sweep that may
+    never have set it."""
+    lowered = d.lowered
+    known = set(lowered.params) | {f.name for f in lowered.free} | {
+        tape.name for tape in d.sweeps.stacks} | {
+        tape.top for tape in d.sweeps.stacks if tape.top}
+    forward = d.sweeps.forward
+    surely = surely_assigned(forward, known)
+    maybe = assigned_anywhere(forward) - surely
+    exposed = set(exposed_reads(backward))
+    renamed = {n: d.names.fresh(n) for n in sorted(assigned_anywhere(backward) & maybe)
+               if n not in exposed}
+    if not renamed:
+        return backward
+    out = []
+    for item in backward:
+        if isinstance(item, Comment):
+            out.append(item)
+            continue
+        item = copy.deepcopy(item)
+        for node in gast.walk(item):
+            if isinstance(node, gast.Name) and node.id in renamed:
+                node.id = renamed[node.id]
+        out.append(item)
+    return out
+
+
+def _is_push(stmt):
+    """``top = rt.push(tape, top, value)``."""
+    value = stmt.value if isinstance(stmt, gast.Assign) else None
+    return (isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute) and value.func.attr == "push"
+            and isinstance(value.func.value, gast.Name) and value.func.value.id == "rt")
+
+
+def _pushes_as_writes(items):
+    """``top = rt.push(tape, top, v)`` -> ``tape[top] = v; top = top + 1``, in nested
+    blocks too."""
+    out = []
+    for item in items:
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            item = copy.copy(item)
+            item.body = _pushes_as_writes(item.body)
+            item.orelse = _pushes_as_writes(item.orelse)
+            out.append(item)
+        elif _is_push(item):
+            tape, top, value = item.value.args
+            out.append(assign(gast.Subscript(value=copy.deepcopy(tape),
+                                             slice=copy.deepcopy(top), ctx=gast.Store()),
+                              copy.deepcopy(value)))
+            out.append(assign(top.id, gast.BinOp(left=name_node(top.id), op=gast.Add(),
+                                                 right=gast.Constant(value=1, kind=None))))
+        else:
+            out.append(item)
+    return out
+
+
+def _pop_of(node):
+    """The list name of ``name.pop()``, or None."""
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+            node.func.attr == "pop" and not node.args and \
+            isinstance(node.func.value, gast.Name):
+        return node.func.value.id
+    return None
+
+
+def _popped_lists(backward, stacks, lists):
+    """The lists the adjoint sweep pops that the forward sweep built: list tapes and the
+    function's own lists (their restores)."""
+    candidates = {tape.name for tape in stacks if tape.dtype is None} | set(lists)
+    found = []
+    for item in backward:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            name = _pop_of(node)
+            if name in candidates and name not in found:
+                found.append(name)
+    return found
+
+
+def _pops_as_reads(items, tops):
+    """``v = xs.pop()`` -> ``top = top - 1; v = xs[top]`` and ``xs.pop()`` alone ->
+    ``top = top - 1``, for the lists in ``tops`` (name -> its top's name)."""
+    out = []
+    for item in items:
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            item = copy.copy(item)
+            item.body = _pops_as_reads(item.body, tops)
+            item.orelse = _pops_as_reads(item.orelse, tops)
+            out.append(item)
+            continue
+        name = _pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
+        if name not in tops:
+            out.append(item)
+            continue
+        top = tops[name]
+        out.append(assign(top, gast.BinOp(left=name_node(top), op=gast.Sub(),
+                                          right=gast.Constant(value=1, kind=None))))
+        if isinstance(item, gast.Assign):
+            out.append(assign(copy.deepcopy(item.targets[0]),
+                              gast.Subscript(value=name_node(name), slice=name_node(top),
+                                             ctx=gast.Load())))
+    return out

@@ -1,0 +1,310 @@
+"""The value-and-gradient code split in two, for ``vjp`` and ``jacrev``.
+
+``build_split(fn, positions, weights, has_aux, ...)`` differentiates ``fn`` as
+``pipeline.build`` does, with the output's adjoints started from cotangent
+parameters instead of ones, and writes one module with three functions:
+
+- ``<f>_forward(args)``: the forward sweep (tape pushes included); returns
+  ``(output, residuals)``, the residuals being exactly the names the adjoint sweep
+  reads that the forward sweep defines (tapes and their tops, iteration counts,
+  forward values), found by ``liveness.exposed_reads``;
+- ``<f>_backward(residuals, cotangents)``: the adjoint sweep; returns the gradients.
+  It copies the residuals it updates in place (a list tape it pops, an array it
+  restores), so it can run any number of times on one forward sweep;
+- ``<f>_jacobian(args)``: the forward sweep once, then the adjoint sweep once per
+  element of the output, seeded with each basis cotangent in turn; returns
+  ``(output, jacobians)``, one ``(rows,) + input.shape`` array per gradient.
+
+A residual that some path of the forward sweep leaves unassigned (a value of one
+branch) travels in a one-item "box" list: the forward sweep appends it where it is
+assigned, the adjoint sweep takes it back where there is one.
+"""
+import copy
+
+import gast
+
+from ..errors import OutputStructureError
+from .adjoints import name_node
+from .emit import to_source
+from .imports import import_lines
+from .ir import Const, Seq, Var
+from .layout import INDENT, reads_name, render_mapped, wrap
+from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
+from .higher import differentiable_sweeps
+from .pipeline import differentiate, title_of
+from .literals import atom_node
+
+
+class SplitGenerated:
+    """A generated forward/backward/jacobian module, before it is loaded.
+
+    ``source``, ``free``, ``wrt``, ``computed``, ``n_params``, ``arg_leaves``: as in
+    ``pipeline.Generated``; ``forward_name``, ``backward_name``, ``jacobian_name``: the
+    three functions; ``residuals``: the backward's residual parameters in order (a boxed
+    one by its box's name); ``boxed``: those that are boxes; ``n_cotangents``: how many
+    output leaves (cotangent parameters) the backward takes after the residuals.
+    """
+
+    def __init__(self, source, names, free, wrt, computed, n_params, arg_leaves, residuals,
+                 boxed, n_cotangents):
+        self.source = source
+        self.forward_name, self.backward_name, self.jacobian_name = names
+        self.function_name = self.forward_name
+        self.free, self.wrt, self.computed = free, wrt, computed
+        self.n_params, self.arg_leaves = n_params, arg_leaves
+        self.residuals, self.boxed = residuals, boxed
+        self.n_cotangents = n_cotangents
+
+
+def output_leaves(atom, where):
+    """The leaves (Var or Const atoms) of the differentiated output ``atom``, tuples and
+    lists flattened in order; a dict output is refused (``where``: the function's origin)."""
+    if isinstance(atom, Seq):
+        return [leaf for item in atom.items for leaf in output_leaves(item, where)]
+    if isinstance(atom, (Var, Const)):
+        return [atom]
+    raise OutputStructureError(
+        "vjp and jacrev take functions that return arrays, numbers, or tuples and lists of "
+        "them, but this one returns a dict", where, None,
+        "return a tuple of the values instead")
+
+
+def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None,
+                arg_trees=None, differentiable=False):
+    """The split module of ``fn`` (see the module doc) as a ``SplitGenerated``;
+    ``differentiable``: with its tapes in the differentiable spelling
+    (``higher.differentiable_sweeps``), to run forward mode over it."""
+    leaves, cotangents = [], []
+
+    def seeds(lowered, names):
+        out = lowered.output
+        if has_aux:
+            out = out.items[0]   # pipeline's checks have passed: (loss, aux...)
+        leaves.extend(output_leaves(out, lowered.origin))
+        cotangents.extend(names.fresh("ct") for _ in leaves)
+        pairs = [(leaf.name, name_node(ct)) for leaf, ct in zip(leaves, cotangents)
+                 if isinstance(leaf, Var)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees,
+                      seed_values=seeds)
+    if differentiable:
+        d.sweeps = differentiable_sweeps(d)
+    generated = _Writer(d, leaves, cotangents, positions, weights).write()
+    generated.output_is_tuple = isinstance(
+        d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
+    return generated
+
+
+class _Writer:
+    """Writes the three functions of one ``Differentiated`` (see ``build_split``)."""
+
+    def __init__(self, d, leaves, cotangents, positions, weights):
+        self.d, self.leaves, self.cotangents = d, leaves, cotangents
+        self.names = d.names
+        lowered = d.lowered
+        self.args = lowered.params + [f.name for f in lowered.free]
+        self.mutated = [a for a in self.args if a in lowered.mutated]
+        self.decls = [line for tape in d.sweeps.stacks for line in tape.declaration()]
+        declared = {tape.name for tape in d.sweeps.stacks} | {
+            tape.top for tape in d.sweeps.stacks if tape.top}
+        forward, backward = d.sweeps.forward, d.sweeps.backward
+        defined = set(self.args) | declared | assigned_anywhere(forward)
+        self.residuals = [n for n in exposed_reads(backward) if n in defined]
+        surely = surely_assigned(forward, set(self.args) | declared)
+        self.boxes = {r: self.names.fresh(r + "_box") for r in self.residuals
+                      if r not in surely}
+        rebound, arrays, lists = rebound_and_changed(backward)
+        self.copied = {r: ("list" if r in lists else "array") for r in self.residuals
+                       if r in arrays or r in lists}
+        self.rebound = [r for r in self.residuals if r in rebound or r in self.copied]
+        self.grads = [g for g in d.returned if g is not None]
+        base = lowered.name
+        self.fnames = (self.names.fresh(f"{base}_forward"), self.names.fresh(f"{base}_backward"),
+                       self.names.fresh(f"{base}_jacobian"))
+        self.title = title_of(lowered, positions, weights)
+        self.weights = weights
+
+    # ------------------------------------------------------------ the module
+
+    def write(self):
+        d = self.d
+        bodies = [self._forward(), self._backward(), self._jacobian()]
+        code = [line for body in bodies for line in body]
+        lines = [*wrap(f"# s2sgrad: {self.title}, split for vjp and jacrev"),
+                 "# Generated code: edits are overwritten. The forward sweep returns what the "
+                 "adjoint sweep reads;",
+                 "# the backward takes it with cotangents of the output; the jacobian runs the "
+                 "adjoint sweep per output element.",
+                 *(["import math", ""] if reads_name(code, "math") else []),
+                 "import numpy as np", *import_lines(self.names.modules), "",
+                 "from s2sgrad import runtime as rt", ""]
+        for body in bodies:
+            lines += ["", *body]
+        source = "\n".join(lines) + "\n"
+        return SplitGenerated(source, self.fnames, d.lowered.free, d.wrt,
+                              [r is not None for r in d.returned], len(d.lowered.params),
+                              d.lowered.arg_leaves, [self.boxes.get(r, r) for r in self.residuals],
+                              set(self.boxes.values()), len(self.cotangents))
+
+    def _function(self, name, params, body):
+        return [*wrap(f"def {name}({', '.join(params)}):"),
+                *(wrapped for line in body for wrapped in wrap(line))]
+
+    def _forward_lines(self):
+        """The forward sweep's lines (depth 1), boxes filled where their value is set."""
+        body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
+                for name in self.mutated]
+        body += self.decls
+        body += [f"{box} = []  # {r} is set on some paths only" for r, box in self.boxes.items()]
+        body = [INDENT + line for line in body]
+        return body + _lines(_with_boxes(self.d.sweeps.forward, self.boxes), 1)
+
+    def _output(self):
+        return to_source(_atom_node(self.d.lowered.output))
+
+    def _forward(self):
+        body = self._forward_lines()
+        residuals = [self.boxes.get(r, r) for r in self.residuals]
+        body.append(f"{INDENT}return {self._output()}, {_tuple(residuals)}")
+        return self._function(self.fnames[0], self.args, body)
+
+    def _takeback(self, depth, source=None):
+        """Lines making the residuals ready for one adjoint sweep: copies of those it updates
+        in place, boxes opened.  ``source``: per residual, the name holding its value."""
+        pad = INDENT * depth
+        source = source or {}
+        out = []
+        for r in self.residuals:
+            if r in self.boxes:
+                box = self.boxes[r]
+                out.append(f"{pad}if len({box}) > 0:")
+                out.append(f"{pad}{INDENT}{r} = {box}[len({box}) - 1]")
+                if r in self.copied:
+                    out.append(f"{pad}{INDENT}{r} = {_copy(r, self.copied[r])}")
+            elif r in self.copied:
+                out.append(f"{pad}{r} = {_copy(source.get(r, r), self.copied[r])}")
+            elif r in source:
+                out.append(f"{pad}{r} = {source[r]}")
+        return out
+
+    def _backward(self):
+        params = [self.boxes.get(r, r) for r in self.residuals] + self.cotangents
+        body = []
+        takeback = self._takeback(1)
+        if takeback:
+            body.append(f"{INDENT}# the forward sweep's values: copies of those updated in "
+                        f"place below")
+            body += takeback
+        body += _lines(self.d.sweeps.backward, 1)
+        body.append(f"{INDENT}return {_tuple(self.grads)}")
+        return self._function(self.fnames[1], params, body)
+
+    def _jacobian(self):
+        names = self.names
+        body = self._forward_lines()
+        value = names.fresh("value")
+        body.append(f"{INDENT}{value} = {self._output()}")
+        # what each adjoint sweep changes starts from the forward sweep's value again
+        saved = {r: names.fresh(r + "_saved") for r in self.rebound if r not in self.boxes}
+        body += [f"{INDENT}{s} = {r}" for r, s in saved.items()]
+        likes, sizes = [], []
+        for leaf in self.leaves:
+            like = names.fresh("out")
+            body.append(f"{INDENT}{like} = {to_source(_atom_node(leaf))}")
+            likes.append(like)
+            sizes.append(f"rt.tangent_size({like})")
+        rows, row = names.fresh("rows"), names.fresh("row")
+        body.append(f"{INDENT}{rows} = {' + '.join(sizes)}")
+        jacs = {}
+        for g, (kind, k) in zip(self.d.returned, self.d.wrt):
+            if g is None:
+                continue
+            jacs[g] = names.fresh("jac_" + g)
+            like = self.args[k] if kind == "position" else self._weight_arg(k)
+            body.append(f"{INDENT}{jacs[g]} = rt.jacobian_rows({rows}, {like})")
+        body.append(f"{INDENT}for {row} in range({rows}):")
+        inner = INDENT * 2
+        body.append(f"{inner}# the cotangent: 1 at this row's output element, 0 elsewhere")
+        offset = "0"
+        for like, ct in zip(likes, self.cotangents):
+            at = row if offset == "0" else f"{row} - ({offset})"
+            body.append(f"{inner}{ct} = rt.basis_tangent({like}, {at})")
+            offset = f"rt.tangent_size({like})" if offset == "0" else \
+                f"{offset} + rt.tangent_size({like})"
+        body += self._takeback(2, saved)
+        body += _lines(self.d.sweeps.backward, 2)
+        body += [f"{inner}{jacs[g]}[{row}] = {g}" for g in self.grads]
+        body.append(f"{INDENT}return {value}, {_tuple([jacs[g] for g in self.grads])}")
+        return self._function(self.fnames[2], self.args, body)
+
+    def _weight_arg(self, j):
+        """The argument name of the j-th weight (its free value)."""
+        return next(f.name for f in self.d.lowered.free if f.obj is self.weights[j])
+
+
+def _tuple(names):
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _copy(name, kind):
+    return f"list({name})" if kind == "list" else f"np.copy({name})"
+
+
+def _atom_node(atom):
+    if isinstance(atom, Seq):
+        return gast.Tuple(elts=[_atom_node(a) for a in atom.items], ctx=gast.Load())
+    if isinstance(atom, Var):
+        return name_node(atom.name)
+    return atom_node(atom)
+
+
+def _with_boxes(items, boxes):
+    """``items`` with ``box.append(r)`` after each statement that assigns a boxed ``r``
+    (at the start of a loop body whose target it is)."""
+    if not boxes:
+        return items
+    out = []
+    for item in items:
+        if isinstance(item, gast.If):
+            item = copy.copy(item)
+            item.body = _with_boxes(item.body, boxes)
+            item.orelse = _with_boxes(item.orelse, boxes)
+            out.append(item)
+            continue
+        if isinstance(item, (gast.For, gast.While)):
+            item = copy.copy(item)
+            body = _with_boxes(item.body, boxes)
+            if isinstance(item, gast.For):
+                body = _appends(_stored([item.target]), boxes) + body
+            item.body = body
+            out.append(item)
+            continue
+        out.append(item)
+        if isinstance(item, gast.Assign):
+            out.extend(_appends(_stored(item.targets), boxes))
+        elif isinstance(item, gast.AugAssign):
+            out.extend(_appends(_stored([item.target]), boxes))
+    return out
+
+
+def _stored(targets):
+    names = []
+    for t in targets:
+        if isinstance(t, gast.Name):
+            names.append(t.id)
+        elif isinstance(t, (gast.Tuple, gast.List)):
+            names.extend(_stored(t.elts))
+    return names
+
+
+def _appends(names, boxes):
+    return [gast.Expr(value=gast.Call(func=gast.Attribute(value=name_node(boxes[n]),
+                                                          attr="append", ctx=gast.Load()),
+                                      args=[name_node(n)], keywords=[]))
+            for n in names if n in boxes]
+
+
+def _lines(items, depth):
+    """The source lines of a statement list (``layout.render_mapped`` without origins)."""
+    return [line for line, _ in render_mapped(items, depth)]
