@@ -26,6 +26,9 @@ import numpy as np
 
 from .. import primitives as prims
 from .ir import Const, DictAtom, Seq, Var, atom_vars
+from .typeinfo import ELEMENTWISE
+
+_LIKE_MAKERS = None
 
 
 #: numpy functions whose result may share memory with their first operand (or, for
@@ -41,9 +44,22 @@ for _name in ("matrix_transpose", "permute_dims", "unstack", "asarray_chkfinite"
     if hasattr(np, _name):
         VIEW_FUNCTIONS.add(getattr(np, _name))
 
-#: numpy functions making a fresh array of the shape given first, and of another's shape
+#: numpy functions making a fresh array of the shape given first
 ARRAY_MAKERS = {np.zeros, np.ones, np.empty, np.full}
-LIKE_MAKERS = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy}
+
+
+def _like_makers():
+    """Functions whose result has the rank of one operand: which operand (numpy's
+    ``*_like``, and the runtime helpers generated code calls, differentiated again by
+    higher-order transforms)."""
+    from .. import runtime as rt
+    table = {np.zeros_like: 0, np.ones_like: 0, np.empty_like: 0, np.full_like: 0,
+             np.copy: 0}
+    for name, k in (("zeros_like", 0), ("ones_like", 0), ("basis_tangent", 0),
+                    ("copy_value", 0), ("writable", 1), ("unbroadcast", 1), ("unreduce", 1)):
+        if hasattr(rt, name):
+            table[getattr(rt, name)] = k
+    return table
 
 #: array attributes that are numbers or tuples, not arrays sharing the memory
 PLAIN_ATTRIBUTES = {prims.attribute(a) for a in (
@@ -168,6 +184,8 @@ class AliasTracking:
 
     def record_memory(self, name, prim, args, kwargs):
         """After an Op assigned ``name``: note what memory it may share."""
+        if prim == prims.GETITEM and self.ndim_of(Var(name)) is None:
+            self.getitem_rank(name, *args)
         sources = self.view_sources(prim, args, kwargs)
         if sources:
             roots = frozenset().union(*(self.roots(a.name) for a in sources))
@@ -183,10 +201,39 @@ class AliasTracking:
                 self.made_ranks[name] = len(shape.items)
             elif self.is_int(shape):
                 self.made_ranks[name] = 1
-        elif _member(prim, LIKE_MAKERS) and args and not kwargs.get("shape"):
-            rank = self.rank_for_views(args[0])
+        elif _member(prim, self.like_makers()) and not kwargs.get("shape"):
+            k = self.like_makers()[prim]
+            rank = self.rank_for_views(args[k]) if len(args) > k else None
             if rank is not None:
                 self.made_ranks[name] = rank
+        elif self.ndim_of(Var(name)) is None and (
+                isinstance(prim, np.ufunc) or _member(prim, ELEMENTWISE)):
+            ranks = [self.rank_for_views(a) if isinstance(a, Var) else self.ndim_of(a)
+                     for a in list(args) + list(kwargs.values())]
+            if ranks and None not in ranks:
+                self.made_ranks[name] = max(ranks)
+
+    def getitem_rank(self, name, base, index):
+        """The rank of ``base[index]`` where the base's rank is known only here: an item of
+        a run-time list (a tape), or integers into an array of a rank ``made_ranks`` knows."""
+        if not isinstance(base, Var):
+            return
+        if base.name in self.lists:
+            if not (isinstance(index, Seq) or isinstance(index, Const) and isinstance(
+                    index.value, slice)) and self.item_ranks.get(base.name) is not None:
+                self.made_ranks[name] = self.item_ranks[base.name]
+            return
+        rank = self.rank_for_views(base)
+        items = _item_atoms(index)
+        if rank is not None and len(items) <= rank and all(self.is_int(i) for i in items):
+            self.made_ranks[name] = rank - len(items)
+
+    def like_makers(self):
+        """The table of ``_like_makers`` (built once)."""
+        global _LIKE_MAKERS
+        if _LIKE_MAKERS is None:
+            _LIKE_MAKERS = _like_makers()
+        return _LIKE_MAKERS
 
     def hold(self, container, atoms):
         """The run-time list ``container`` holds ``atoms``: what is read from it shares their
@@ -194,6 +241,12 @@ class AliasTracking:
         roots = set(self.memory.get(container, ()))
         for n in (n for a in atoms for n in atom_vars(a)):
             roots |= self.roots(n)
+        for atom in atoms:
+            rank = self.rank_for_views(atom) if isinstance(atom, Var) else self.ndim_of(atom)
+            if container not in self.item_ranks:
+                self.item_ranks[container] = rank
+            elif self.item_ranks[container] != rank:
+                self.item_ranks[container] = None
         if roots:
             self.memory[container] = frozenset(roots)
             self.views[container] = frozenset(roots)
@@ -201,6 +254,11 @@ class AliasTracking:
     def record_alias(self, target, atom):
         """``target = atom`` in generated code (a branch's or a loop's copy): ``target`` is
         the same array as ``atom``, a view when ``atom`` is, stale when ``atom`` is."""
+        rank = self.rank_for_views(atom) if isinstance(atom, Var) else self.ndim_of(atom)
+        if target not in self.made_ranks:
+            self.made_ranks[target] = rank
+        elif self.made_ranks[target] != rank:
+            self.made_ranks[target] = None     # assigned arrays of different ranks
         if not isinstance(atom, Var):
             return
         self.memory[target] = self.roots(target) | self.roots(atom.name)
@@ -308,10 +366,9 @@ class AliasTracking:
         array in place, so whatever else shares its memory is stale from here on."""
         atom = frame.env.get(name)
         if not isinstance(atom, Var) or atom.name in self.int_vars or \
-                self.ndim_of(atom) == 0:
+                self.rank_for_views(atom) == 0:
             return                          # a number: += makes a new one in Python too
         self.stale_views.update(self.observers(frame, name))
-        self.stale_views.update(self.sharing(atom.name) - {atom.name})
 
 
 def sharing(memory, name):

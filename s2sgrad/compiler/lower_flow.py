@@ -496,6 +496,7 @@ class FlowLowering:
                 break
             except _RankChanged as changed:
                 self.ndims.pop(changed.name, None)
+                self.made_ranks[changed.name] = None
                 self.stale_views = stale_before
         self.check_loop_reads(frame, stmt, body + test_ops, carried_vars, stale_before)
         after = frame.env
@@ -569,6 +570,9 @@ class FlowLowering:
                                        "keep its structure the same in every iteration")
             if carried.name in self.ndims and self.ndim_of(value) != self.ndims[carried.name]:
                 raise _RankChanged(carried.name)
+            if self.made_ranks.get(carried.name) is not None and \
+                    self.rank_for_views(value) != self.made_ranks[carried.name]:
+                raise _RankChanged(carried.name)    # the body may have taken views for copies
             self.ops.append(self.assign_op(carried.name, value, location))
 
 

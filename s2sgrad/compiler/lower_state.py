@@ -74,6 +74,7 @@ class LoweringState:
         self.views = {}         # Var name -> the roots (fresh arrays) it may be a view of
         self.memory = {}        # Var name -> the roots whose memory it may share (aliasing.py)
         self.shared_at_write = {}  # Var name -> what shared its memory when it was written
+        self.item_ranks = {}    # Var name of a run-time list -> the rank of its items
         self.made_ranks = {}    # Var name -> rank of an array made by np.zeros((2, 3)) & co
         self.stale_views = set()  # variables whose memory was updated in place behind them
         self.fields = {}          # Seq of a namedtuple argument -> its field names
