@@ -171,6 +171,25 @@ DIFFERENTIATED = [
         y = np.einsum("ij,kj->ik", x, x)
         y[0, 1] = v
         return np.sum(y * y)"""),
+    ("augmented_alias_in_place", """
+        m = x * 1.0
+        r = m
+        r += v
+        r *= r
+        return np.sum(m * m)"""),
+    ("augmented_argument_with_alias", """
+        y = x
+        x += v
+        return np.sum(y * y)"""),
+    ("helper_augments_parameter", """
+        m = x * 1.0
+        bump(m, v)
+        return np.sum(m * m)"""),
+    ("helper_augments_parameter_in_loop", """
+        m = x * 1.0
+        for i in range(2):
+            bump(m, v * m[0, i])
+        return np.sum(m * m)"""),
     ("split_read_only", """
         a, b = np.split(x * v, 2)
         return np.sum(a * b)"""),
@@ -269,15 +288,6 @@ REFUSED = [
         r = m[0]
         r += v
         return np.sum(m * m)  # <-""", "`m` is a view of an array that was updated in place"),
-    ("augmented_alias_in_place", """
-        m = x * 1.0
-        r = m
-        r += v
-        return np.sum(m * m)  # <-""", "`m` is a view of an array that was updated in place"),
-    ("augmented_argument_with_alias", """
-        y = x
-        x += v
-        return np.sum(y * y)  # <-""", "`y` is a view of an array"),
     ("augmented_base_then_view_read", """
         m = x * 1.0
         r = m[1]
@@ -314,10 +324,6 @@ REFUSED = [
         m = x * 1.0
         put_in_row(m, v)
         return np.sum(m * m)""", "writing into `r`"),
-    ("helper_augments_parameter", """
-        m = x * 1.0
-        bump(m, v)
-        return np.sum(m * m)  # <-""", "`m` is a view of an array"),
     ("helper_returns_view", """
         m = x * 1.0
         r = first_row(m)

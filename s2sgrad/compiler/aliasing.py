@@ -13,8 +13,10 @@ variable, the ``roots`` (fresh arrays) whose memory it may share; then
   root) is refused: its root would change behind its name;
 - a write into a variable (``SetItem``) makes every other variable sharing
   its memory *stale*; reading a stale variable is refused (``check_fresh``);
-- ``x += y`` on an array rebinds ``x`` to a new array (as ``x = x + y``) and
-  makes stale every other variable that numpy would have updated through it;
+- ``x += y`` on an array is written in place (``x[:] = x + y``) when another name
+  (of this function or of a caller: ``y = x``, a helper's parameter) holds the
+  same array; else it rebinds ``x`` to a new array (as ``x = x + y``) and makes
+  stale every other variable a name reaches that numpy would have updated;
 - a loop whose body made a value stale that the body read earlier (it is read
   again by the next iteration) is refused;
 - calls that write into their operands (``out=``, ``x.sort()``,
@@ -362,13 +364,22 @@ class AliasTracking:
         return found
 
     def in_place_update(self, frame, stmt, name):
-        """Before ``name op= value`` rebinds ``name`` to a new array: numpy would update the
-        array in place, so whatever else shares its memory is stale from here on."""
+        """``name op= value`` on an array: numpy updates the array in place.  True when it
+        is lowered so (``name[:] = name op value``): another name of this function or of a
+        caller holds the very same array, which is a float array of known rank and not a
+        view.  Else ``name`` is rebound to a new array, and whatever else a name reaches
+        that shares the old one's memory is stale from here on (reading it is refused)."""
         atom = frame.env.get(name)
         if not isinstance(atom, Var) or atom.name in self.int_vars or \
                 self.rank_for_views(atom) == 0:
-            return                          # a number: += makes a new one in Python too
-        self.stale_views.update(self.observers(frame, name))
+            return False                    # a number: += makes a new one in Python too
+        observers = self.observers(frame, name)
+        if atom.name in observers and atom.name not in self.views and \
+                atom.name not in self.stale_views and (self.rank_for_views(atom) or 0) >= 1 \
+                and atom.name in self.dtypes:
+            return True
+        self.stale_views.update(observers)
+        return False
 
 
 def sharing(memory, name):

@@ -11,6 +11,7 @@ from .jumps import expand_loop_else, lift_loop_returns, remove_early_returns
 from .lower_flow import is_append, unused_name
 from .lower_state import LoweringState, name_of, return_names, source_segment
 from .messages import statement_name
+from .syntax import name_node
 
 
 class StatementLowering(LoweringState):
@@ -60,10 +61,14 @@ class StatementLowering(LoweringState):
             gast.copy_location(binop, stmt)
             gast.copy_location(load, stmt)
             if isinstance(stmt.target, gast.Name):
-                # numpy updates an array in place: what shares its memory is stale after
+                # numpy updates an array in place (see aliasing.in_place_update)
                 value = self.lower_expr(frame, binop, stmt.target.id)
-                self.in_place_update(frame, stmt, stmt.target.id)
-                self.bind(frame, stmt.target, value)
+                if self.in_place_update(frame, stmt, stmt.target.id):
+                    whole = gast.Subscript(value=name_node(stmt.target.id),
+                                           slice=gast.Slice(None, None, None), ctx=gast.Store())
+                    self.bind(frame, gast.copy_location(whole, stmt), value)
+                else:
+                    self.bind(frame, stmt.target, value)
                 return
             self.bind(frame, stmt.target, self.lower_expr(frame, binop, name_of(stmt.target)))
         elif isinstance(stmt, gast.Return):
