@@ -4,6 +4,12 @@ them also renamed to the names the generated code itself uses (tests/test_name_c
 and required to give the same gradients.
 
     python benchmarks/fuzz_programs.py --programs 10000 [--backend python] [--seed 0]
+    python benchmarks/fuzz_programs.py --grammar alias --programs 5000
+
+``--grammar alias`` draws programs that take views and aliases of arrays and write into
+them in place (tests/alias_programs.py): each must give numpy's value and the
+finite-difference gradients (reverse and forward mode) or be refused with an
+UnsupportedConstructError naming its file; the figures count the refusals too.
 
 Prints the figures (programs run, failures) and writes every failing program, ready to
 paste, to fuzz_failures/ (or --out).  Not part of the test suite (it takes a long time);
@@ -29,18 +35,22 @@ def main():
     parser.add_argument("--seconds", type=float, default=None,
                         help="stop after this long (the figures say how many ran)")
     parser.add_argument("--out", default="fuzz_failures")
+    parser.add_argument("--grammar", choices=("programs", "alias"), default="programs")
     opts = parser.parse_args()
     os.environ["S2SGRAD_BACKEND"] = opts.backend
     os.environ.setdefault("S2SGRAD_QUIET", "1")     # no line per Numba compile
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
+    import alias_programs
     import test_name_capture as capture
     import test_random_programs as grammar
+    if opts.grammar == "alias":
+        grammar = alias_programs
 
     directory = pathlib.Path(tempfile.mkdtemp(prefix="s2sgrad_fuzz_"))
     out = pathlib.Path(opts.out)
-    counts = {"programs": 0, "renamed": 0, "failures": 0}
+    counts = {"programs": 0, "renamed": 0, "failures": 0, "refused": 0}
     start = time.time()
 
     @settings(max_examples=opts.programs, deadline=None, database=None, derandomize=False,
@@ -51,7 +61,10 @@ def main():
             return              # out of time: the rest are drawn but not run
         counts["programs"] += 1
         try:
-            if counts["programs"] % 2:
+            if opts.grammar == "alias":
+                outcome = grammar.check(source, seed, directory)
+                counts["refused"] += outcome.startswith("refused")
+            elif counts["programs"] % 2:
                 grammar.check(source, seed, directory)
             else:
                 counts["renamed"] += 1
@@ -66,8 +79,9 @@ def main():
 
     import hypothesis
     hypothesis.seed(opts.seed)(run)()   # the same programs for the same --seed
-    print(f"backend {opts.backend}: {counts['programs']} programs ({counts['renamed']} renamed "
-          f"to generated names), {counts['failures']} failures, "
+    print(f"backend {opts.backend}, grammar {opts.grammar}: {counts['programs']} programs "
+          f"({counts['renamed']} renamed to generated names, {counts['refused']} refused), "
+          f"{counts['failures']} failures, "
           f"{time.time() - start:.0f} s", flush=True)
     return 1 if counts["failures"] else 0
 

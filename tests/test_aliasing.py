@@ -13,7 +13,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import alias_programs
 import s2sgrad
 from s2sgrad.errors import UnsupportedConstructError
 
@@ -615,3 +618,28 @@ def test_a_loop_carried_adjoint_does_not_share_another_adjoints_name(backend, mo
                                rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(ga, central(shared_adjoint_then_loop, (x, 0.3), 1),
                                rtol=1e-5, atol=1e-7)
+
+
+RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("alias_programs")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=RELAXED)
+@given(source=alias_programs.programs(), seed=st.integers(0, 2 ** 16))
+def test_random_alias_programs_are_differentiated_or_refused(source, seed, program_dir,
+                                                             monkeypatch):
+    """Random views, aliases and in-place writes (tests/alias_programs.py): numpy's value
+    and finite-difference gradients (reverse and forward), or a refusal naming the file."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    alias_programs.check(source, seed, program_dir)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=RELAXED)
+@given(source=alias_programs.programs(), seed=st.integers(0, 2 ** 16))
+def test_random_alias_programs_compiled_by_numba(source, seed, program_dir, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")     # ~1 s of compiling per program
+    alias_programs.check(source, seed, program_dir, forward=False)
