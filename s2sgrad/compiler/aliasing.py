@@ -82,8 +82,7 @@ MUTATING_METHODS = {"sort": "y = np.sort(x)", "fill": "y = np.full_like(x, value
 
 #: numpy functions that write into an operand
 MUTATING_FUNCTIONS = {np.copyto: "y = np.broadcast_to(src, dst.shape).copy()",
-                      np.put: "y = x.copy(); y.flat[idx] = v is refused too: build y with "
-                              "np.where or by index assignment y[idx] = v",
+                      np.put: "y = x.ravel().copy(); y[idx] = v; y = y.reshape(x.shape)",
                       np.place: "y = np.where(mask, values, x)",
                       np.putmask: "y = np.where(mask, values, x)",
                       np.fill_diagonal: "y = x.copy(); y[np.arange(n), np.arange(n)] = v",
@@ -283,19 +282,20 @@ class AliasTracking:
         stale = [n for a in atoms for n in _deep_vars(a) if n in self.stale_views]
         if stale:
             raise self.unsupported(
-                frame, node, f"`{self.user_name(frame, stale[0])}` is a view of an array that was "
+                frame, node, f"{self.shown(frame, stale[0])} is a view of an array that was "
                 f"updated in place after the view was taken, or shares its memory (an alias, "
-                f"or `x += ...` on an array, which numpy does in place)", "take a copy (.copy()) before the update, or "
-                "read the updated array itself after it")
+                f"or `x += ...` on an array, which numpy does in place)",
+                "take a copy (.copy()) before the update, or read the updated array itself "
+                "after it")
 
     def check_write_target(self, frame, node, var, shown):
         """Refuse writing into a view (its base would change behind its name) or into an
         array another write changed behind its name."""
         if var in self.views:
-            bases = sorted(self.user_name(frame, b) for b in self.views[var])
+            bases = ", ".join(sorted(self.shown(frame, b) for b in self.views[var]))
             raise self.unsupported(
                 frame, node, f"writing into `{shown}`, which may be a view of "
-                f"`{'`, `'.join(bases)}` (numpy would change that array too)",
+                f"{bases} (numpy would change that array too)",
                 "write into the array itself, e.g. y[1:3] = ... instead of v = y[1:3]; "
                 "v[:] = ..., or write into a copy: v = y[1:3].copy()")
         self.check_fresh(frame, node, [Var(var)])
@@ -330,11 +330,19 @@ class AliasTracking:
                                    f"make a new array instead: {hint}")
 
     def user_name(self, frame, var):
-        """The user's name for variable ``var`` in ``frame`` where it has one, else ``var``."""
-        for key, atom in frame.env.items():
-            if isinstance(atom, Var) and atom.name == var:
-                return key
-        return var
+        """The user's name for variable ``var`` in ``frame`` (or a caller) where it has one,
+        else None."""
+        while frame is not None:
+            for key, atom in frame.env.items():
+                if isinstance(atom, Var) and atom.name == var:
+                    return key
+            frame = frame.caller
+        return None
+
+    def shown(self, frame, var):
+        """``var`` in a message: its user's name in backquotes, or what it is."""
+        name = self.user_name(frame, var)
+        return f"`{name}`" if name is not None else "an array computed in an expression"
 
     # ------------------------------------------------------------ x += y
 

@@ -537,7 +537,7 @@ class FlowLowering:
         for read in _reads(body):
             if read in changed and read not in made:
                 raise self.unsupported(
-                    frame, stmt, f"a loop that reads `{self.user_name(frame, read)}` and then, "
+                    frame, stmt, f"a loop that reads {self.shown(frame, read)} and then, "
                     f"later in its body, updates the memory it shares with another array in "
                     f"place (the next iteration would read it changed)", "take a copy "
                     "(.copy()) before the loop, or update the array itself (y[i] = ...) "
