@@ -506,3 +506,41 @@ def test_show_modes_print_the_split_and_second_order_code(capsys):
     assert "the hvp code that runs for arguments like (float64[3])" in capsys.readouterr().out
     with pytest.raises(ValueError, match="show's mode is one of"):
         ms.show(inner_loss, w, mode="hessian_vector")
+
+
+# ---------------------------------------------------------------- random programs
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import test_random_programs as random_programs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("higher_programs")
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(source=random_programs.programs(), seed=st.integers(0, 2 ** 16))
+def test_random_program_hvp_and_vjp(source, seed, program_dir, monkeypatch):
+    """Random programs (branches, loops, early returns, in-place updates, lists): hvp
+    against differences of s2sgrad's gradient, vjp_fn(1) against the gradient."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    fn = random_programs.load(source, program_dir)
+    rng = np.random.default_rng(seed)
+    x, a = rng.uniform(-1.0, 1.0, 4), float(rng.uniform(-1.0, 1.0))
+    v = (rng.normal(size=4), float(rng.normal()))
+    try:
+        hv = ms.hvp(fn, (x, a), v)
+        fd = _fd_of_gradient(fn, (x, a), v)
+        for got, want in zip(hv, fd):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        _, vjp_fn = ms.vjp(fn, x, a)
+        for got, want in zip(vjp_fn(1.0), ms.grad(fn, (0, 1))(x, a)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    except Exception as exc:   # any failure: show the program, ready to paste
+        raise AssertionError(f"{type(exc).__name__}: {exc}\n--- program ---\n{source}") \
+            from None

@@ -48,6 +48,8 @@ class GeneratedHigher:
         self.function_name = jvp.function_name
         self.free, self.n_params, self.arg_leaves = free, n_params, arg_leaves
         self.computed = computed
+        # no map from this module's lines to the user's: errors name the generated line
+        self.line_map, self.adjoint_from = {}, None
 
 
 def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
@@ -100,22 +102,64 @@ def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_
 
 def differentiable_sweeps(d):
     """A copy of the ``Differentiated`` ``d``'s sweeps in the differentiable spelling
-    (module doc): pushes as writes, list tapes read back by index from their tops (set
-    at the start of the adjoint sweep), and the adjoint sweep's own names for what the
-    forward sweep sets on some paths only."""
+    (module doc): pushes as writes; list tapes made right before the outermost loop that
+    fills them and read back by index from their tops, set right before the outermost
+    adjoint loop that reads them (read again, a list made at the top and filled on one
+    branch's path only would be a list of two lengths); and the adjoint sweep's own names
+    for what the forward sweep sets on some paths only."""
     names = d.names
     sweeps = copy.copy(d.sweeps)
-    sweeps.forward = _pushes_as_writes(d.sweeps.forward)
+    tapes = {tape.name for tape in d.sweeps.stacks if tape.dtype is None}
+    sweeps.stacks = [tape for tape in d.sweeps.stacks if tape.dtype is not None]
+    forward = _pushes_as_writes(d.sweeps.forward)
+    sweeps.forward = _before_loops(forward, tapes, _appends_to,
+                                   lambda name: assign(name, gast.List(elts=[],
+                                                                       ctx=gast.Load())))
     popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
     tops = {name: names.fresh(name + "_top") for name in popped}
-    backward = _pops_as_reads(d.sweeps.backward, tops)
-    backward = _own_locals(d, backward)
-    if tops:
-        backward = [Comment("the lists' tops: taken back by index, last first")] + [
-            assign(top, gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[]))
-            for name, top in tops.items()] + backward
-    sweeps.backward = backward
+    backward = _before_loops(d.sweeps.backward, set(tops), _pops_of,
+                             lambda name: assign(tops[name], gast.Call(
+                                 func=name_node("len"), args=[name_node(name)], keywords=[])))
+    backward = _pops_as_reads(backward, tops)
+    sweeps.backward = _own_locals(d, backward)
     return sweeps
+
+
+def _appends_to(node):
+    """The list names ``node`` appends to."""
+    return {n.func.value.id for n in gast.walk(node)
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+            and n.func.attr == "append" and isinstance(n.func.value, gast.Name)}
+
+
+def _pops_of(node):
+    return {name for n in gast.walk(node) for name in [_pop_of(n)] if name is not None}
+
+
+def _before_loops(items, names, used_in, make):
+    """``items`` with ``make(name)`` right before the outermost loop (or statement outside
+    any loop) that ``used_in`` finds using ``name``, for each of ``names``; a list only
+    used outside loops is made at the top."""
+    pending = set(names)
+
+    def block(statements):
+        out = []
+        for item in statements:
+            if isinstance(item, Comment):
+                out.append(item)
+                continue
+            if isinstance(item, gast.If):
+                item = copy.copy(item)
+                item.body, item.orelse = block(item.body), block(item.orelse)
+                out.append(item)
+                continue
+            found = sorted(used_in(item) & pending)
+            out.extend(make(name) for name in found)
+            pending.difference_update(found)
+            out.append(item)
+        return out
+
+    return block(items)
 
 
 def _own_locals(d, backward):
@@ -132,8 +176,7 @@ def _own_locals(d, backward):
     surely = surely_assigned(forward, known)
     maybe = assigned_anywhere(forward) - surely
     exposed = set(exposed_reads(backward))
-    renamed = {n: d.names.fresh(n) for n in sorted(assigned_anywhere(backward) & maybe)
-               if n not in exposed}
+    renamed = {n: d.names.fresh(n) for n in sorted(assigned_anywhere(backward) & maybe)}
     if not renamed:
         return backward
     out = []
@@ -146,7 +189,40 @@ def _own_locals(d, backward):
             if isinstance(node, gast.Name) and node.id in renamed:
                 node.id = renamed[node.id]
         out.append(item)
-    return out
+    # a name the adjoint sweep reads before assigning it (a loop-carried value, read as
+    # the reversed loop starts) gets the forward sweep's value where it is first read
+    taken = {renamed[n]: n for n in renamed if n in exposed}
+    return _taken_over(out, taken) if taken else out
+
+
+def _taken_over(items, taken):
+    """``items`` with ``new = old`` (``taken``: new -> old name) right before the first
+    statement reading ``new`` in each block path (inside the branches of an ``if``,
+    before a loop or any other statement)."""
+    def reads(node, name):
+        return any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node))
+
+    def block(statements, pending):
+        out = []
+        pending = dict(pending)
+        for item in statements:
+            if isinstance(item, Comment):
+                out.append(item)
+                continue
+            wanted = {new: old for new, old in pending.items() if reads(item, new)}
+            if isinstance(item, gast.If) and wanted and not any(
+                    reads(item.test, new) for new in wanted):
+                item = copy.copy(item)
+                item.body = block(item.body, wanted)
+                item.orelse = block(item.orelse, wanted)
+            else:
+                out.extend(assign(new, name_node(old)) for new, old in wanted.items())
+            for new in wanted:
+                pending.pop(new)
+            out.append(item)
+        return out
+
+    return block(items, taken)
 
 
 def _is_push(stmt):
