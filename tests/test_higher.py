@@ -527,7 +527,8 @@ def program_dir(tmp_path_factory):
 @given(source=random_programs.programs(), seed=st.integers(0, 2 ** 16))
 def test_random_program_hvp_and_vjp(source, seed, program_dir, monkeypatch):
     """Random programs (branches, loops, early returns, in-place updates, lists): hvp
-    against differences of s2sgrad's gradient, vjp_fn(1) against the gradient."""
+    against differences of s2sgrad's gradient, vjp_fn(1) against the gradient,
+    jacfwd(jacrev(f)) against hessian(f)."""
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     fn = random_programs.load(source, program_dir)
     rng = np.random.default_rng(seed)
@@ -541,6 +542,10 @@ def test_random_program_hvp_and_vjp(source, seed, program_dir, monkeypatch):
         _, vjp_fn = ms.vjp(fn, x, a)
         for got, want in zip(vjp_fn(1.0), ms.grad(fn, (0, 1))(x, a)):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        by_jacobians = ms.jacfwd(ms.jacrev(fn, (0, 1)), (0, 1))(x, a)
+        for row, want_row in zip(by_jacobians, ms.hessian(fn, (0, 1))(x, a)):
+            for got, want in zip(row, want_row):
+                np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
     except Exception as exc:   # any failure: show the program, ready to paste
         raise AssertionError(f"{type(exc).__name__}: {exc}\n--- program ---\n{source}") \
             from None

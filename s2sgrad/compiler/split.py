@@ -91,7 +91,7 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
                       seed_values=seeds)
     if differentiable:
         d.sweeps = differentiable_sweeps(d)
-    generated = _Writer(d, leaves, cotangents, positions, weights).write()
+    generated = _Writer(d, leaves, cotangents, positions, weights, differentiable).write()
     generated.output_is_tuple = isinstance(
         d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
     return generated
@@ -100,7 +100,7 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
 class _Writer:
     """Writes the three functions of one ``Differentiated`` (see ``build_split``)."""
 
-    def __init__(self, d, leaves, cotangents, positions, weights):
+    def __init__(self, d, leaves, cotangents, positions, weights, differentiable=False):
         self.d, self.leaves, self.cotangents = d, leaves, cotangents
         self.names = d.names
         lowered = d.lowered
@@ -124,6 +124,7 @@ class _Writer:
         self.fnames = (self.names.fresh(f"{base}_forward"), self.names.fresh(f"{base}_backward"),
                        self.names.fresh(f"{base}_jacobian"))
         self.title = title_of(lowered, positions, weights)
+        self.differentiable = differentiable
         self.weights = weights
 
     # ------------------------------------------------------------ the module
@@ -163,33 +164,33 @@ class _Writer:
         return [*((line, None) for line in wrap(f"def {name}({', '.join(params)}):")),
                 *((wrapped, origin) for line, origin in body for wrapped in wrap(line))]
 
-    def _forward_lines(self):
+    def _forward_lines(self, boxes):
         """The forward sweep's lines (depth 1), boxes filled where their value is set."""
         body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
                 for name in self.mutated]
         body += self.decls
-        body += [f"{box} = []  # {r} is set on some paths only" for r, box in self.boxes.items()]
+        body += [f"{box} = []  # {r} is set on some paths only" for r, box in boxes.items()]
         body = [(INDENT + line, None) for line in body]
-        return body + render_mapped(_with_boxes(self.d.sweeps.forward, self.boxes), 1)
+        return body + render_mapped(_with_boxes(self.d.sweeps.forward, boxes), 1)
 
     def _output(self):
         return to_source(_atom_node(self.d.lowered.output))
 
     def _forward(self):
-        body = self._forward_lines()
+        body = self._forward_lines(self.boxes)
         residuals = [self.boxes.get(r, r) for r in self.residuals]
         body.append((f"{INDENT}return {self._output()}, {_tuple(residuals)}", None))
         return self._function(self.fnames[0], self.args, body)
 
-    def _takeback(self, depth, source=None):
+    def _takeback(self, depth, boxes, source=None):
         """Lines making the residuals ready for one adjoint sweep: copies of those it updates
         in place, boxes opened.  ``source``: per residual, the name holding its value."""
         pad = INDENT * depth
         source = source or {}
         out = []
         for r in self.residuals:
-            if r in self.boxes:
-                box = self.boxes[r]
+            if r in boxes:
+                box = boxes[r]
                 out.append(f"{pad}if len({box}) > 0:")
                 out.append(f"{pad}{INDENT}{r} = {box}[len({box}) - 1]")
                 if r in self.copied:
@@ -203,7 +204,7 @@ class _Writer:
     def _backward(self):
         params = [self.boxes.get(r, r) for r in self.residuals] + self.cotangents
         body = []
-        takeback = self._takeback(1)
+        takeback = self._takeback(1, self.boxes)
         if takeback:
             body.append((f"{INDENT}# the forward sweep's values: copies of those updated in "
                          f"place below", None))
@@ -214,12 +215,16 @@ class _Writer:
 
     def _jacobian(self):
         names = self.names
-        body = self._forward_lines()
+        # one function: the boxes that carry a value set on some paths only across to the
+        # backward are needed here only to start each adjoint sweep from it again (the
+        # differentiable spelling gives such values names of their own in the adjoint sweep)
+        boxes = {} if self.differentiable else self.boxes
+        body = self._forward_lines(boxes)
         text = []      # lines of s2sgrad's own, for no user line
         value = names.fresh("value")
         text.append(f"{INDENT}{value} = {self._output()}")
         # what each adjoint sweep changes starts from the forward sweep's value again
-        saved = {r: names.fresh(r + "_saved") for r in self.rebound if r not in self.boxes}
+        saved = {r: names.fresh(r + "_saved") for r in self.rebound if r not in boxes}
         text += [f"{INDENT}{s} = {r}" for r, s in saved.items()]
         likes, sizes = [], []
         for leaf in self.leaves:
@@ -245,7 +250,7 @@ class _Writer:
             text.append(f"{inner}{ct} = rt.basis_tangent({like}, {at})")
             offset = f"rt.tangent_size({like})" if offset == "0" else \
                 f"{offset} + rt.tangent_size({like})"
-        text += self._takeback(2, saved)
+        text += self._takeback(2, boxes, saved)
         body += [(line, None) for line in text] + render_mapped(self.d.sweeps.backward, 2)
         body += [(f"{inner}{jacs[g]}[{row}] = {g}", None) for g in self.grads]
         body.append((f"{INDENT}return {value}, {_tuple([jacs[g] for g in self.grads])}",
