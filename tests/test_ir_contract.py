@@ -13,7 +13,7 @@ from s2sgrad.compiler.lower import Lowerer
 
 COMPILER = pathlib.Path(ir.__file__).resolve().parent
 IR_CLASSES = [ir.Var, ir.Const, ir.Seq, ir.DictAtom, ir.Op, ir.FreeValue, ir.LoweredFunction,
-              ir.SetItem, ir.If, ir.Loop, ir.ListAppend]
+              ir.SetItem, ir.If, ir.Loop, ir.ListAppend, ir.CustomBackward]
 
 
 def _one_op():
@@ -24,6 +24,7 @@ def _one_op():
     (_one_op, "basic_indx"),
     (lambda: ir.LoweredFunction("f", None, ["x"], []), "int_var"),
     (lambda: ir.Loop("while", None, (), [], None, [], [], "n", None, None), "headers"),
+    (lambda: ir.CustomBackward("f", [], [], {}, [], [], []), "lowerer"),
 ])
 def test_an_undeclared_field_cannot_be_set(make, field):
     with pytest.raises(AttributeError):

@@ -86,3 +86,24 @@ def test_an_adjoint_error_names_the_call_and_the_adjoint_sweep():
     (note,) = info.value.__notes__
     assert "(adjoint sweep)" in note and "inverse_grad(m)" in note
     assert f"test_line_map.py:{_line_of(fails_in_the_adjoint, 'return np.sum')}" in note
+
+
+IDX = np.array([5])
+
+
+def reads_past_the_end(x):
+    y = np.sin(x)
+    return y[IDX]
+
+
+@pytest.mark.parametrize("mode", ["jvp", "jacfwd"])
+def test_a_forward_mode_error_names_the_users_line(mode):
+    x = np.ones(3)
+    with pytest.raises(IndexError) as info:
+        if mode == "jvp":
+            ms.jvp(reads_past_the_end, (x,), (x,))
+        else:
+            ms.jacfwd(reads_past_the_end)(x)
+    (note,) = info.value.__notes__
+    assert "for 'return y[IDX]'" in note
+    assert f"test_line_map.py:{_line_of(reads_past_the_end, 'return y[IDX]')}" in note

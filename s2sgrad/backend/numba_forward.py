@@ -3,6 +3,7 @@ the contract is each helper's docstring there."""
 import numpy as np
 from numba import types
 from numba.extending import overload
+from numba.np.numpy_support import as_dtype
 
 from .. import runtime as rt
 
@@ -49,3 +50,25 @@ def _basis_tangent(x, j):
     if _is_scalar(x):
         return lambda x, j: 1.0 if j == 0 else 0.0
     return None
+
+
+@overload(rt.cumprod_tangent)
+def _cumprod_tangent(t, a, axis):
+    """Forward mode's ``np.cumprod(a)`` (flattened) along the tangent ``t`` of ``a``."""
+    if not (isinstance(t, types.Array) and isinstance(a, types.Array) and t.ndim == a.ndim
+            and isinstance(axis, (types.NoneType, types.Omitted))):
+        return None
+
+    dtype = np.result_type(as_dtype(t.dtype), as_dtype(a.dtype), np.float32)
+
+    def impl(t, a, axis):
+        x = np.ascontiguousarray(a).ravel()
+        tf = np.ascontiguousarray(t).ravel()
+        out = np.empty(x.size, dtype=dtype)
+        product, tangent = 1.0, 0.0
+        for k in range(x.size):
+            tangent = tangent * x[k] + product * tf[k]
+            product = product * x[k]
+            out[k] = tangent
+        return out
+    return impl

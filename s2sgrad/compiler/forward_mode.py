@@ -26,12 +26,12 @@ import gast
 from .emit import to_source
 from .imports import import_lines
 from .ir import Loop, Seq, Var, atom_vars, walk_statements
-from .layout import INDENT, reads_name, render, wrap
+from .layout import INDENT, reads_name, render_mapped, wrap
+from .literals import atom_node
 from .lower import Lowerer
 from ..errors import OutputStructureError
 from .syntax import call, name_node
 from .tangents import tangent_sweep
-from .literals import atom_node as atom_node_of
 
 
 class GeneratedJvp:
@@ -40,11 +40,16 @@ class GeneratedJvp:
     ``source``: the module text; ``function_name``; ``free``: the FreeValues
     passed after the user's arguments; ``wrt``: the indices of the leaf parameters
     whose tangents the function takes (or spans, for a Jacobian); ``n_params``;
-    ``arg_leaves``: per argument, the indices of its leaf parameters; ``jacobian``.
+    ``arg_leaves``: per argument, the indices of its leaf parameters; ``jacobian``;
+    ``line_map``: line number in ``source`` -> the user's source line (SourceLocation) it
+    was generated for (as ``pipeline.Generated``'s; there is no adjoint sweep).
     """
 
+    adjoint_from = None
+
     def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
-                 loops=True):
+                 loops=True, line_map=None):
+        self.line_map = line_map or {}
         #: whether the function's own statements loop (a Jacobian's loop over the
         #: directions aside): loop-free code runs as numpy under the auto backend policy
         self.loops = loops
@@ -80,10 +85,12 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     title = title or (f"{what} of {lowered.name} ({where}) w.r.t. "
                       f"{', '.join(wrt_vars) or 'nothing'}")
     emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux)
-    source = emitter.module(fname, title, jacobian)
+    lines = emitter.module(fname, title, jacobian)
+    source = "\n".join(line for line, _ in lines) + "\n"
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
     loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
     return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
-                        jacobian, loops)
+                        jacobian, loops, line_map)
 
 
 def _output_seeds(lowered, has_aux):
@@ -150,28 +157,30 @@ class _Emitter:
         return lines
 
     def module(self, fname, title, jacobian):
+        """The module as (line, the user's SourceLocation it was generated for or None)."""
         lowered = self.lowered
         out = lowered.output
-        value_src = to_source(atom_node_of(out)) if not isinstance(out, Var) else out.name
+        value_src = to_source(atom_node(out)) if not isinstance(out, Var) else out.name
         args = lowered.params + [f.name for f in lowered.free]
         if not jacobian:
             signature = args + [self.tangent_args[v] for v in self.wrt_vars]
-            body = [INDENT + line for line in self._prologue()]
-            body += render(self.sweep.statements, 1)
-            body.append(f"{INDENT}return {value_src}, {self._output_tangent()}")
+            body = [(INDENT + line, None) for line in self._prologue()]
+            body += render_mapped(self.sweep.statements, 1)
+            body.append((f"{INDENT}return {value_src}, {self._output_tangent()}", None))
             header = ("# Generated code: edits are overwritten. Each value, then its tangent "
                       "(x_dot: the derivative of x along the input tangents).")
         else:
             signature, body = self._jacobian_body(args, value_src)
             header = ("# Generated code: edits are overwritten. One pass per basis direction "
                       "of the inputs; each value, then its tangent (x_dot).")
+        code = [line for line, _ in body]
         lines = [*wrap(f"# s2sgrad: {title}"), header,
-                 *(["import math", ""] if reads_name(body, "math") else []),
+                 *(["import math", ""] if reads_name(code, "math") else []),
                  "import numpy as np", *import_lines(self.names.modules), "",
                  "from s2sgrad import runtime as rt", "", "",
                  *wrap(f"def {fname}({', '.join(signature)}):")]
-        lines.extend(wrapped for line in body for wrapped in wrap(line))
-        return "\n".join(lines) + "\n"
+        return [(line, None) for line in lines] + [
+            (wrapped, origin) for line, origin in body for wrapped in wrap(line)]
 
     def _jacobian_body(self, args, value_src):
         names, lowered = self.names, self.lowered
@@ -201,7 +210,7 @@ class _Emitter:
             offset += f" + {n}"
             offsets.append(offset)
         body += [inner + line for line in self._prologue(renamed)]
-        body += render(self.sweep.statements, 2)
-        body.append(f"{inner}{columns}.append({self._output_tangent()})")
-        body.append(f"{INDENT}return {value_src}, {columns}")
-        return signature, body
+        return signature, [(line, None) for line in body] + render_mapped(
+            self.sweep.statements, 2) + [
+            (f"{inner}{columns}.append({self._output_tangent()})", None),
+            (f"{INDENT}return {value_src}, {columns}", None)]

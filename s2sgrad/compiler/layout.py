@@ -1,8 +1,8 @@
 """The layout of generated source a person reads: one comment per user line, lines of at
 most 100 characters, and whether the code reads a given module.
 
-``render(items)`` turns a statement list (gast statements and ``Comment``) into source
-lines, ``render_mapped(items)`` into (line, the user's line it was generated for);
+``render_mapped(items)`` turns a statement list (gast statements and ``Comment``) into
+source lines, each with the user's line it was generated for (the line map);
 ``wrap(line)`` splits one long line; ``reads_name(lines, name)`` tells whether
 the code (not its comments) mentions ``name``.
 """
@@ -23,16 +23,11 @@ _LOCATION = re.compile(r"^(?P<pad>\s*# )(?P<text>.*?)(?P<where>  \([^()]+:\d+\))
 _OPEN, _CLOSE = "([{", ")]}"
 
 
-def render(items, depth=0):
-    """Source lines of a statement list (gast statements and Comments), nested blocks
-    indented, long lines wrapped (``render_mapped`` without the origins)."""
-    return [line for line, _ in render_mapped(items, depth)]
-
-
 def render_mapped(items, depth=0, origin=None):
-    """(line, origin) for each source line of a statement list: ``origin`` is the user's
-    source line (a SourceLocation) the line was generated for, from the location
-    ``Comment`` in effect there (a block's comments hold inside it), else ``origin``."""
+    """(line, origin) for each source line of a statement list, nested blocks indented,
+    long lines wrapped: ``origin`` is the user's source line (a SourceLocation) the line
+    was generated for, from the location ``Comment`` in effect there (a block's comments
+    hold inside it), else ``origin``."""
     out = []
     _render(items, depth, set(), origin, out)
     return out

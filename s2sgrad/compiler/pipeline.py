@@ -124,6 +124,7 @@ def _seed_names(lowered, has_aux):
 
 
 def title_of(lowered, positions, weights):
+    """The first line of a generated module: what is differentiated, where, w.r.t. what."""
     parts = [lowered.params[k] for i in positions for k in lowered.arg_leaves[i]] + [
         f"weight {getattr(w, 'name', '?')}" for w in weights]
     where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"

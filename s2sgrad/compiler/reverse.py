@@ -76,7 +76,7 @@ def reverse(lowered, wrt, seeds, names, seed_values=None):
     body = without_dead_ops(lowered.body, backward, lowered.output)
     forward = rev.forward(body, None)
     grads = [rev.adj.of.get(w) if w in rev.adj.defined else None for w in wrt]
-    return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored(backward))
+    return Sweeps(forward, backward, rev.stacks, grads, active, rev.restored())
 
 
 def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_values=None):
@@ -331,15 +331,11 @@ class _Reverser:
         visit(backward)
         return frozenset(x for x in self.restores.values() if x not in read)
 
-    def restored(self, backward):
-        """The forward variables the statements of ``backward`` assign again or restore in
-        place (see ``Sweeps.restored``)."""
-        present = {id(n) for item in backward if not isinstance(item, Comment)
-                   for n in gast.walk(item)}
-        names = {x for key, x in self.restores.items() if key in present}
-        names.update(v for key, assigned in self.reassigns.items() if key in present
-                     for v in assigned)
-        return frozenset(names)
+    def restored(self):
+        """The forward variables the adjoint sweep assigns again or restores in place (see
+        ``Sweeps.restored``).  ``restores`` and ``reassigns`` hold exactly the statements
+        of the sweep built last: a block built again first restores them (``_restore``)."""
+        return frozenset(self.restores.values()).union(*self.reassigns.values())
 
     def branch(self, stmt, loop):
         out = []

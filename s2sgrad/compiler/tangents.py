@@ -39,9 +39,9 @@ from .adjoints import Comment
 from .emit import location_comment
 from .imports import reference
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
+from .literals import atom_node
 from .syntax import assign, call, name_node
 from .tape import short_range
-from .literals import atom_node as atom_node_of
 from .templates import fold_constants
 
 #: primitives whose tangent is the operation itself on the operands' tangents
@@ -126,7 +126,7 @@ class _Tangents:
         last = None
         for stmt in statements:
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
-                out.append(Comment(location_comment(stmt.origin)[2:]))
+                out.append(Comment(location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin
             if isinstance(stmt, Op):
                 out.extend(self.op(stmt))
@@ -136,7 +136,7 @@ class _Tangents:
                 out.extend(self.list_append(stmt))
             elif isinstance(stmt, If):
                 last = None
-                out.append(gast.If(test=atom_node_of(stmt.test),
+                out.append(gast.If(test=atom_node(stmt.test),
                                    body=self.block(stmt.body) or [gast.Pass()],
                                    orelse=self.block(stmt.orelse)))
             else:
@@ -145,20 +145,20 @@ class _Tangents:
         return out
 
     def loop(self, stmt):
-        out = [Comment(location_comment(stmt.origin)[2:])]
+        out = [Comment(location_comment(stmt.origin)[2:], stmt.origin)]
         body = self.block(stmt.body)
         if stmt.break_flag is not None:
-            body.append(gast.If(test=atom_node_of(stmt.break_flag), body=[gast.Break()],
+            body.append(gast.If(test=atom_node(stmt.break_flag), body=[gast.Break()],
                                 orelse=[]))
         if stmt.kind == "range":
             out.append(gast.For(target=name_node(stmt.target, gast.Store()),
                                 iter=gast.Call(func=name_node("range"),
-                                               args=[atom_node_of(b) for b in
+                                               args=[atom_node(b) for b in
                                                      short_range(stmt.bounds)], keywords=[]),
                                 body=body or [gast.Pass()], orelse=[], type_comment=None))
         else:
             check = self.block(stmt.test_ops) + [gast.If(
-                test=gast.UnaryOp(op=gast.Not(), operand=atom_node_of(stmt.test)),
+                test=gast.UnaryOp(op=gast.Not(), operand=atom_node(stmt.test)),
                 body=[gast.Break()], orelse=[])]
             out.append(gast.While(test=gast.Constant(value=True, kind=None),
                                   body=[s for s in check if not isinstance(s, Comment)] + body,
@@ -202,7 +202,7 @@ class _Tangents:
     def setitem(self, stmt):
         target = gast.Subscript(value=name_node(stmt.target),
                                 slice=copy.deepcopy(stmt.index_node), ctx=gast.Store())
-        out = [assign(target, atom_node_of(stmt.value))]
+        out = [assign(target, atom_node(stmt.value))]
         if stmt.target in self.active:
             value = stmt.value
             tangent = (name_node(self.of[value.name]) if isinstance(value, Var)
@@ -216,7 +216,7 @@ class _Tangents:
         def append(xs, value):
             return gast.Expr(value=gast.Call(func=gast.Attribute(
                 value=name_node(xs), attr="append", ctx=gast.Load()), args=[value], keywords=[]))
-        out = [append(stmt.target, atom_node_of(stmt.value))]
+        out = [append(stmt.target, atom_node(stmt.value))]
         if stmt.target in self.active:
             out.append(append(self.name(stmt.target), self.tangent_node(stmt.value)))
         return out
@@ -347,7 +347,7 @@ class _Tangents:
         for item in rule.statements:
             if item[0] == "local" and item[1] in needed:
                 value = self._substitute(item[2], bindings, locals_, rule)
-                locals_[item[1]] = self.names.fresh(item[1])
+                locals_[item[1]] = self.names.temp(value)   # named from what it holds
                 out.append(assign(locals_[item[1]], value))
         # the broadcast of a lone operand's tangent is needed only where terms are missing
         # (all of them together have the result's shape) and never for a scalar result
@@ -385,7 +385,7 @@ class _Tangents:
                 if node.id in locals_:
                     return name_node(locals_[node.id])
                 if node.id in bindings:
-                    return atom_node_of(bindings[node.id])
+                    return atom_node(bindings[node.id])
                 if node.id in rule.globals:
                     return reference(rule.globals[node.id], sweep.names)
                 return node
@@ -427,6 +427,8 @@ def _may_share(expr):
 
 
 def missing_jvp_rule(op, detail=None):
+    """The MissingRuleError for ``op``, reached by a tangent, whose primitive has no forward
+    rule (``detail``: why, when the rule does not cover this form of the call)."""
     name = op.primitive if isinstance(op.primitive, str) else display_name(op.primitive)
     detail = detail or op.bind_error
     return MissingRuleError(

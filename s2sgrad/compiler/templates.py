@@ -222,11 +222,19 @@ class _Substituter(gast.NodeTransformer):
         if node.id in self.locals:
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
-            atom = self.bindings[node.id]
-            return atom_node(atom)
+            return atom_node(_lists_as_tuples(self.bindings[node.id]))
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
+
+
+def _lists_as_tuples(atom):
+    """A rule's operand as its template reads it: a list of values (``np.select([...],
+    ...)``) is passed on as a tuple, which compiled helpers take (slices stay slices)."""
+    if isinstance(atom, Seq):
+        items = tuple(_lists_as_tuples(a) for a in atom.items)
+        return Seq(items, "tuple" if atom.kind == "list" else atom.kind)
+    return atom
 
 
 def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):
