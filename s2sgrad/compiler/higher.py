@@ -227,8 +227,10 @@ def _taken_over(items, taken):
 
 def _is_push(stmt):
     """``top = rt.push(tape, top, value)``."""
-    value = getattr(stmt, "value", None)
-    return (isinstance(stmt, gast.Assign) and isinstance(value, gast.Call)
+    if not isinstance(stmt, gast.Assign):
+        return False
+    value = stmt.value
+    return (isinstance(value, gast.Call)
             and isinstance(value.func, gast.Attribute) and value.func.attr == "push"
             and isinstance(value.func.value, gast.Name) and value.func.value.id == "rt")
 
@@ -290,8 +292,7 @@ def _pops_as_reads(items, tops):
             item.orelse = _pops_as_reads(item.orelse, tops)
             out.append(item)
             continue
-        value = getattr(item, "value", None)
-        name = _pop_of(value) if isinstance(item, (gast.Assign, gast.Expr)) else None
+        name = _pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
         if name not in tops:
             out.append(item)
             continue
