@@ -26,7 +26,7 @@ import os
 import gast
 
 from ..backend import cache
-from .adjoints import Comment, assign, name_node
+from .adjoints import Comment, assign, call, name_node
 from .forward_mode import build_jvp
 from .imports import import_lines
 from .liveness import assigned_anywhere, exposed_reads, surely_assigned
@@ -120,7 +120,7 @@ def differentiable_sweeps(d):
     backward = _before_loops(d.sweeps.backward, set(tops), _pops_of,
                              lambda name: assign(tops[name], gast.Call(
                                  func=name_node("len"), args=[name_node(name)], keywords=[])))
-    backward = _pops_as_reads(backward, tops)
+    backward = pops_as_reads(backward, tops)
     sweeps.backward = _own_locals(d, backward)
     return sweeps
 
@@ -281,15 +281,16 @@ def _popped_lists(backward, stacks, lists):
     return found
 
 
-def _pops_as_reads(items, tops):
+def pops_as_reads(items, tops, packed=False):
     """``v = xs.pop()`` -> ``top = top - 1; v = xs[top]`` and ``xs.pop()`` alone ->
-    ``top = top - 1``, for the lists in ``tops`` (name -> its top's name)."""
+    ``top = top - 1``, for the lists in ``tops`` (name -> its top's name); ``packed``:
+    the lists are packed tapes (``rt.pack_tape``), read with ``rt.tape_item(xs, top)``."""
     out = []
     for item in items:
         if isinstance(item, (gast.If, gast.For, gast.While)):
             item = copy.copy(item)
-            item.body = _pops_as_reads(item.body, tops)
-            item.orelse = _pops_as_reads(item.orelse, tops)
+            item.body = pops_as_reads(item.body, tops, packed)
+            item.orelse = pops_as_reads(item.orelse, tops, packed)
             out.append(item)
             continue
         name = _pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
@@ -300,7 +301,7 @@ def _pops_as_reads(items, tops):
         out.append(assign(top, gast.BinOp(left=name_node(top), op=gast.Sub(),
                                           right=gast.Constant(value=1, kind=None))))
         if isinstance(item, gast.Assign):
-            out.append(assign(copy.deepcopy(item.targets[0]),
-                              gast.Subscript(value=name_node(name), slice=name_node(top),
-                                             ctx=gast.Load())))
+            read = call("rt", "tape_item", [name_node(name), name_node(top)]) if packed else \
+                gast.Subscript(value=name_node(name), slice=name_node(top), ctx=gast.Load())
+            out.append(assign(copy.deepcopy(item.targets[0]), read))
     return out

@@ -24,13 +24,13 @@ import copy
 import gast
 
 from ..errors import OutputStructureError
-from .adjoints import name_node
+from .adjoints import assign, call, name_node
 from .emit import to_source
 from .imports import import_lines
 from .ir import Const, Seq, Var
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
-from .higher import differentiable_sweeps
+from .higher import differentiable_sweeps, pops_as_reads
 from .pipeline import differentiate, title_of
 from .literals import atom_node
 
@@ -120,6 +120,10 @@ class _Writer:
                        if r in arrays or r in lists}
         self.rebound = [r for r in self.residuals if r in rebound or r in self.copied]
         self.grads = [g for g in d.returned if g is not None]
+        # list tapes cross to the backward packed (rt.pack_tape): a few arrays, not a list
+        self.packed = [] if differentiable else [
+            tape.name for tape in d.sweeps.stacks
+            if tape.dtype is None and tape.name in self.residuals and tape.name not in self.boxes]
         base = lowered.name
         self.fnames = (self.names.fresh(f"{base}_forward"), self.names.fresh(f"{base}_backward"),
                        self.names.fresh(f"{base}_jacobian"))
@@ -178,11 +182,12 @@ class _Writer:
 
     def _forward(self):
         body = self._forward_lines(self.boxes)
-        residuals = [self.boxes.get(r, r) for r in self.residuals]
+        residuals = [f"rt.pack_tape({r})" if r in self.packed else self.boxes.get(r, r)
+                     for r in self.residuals]
         body.append((f"{INDENT}return {self._output()}, {_tuple(residuals)}", None))
         return self._function(self.fnames[0], self.args, body)
 
-    def _takeback(self, depth, boxes, source=None):
+    def _takeback(self, depth, boxes, source=None, packed=()):
         """Lines making the residuals ready for one adjoint sweep: copies of those it updates
         in place, boxes opened.  ``source``: per residual, the name holding its value."""
         pad = INDENT * depth
@@ -195,7 +200,7 @@ class _Writer:
                 out.append(f"{pad}{INDENT}{r} = {box}[len({box}) - 1]")
                 if r in self.copied:
                     out.append(f"{pad}{INDENT}{r} = {_copy(r, self.copied[r])}")
-            elif r in self.copied:
+            elif r in self.copied and r not in packed:
                 out.append(f"{pad}{r} = {_copy(source.get(r, r), self.copied[r])}")
             elif r in source:
                 out.append(f"{pad}{r} = {source[r]}")
@@ -204,12 +209,20 @@ class _Writer:
     def _backward(self):
         params = [self.boxes.get(r, r) for r in self.residuals] + self.cotangents
         body = []
-        takeback = self._takeback(1, self.boxes)
+        takeback = self._takeback(1, self.boxes, packed=self.packed)
         if takeback:
             body.append((f"{INDENT}# the forward sweep's values: copies of those updated in "
                          f"place below", None))
             body += [(line, None) for line in takeback]
-        body += render_mapped(self.d.sweeps.backward, 1)
+        backward = self.d.sweeps.backward
+        if self.packed:
+            tops = {name: self.names.fresh(name + "_top") for name in self.packed}
+            body.append((f"{INDENT}# the packed tapes (rt.pack_tape): read by index, last "
+                         f"first", None))
+            body += [(f"{INDENT}{top} = rt.tape_length({name})", None)
+                     for name, top in tops.items()]
+            backward = pops_as_reads(backward, tops, packed=True)
+        body += render_mapped(backward, 1)
         body.append((f"{INDENT}return {_tuple(self.grads)}", None))
         return self._function(self.fnames[1], params, body)
 
