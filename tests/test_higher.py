@@ -484,6 +484,33 @@ def test_jacfwd_of_jacrev(backend, monkeypatch):
                                rtol=1e-6, atol=1e-8)
 
 
+def restored_after_early_return(x, a):
+    """Found by the random programs: an array the adjoint sweep restores in place, set
+    only on the path past an early return."""
+    if np.sum(x) > -0.677:
+        return np.sum(x * a)
+    w = np.sin(x) * a
+    w[3] = a * 2.0
+    for i in range(4):
+        if w[i] > 0.3441:
+            break
+        a = a + w[i] * a
+    return np.sum(np.maximum(w, x + 0.25)) + a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jacfwd_of_jacrev_with_an_array_restored_past_an_early_return(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    for x in (np.array([0.3, 0.1, 0.2, 0.4]), np.array([-0.5, -0.9, -0.2, -0.6])):
+        by_jacobians = ms.jacfwd(ms.jacrev(restored_after_early_return, (0, 1)), (0, 1))(x, 0.4)
+        hessian = ms.hessian(restored_after_early_return, (0, 1))(x, 0.4)
+        fd = _hessian_by_fd_of_gradient(restored_after_early_return, (x, 0.4), (0, 1))
+        for row, h_row, fd_row in zip(by_jacobians, hessian, fd):
+            for got, h, want in zip(row, h_row, fd_row):
+                np.testing.assert_allclose(got, h, rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
 def test_reverse_mode_over_a_gradient_object_is_refused_not_wrong():
     g = ms.grad(inner_loss)
     w = np.array([0.3, -1.2, 2.0])

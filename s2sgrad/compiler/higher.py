@@ -22,6 +22,7 @@ JVP rule (``rules/runtime_jvp.py``).
 """
 import copy
 import os
+import re
 
 import gast
 
@@ -29,7 +30,7 @@ from ..backend import cache
 from .adjoints import Comment, assign, call, name_node
 from .forward_mode import build_jvp
 from .imports import import_lines
-from .liveness import assigned_anywhere, exposed_reads, surely_assigned
+from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
 from .pipeline import differentiate, emit_value_and_grad, title_of
 
 
@@ -66,11 +67,25 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
                     jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
                                              f"gradient {fname}")
-    # the gradient's lines are named by its function, not by its file's content hash
-    jvp.source = jvp.source.replace(os.path.basename(gradient.path), f"{fname}.py")
-    return GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
-                           len(d.lowered.params), d.lowered.arg_leaves,
-                           [r is not None for r in d.returned])
+    # each comment names the user's line the gradient's statement came from (else the
+    # gradient's own line, by its function's name, not by its file's content hash)
+    base = os.path.basename(gradient.path)
+
+    def located(match):
+        origin = gradient.line_map.get(int(match.group(1)))
+        if origin is None:
+            return f"({fname}.py:{match.group(1)})"
+        return f"({os.path.basename(origin.filename or '?')}:{origin.lineno})"
+
+    jvp.source = re.sub(r"\(" + re.escape(base) + r":(\d+)\)", located, jvp.source)
+    generated = GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
+                                len(d.lowered.params), d.lowered.arg_leaves,
+                                [r is not None for r in d.returned])
+    generated.line_map = {k: gradient.line_map[origin.lineno]
+                          for k, origin in jvp.line_map.items()
+                          if origin.filename == gradient.path
+                          and origin.lineno in gradient.line_map}
+    return generated
 
 
 class DifferentiableGradient:
@@ -78,9 +93,10 @@ class DifferentiableGradient:
     ``function`` (it takes the leaf arguments, then the free values ``free``),
     ``function_name``, ``source``, ``path`` and the ``differentiated`` pipeline result."""
 
-    def __init__(self, function, function_name, source, path, differentiated):
+    def __init__(self, function, function_name, source, path, differentiated, line_map):
         self.function, self.function_name = function, function_name
         self.source, self.path = source, path
+        self.line_map = line_map     # line of ``source`` -> the user's SourceLocation
         self.differentiated = differentiated
         self.free = differentiated.lowered.free
 
@@ -97,7 +113,8 @@ def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_
                                    import_lines(names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"
     py_func, path, _ = cache.materialise(fname, source, fname)
-    return DifferentiableGradient(py_func, fname, source, path, d)
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+    return DifferentiableGradient(py_func, fname, source, path, d, line_map)
 
 
 def differentiable_sweeps(d):
@@ -176,7 +193,11 @@ def _own_locals(d, backward):
     surely = surely_assigned(forward, known)
     maybe = assigned_anywhere(forward) - surely
     exposed = set(exposed_reads(backward))
-    renamed = {n: d.names.fresh(n) for n in sorted(assigned_anywhere(backward) & maybe)}
+    # and an array the adjoint sweep restores in place: it works on a copy of its own
+    _, changed, _ = rebound_and_changed(backward)
+    copied = changed & maybe & exposed
+    renamed = {n: d.names.fresh(n) for n in sorted((assigned_anywhere(backward) & maybe)
+                                                   | copied)}
     if not renamed:
         return backward
     out = []
@@ -192,13 +213,13 @@ def _own_locals(d, backward):
     # a name the adjoint sweep reads before assigning it (a loop-carried value, read as
     # the reversed loop starts) gets the forward sweep's value where it is first read
     taken = {renamed[n]: n for n in renamed if n in exposed}
-    return _taken_over(out, taken) if taken else out
+    return _taken_over(out, taken, {renamed[n] for n in copied}) if taken else out
 
 
-def _taken_over(items, taken):
-    """``items`` with ``new = old`` (``taken``: new -> old name) right before the first
-    statement reading ``new`` in each block path (inside the branches of an ``if``,
-    before a loop or any other statement)."""
+def _taken_over(items, taken, copies=frozenset()):
+    """``items`` with ``new = old`` (``taken``: new -> old name; ``new = np.copy(old)``
+    for the names in ``copies``) right before the first statement reading ``new`` in each
+    block path (inside the branches of an ``if``, before a loop or any other statement)."""
     def reads(node, name):
         return any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node))
 
@@ -216,7 +237,8 @@ def _taken_over(items, taken):
                 item.body = block(item.body, wanted)
                 item.orelse = block(item.orelse, wanted)
             else:
-                out.extend(assign(new, name_node(old)) for new, old in wanted.items())
+                out.extend(assign(new, call("np", "copy", [name_node(old)]) if new in copies
+                                  else name_node(old)) for new, old in wanted.items())
             for new in wanted:
                 pending.pop(new)
             out.append(item)
