@@ -156,6 +156,9 @@ class LoweredFunction:
     mutated: set = field(default_factory=set)
     #: Var names of lists extended at run time (``xs.append``), and tuple results
     lists: set = field(default_factory=set)
+    #: the Var names in ``lists`` that are tuple results (``w, v = np.linalg.eigh(a)``):
+    #: their adjoint is a tuple, updated functionally (``rt.item_added``) so Numba types it
+    tuples: set = field(default_factory=set)
 
 
 @dataclass(slots=True)

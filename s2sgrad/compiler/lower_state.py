@@ -67,6 +67,7 @@ class LoweringState:
         self.cse = {}           # (primitive, operands) -> Var computed earlier in this block
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
+        self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
         self.views = {}         # Var name -> the array variable it may be a view of
         self.stale_views = set()  # views of arrays updated in place since they were taken
         self.fields = {}          # Seq of a namedtuple argument -> its field names
