@@ -95,6 +95,11 @@ def _(ans, items):
     t[ans] = rt.copy_list(t[items])
 
 
+@jvp_rule(rt.item_added)
+def _(ans, items, index, g):
+    t[ans] = rt.item_added(t[items], index, t[g])
+
+
 @jvp_rule(rt.add_lists)
 def _(ans, a, b):
     t[ans] = rt.add_lists(t[a], t[b])
