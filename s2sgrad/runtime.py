@@ -366,6 +366,18 @@ def zeros_list(items):
     return [zeros_like(item) for item in items]
 
 
+def item_added(items, index, g):
+    """``items`` with ``g`` added to its item ``index``: the adjoint of a tuple result
+    (``w, v = np.linalg.eigh(a)``) taking the gradient of one item.  A tuple's adjoint is
+    a tuple, updated functionally (so Numba can type it; items of different types); a
+    list's adjoint (``rt.zeros_list`` gives a list) is updated in place and returned."""
+    if isinstance(items, tuple):
+        return items[:index] + (items[index] + g,) + items[index + 1:] if index != -1 \
+            else items[:-1] + (items[-1] + g,)
+    items[index] = items[index] + g
+    return items
+
+
 def copy_list(items):
     """A new list with the same items (an adjoint list the code is about to change)."""
     return list(items)

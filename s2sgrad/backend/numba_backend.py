@@ -102,7 +102,8 @@ class Compiled:
                 return as_numpy_scalars(self.py_func(*args))
         import numba
         from . import (numba_forward, numba_higher, numba_indexing,  # noqa: F401  (rt.*)
-                       numba_lists, numba_more, numba_rules, numba_support)
+                       numba_linalg, numba_lists, numba_more, numba_rules,
+                       numba_support)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern

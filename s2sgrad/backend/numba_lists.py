@@ -1,9 +1,25 @@
-"""Numba implementations of the list helpers in ``s2sgrad.runtime`` (adjoints of lists
-that a run-time loop extends with ``append``)."""
+"""Numba implementations of the list and tuple helpers in ``s2sgrad.runtime``: adjoints
+of lists that a run-time loop extends with ``append``, and of tuple results
+(``w, v = np.linalg.eigh(a)``), whose adjoint is a tuple updated functionally.
+
+A tuple's items may differ in type, so the tuple helpers are generated per length
+(``items[0], items[1], ...``) and ``rt.item_added`` needs its index as a literal (the
+generated code writes it as a constant).
+"""
 from numba import types
 from numba.extending import overload
 
 from .. import runtime as rt
+
+
+def _tuple_impl(params, item, n):
+    """A function of ``params`` returning the tuple ``(item(0), ..., item(n - 1))``, where
+    ``item(k)`` is the source text of the k-th item."""
+    items = "".join(item(k) + ", " for k in range(n))
+    src = f"def impl({params}):\n    return ({items})\n"
+    scope = {"rt": rt}
+    exec(src, scope)  # noqa: S102 - a fixed template over an item count, no user input
+    return scope["impl"]
 
 
 @overload(rt.zeros_list)
@@ -12,6 +28,8 @@ def _zeros_list(items):
         def impl(items):
             return [rt.zeros_like(item) for item in items]
         return impl
+    if isinstance(items, types.BaseTuple):
+        return _tuple_impl("items", lambda k: f"rt.zeros_like(items[{k}])", len(items))
 
 
 @overload(rt.copy_list)
@@ -20,6 +38,8 @@ def _copy_list(items):
         def impl(items):
             return [item for item in items]
         return impl
+    if isinstance(items, types.BaseTuple):   # updated functionally: nothing to copy
+        return lambda items: items
 
 
 @overload(rt.add_lists)
@@ -28,3 +48,21 @@ def _add_lists(a, b):
         def impl(a, b):
             return [a[i] + b[i] for i in range(len(a))]
         return impl
+    if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) and len(a) == len(b):
+        return _tuple_impl("a, b", lambda k: f"a[{k}] + b[{k}]", len(a))
+    if isinstance(a, (types.Float, types.Integer)) and isinstance(b, types.BaseTuple):
+        return lambda a, b: b     # a plain 0.0: the adjoint started where a had no value
+
+
+@overload(rt.item_added, prefer_literal=True)
+def _item_added(items, index, g):
+    if isinstance(items, types.List):
+        def in_place(items, index, g):
+            items[index] = items[index] + g
+            return items
+        return in_place
+    if isinstance(items, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
+        n = len(items)
+        k = index.literal_value % n if n else 0
+        return _tuple_impl("items, index, g",
+                           lambda j: f"items[{j}] + g" if j == k else f"items[{j}]", n)

@@ -160,6 +160,9 @@ class LoweredFunction:
     #: memory when it was (views of it, the array a branch or loop copied it from;
     #: ``compiler/aliasing.py``): an adjoint reading one of them needs the update undone
     shared_at_write: dict = field(default_factory=dict)
+    #: the Var names in ``lists`` that are tuple results (``w, v = np.linalg.eigh(a)``):
+    #: their adjoint is a tuple, updated functionally (``rt.item_added``) so Numba types it
+    tuples: set = field(default_factory=set)
 
 
 @dataclass(slots=True)

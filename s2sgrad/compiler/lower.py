@@ -98,7 +98,7 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
             parsed=parsed, arg_leaves=arg_leaves, ndims=self.ndims, dtypes=self.dtypes,
             shapes=self.shapes,
             param_types=self.param_types, int_vars=self.int_vars, mutated=self.mutated,
-            lists=self.lists, shared_at_write=self.shared_at_write)
+            lists=self.lists, shared_at_write=self.shared_at_write, tuples=self.tuples)
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a

@@ -45,11 +45,14 @@ class OpEmission(LoweringState):
         self.producers[name] = prim
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list
+            self.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
         self.record_memory(name, prim, args, kwargs)
-        ndim = self.infer_ndim(prim, args, kwargs)
+        # a tuple (divmod's, eigh's...) has no rank, shape or dtype of its own
+        tuple_valued = name in self.tuples or (isinstance(prim, np.ufunc) and prim.nout > 1)
+        ndim = None if tuple_valued else self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
             self.ndims[name] = ndim
-        shape = self.infer_shape(prim, args, kwargs)
+        shape = None if tuple_valued else self.infer_shape(prim, args, kwargs)
         if shape is not None:
             self.shapes.of[name] = shape
             self.ndims.setdefault(name, len(shape))
@@ -57,7 +60,7 @@ class OpEmission(LoweringState):
                 prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
             self.int_vars.add(name)      # x.shape[k]: a Python int
             self.ndims[name] = 0
-        dtype = self.infer_dtype(prim, args, kwargs)
+        dtype = None if tuple_valued else self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype
         if prim in INTEGER_OPS and all(self.is_int(a) for a in args):

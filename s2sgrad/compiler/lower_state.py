@@ -71,6 +71,7 @@ class LoweringState:
         self.cse = {}           # (primitive, operands) -> Var computed earlier in this block
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
+        self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
         self.views = {}         # Var name -> the roots (fresh arrays) it may be a view of
         self.memory = {}        # Var name -> the roots whose memory it may share (aliasing.py)
         self.shared_at_write = {}  # Var name -> what shared its memory when it was written

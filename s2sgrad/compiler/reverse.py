@@ -83,7 +83,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_val
     single_use, rebound = use_counts(lowered)
     rev = _Reverser(active, names, ndims, skip_restores, lowered.int_vars,
                     lowered.mutated, lowered.lists,
-                    single_use - set(wrt), rebound, lowered.shapes)
+                    single_use - set(wrt), rebound, lowered.shapes, lowered.tuples)
     rev.tape_types = tape_dtypes(lowered)
     rev.shared_at_write = lowered.shared_at_write
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
@@ -116,8 +116,9 @@ class _Reverser:
 
     def __init__(self, active, names, ndims, skip_restores, int_vars=frozenset(),
                  mutated=frozenset(), lists=frozenset(), single_use=frozenset(),
-                 rebound=frozenset(), shapes=None):
+                 rebound=frozenset(), shapes=None, tuples=frozenset()):
         self.active = active
+        self.tuples = tuples      # the tuple results among ``lists`` (see _list_item_adjoint)
         self.shapes = shapes      # symbolic shapes (compiler/shapes.py), where known
         self.mutated = mutated
         self.int_vars = int_vars
@@ -219,7 +220,10 @@ class _Reverser:
                 adj.accumulate(atom.name, renamed(atom_node(g), renames), out)
 
     def _list_item_adjoint(self, op, out):
-        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints."""
+        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints.  Of a
+        tuple result, read at a constant index: ``dt = rt.item_added(dt, 0, dw)`` (Numba
+        gives eigh, qr, svd... tuples, whose items differ in type: a tuple adjoint cannot
+        be assigned into, so it is rebuilt; a list is updated in place)."""
         base = op.args[0].name
         if base not in self.active:
             return
@@ -230,6 +234,12 @@ class _Reverser:
         elif base not in self.adj.owned:
             out.append(assign(dbase, call("rt", "copy_list", [name_node(dbase)])))
         self.adj.owned.add(base)
+        index = op.args[1]
+        if base in self.tuples and isinstance(index, Const) and type(index.value) is int:
+            out.append(assign(dbase, call("rt", "item_added", [
+                name_node(dbase), gast.Constant(value=index.value, kind=None),
+                name_node(self.adj.name(op.targets[0]))])))
+            return
         item = gast.Subscript(value=name_node(dbase), slice=copy.deepcopy(op.expr.slice),
                               ctx=gast.Load())
         target = copy.deepcopy(item)

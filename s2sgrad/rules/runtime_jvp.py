@@ -35,7 +35,9 @@ def _(ans, g, like):
 
 @jvp_rule(rt.unreduce)
 def _(ans, g, like, axis, keepdims):
-    t[ans] = rt.unreduce(t[g], like, axis, keepdims)
+    # unreduce gives a read-only broadcast view: its tangent may be updated in place later
+    # (an adjoint array's tangent, where the adjoint itself is a fresh sum), so a copy
+    t[ans] = rt.copy_value(rt.unreduce(t[g], like, axis, keepdims))
 
 
 @jvp_rule(rt.reshape_like)
@@ -91,6 +93,11 @@ def _(ans, value):
 @jvp_rule(rt.copy_list)
 def _(ans, items):
     t[ans] = rt.copy_list(t[items])
+
+
+@jvp_rule(rt.item_added)
+def _(ans, items, index, g):
+    t[ans] = rt.item_added(t[items], index, t[g])
 
 
 @jvp_rule(rt.add_lists)
