@@ -103,8 +103,22 @@ def _qr_adjoint(g, ans, a):
             raise NotImplementedError("gradient of np.linalg.qr for a wide matrix (m < n)")
         mm = r @ _c(gr.T) - _c(gq.T) @ q
         b = gq + q @ _c(np.tril(mm) + np.tril(mm, -1).T)
-        return _c(np.linalg.solve(r, _c(b.T)).T)
+        return _times_inverse_transpose(b, r)
     return impl
+
+
+@register_jitable
+def _times_inverse_transpose(b, r):
+    """``b r^-T`` (``(r^-1 b^T)^T``) for an upper triangular ``r``, by substitution
+    (``np.linalg.solve`` would cost seconds of compile time)."""
+    n = r.shape[0]
+    x = np.zeros(b.shape)
+    for j in range(n - 1, -1, -1):   # x r^T = b: b[:, j] = sum over k >= j of x[:, k] r[j, k]
+        col = b[:, j].copy()
+        for k in range(j + 1, n):
+            col -= r[j, k] * x[:, k]
+        x[:, j] = col / r[j, j]
+    return x
 
 
 @overload(rt.svd_adjoint)
@@ -156,12 +170,11 @@ def _lstsq_adjoint(g, ans, a, b, wrt):
         return None
 
     def of_b(g, ans, a, b, wrt):
-        p, r, gres, b2, x2, gx2 = _lstsq_parts(g, ans, a, b)
+        p, r, gres, b2, x2, gx2, u, vh = _lstsq_parts(g, ans, a, b)
         return (_c(p.T) @ gx2 + 2.0 * r * gres).reshape(b.shape)
 
     def of_a(g, ans, a, b, wrt):
-        p, r, gres, b2, x2, gx2 = _lstsq_parts(g, ans, a, b)
-        u, _, vh = np.linalg.svd(_c(a), full_matrices=False)
+        p, r, gres, b2, x2, gx2, u, vh = _lstsq_parts(g, ans, a, b)
         return (_pinv_adjoint(gx2 @ _c(b2.T), p, _c(a)) - 2.0 * _c(r * gres) @ _c(x2.T)
                 + _c(u * _c(g[3]).reshape(1, -1)) @ vh)
     return of_b if wrt.literal_value == 1 else of_a
@@ -169,15 +182,17 @@ def _lstsq_adjoint(g, ans, a, b, wrt):
 
 @register_jitable
 def _lstsq_parts(g, ans, a, b):
-    """pinv(a), the residual r = b - a x, the residuals' adjoint as a row, and b, x and
-    x's adjoint as 2-D arrays (a 1-D b as one column)."""
+    """pinv(a), the residual r = b - a x, the residuals' adjoint as a row; b, x and x's
+    adjoint as 2-D arrays (a 1-D b as one column); a's reduced SVD's u and vh.  ``a`` has
+    full column rank: ``pinv(a) = v diag(1 / s) u^T`` (no second SVD inside np.linalg.pinv)."""
     a2 = _c(a)
     b2 = _c(b).reshape(b.shape[0], -1)
     x2 = _c(ans[0]).reshape(a.shape[1], -1)
     gx2 = _c(g[0]).reshape(a.shape[1], -1)
-    p = _c(np.linalg.pinv(a2))
+    u, s, vh = np.linalg.svd(a2, full_matrices=False)
+    p = _c(vh.T) @ _c((u / s.reshape(1, -1)).T)
     r = b2 - a2 @ x2
     gres = np.zeros((1, b2.shape[1]))
     if g[1].size:
         gres[0, :] = _c(g[1]).ravel()
-    return p, r, gres, b2, x2, gx2
+    return p, r, gres, b2, x2, gx2, u, vh

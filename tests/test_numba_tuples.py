@@ -1,0 +1,105 @@
+"""Gradients through functions that return tuples (``np.linalg`` decompositions,
+``np.divmod``, the splits, ``np.broadcast_arrays``) and through the helpers of
+``s2sgrad/backend/numba_linalg.py`` / ``numba_surface.py`` run compiled by Numba.
+
+Under Numba a tuple result's adjoint is a tuple, rebuilt by ``rt.item_added`` for each
+item that gets a gradient.  Each function below is one Numba compile covering several
+primitives (compile time is real); each must run compiled (``g.backend == 'numba'``),
+match central finite differences in float64 and give the Python backend's values.
+"""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.testing import check_grad
+
+rng = np.random.default_rng(1357)
+XS = np.array([0.0, 0.3, 0.7, 1.2, 1.6, 2.5])
+HOLES = np.array([False, True, False, False, True, False])
+PICK = np.array([1, 4])
+W9 = np.arange(9.0).reshape(3, 3)
+
+
+def decompositions(a, b):
+    """qr, svd (reduced), slogdet, lstsq and eigh; and a tuple made before a loop and read
+    in it (its adjoint is carried through the reversed loop)."""
+    q, r = np.linalg.qr(a)
+    u, sv, vh = np.linalg.svd(a, full_matrices=False)
+    sign, logdet = np.linalg.slogdet(a[:3] @ a[:3].T + 1.0)
+    x, res, rank, sing = np.linalg.lstsq(a, b)
+    w, v = np.linalg.eigh(a.T @ a)
+    s = (np.sum(q * r[0]) + np.sum(np.sin(r)) + np.sum(sv * sv)
+         + np.sum(np.abs(u[0] * vh[0])) + logdet + np.sum(np.sin(x)) + np.sum(res)
+         + np.sum(sing) + np.sum(w * w) + np.sum(v[0] * v[0] * w))
+    for i in range(2):
+        s = s + np.sum(w) * i + np.sum(np.sin(v * i))
+    return s
+
+
+def pieces(x, y, m):
+    """divmod, split, array_split, hsplit, vsplit, broadcast_arrays; one tuple read whole
+    across a loop (its adjoint made before the loop, updated in it)."""
+    halves = np.hsplit(m, 2)
+    rows = np.vsplit(m, 2)
+    s = np.sum(halves[0] * halves[1]) + np.sum(np.sin(rows[1]))
+    for i in range(2):
+        q, rem = np.divmod(x * (i + 2.0), 0.7)
+        parts = np.split(x, 3)
+        p2 = np.array_split(y, 2)
+        bx, by = np.broadcast_arrays(x, y[:1])
+        s = (s + np.sum(rem * rem) + np.sum(parts[0] * parts[2]) + np.sum(np.sin(p2[1]))
+             + np.sum(bx * by) + np.sum(np.cos(halves[1])) * i)
+    return s
+
+
+def surface_helpers(x, m, s):
+    """delete, insert, corrcoef, cond, nanvar, nanstd, nanmedian, nanquantile, trapezoid
+    (three forms) and item."""
+    holed = np.where(HOLES, np.nan, x)
+    return (np.sum(np.sin(np.delete(x, 2))) + np.sum(np.sin(np.delete(x, PICK)))
+            + np.sum(np.sin(np.insert(x, 1, s)) * np.arange(7.0))
+            + np.sum(np.sin(np.corrcoef(m)) * W9)
+            + np.linalg.cond(m[:, :3])
+            + np.nanvar(holed) + np.nanstd(holed) + np.nanmedian(holed)
+            + np.nanquantile(x, 0.3)
+            + np.trapezoid(np.sin(x)) + np.trapezoid(x * x, XS * s) + np.trapezoid(x, dx=s)
+            + np.sin(x[3:4].item()) + (m[0, :1] * 2.0).item())
+
+
+@pytest.mark.parametrize("fn,args", [
+    (decompositions, (rng.uniform(-1, 1, (5, 3)), rng.uniform(-1, 1, 5))),
+    (pieces, (rng.uniform(0.5, 1.5, 6), rng.uniform(-1, 1, 6), rng.uniform(-1, 1, (4, 4)))),
+    (surface_helpers, (rng.uniform(0.5, 1.5, 6), rng.uniform(-1, 1, (3, 5)), 0.7)),
+], ids=["decompositions", "pieces", "surface"])
+def test_tuple_results_and_helpers_run_compiled(fn, args, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    pos = tuple(range(len(args)))
+    g = check_grad(fn, args, grad_position=pos)
+    assert g.backend == "numba", g.fallback_reason
+    compiled = g(*args)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    for got, want in zip(compiled, s2sgrad.grad(fn, grad_position=pos)(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def eigen_and_appended(a, n):
+    w, v = np.linalg.eigh(a @ a.T)
+    xs = []
+    for i in range(n):
+        xs.append(a[i] * w[i])
+    return np.sum(xs[n - 1] * v[0]) + np.sum(xs[0])
+
+
+def test_tuple_adjoints_are_rebuilt_and_list_adjoints_assigned_into(monkeypatch):
+    """A tuple result's adjoint is updated by ``rt.item_added`` (a constant index); a list
+    the code appends to keeps ``dxs[i] = dxs[i] + ...``."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    a = rng.uniform(-1, 1, (3, 3))
+    g = check_grad(lambda a: eigen_and_appended(a, 3), (a,))
+    lines = [line.strip() for line in g.source.splitlines()]
+    rebuilt = [line for line in lines if "= rt.item_added(" in line]
+    assert len(rebuilt) == 2, g.source        # w's and v's adjoints, at constant indices
+    tuple_adjoint = rebuilt[0].split(" = ")[0]
+    assert rebuilt[0].startswith(f"{tuple_adjoint} = rt.item_added({tuple_adjoint}, 1, ")
+    assert not any(line.startswith(tuple_adjoint + "[") for line in lines), g.source
+    assert "dxs[0] = dxs[0] + " in lines[lines.index("dxs = rt.zeros_list(xs)") + 1], g.source
