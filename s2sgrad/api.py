@@ -419,6 +419,9 @@ class GradFunction:
                 _check_differentiable(p, _to_array(item), path)
         arrays = [_to_array(a) for a in leaves]
         generated = self._build(arrays, trees)
+        if free_units_changed(generated.free, [_to_array(f.obj) for f in generated.free]):
+            self._forget_builds()          # built when an array read from outside had
+            generated = self._build(arrays, trees)     # other unit dimensions
         if len(arrays) != generated.n_params:
             raise GradientArgumentError(
                 f"the generated gradient of {self.__name__[:-5]} takes "
@@ -432,8 +435,6 @@ class GradFunction:
             return self._call_planned(plan, args)
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
-        if free_units_changed(generated.free, free):
-            return self._rebuilt(args, kwargs)
         value, computed = self._run(generated, arrays, free)
         if not kwargs and len(leaves) == len(args) and plan_key(args) is not None:
             self._plans[plan_key(args)] = CallPlan(self._last, generated, args)
@@ -450,7 +451,8 @@ class GradFunction:
         arrays = [_to_array(a) for a in args] if plan.tensor_args else args
         free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
         if free_units_changed(generated.free, free):
-            return self._rebuilt(args, {})
+            self._forget_builds()
+            return self(*args)
         value, computed = self._run(generated, arrays, free)
         grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
                  for i, slot in plan.positions]
@@ -463,14 +465,12 @@ class GradFunction:
             value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
         return self._structure(grads, value, weights)
 
-    def _rebuilt(self, args, kwargs):
-        """The call after an array read from outside changed which dimensions are 1 (a
-        Parameter given data of another shape): the code built for the old one is dropped
-        and built again."""
+    def _forget_builds(self):
+        """Drop the code built so far: an array it reads from outside (a global, a
+        Parameter) no longer has the unit dimensions it was specialised on."""
         self._variants.clear()
         self._plans.clear()
         self._last = None
-        return self(*args, **kwargs)
 
     def _run(self, generated, arrays, free):
         """Run the loaded code; an error raised in it gets a note naming the user's line."""

@@ -21,7 +21,7 @@ from .api import (SHOW_MODES, GradFunction, argument_types, check_function, chec
                   describe_args, finish_gradient, float_dtype, numba_argument,
                   python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
-from .call_plan import plan_key
+from .call_plan import free_units_changed, plan_key
 from .backend.numba_backend import UNDECIDED, Compiled, backend_mode
 from .compiler.forward_mode import build_jvp
 from .errors import GradientArgumentError, GradientTypeError, OutputStructureError
@@ -80,6 +80,10 @@ class ForwardFunction(GradFunction):
 
     # ------------------------------------------------------------ running
 
+    def _forget_builds(self):
+        super()._forget_builds()
+        self._forward_plans.clear()
+
     def _run_forward(self, args, extra):
         """Check and flatten ``args`` (or, for arguments of the types of an earlier call,
         reuse what it found: ``call_plan``), run the code with the free values and the
@@ -99,6 +103,9 @@ class ForwardFunction(GradFunction):
                 self._forward_plans[key] = self._last
         free = [to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
                 for f in generated.free]
+        if free_units_changed(generated.free, free):
+            self._forget_builds()
+            return self._run_forward(args, extra)
         result = self._run(generated, arrays, free + extra(arrays))
         tensors = [a for a in leaves if isinstance(a, Tensor)]
         return generated, leaves, result, (float_dtype(tensors) if tensors else None)

@@ -102,7 +102,7 @@ class HvpFunction(GradFunction):
         try:
             result = self._compiled(*call)
         except Exception as exc:
-            exc.add_note(user_line_of(exc, self.path, generated.source))
+            exc.add_note(user_line_of(exc, self.path, generated))
             raise exc
         return generated, leaves, trees, result
 

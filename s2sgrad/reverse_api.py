@@ -157,7 +157,7 @@ class _SplitFunction(GradFunction):
                     exc = again
                 except Exception:  # noqa: BLE001 - keep the original error
                     pass
-            exc.add_note(user_line_of(exc, self.path, generated.source))
+            exc.add_note(user_line_of(exc, self.path, generated))
             raise exc
 
     def _start(self, args, kwargs):

@@ -484,6 +484,33 @@ def test_jacfwd_of_jacrev(backend, monkeypatch):
                                rtol=1e-6, atol=1e-8)
 
 
+def restored_after_early_return(x, a):
+    """Found by the random programs: an array the adjoint sweep restores in place, set
+    only on the path past an early return."""
+    if np.sum(x) > -0.677:
+        return np.sum(x * a)
+    w = np.sin(x) * a
+    w[3] = a * 2.0
+    for i in range(4):
+        if w[i] > 0.3441:
+            break
+        a = a + w[i] * a
+    return np.sum(np.maximum(w, x + 0.25)) + a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jacfwd_of_jacrev_with_an_array_restored_past_an_early_return(backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    for x in (np.array([0.3, 0.1, 0.2, 0.4]), np.array([-0.5, -0.9, -0.2, -0.6])):
+        by_jacobians = ms.jacfwd(ms.jacrev(restored_after_early_return, (0, 1)), (0, 1))(x, 0.4)
+        hessian = ms.hessian(restored_after_early_return, (0, 1))(x, 0.4)
+        fd = _hessian_by_fd_of_gradient(restored_after_early_return, (x, 0.4), (0, 1))
+        for row, h_row, fd_row in zip(by_jacobians, hessian, fd):
+            for got, h, want in zip(row, h_row, fd_row):
+                np.testing.assert_allclose(got, h, rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
 def test_reverse_mode_over_a_gradient_object_is_refused_not_wrong():
     g = ms.grad(inner_loss)
     w = np.array([0.3, -1.2, 2.0])
@@ -506,3 +533,46 @@ def test_show_modes_print_the_split_and_second_order_code(capsys):
     assert "the hvp code that runs for arguments like (float64[3])" in capsys.readouterr().out
     with pytest.raises(ValueError, match="show's mode is one of"):
         ms.show(inner_loss, w, mode="hessian_vector")
+
+
+# ---------------------------------------------------------------- random programs
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import test_random_programs as random_programs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("higher_programs")
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(source=random_programs.programs(), seed=st.integers(0, 2 ** 16))
+def test_random_program_hvp_and_vjp(source, seed, program_dir, monkeypatch):
+    """Random programs (branches, loops, early returns, in-place updates, lists): hvp
+    against differences of s2sgrad's gradient, vjp_fn(1) against the gradient,
+    jacfwd(jacrev(f)) against hessian(f)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    fn = random_programs.load(source, program_dir)
+    rng = np.random.default_rng(seed)
+    x, a = rng.uniform(-1.0, 1.0, 4), float(rng.uniform(-1.0, 1.0))
+    v = (rng.normal(size=4), float(rng.normal()))
+    try:
+        hv = ms.hvp(fn, (x, a), v)
+        fd = _fd_of_gradient(fn, (x, a), v)
+        for got, want in zip(hv, fd):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        _, vjp_fn = ms.vjp(fn, x, a)
+        for got, want in zip(vjp_fn(1.0), ms.grad(fn, (0, 1))(x, a)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        by_jacobians = ms.jacfwd(ms.jacrev(fn, (0, 1)), (0, 1))(x, a)
+        for row, want_row in zip(by_jacobians, ms.hessian(fn, (0, 1))(x, a)):
+            for got, want in zip(row, want_row):
+                np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
+    except Exception as exc:   # any failure: show the program, ready to paste
+        raise AssertionError(f"{type(exc).__name__}: {exc}\n--- program ---\n{source}") \
+            from None

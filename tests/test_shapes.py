@@ -165,3 +165,23 @@ def test_reductions_with_an_axis_keep_their_shapes():
     assert code.count("rt.unbroadcast") == 3, code
     assert all(", z)" not in line and ", logp)" not in line
                for line in code.splitlines() if "rt.unbroadcast" in line)
+
+
+def test_every_kind_of_derivative_follows_an_outside_array_that_changes_shape():
+    x = np.random.default_rng(6).standard_normal(3)
+    v = np.random.default_rng(7).standard_normal(3)
+    jvp_before = s2sgrad.jvp(with_global_bias, (x,), (v,))[1]
+    _, vjp_fn = s2sgrad.vjp(with_global_bias, x)
+    vjp_before = vjp_fn(1.0)
+    try:
+        BIAS.shape = (3, 1)
+        want = numerical_grad(with_global_bias, (x,))
+        np.testing.assert_allclose(s2sgrad.jvp(with_global_bias, (x,), (v,))[1],
+                                   want @ v, rtol=1e-6)
+        _, vjp_fn = s2sgrad.vjp(with_global_bias, x)
+        got = vjp_fn(1.0)
+        got = got[0] if isinstance(got, tuple) else got
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    finally:
+        BIAS.shape = (3,)
+    assert np.ndim(jvp_before) == 0 and vjp_before is not None

@@ -265,3 +265,55 @@ def test_errors():
     _, vjp_fn = ms.vjp(three_outputs, x, x)
     with pytest.raises(GradientArgumentError, match="returns 3 outputs, so vjp_fn takes 3"):
         vjp_fn((np.ones(3), np.ones(3)))
+
+
+def ragged(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        v = np.sin(x[: i + 1] * a)
+        s = s + np.sum(v * v) * a
+    return s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_list_tapes_cross_packed_ragged_and_empty(backend, monkeypatch):
+    """A list tape of arrays of different sizes (and an empty one) crosses from the forward
+    to the backward packed (rt.pack_tape) and is read back item by item."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    x, a = RNG.normal(size=5), 0.8
+    out, vjp_fn = ms.vjp(ragged, x, a)
+    assert "rt.pack_tape(" in ms.show(ragged, x, a, mode="vjp")
+    for ct in (1.0, -0.5):
+        gx, ga = vjp_fn(ct)
+        np.testing.assert_allclose(gx, ct * numerical_grad(ragged, (x, a), 0), rtol=1e-6)
+        np.testing.assert_allclose(ga, ct * numerical_grad(ragged, (x, a), 1), rtol=1e-6)
+    _, vjp_fn = ms.vjp(ragged, np.zeros(0), a)          # the loop never runs
+    gx, ga = vjp_fn(1.0)
+    assert gx.shape == (0,) and ga == 0.0
+
+
+def test_pack_tape_helpers_agree_with_numba():
+    import numba
+    from s2sgrad import runtime as rt
+    from s2sgrad.backend import numba_higher  # noqa: F401  (the Numba versions)
+
+    @numba.njit
+    def compiled(items, numbers):
+        a, b = rt.pack_tape(items), rt.pack_tape(numbers)
+        total = 0.0
+        for k in range(rt.tape_length(a)):
+            total += np.sum(rt.tape_item(a, k) * (k + 1)) + rt.tape_item(b, k)
+        return total
+
+    items = [RNG.normal(size=(k + 1, 2)) for k in range(4)]
+    numbers = [0.5 * k for k in range(4)]
+    packed, packed_numbers = rt.pack_tape(items), rt.pack_tape(numbers)
+    assert rt.tape_length(packed) == 4
+    for k in range(4):
+        np.testing.assert_array_equal(rt.tape_item(packed, k), items[k])
+        assert rt.tape_item(packed_numbers, k) == numbers[k]
+    expected = sum(np.sum(v * (k + 1)) + numbers[k] for k, v in enumerate(items))
+    np.testing.assert_allclose(compiled(numba.typed.List(items), numba.typed.List(numbers)),
+                               expected)
+    assert rt.pack_tape([(1.0, 2.0)]) == [(1.0, 2.0)]     # other items: the list itself
+    assert rt.tape_length(rt.pack_tape([])) == 0

@@ -14,7 +14,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from .. import runtime as rt
-from .numba_lists import _tuple_impl
+from .numba_lists import tuple_impl
 
 
 def _is_none(t):
@@ -44,7 +44,7 @@ def _broadcast_arrays_adjoints(g, args):
     """Each item's adjoint summed back to its argument's shape, as a tuple."""
     if isinstance(args, types.BaseTuple) and isinstance(g, (types.List, types.BaseTuple)) \
             and (isinstance(g, types.List) or len(g) == len(args)):
-        return _tuple_impl("g, args", lambda k: f"rt.unbroadcast(g[{k}], args[{k}])",
+        return tuple_impl("g, args", lambda k: f"rt.unbroadcast(g[{k}], args[{k}])",
                            len(args))
 
 

@@ -43,7 +43,8 @@ class Adjoints:
         """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
         this code owns) or ``dvar = dvar + expr``."""
         if isinstance(expr, gast.Name) and var not in self.defined and var not in self.of \
-                and var in self.single_use and var not in self.lists:
+                and var in self.single_use and var not in self.lists \
+                and var not in self.rebound:   # a loop reassigns dvar: it cannot be dsource
             source = [other for other, name in self.of.items() if name == expr.id]
             if source and not any(other in self.rebound for other in source):
                 # dvar would only copy dsource: read dsource itself

@@ -22,14 +22,15 @@ JVP rule (``rules/runtime_jvp.py``).
 """
 import copy
 import os
+import re
 
 import gast
 
 from ..backend import cache
-from .adjoints import Comment, assign, name_node
+from .adjoints import Comment, assign, call, name_node
 from .forward_mode import build_jvp
 from .imports import import_lines
-from .liveness import assigned_anywhere, exposed_reads, surely_assigned
+from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
 from .pipeline import differentiate, emit_value_and_grad, title_of
 
 
@@ -48,6 +49,8 @@ class GeneratedHigher:
         self.function_name = jvp.function_name
         self.free, self.n_params, self.arg_leaves = free, n_params, arg_leaves
         self.computed = computed
+        # no map from this module's lines to the user's: errors name the generated line
+        self.line_map, self.adjoint_from = {}, None
 
 
 def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
@@ -64,11 +67,25 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
                     jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
                                              f"gradient {fname}")
-    # the gradient's lines are named by its function, not by its file's content hash
-    jvp.source = jvp.source.replace(os.path.basename(gradient.path), f"{fname}.py")
-    return GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
-                           len(d.lowered.params), d.lowered.arg_leaves,
-                           [r is not None for r in d.returned])
+    # each comment names the user's line the gradient's statement came from (else the
+    # gradient's own line, by its function's name, not by its file's content hash)
+    base = os.path.basename(gradient.path)
+
+    def located(match):
+        origin = gradient.line_map.get(int(match.group(1)))
+        if origin is None:
+            return f"({fname}.py:{match.group(1)})"
+        return f"({os.path.basename(origin.filename or '?')}:{origin.lineno})"
+
+    jvp.source = re.sub(r"\(" + re.escape(base) + r":(\d+)\)", located, jvp.source)
+    generated = GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
+                                len(d.lowered.params), d.lowered.arg_leaves,
+                                [r is not None for r in d.returned])
+    generated.line_map = {k: gradient.line_map[origin.lineno]
+                          for k, origin in jvp.line_map.items()
+                          if origin.filename == gradient.path
+                          and origin.lineno in gradient.line_map}
+    return generated
 
 
 class DifferentiableGradient:
@@ -76,9 +93,10 @@ class DifferentiableGradient:
     ``function`` (it takes the leaf arguments, then the free values ``free``),
     ``function_name``, ``source``, ``path`` and the ``differentiated`` pipeline result."""
 
-    def __init__(self, function, function_name, source, path, differentiated):
+    def __init__(self, function, function_name, source, path, differentiated, line_map):
         self.function, self.function_name = function, function_name
         self.source, self.path = source, path
+        self.line_map = line_map     # line of ``source`` -> the user's SourceLocation
         self.differentiated = differentiated
         self.free = differentiated.lowered.free
 
@@ -95,27 +113,70 @@ def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_
                                    import_lines(names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"
     py_func, path, _ = cache.materialise(fname, source, fname)
-    return DifferentiableGradient(py_func, fname, source, path, d)
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+    return DifferentiableGradient(py_func, fname, source, path, d, line_map)
 
 
 def differentiable_sweeps(d):
     """A copy of the ``Differentiated`` ``d``'s sweeps in the differentiable spelling
-    (module doc): pushes as writes, list tapes read back by index from their tops (set
-    at the start of the adjoint sweep), and the adjoint sweep's own names for what the
-    forward sweep sets on some paths only."""
+    (module doc): pushes as writes; list tapes made right before the outermost loop that
+    fills them and read back by index from their tops, set right before the outermost
+    adjoint loop that reads them (read again, a list made at the top and filled on one
+    branch's path only would be a list of two lengths); and the adjoint sweep's own names
+    for what the forward sweep sets on some paths only."""
     names = d.names
     sweeps = copy.copy(d.sweeps)
-    sweeps.forward = _pushes_as_writes(d.sweeps.forward)
+    tapes = {tape.name for tape in d.sweeps.stacks if tape.dtype is None}
+    sweeps.stacks = [tape for tape in d.sweeps.stacks if tape.dtype is not None]
+    forward = _pushes_as_writes(d.sweeps.forward)
+    sweeps.forward = _before_loops(forward, tapes, _appends_to,
+                                   lambda name: assign(name, gast.List(elts=[],
+                                                                       ctx=gast.Load())))
     popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
     tops = {name: names.fresh(name + "_top") for name in popped}
-    backward = _pops_as_reads(d.sweeps.backward, tops)
-    backward = _own_locals(d, backward)
-    if tops:
-        backward = [Comment("the lists' tops: taken back by index, last first")] + [
-            assign(top, gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[]))
-            for name, top in tops.items()] + backward
-    sweeps.backward = backward
+    backward = _before_loops(d.sweeps.backward, set(tops), _pops_of,
+                             lambda name: assign(tops[name], gast.Call(
+                                 func=name_node("len"), args=[name_node(name)], keywords=[])))
+    backward = pops_as_reads(backward, tops)
+    sweeps.backward = _own_locals(d, backward)
     return sweeps
+
+
+def _appends_to(node):
+    """The list names ``node`` appends to."""
+    return {n.func.value.id for n in gast.walk(node)
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+            and n.func.attr == "append" and isinstance(n.func.value, gast.Name)}
+
+
+def _pops_of(node):
+    return {name for n in gast.walk(node) for name in [_pop_of(n)] if name is not None}
+
+
+def _before_loops(items, names, used_in, make):
+    """``items`` with ``make(name)`` right before the outermost loop (or statement outside
+    any loop) that ``used_in`` finds using ``name``, for each of ``names``; a list only
+    used outside loops is made at the top."""
+    pending = set(names)
+
+    def block(statements):
+        out = []
+        for item in statements:
+            if isinstance(item, Comment):
+                out.append(item)
+                continue
+            if isinstance(item, gast.If):
+                item = copy.copy(item)
+                item.body, item.orelse = block(item.body), block(item.orelse)
+                out.append(item)
+                continue
+            found = sorted(used_in(item) & pending)
+            out.extend(make(name) for name in found)
+            pending.difference_update(found)
+            out.append(item)
+        return out
+
+    return block(items)
 
 
 def _own_locals(d, backward):
@@ -132,8 +193,11 @@ def _own_locals(d, backward):
     surely = surely_assigned(forward, known)
     maybe = assigned_anywhere(forward) - surely
     exposed = set(exposed_reads(backward))
-    renamed = {n: d.names.fresh(n) for n in sorted(assigned_anywhere(backward) & maybe)
-               if n not in exposed}
+    # and an array the adjoint sweep restores in place: it works on a copy of its own
+    _, changed, _ = rebound_and_changed(backward)
+    copied = changed & maybe & exposed
+    renamed = {n: d.names.fresh(n) for n in sorted((assigned_anywhere(backward) & maybe)
+                                                   | copied)}
     if not renamed:
         return backward
     out = []
@@ -146,13 +210,49 @@ def _own_locals(d, backward):
             if isinstance(node, gast.Name) and node.id in renamed:
                 node.id = renamed[node.id]
         out.append(item)
-    return out
+    # a name the adjoint sweep reads before assigning it (a loop-carried value, read as
+    # the reversed loop starts) gets the forward sweep's value where it is first read
+    taken = {renamed[n]: n for n in renamed if n in exposed}
+    return _taken_over(out, taken, {renamed[n] for n in copied}) if taken else out
+
+
+def _taken_over(items, taken, copies=frozenset()):
+    """``items`` with ``new = old`` (``taken``: new -> old name; ``new = np.copy(old)``
+    for the names in ``copies``) right before the first statement reading ``new`` in each
+    block path (inside the branches of an ``if``, before a loop or any other statement)."""
+    def reads(node, name):
+        return any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node))
+
+    def block(statements, pending):
+        out = []
+        pending = dict(pending)
+        for item in statements:
+            if isinstance(item, Comment):
+                out.append(item)
+                continue
+            wanted = {new: old for new, old in pending.items() if reads(item, new)}
+            if isinstance(item, gast.If) and wanted and not any(
+                    reads(item.test, new) for new in wanted):
+                item = copy.copy(item)
+                item.body = block(item.body, wanted)
+                item.orelse = block(item.orelse, wanted)
+            else:
+                out.extend(assign(new, call("np", "copy", [name_node(old)]) if new in copies
+                                  else name_node(old)) for new, old in wanted.items())
+            for new in wanted:
+                pending.pop(new)
+            out.append(item)
+        return out
+
+    return block(items, taken)
 
 
 def _is_push(stmt):
     """``top = rt.push(tape, top, value)``."""
-    value = getattr(stmt, "value", None)
-    return (isinstance(stmt, gast.Assign) and isinstance(value, gast.Call)
+    if not isinstance(stmt, gast.Assign):
+        return False
+    value = stmt.value
+    return (isinstance(value, gast.Call)
             and isinstance(value.func, gast.Attribute) and value.func.attr == "push"
             and isinstance(value.func.value, gast.Name) and value.func.value.id == "rt")
 
@@ -203,19 +303,19 @@ def _popped_lists(backward, stacks, lists):
     return found
 
 
-def _pops_as_reads(items, tops):
+def pops_as_reads(items, tops, packed=False):
     """``v = xs.pop()`` -> ``top = top - 1; v = xs[top]`` and ``xs.pop()`` alone ->
-    ``top = top - 1``, for the lists in ``tops`` (name -> its top's name)."""
+    ``top = top - 1``, for the lists in ``tops`` (name -> its top's name); ``packed``:
+    the lists are packed tapes (``rt.pack_tape``), read with ``rt.tape_item(xs, top)``."""
     out = []
     for item in items:
         if isinstance(item, (gast.If, gast.For, gast.While)):
             item = copy.copy(item)
-            item.body = _pops_as_reads(item.body, tops)
-            item.orelse = _pops_as_reads(item.orelse, tops)
+            item.body = pops_as_reads(item.body, tops, packed)
+            item.orelse = pops_as_reads(item.orelse, tops, packed)
             out.append(item)
             continue
-        value = getattr(item, "value", None)
-        name = _pop_of(value) if isinstance(item, (gast.Assign, gast.Expr)) else None
+        name = _pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
         if name not in tops:
             out.append(item)
             continue
@@ -223,7 +323,7 @@ def _pops_as_reads(items, tops):
         out.append(assign(top, gast.BinOp(left=name_node(top), op=gast.Sub(),
                                           right=gast.Constant(value=1, kind=None))))
         if isinstance(item, gast.Assign):
-            out.append(assign(copy.deepcopy(item.targets[0]),
-                              gast.Subscript(value=name_node(name), slice=name_node(top),
-                                             ctx=gast.Load())))
+            read = call("rt", "tape_item", [name_node(name), name_node(top)]) if packed else \
+                gast.Subscript(value=name_node(name), slice=name_node(top), ctx=gast.Load())
+            out.append(assign(copy.deepcopy(item.targets[0]), read))
     return out

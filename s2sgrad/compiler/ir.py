@@ -156,6 +156,10 @@ class LoweredFunction:
     mutated: set = field(default_factory=set)
     #: Var names of lists extended at run time (``xs.append``), and tuple results
     lists: set = field(default_factory=set)
+    #: Var name of an array updated in place -> the other variables that shared its
+    #: memory when it was (views of it, the array a branch or loop copied it from;
+    #: ``compiler/aliasing.py``): an adjoint reading one of them needs the update undone
+    shared_at_write: dict = field(default_factory=dict)
     #: the Var names in ``lists`` that are tuple results (``w, v = np.linalg.eigh(a)``):
     #: their adjoint is a tuple, updated functionally (``rt.item_added``) so Numba types it
     tuples: set = field(default_factory=set)

@@ -24,6 +24,7 @@ from ..errors import UnsupportedConstructError
 from . import literals
 from .frontend import parse_function
 from .ir import Const, DictAtom, LoweredFunction, Seq, Var
+from .aliasing import AliasTracking
 from .lower_atoms import AtomLowering
 from .lower_calls import CallLowering
 from .lower_expressions import ExpressionLowering
@@ -51,7 +52,7 @@ def _leaf_hint(hint, key):
 
 
 class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, AtomLowering,
-              FlowLowering, TypeInfo, LoweringState):
+              FlowLowering, AliasTracking, TypeInfo, LoweringState):
     """Lowers one root function and everything it calls into one LoweredFunction.
 
     The state is ``LoweringState``'s; each mixin lowers one kind of thing into it."""
@@ -97,7 +98,7 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
             parsed=parsed, arg_leaves=arg_leaves, ndims=self.ndims, dtypes=self.dtypes,
             shapes=self.shapes,
             param_types=self.param_types, int_vars=self.int_vars, mutated=self.mutated,
-            lists=self.lists, tuples=self.tuples)
+            lists=self.lists, shared_at_write=self.shared_at_write, tuples=self.tuples)
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a

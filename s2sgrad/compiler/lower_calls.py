@@ -218,6 +218,7 @@ class CallLowering(LoweringState):
                                    f"number of arguments", f"pass one value per parameter: "
                                    f"{', '.join(names)}")
         callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
+        callee.caller, callee.closure = frame, local.frame
         self.local_stack.append(local.node)
         taken = set(callee.env) | {n.id for n in gast.walk(local.node)
                                    if isinstance(n, gast.Name)}
@@ -260,6 +261,7 @@ class CallLowering(LoweringState):
             self.paths.setdefault(id(bound_self), self.paths.get(id(bound_self), "self"))
         library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
         callee = Frame(parsed, env, frame.location(node) if library else None)
+        callee.caller = frame
         self.stack.append(fn)
         self.lower_body(callee, self.function_body(callee, parsed))
         self.stack.pop()

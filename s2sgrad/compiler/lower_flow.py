@@ -17,7 +17,8 @@ import numpy as np
 from .. import primitives as prims
 from . import literals
 from .frontend import is_user_code
-from .ir import Const, DictAtom, If, ListAppend, Loop, Op, Seq, Var
+from .ir import (Const, DictAtom, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars,
+                 walk_ops, walk_statements)
 from .jumps import assigned_names, remove_loop_jumps
 from .syntax import name_node
 from ..rules import lookup
@@ -64,11 +65,6 @@ class FlowLowering:
             return True
         return False
 
-    def mark_views_stale(self, array):
-        """``array`` is updated in place: views of it taken so far no longer hold what they
-        held (reading them again is refused)."""
-        self.stale_views.update(v for v, base in self.views.items() if base == array)
-
     def lower_append(self, frame, stmt):
         """``xs.append(v)``: a tuple-like list grows while building; a list that a run-time
         loop extends becomes a real list (ListAppend)."""
@@ -78,11 +74,13 @@ class FlowLowering:
             raise self.unsupported(frame, stmt, "append with other than one argument",
                                    "append one value per call: xs.append(v)")
         value = self.lower_expr(frame, call.args[0])
+        self.check_fresh(frame, stmt, [value])
         current = frame.env.get(name)
         if isinstance(current, Seq) and current.kind == "list":
             frame.env[name] = Seq(current.items + (value,), "list")
         elif isinstance(current, Var) and current.name in self.lists:
             self.ops.append(ListAppend(current.name, value, frame.location(stmt)))
+            self.hold(current.name, [value])
             self.cse.clear()
         else:
             raise self.unsupported(frame, stmt, f"append to `{name}`, which is not a list made "
@@ -98,6 +96,7 @@ class FlowLowering:
                                    gast.List(elts=[self.atom_node(a) for a in current.items],
                                              ctx=gast.Load()), location, lookup(prims.LIST)))
                 self.lists.add(var)
+                self.hold(var, current.items)
                 frame.env[name] = Var(var)
 
     def lower_if(self, frame, stmt, test):
@@ -105,11 +104,15 @@ class FlowLowering:
         at the end of each side (the branches' 'phi' copies)."""
         before = dict(frame.env)
         sides = []
+        stale_before, stale_after = set(self.stale_views), set()
         for statements in (stmt.body, stmt.orelse):
             frame.env = dict(before)
             frame.output, frame.returned = None, False
+            self.stale_views = set(stale_before)   # one side does not run after the other
             ops = self.collect(lambda: self.lower_body(frame, statements))
             sides.append((ops, frame.env, frame.output if frame.returned else None))
+            stale_after |= self.stale_views
+        self.stale_views = stale_after
         (body, env_body, out_body), (orelse, env_else, out_else) = sides
         frame.env = dict(before)
         location = frame.location(stmt)
@@ -173,6 +176,7 @@ class FlowLowering:
             self.ndims[target] = self.ndim_of(atom)
         if isinstance(atom, Var) and atom.name in self.dtypes and target not in self.dtypes:
             self.dtypes[target] = self.dtypes[atom.name]
+        self.record_alias(target, atom)   # the same array in generated code
         return Op((target,), prims.ASSIGN, (atom,), {}, self.atom_node(atom), location,
                   lookup(prims.ASSIGN))
 
@@ -486,11 +490,14 @@ class FlowLowering:
             test_ops = self.collect(lower_test) if spec is None else []
             test = test_result[0] if test_result else None
             before = dict(frame.env)
+            stale_before = set(self.stale_views)
             try:
                 body = self.collect(lower_body)
                 break
             except _RankChanged as changed:
                 self.ndims.pop(changed.name, None)
+                self.stale_views = stale_before
+        self.check_loop_reads(frame, stmt, body + test_ops, carried_vars, stale_before)
         after = frame.env
         break_flag = after.get(flag) if flag_used else None
         frame.env = dict(before)
@@ -517,8 +524,23 @@ class FlowLowering:
         self.materialise_lists(frame, body_src, location)
         for name in _subscript_targets(body_src):
             if isinstance(frame.env.get(name), Var):
-                self.mark_views_stale(frame.env[name].name)
+                self.mark_written(frame.env[name].name)
         return flag, flag_used, body_src
+
+    def check_loop_reads(self, frame, stmt, body, carried, stale_before):
+        """Refuse a loop whose body reads a value from before the iteration that the body
+        later updates in place behind its name: the next iteration reads it changed."""
+        made = {t for s in walk_ops(body) if isinstance(s, Op) for t in s.targets}
+        made -= set(carried)
+        changed = self.stale_views - stale_before
+        for read in _reads(body):
+            if read in changed and read not in made:
+                raise self.unsupported(
+                    frame, stmt, f"a loop that reads `{self.user_name(frame, read)}` and then, "
+                    f"later in its body, updates the memory it shares with another array in "
+                    f"place (the next iteration would read it changed)", "take a copy "
+                    "(.copy()) before the loop, or update the array itself (y[i] = ...) "
+                    "instead of a view or an alias of it")
 
     def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
@@ -558,6 +580,23 @@ class _RankChanged(Exception):
     def __init__(self, name):
         super().__init__(name)
         self.name = name
+
+
+def _reads(statements):
+    """The Var names the statements read (operands, written values and indexes, tests)."""
+    for stmt in walk_statements(statements):
+        if isinstance(stmt, Op):
+            yield from stmt.operand_vars()
+        elif isinstance(stmt, SetItem):
+            yield from atom_vars(stmt.value)
+            yield from atom_vars(stmt.index)
+        elif isinstance(stmt, ListAppend):
+            yield from atom_vars(stmt.value)
+        elif isinstance(stmt, If):
+            yield from atom_vars(stmt.test)
+        elif isinstance(stmt, Loop):
+            yield from (n for b in stmt.bounds for n in atom_vars(b))
+            yield from atom_vars(stmt.test) if stmt.test is not None else ()
 
 
 def _subscript_targets(statements):

@@ -8,7 +8,7 @@ from ..rules import lookup
 from . import literals
 from .ir import Const, Op, Seq, Var
 from .lower_state import LoweringState
-from .typeinfo import INTEGER_OPS, basic_index, makes_view
+from .typeinfo import INTEGER_OPS, basic_index
 
 
 #: primitives never reused: effects, run-time objects, fresh containers
@@ -20,12 +20,8 @@ class OpEmission(LoweringState):
 
     def emit(self, frame, node, prim, args, kwargs, expr, hint, custom=None):
         """Append an Op computing ``expr``; returns the Var it assigns."""
-        stale = [a.name for a in args if isinstance(a, Var) and a.name in self.stale_views]
-        if stale:
-            raise self.unsupported(
-                frame, node, f"`{stale[0]}` is a view of an array that was updated in place "
-                f"after the view was taken", "take a copy (.copy()) before the update, or read "
-                "the array itself after it")
+        self.check_fresh(frame, node, list(args) + list(kwargs.values()))
+        self.check_call(frame, node, prim, args, kwargs)
         rule = lookup(prim) if custom is None else None
         if custom is None and _integer_result(prim, args, kwargs):
             rule = lookup(prims.INTEGER_DTYPE)   # piecewise constant: it carries no gradient
@@ -50,8 +46,7 @@ class OpEmission(LoweringState):
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list
             self.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
-        if makes_view(prim, args) and isinstance(args[0], Var):
-            self.views[name] = self.views.get(args[0].name, args[0].name)
+        self.record_memory(name, prim, args, kwargs)
         # a tuple (divmod's, eigh's...) has no rank, shape or dtype of its own
         tuple_valued = name in self.tuples or getattr(prim, "nout", 1) > 1
         ndim = None if tuple_valued else self.infer_ndim(prim, args, kwargs)

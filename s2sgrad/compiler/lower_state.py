@@ -39,6 +39,10 @@ class Frame:
         self.returned = False
         #: for s2sgrad's own functions (ops, layers), the user's line that called them
         self.call_site = call_site
+        #: the frame that called this one inline, and the one a local function was
+        #: defined in: their names still reach arrays this frame may update in place
+        self.caller = None
+        self.closure = None
 
     def location(self, node):
         """Where an op made from ``node`` comes from, as the user would name it."""
@@ -68,8 +72,11 @@ class LoweringState:
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
-        self.views = {}         # Var name -> the array variable it may be a view of
-        self.stale_views = set()  # views of arrays updated in place since they were taken
+        self.views = {}         # Var name -> the roots (fresh arrays) it may be a view of
+        self.memory = {}        # Var name -> the roots whose memory it may share (aliasing.py)
+        self.shared_at_write = {}  # Var name -> what shared its memory when it was written
+        self.made_ranks = {}    # Var name -> rank of an array made by np.zeros((2, 3)) & co
+        self.stale_views = set()  # variables whose memory was updated in place behind them
         self.fields = {}          # Seq of a namedtuple argument -> its field names
         self.producers = {}       # Var name -> the primitive of the Op that assigned it
 

@@ -59,9 +59,16 @@ class StatementLowering(LoweringState):
             binop = gast.BinOp(left=load, op=stmt.op, right=stmt.value)
             gast.copy_location(binop, stmt)
             gast.copy_location(load, stmt)
+            if isinstance(stmt.target, gast.Name):
+                # numpy updates an array in place: what shares its memory is stale after
+                value = self.lower_expr(frame, binop, stmt.target.id)
+                self.in_place_update(frame, stmt, stmt.target.id)
+                self.bind(frame, stmt.target, value)
+                return
             self.bind(frame, stmt.target, self.lower_expr(frame, binop, name_of(stmt.target)))
         elif isinstance(stmt, gast.Return):
             frame.output = self.lower_expr(frame, stmt.value) if stmt.value is not None else Const(None)
+            self.check_fresh(frame, stmt, [frame.output])
             frame.returned = True
         elif isinstance(stmt, gast.If):
             test = self.lower_expr(frame, stmt.test)
@@ -130,14 +137,15 @@ class StatementLowering(LoweringState):
                 raise self.unsupported(frame, target, "assignment into something that is not an "
                                        "array of this function", "make an array with "
                                        "np.zeros(...) or x.copy() and assign into it")
-            if base.name in self.views:
-                raise self.unsupported(
-                    frame, target, f"writing into `{target.value.id}`, which may be a view of "
-                    f"`{self.views[base.name]}`", "write into the array itself, e.g. "
-                    "y[1:3] = ... instead of v = y[1:3]; v[:] = ...")
+            self.check_write_target(frame, target, base.name, target.value.id)
             index_node, index = self.lower_index(frame, target.slice)
-            self.mark_views_stale(base.name)
-            self.mutated.add(base.name)
+            self.check_fresh(frame, target, [value, index])
+            shared = self.mark_written(base.name)
+            # what shares its memory (a view, the array a branch or loop copied it from) is
+            # updated too: its old values are restored for adjoints that read them
+            self.mutated.update(shared | {base.name})
+            self.shared_at_write[base.name] = self.shared_at_write.get(base.name,
+                                                                       frozenset()) | shared
             self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
             self.cse.clear()
         else:

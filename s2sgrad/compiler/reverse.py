@@ -85,6 +85,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_val
                     lowered.mutated, lowered.lists,
                     single_use - set(wrt), rebound, lowered.shapes, lowered.tuples)
     rev.tape_types = tape_dtypes(lowered)
+    rev.shared_at_write = lowered.shared_at_write
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
     rev.assigned_before = frozenset(lowered.params) | {f.name for f in lowered.free}
@@ -138,6 +139,8 @@ class _Reverser:
         #: id(Loop) -> {carried variable: the tape of its value entering each iteration}
         self.entry_tapes = {}
         self.saves = {}           # id(SetItem) -> (stack or variable name, in_loop)
+        #: array -> the variables that shared its memory when it was updated in place
+        self.shared_at_write = {}
 
     # ------------------------------------------------------------ adjoint sweep
 
@@ -339,7 +342,10 @@ class _Reverser:
                 else:
                     read.update(value_reads(item))
         visit(backward)
-        return frozenset(x for x in self.restores.values() if x not in read)
+        # a view of the array (or the same array under another name) read by an adjoint
+        # needs the array's updates undone too
+        return frozenset(x for x in self.restores.values()
+                         if x not in read and not self.shared_at_write.get(x, set()) & read)
 
     def restored(self):
         """The forward variables the adjoint sweep assigns again or restores in place (see

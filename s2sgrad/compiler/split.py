@@ -24,13 +24,13 @@ import copy
 import gast
 
 from ..errors import OutputStructureError
-from .adjoints import name_node
+from .adjoints import assign, call, name_node
 from .emit import to_source
 from .imports import import_lines
 from .ir import Const, Seq, Var
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
-from .higher import differentiable_sweeps
+from .higher import differentiable_sweeps, pops_as_reads
 from .pipeline import differentiate, title_of
 from .literals import atom_node
 
@@ -54,6 +54,7 @@ class SplitGenerated:
         self.n_params, self.arg_leaves = n_params, arg_leaves
         self.residuals, self.boxed = residuals, boxed
         self.n_cotangents = n_cotangents
+        self.line_map, self.adjoint_from = {}, None   # set by the writer
 
 
 def output_leaves(atom, where):
@@ -90,7 +91,7 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
                       seed_values=seeds)
     if differentiable:
         d.sweeps = differentiable_sweeps(d)
-    generated = _Writer(d, leaves, cotangents, positions, weights).write()
+    generated = _Writer(d, leaves, cotangents, positions, weights, differentiable).write()
     generated.output_is_tuple = isinstance(
         d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
     return generated
@@ -99,7 +100,7 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
 class _Writer:
     """Writes the three functions of one ``Differentiated`` (see ``build_split``)."""
 
-    def __init__(self, d, leaves, cotangents, positions, weights):
+    def __init__(self, d, leaves, cotangents, positions, weights, differentiable=False):
         self.d, self.leaves, self.cotangents = d, leaves, cotangents
         self.names = d.names
         lowered = d.lowered
@@ -119,10 +120,15 @@ class _Writer:
                        if r in arrays or r in lists}
         self.rebound = [r for r in self.residuals if r in rebound or r in self.copied]
         self.grads = [g for g in d.returned if g is not None]
+        # list tapes cross to the backward packed (rt.pack_tape): a few arrays, not a list
+        self.packed = [] if differentiable else [
+            tape.name for tape in d.sweeps.stacks
+            if tape.dtype is None and tape.name in self.residuals and tape.name not in self.boxes]
         base = lowered.name
         self.fnames = (self.names.fresh(f"{base}_forward"), self.names.fresh(f"{base}_backward"),
                        self.names.fresh(f"{base}_jacobian"))
         self.title = title_of(lowered, positions, weights)
+        self.differentiable = differentiable
         self.weights = weights
 
     # ------------------------------------------------------------ the module
@@ -130,8 +136,8 @@ class _Writer:
     def write(self):
         d = self.d
         bodies = [self._forward(), self._backward(), self._jacobian()]
-        code = [line for body in bodies for line in body]
-        lines = [*wrap(f"# s2sgrad: {self.title}, split for vjp and jacrev"),
+        code = [line for body in bodies for line, _ in body]
+        header = [*wrap(f"# s2sgrad: {self.title}, split for vjp and jacrev"),
                  "# Generated code: edits are overwritten. The forward sweep returns what the "
                  "adjoint sweep reads;",
                  "# the backward takes it with cotangents of the output; the jacobian runs the "
@@ -139,50 +145,62 @@ class _Writer:
                  *(["import math", ""] if reads_name(code, "math") else []),
                  "import numpy as np", *import_lines(self.names.modules), "",
                  "from s2sgrad import runtime as rt", ""]
-        for body in bodies:
-            lines += ["", *body]
-        source = "\n".join(lines) + "\n"
-        return SplitGenerated(source, self.fnames, d.lowered.free, d.wrt,
-                              [r is not None for r in d.returned], len(d.lowered.params),
-                              d.lowered.arg_leaves, [self.boxes.get(r, r) for r in self.residuals],
-                              set(self.boxes.values()), len(self.cotangents))
+        lines = [(line, None) for line in header]
+        adjoint_from = None
+        for k, body in enumerate(bodies):
+            lines += [("", None)] * (2 if k else 1)
+            if k == 1:    # the backward function: the adjoint sweep (the jacobian's too)
+                adjoint_from = len(lines) + 1
+            lines += body
+        source = "\n".join(line for line, _ in lines) + "\n"
+        line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+        generated = SplitGenerated(source, self.fnames, d.lowered.free, d.wrt,
+                                   [r is not None for r in d.returned], len(d.lowered.params),
+                                   d.lowered.arg_leaves,
+                                   [self.boxes.get(r, r) for r in self.residuals],
+                                   set(self.boxes.values()), len(self.cotangents))
+        generated.line_map, generated.adjoint_from = line_map, adjoint_from
+        return generated
 
     def _function(self, name, params, body):
-        return [*wrap(f"def {name}({', '.join(params)}):"),
-                *(wrapped for line in body for wrapped in wrap(line))]
+        """(line, the user's line it was generated for or None) pairs of a function from
+        its body's pairs."""
+        return [*((line, None) for line in wrap(f"def {name}({', '.join(params)}):")),
+                *((wrapped, origin) for line, origin in body for wrapped in wrap(line))]
 
-    def _forward_lines(self):
+    def _forward_lines(self, boxes):
         """The forward sweep's lines (depth 1), boxes filled where their value is set."""
         body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
                 for name in self.mutated]
         body += self.decls
-        body += [f"{box} = []  # {r} is set on some paths only" for r, box in self.boxes.items()]
-        body = [INDENT + line for line in body]
-        return body + _lines(_with_boxes(self.d.sweeps.forward, self.boxes), 1)
+        body += [f"{box} = []  # {r} is set on some paths only" for r, box in boxes.items()]
+        body = [(INDENT + line, None) for line in body]
+        return body + render_mapped(_with_boxes(self.d.sweeps.forward, boxes), 1)
 
     def _output(self):
         return to_source(_atom_node(self.d.lowered.output))
 
     def _forward(self):
-        body = self._forward_lines()
-        residuals = [self.boxes.get(r, r) for r in self.residuals]
-        body.append(f"{INDENT}return {self._output()}, {_tuple(residuals)}")
+        body = self._forward_lines(self.boxes)
+        residuals = [f"rt.pack_tape({r})" if r in self.packed else self.boxes.get(r, r)
+                     for r in self.residuals]
+        body.append((f"{INDENT}return {self._output()}, {_tuple(residuals)}", None))
         return self._function(self.fnames[0], self.args, body)
 
-    def _takeback(self, depth, source=None):
+    def _takeback(self, depth, boxes, source=None, packed=()):
         """Lines making the residuals ready for one adjoint sweep: copies of those it updates
         in place, boxes opened.  ``source``: per residual, the name holding its value."""
         pad = INDENT * depth
         source = source or {}
         out = []
         for r in self.residuals:
-            if r in self.boxes:
-                box = self.boxes[r]
+            if r in boxes:
+                box = boxes[r]
                 out.append(f"{pad}if len({box}) > 0:")
                 out.append(f"{pad}{INDENT}{r} = {box}[len({box}) - 1]")
                 if r in self.copied:
                     out.append(f"{pad}{INDENT}{r} = {_copy(r, self.copied[r])}")
-            elif r in self.copied:
+            elif r in self.copied and r not in packed:
                 out.append(f"{pad}{r} = {_copy(source.get(r, r), self.copied[r])}")
             elif r in source:
                 out.append(f"{pad}{r} = {source[r]}")
@@ -191,51 +209,65 @@ class _Writer:
     def _backward(self):
         params = [self.boxes.get(r, r) for r in self.residuals] + self.cotangents
         body = []
-        takeback = self._takeback(1)
+        takeback = self._takeback(1, self.boxes, packed=self.packed)
         if takeback:
-            body.append(f"{INDENT}# the forward sweep's values: copies of those updated in "
-                        f"place below")
-            body += takeback
-        body += _lines(self.d.sweeps.backward, 1)
-        body.append(f"{INDENT}return {_tuple(self.grads)}")
+            body.append((f"{INDENT}# the forward sweep's values: copies of those updated in "
+                         f"place below", None))
+            body += [(line, None) for line in takeback]
+        backward = self.d.sweeps.backward
+        if self.packed:
+            tops = {name: self.names.fresh(name + "_top") for name in self.packed}
+            body.append((f"{INDENT}# the packed tapes (rt.pack_tape): read by index, last "
+                         f"first", None))
+            body += [(f"{INDENT}{top} = rt.tape_length({name})", None)
+                     for name, top in tops.items()]
+            backward = pops_as_reads(backward, tops, packed=True)
+        body += render_mapped(backward, 1)
+        body.append((f"{INDENT}return {_tuple(self.grads)}", None))
         return self._function(self.fnames[1], params, body)
 
     def _jacobian(self):
         names = self.names
-        body = self._forward_lines()
+        # one function: the boxes that carry a value set on some paths only across to the
+        # backward are needed here only to start each adjoint sweep from it again (the
+        # differentiable spelling gives such values names of their own in the adjoint sweep)
+        boxes = {} if self.differentiable else self.boxes
+        body = self._forward_lines(boxes)
+        text = []      # lines of s2sgrad's own, for no user line
         value = names.fresh("value")
-        body.append(f"{INDENT}{value} = {self._output()}")
+        text.append(f"{INDENT}{value} = {self._output()}")
         # what each adjoint sweep changes starts from the forward sweep's value again
-        saved = {r: names.fresh(r + "_saved") for r in self.rebound if r not in self.boxes}
-        body += [f"{INDENT}{s} = {r}" for r, s in saved.items()]
+        saved = {r: names.fresh(r + "_saved") for r in self.rebound if r not in boxes}
+        text += [f"{INDENT}{s} = {r}" for r, s in saved.items()]
         likes, sizes = [], []
         for leaf in self.leaves:
             like = names.fresh("out")
-            body.append(f"{INDENT}{like} = {to_source(_atom_node(leaf))}")
+            text.append(f"{INDENT}{like} = {to_source(_atom_node(leaf))}")
             likes.append(like)
             sizes.append(f"rt.tangent_size({like})")
         rows, row = names.fresh("rows"), names.fresh("row")
-        body.append(f"{INDENT}{rows} = {' + '.join(sizes)}")
+        text.append(f"{INDENT}{rows} = {' + '.join(sizes)}")
         jacs = {}
         for g, (kind, k) in zip(self.d.returned, self.d.wrt):
             if g is None:
                 continue
             jacs[g] = names.fresh("jac_" + g)
             like = self.args[k] if kind == "position" else self._weight_arg(k)
-            body.append(f"{INDENT}{jacs[g]} = rt.jacobian_rows({rows}, {like})")
-        body.append(f"{INDENT}for {row} in range({rows}):")
+            text.append(f"{INDENT}{jacs[g]} = rt.jacobian_rows({rows}, {like})")
+        text.append(f"{INDENT}for {row} in range({rows}):")
         inner = INDENT * 2
-        body.append(f"{inner}# the cotangent: 1 at this row's output element, 0 elsewhere")
+        text.append(f"{inner}# the cotangent: 1 at this row's output element, 0 elsewhere")
         offset = "0"
         for like, ct in zip(likes, self.cotangents):
             at = row if offset == "0" else f"{row} - ({offset})"
-            body.append(f"{inner}{ct} = rt.basis_tangent({like}, {at})")
+            text.append(f"{inner}{ct} = rt.basis_tangent({like}, {at})")
             offset = f"rt.tangent_size({like})" if offset == "0" else \
                 f"{offset} + rt.tangent_size({like})"
-        body += self._takeback(2, saved)
-        body += _lines(self.d.sweeps.backward, 2)
-        body += [f"{inner}{jacs[g]}[{row}] = {g}" for g in self.grads]
-        body.append(f"{INDENT}return {value}, {_tuple([jacs[g] for g in self.grads])}")
+        text += self._takeback(2, boxes, saved)
+        body += [(line, None) for line in text] + render_mapped(self.d.sweeps.backward, 2)
+        body += [(f"{inner}{jacs[g]}[{row}] = {g}", None) for g in self.grads]
+        body.append((f"{INDENT}return {value}, {_tuple([jacs[g] for g in self.grads])}",
+                     None))
         return self._function(self.fnames[2], self.args, body)
 
     def _weight_arg(self, j):
@@ -304,7 +336,3 @@ def _appends(names, boxes):
                                       args=[name_node(n)], keywords=[]))
             for n in names if n in boxes]
 
-
-def _lines(items, depth):
-    """The source lines of a statement list (``layout.render_mapped`` without origins)."""
-    return [line for line, _ in render_mapped(items, depth)]

@@ -36,32 +36,6 @@ FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, n
 SHAPE_OF_FIRST = {np.ones_like, np.zeros_like, np.empty_like, np.full_like}
 
 
-#: primitives whose result may share memory with their first operand
-VIEW_MAKERS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
-               np.asarray, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_to,
-               prims.ASSIGN}
-
-
-def makes_view(prim, args):
-    """True when ``prim`` on ``args`` may give a view of its first operand (basic
-    indexing, a reshape or transpose, a plain copy of the name), not a fresh array."""
-    if prim == prims.GETITEM:
-        return not _scalar_index(args[1])
-    return not isinstance(prim, str) and prim in VIEW_MAKERS or prim == prims.ASSIGN
-
-
-def _scalar_index(index):
-    """True when an index picks single elements only (no slice, None or Ellipsis)."""
-    if isinstance(index, Seq):
-        return index.kind != "slice" and all(_scalar_index(i) for i in index.items)
-    if isinstance(index, Const):
-        value = index.value
-        if isinstance(value, tuple):
-            return all(_scalar_index(Const(v)) for v in value)
-        return not (value is None or value is Ellipsis or isinstance(value, slice))
-    return True
-
-
 def basic_index(index, int_vars):
     """True for an index numpy treats as basic (ints, slices, None, ...): each element is
     read at most once, so ``dx[index] += g`` is the adjoint.  Lists and arrays are not."""

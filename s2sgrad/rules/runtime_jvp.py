@@ -35,7 +35,9 @@ def _(ans, g, like):
 
 @jvp_rule(rt.unreduce)
 def _(ans, g, like, axis, keepdims):
-    t[ans] = rt.unreduce(t[g], like, axis, keepdims)
+    # unreduce gives a read-only broadcast view: its tangent may be updated in place later
+    # (an adjoint array's tangent, where the adjoint itself is a fresh sum), so a copy
+    t[ans] = rt.copy_value(rt.unreduce(t[g], like, axis, keepdims))
 
 
 @jvp_rule(rt.reshape_like)
