@@ -44,6 +44,7 @@ FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.eins
                         "matvec_adjoint": "np.matvec / np.vecmat", "vecdot_adjoint": "np.vecdot",
                         "multi_dot_adjoints": "np.linalg.multi_dot",
                         "svdvals_adjoint": "np.linalg.svdvals",
+                        "svdvals_tangent": "np.linalg.svdvals",
                         "vector_norm_adjoint": "np.linalg.vector_norm",
                         "matrix_norm_axes_adjoint": "np.linalg.matrix_norm",
                         "logsumexp_adjoint": "scipy.special.logsumexp",
@@ -52,15 +53,7 @@ FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.eins
 
 #: helpers with no Numba version yet although their forward call compiles: gradients
 #: using them run as Python with a fallback reason.  Known debt; a NEW helper still fails.
-NO_NUMBA_VERSION_YET = frozenset({
-    # forward mode's tangents of the linear-algebra rules (jvp of cholesky, eigh, ...)
-    "cholesky_tangent",
-    "eigh_tangent",
-    "eigvalsh_tangent",
-    "matrix_power_tangent",
-    "pinv_tangent",
-    "svdvals_tangent",
-})
+NO_NUMBA_VERSION_YET = frozenset()
 
 
 def _helpers_generated_code_calls():

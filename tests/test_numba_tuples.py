@@ -103,3 +103,33 @@ def test_tuple_adjoints_are_rebuilt_and_list_adjoints_assigned_into(monkeypatch)
     assert rebuilt[0].startswith(f"{tuple_adjoint} = rt.item_added({tuple_adjoint}, 1, ")
     assert not any(line.startswith(tuple_adjoint + "[") for line in lines), g.source
     assert "dxs[0] = dxs[0] + " in lines[lines.index("dxs = rt.zeros_list(xs)") + 1], g.source
+
+
+def linalg_tangents(a):
+    """Forward mode's tangents of cholesky, eigh (a tuple tangent), eigvalsh,
+    matrix_power (positive and negative) and pinv."""
+    spd = a @ a.T + np.eye(3)
+    w, v = np.linalg.eigh(spd)
+    return (np.sum(np.sin(np.linalg.cholesky(spd)) * W9)
+            + np.sum(w * w) + np.sum(v[0] * v[0] * w)
+            + np.sum(np.sin(np.linalg.eigvalsh(spd + a)))
+            + np.sum(np.sin(np.linalg.matrix_power(a, 3)))
+            + np.sum(np.linalg.matrix_power(spd, -2) * W9)
+            + np.sum(np.sin(np.linalg.pinv(a[:, :2]))))
+
+
+def test_linalg_tangents_run_compiled(monkeypatch):
+    from s2sgrad.api_forward import _forward_function
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    a = rng.uniform(-1, 1, (3, 3))
+    direction = rng.uniform(-1, 1, (3, 3))
+    forward = _forward_function(linalg_tangents, 0, False, False)
+    value, tangent = forward.jvp_call((a,), (direction,))
+    assert forward.backend == "numba", forward.fallback_reason
+    eps = 1e-6
+    numerical = (linalg_tangents(a + eps * direction) - linalg_tangents(a - eps * direction)) \
+        / (2 * eps)
+    np.testing.assert_allclose(tangent, numerical, rtol=1e-6, atol=1e-8)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    np.testing.assert_allclose(tangent, s2sgrad.jvp(linalg_tangents, a, direction)[1],
+                               rtol=1e-10)
