@@ -37,17 +37,20 @@ def decompositions(a, b):
 
 
 def pieces(x, y, m):
-    """divmod, split, array_split, hsplit, vsplit, broadcast_arrays; one tuple read whole
-    across a loop (its adjoint made before the loop, updated in it)."""
+    """divmod, frexp, modf, split, array_split, hsplit, vsplit, broadcast_arrays; a list
+    made before a loop and read in it (its adjoint made before the loop, updated in it)."""
     halves = np.hsplit(m, 2)
     rows = np.vsplit(m, 2)
     s = np.sum(halves[0] * halves[1]) + np.sum(np.sin(rows[1]))
     for i in range(2):
         q, rem = np.divmod(x * (i + 2.0), 0.7)
+        mant, expo = np.frexp(x * (i + 1.5))
+        frac, whole = np.modf(x * 3.0)
         parts = np.split(x, 3)
         p2 = np.array_split(y, 2)
         bx, by = np.broadcast_arrays(x, y[:1])
         s = (s + np.sum(rem * rem) + np.sum(parts[0] * parts[2]) + np.sum(np.sin(p2[1]))
+             + np.sum(mant * mant) + np.sum(np.sin(frac))
              + np.sum(bx * by) + np.sum(np.cos(halves[1])) * i)
     return s
 
@@ -133,3 +136,19 @@ def test_linalg_tangents_run_compiled(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     np.testing.assert_allclose(tangent, s2sgrad.jvp(linalg_tangents, a, direction)[1],
                                rtol=1e-10)
+
+
+def test_frexp_and_modf_spellings_give_numpys_values_under_numba():
+    """The forward sweep writes ``np.frexp`` / ``np.modf`` as ``rt.frexp`` / ``rt.modf``
+    (Numba has neither): the same values, signed zeros, infinities and NaN included."""
+    import numba
+    from s2sgrad import runtime as rt
+    from s2sgrad.backend import numba_surface  # noqa: F401  (the overloads)
+    x = np.array([1.5, -2.25, np.inf, -np.inf, 0.0, -0.0, -3.0, 1e300, 5e-324, np.nan])
+    both = numba.njit(lambda x: (rt.modf(x), rt.frexp(x), rt.modf(x[6]), rt.frexp(x[1])))
+    for got, want in zip(both(x), (np.modf(x), np.frexp(x), np.modf(x[6]), np.frexp(x[1]))):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+            if isinstance(w, np.ndarray):   # (Numba boxes a scalar as a Python number)
+                assert g.dtype == w.dtype

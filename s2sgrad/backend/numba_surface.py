@@ -2,13 +2,16 @@
 ``np.broadcast_arrays``, ``np.delete`` / ``np.insert`` (flat, ``axis=None``),
 ``np.corrcoef``, ``np.linalg.cond`` (2-norm), ``np.nanvar`` / ``np.nanstd`` and
 ``np.nanmedian`` / ``np.nanquantile`` (whole array), ``np.trapezoid`` (1-D) and
-``x.item()``; and ``np.ndim``, which Numba lacks and rule templates call.
+``x.item()``; ``np.ndim``, which Numba lacks and rule templates call; and ``rt.frexp`` /
+``rt.modf``, the forward sweep's spelling of ``np.frexp`` / ``np.modf``.
 
 The contract is each helper's docstring in ``s2sgrad/runtime*.py``.  An overload
 returns None for a form it does not cover (an ``axis``, more dimensions): the
 generated function then runs as Python and its fallback reason names the helper.
 ``wrt`` arrives as a literal (the rules pass 0, 1 or 2).
 """
+import math
+
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
@@ -237,3 +240,39 @@ def _item_adjoint(g, like, index):
         out[0] = g
         return out.reshape(like.shape)
     return impl
+
+
+@overload(rt.frexp)
+def _frexp(x):
+    """``np.frexp`` by ``math.frexp``: a float64 mantissa and an int32 exponent."""
+    if isinstance(x, types.Float):
+        def number(x):
+            m, e = math.frexp(x)
+            return m, np.int32(e)
+        return number
+    if isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
+        def array(x):
+            flat = np.ascontiguousarray(x).ravel()
+            mantissa = np.empty(flat.size, dtype=flat.dtype)
+            exponent = np.empty(flat.size, dtype=np.int32)
+            for k in range(flat.size):
+                mantissa[k], e = math.frexp(flat[k])
+                exponent[k] = e
+            return mantissa.reshape(x.shape), exponent.reshape(x.shape)
+        return array
+
+
+@overload(rt.modf)
+def _modf(x):
+    """``np.modf``: ``(x - trunc(x), trunc(x))``, the fraction carrying ``x``'s sign (a
+    signed 0 for whole numbers and infinities, as numpy)."""
+    if isinstance(x, types.Float):
+        def number(x):
+            whole = np.trunc(x)
+            return math.copysign(0.0 if math.isinf(x) else x - whole, x), whole
+        return number
+    if isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
+        def array(x):
+            whole = np.trunc(x)
+            return np.copysign(np.where(np.isinf(x), 0.0, x - whole), x), whole
+        return array
