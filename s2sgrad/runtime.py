@@ -361,6 +361,11 @@ def atleast_1d(x):
     return np.atleast_1d(x)
 
 
+def tile(a, reps):
+    """``np.tile(a, reps)`` (Numba has no ``np.tile``)."""
+    return np.tile(a, reps)
+
+
 def frexp(x):
     """``np.frexp(x)``: ``(mantissa, exponent)`` (Numba has no ``np.frexp``)."""
     return np.frexp(x)

@@ -57,7 +57,7 @@ def pieces(x, y, m):
 
 def surface_helpers(x, m, s):
     """delete, insert, corrcoef, cond, nanvar, nanstd, nanmedian, nanquantile, trapezoid
-    (three forms) and item."""
+    (three forms), item and tile (three forms)."""
     holed = np.where(HOLES, np.nan, x)
     return (np.sum(np.sin(np.delete(x, 2))) + np.sum(np.sin(np.delete(x, PICK)))
             + np.sum(np.sin(np.insert(x, 1, s)) * np.arange(7.0))
@@ -66,7 +66,9 @@ def surface_helpers(x, m, s):
             + np.nanvar(holed) + np.nanstd(holed) + np.nanmedian(holed)
             + np.nanquantile(x, 0.3)
             + np.trapezoid(np.sin(x)) + np.trapezoid(x * x, XS * s) + np.trapezoid(x, dx=s)
-            + np.sin(x[3:4].item()) + (m[0, :1] * 2.0).item())
+            + np.sin(x[3:4].item()) + (m[0, :1] * 2.0).item()
+            + np.sum(np.sin(np.tile(x, 2)) * np.arange(12.0))
+            + np.sum(np.sin(np.tile(m[:2, :2], (2, 3)))) + np.sum(np.tile(x[:2], (3, 1)) ** 2))
 
 
 @pytest.mark.parametrize("fn,args", [

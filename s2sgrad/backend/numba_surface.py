@@ -2,8 +2,9 @@
 ``np.broadcast_arrays``, ``np.delete`` / ``np.insert`` (flat, ``axis=None``),
 ``np.corrcoef``, ``np.linalg.cond`` (2-norm), ``np.nanvar`` / ``np.nanstd`` and
 ``np.nanmedian`` / ``np.nanquantile`` (whole array), ``np.trapezoid`` (1-D) and
-``x.item()``; ``np.ndim``, which Numba lacks and rule templates call; and ``rt.frexp`` /
-``rt.modf``, the forward sweep's spelling of ``np.frexp`` / ``np.modf``.
+``x.item()``, ``np.tile`` (1-D, 2-D); ``np.ndim``, which Numba lacks and rule templates
+call; and ``rt.frexp`` / ``rt.modf`` / ``rt.tile``, the forward sweep's spelling of
+``np.frexp`` / ``np.modf`` / ``np.tile``.
 
 The contract is each helper's docstring in ``s2sgrad/runtime*.py``.  An overload
 returns None for a form it does not cover (an ``axis``, more dimensions): the
@@ -276,3 +277,62 @@ def _modf(x):
             whole = np.trunc(x)
             return np.copysign(np.where(np.isinf(x), 0.0, x - whole), x), whole
         return array
+
+
+def _tile_plan(a, reps):
+    """How ``np.tile(a, reps)`` tiles a 1-D or 2-D ``a`` (``reps`` an int or a tuple of one
+    or two ints) as a 2-D tiling: compiled functions giving ``a`` as rows, the number of
+    row and column tiles from ``reps``, and the result from the 2-D tiling (a 1-D ``a``
+    with one rep stays 1-D); None for another form."""
+    if not (isinstance(a, types.Array) and a.ndim in (1, 2)):
+        return None
+    if isinstance(reps, types.Integer):
+        rows, cols, flat = (lambda r: 1), (lambda r: r), a.ndim == 1
+    elif isinstance(reps, types.UniTuple) and isinstance(reps.dtype, types.Integer) and \
+            len(reps) in (1, 2):
+        rows, cols, flat = ((lambda r: 1), (lambda r: r[0]), a.ndim == 1) if len(reps) == 1 \
+            else ((lambda r: r[0]), (lambda r: r[1]), False)
+    else:
+        return None
+    as_rows = (lambda a: np.ascontiguousarray(a).reshape(1, a.shape[0])) if a.ndim == 1 \
+        else (lambda a: np.ascontiguousarray(a))
+    result = (lambda out: out.reshape(-1)) if flat else (lambda out: out)
+    return tuple(register_jitable(f) for f in (as_rows, rows, cols, result))
+
+
+@overload(rt.tile)
+def _tile(a, reps):
+    plan = _tile_plan(a, reps)
+    if plan is None:
+        return None
+    as_rows, rows_of, cols_of, result = plan
+
+    def impl(a, reps):
+        block = as_rows(a)
+        m, n = block.shape
+        r0, r1 = rows_of(reps), cols_of(reps)
+        out = np.empty((r0 * m, r1 * n), dtype=block.dtype)
+        for i in range(r0):
+            for j in range(r1):
+                out[i * m:(i + 1) * m, j * n:(j + 1) * n] = block
+        return result(out)
+    return impl
+
+
+@overload(rt.tile_adjoint)
+def _tile_adjoint(g, a, reps):
+    plan = _tile_plan(a, reps)
+    if plan is None or not isinstance(g, types.Array):
+        return None
+    as_rows, rows_of, cols_of, _ = plan
+
+    def impl(g, a, reps):
+        m, n = as_rows(a).shape
+        r0, r1 = rows_of(reps), cols_of(reps)
+        g2 = np.ascontiguousarray(g).reshape(r0 * m, r1 * n)
+        acc = np.zeros((m, n), dtype=g2.dtype)
+        for i in range(r0):
+            for j in range(r1):
+                acc += g2[i * m:(i + 1) * m, j * n:(j + 1) * n]
+        return acc.reshape(a.shape)
+    return impl

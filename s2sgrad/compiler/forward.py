@@ -19,7 +19,8 @@ code keeps numpy's spelling wherever it can:
 - ``np.squeeze(x, axis)``, ``np.expand_dims(x, (0, 2))``, ``np.atleast_1d(x)``:
   ``rt.squeeze`` / ``rt.expand_dims`` / ``rt.atleast_1d``;
 - ``np.array(x)`` -> ``np.copy(x)``, ``abs(x)`` -> ``np.abs(x)``;
-- ``np.frexp(x)`` / ``np.modf(x)`` -> ``rt.frexp(x)`` / ``rt.modf(x)`` (Numba has neither);
+- ``np.frexp(x)`` / ``np.modf(x)`` / ``np.tile(x, reps)`` -> ``rt.frexp(x)`` /
+  ``rt.modf(x)`` / ``rt.tile(x, reps)`` (Numba has none of them);
 - the array methods Numba lacks: ``x.swapaxes(0, 1)`` -> ``np.swapaxes(x, 0, 1)``,
   ``x.squeeze(1)``, ``x.round(2)``, ``x.trace()``.
 
@@ -170,12 +171,12 @@ def _abs(args, kwargs, atom_node):
     return None
 
 
-def _as_helper(name):
-    """A numpy function Numba lacks, of one argument -> the ``rt`` helper of that name:
-    ``np.frexp(x)`` -> ``rt.frexp(x)``."""
+def _as_helper(name, count=1):
+    """A numpy function Numba lacks, of ``count`` positional arguments -> the ``rt`` helper
+    of that name: ``np.frexp(x)`` -> ``rt.frexp(x)``."""
     def rewrite(args, kwargs, atom_node):
-        if len(args) == 1 and not kwargs:
-            return _rt(name, [atom_node(args[0])])
+        if len(args) == count and not kwargs:
+            return _rt(name, [atom_node(a) for a in args])
         return None
     return rewrite
 
@@ -212,6 +213,7 @@ REWRITES = {
     np.trace: _as_function("trace"),
     np.frexp: _as_helper("frexp"),
     np.modf: _as_helper("modf"),
+    np.tile: _as_helper("tile", 2),
 }
 
 
