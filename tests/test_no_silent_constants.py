@@ -1,6 +1,7 @@
 """Never a zero by default: a call whose result depends on a differentiated value has a
 rule, or is listed as carrying no gradient (with a reason), or is refused with
-MissingRuleError naming the user's line.
+MissingRuleError naming the user's line (UnsupportedConstructError for a call that writes
+into an array in place).
 
 - the issue's examples (nested np.array of active scalars, np.linspace with active
   endpoints, np.std of one element, einsum's sublist form and '...');
@@ -23,7 +24,7 @@ import pytest
 import s2sgrad
 from s2sgrad.compiler.lower_expressions import METHODS
 from s2sgrad.compiler.pipeline import build
-from s2sgrad.errors import MissingRuleError
+from s2sgrad.errors import MissingRuleError, UnsupportedConstructError
 from s2sgrad.rules import lookup
 from s2sgrad.rules.no_gradient import TABLE, reason_of
 from s2sgrad.testing import check_grad, numerical_grad
@@ -261,10 +262,11 @@ def refused_calls(tmp_path):
     for i, (label, _, _) in enumerate(pending):
         try:
             build(getattr(module, f"f{i}"), (0,), (), False)
-        except MissingRuleError as err:
+        except (MissingRuleError, UnsupportedConstructError) as err:   # both name the line
             at_line = err.location is not None and err.location.filename == path and \
                 err.location.lineno == lines[i]
-            outcome[label] = "refused" if at_line else f"MissingRuleError at {err.location}"
+            outcome[label] = "refused" if at_line else \
+                f"{type(err).__name__} at {err.location}"
             continue
         except Exception as err:  # noqa: BLE001 - reported by the test
             outcome[label] = f"{type(err).__name__}: {str(err).splitlines()[0]}"

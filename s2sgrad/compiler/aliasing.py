@@ -219,7 +219,12 @@ class AliasTracking:
     # ------------------------------------------------------------ refusals
 
     def check_fresh(self, frame, node, atoms):
-        """Refuse reading a variable that an in-place update changed behind its name."""
+        """Refuse reading a variable that an in-place update changed behind its name (not
+        in s2sgrad's own gradient code, lowered again for higher order: its ranks are
+        often unknown then, and its adjoints share memory only where the reverse pass made
+        that safe)."""
+        if own_code(frame):
+            return
         stale = [n for a in atoms for n in _deep_vars(a) if n in self.stale_views]
         if stale:
             raise self.unsupported(
@@ -231,7 +236,7 @@ class AliasTracking:
     def check_write_target(self, frame, node, var, shown):
         """Refuse writing into a view (its base would change behind its name) or into an
         array another write changed behind its name."""
-        if var in self.views:
+        if var in self.views and not own_code(frame):
             bases = sorted(self.user_name(frame, b) for b in self.views[var])
             raise self.unsupported(
                 frame, node, f"writing into `{shown}`, which may be a view of "
@@ -312,6 +317,13 @@ class AliasTracking:
             return                          # a number: += makes a new one in Python too
         self.stale_views.update(self.observers(frame, name))
         self.stale_views.update(self.sharing(atom.name) - {atom.name})
+
+
+def own_code(frame):
+    """True when ``frame`` lowers s2sgrad's own generated code (a gradient differentiated
+    again: its modules are ``s2sgrad_generated.*``, ``backend/cache.py``)."""
+    module = getattr(frame.parsed.fn, "__module__", None) or ""
+    return module.startswith("s2sgrad_generated.")
 
 
 def sharing(memory, name):

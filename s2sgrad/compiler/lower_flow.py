@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import primitives as prims
 from . import literals
+from .aliasing import own_code
 from .frontend import is_user_code
 from .ir import (Const, DictAtom, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars,
                  walk_ops, walk_statements)
@@ -529,7 +530,10 @@ class FlowLowering:
 
     def check_loop_reads(self, frame, stmt, body, carried, stale_before):
         """Refuse a loop whose body reads a value from before the iteration that the body
-        later updates in place behind its name: the next iteration reads it changed."""
+        later updates in place behind its name: the next iteration reads it changed (not in
+        s2sgrad's own gradient code: ``aliasing.own_code``)."""
+        if own_code(frame):
+            return
         made = {t for s in walk_ops(body) if isinstance(s, Op) for t in s.targets}
         made -= set(carried)
         changed = self.stale_views - stale_before

@@ -48,7 +48,7 @@ class OpEmission(LoweringState):
             self.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
         self.record_memory(name, prim, args, kwargs)
         # a tuple (divmod's, eigh's...) has no rank, shape or dtype of its own
-        tuple_valued = name in self.tuples or isinstance(prim, np.ufunc) and prim.nout > 1
+        tuple_valued = name in self.tuples or (isinstance(prim, np.ufunc) and prim.nout > 1)
         ndim = None if tuple_valued else self.infer_ndim(prim, args, kwargs)
         if ndim is not None:
             self.ndims[name] = ndim
