@@ -361,6 +361,21 @@ def atleast_1d(x):
     return np.atleast_1d(x)
 
 
+def tile(a, reps):
+    """``np.tile(a, reps)`` (Numba has no ``np.tile``)."""
+    return np.tile(a, reps)
+
+
+def frexp(x):
+    """``np.frexp(x)``: ``(mantissa, exponent)`` (Numba has no ``np.frexp``)."""
+    return np.frexp(x)
+
+
+def modf(x):
+    """``np.modf(x)``: ``(fractional part, integral part)`` (Numba has no ``np.modf``)."""
+    return np.modf(x)
+
+
 def zeros_list(items):
     """Zeros like each item of a list: the first adjoint of a list read by index."""
     return [zeros_like(item) for item in items]

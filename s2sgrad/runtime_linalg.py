@@ -2,8 +2,8 @@
 
 ``s2sgrad.runtime`` re-exports every public name here; the rules in
 ``s2sgrad/rules/linalg_rules.py`` call them.  All take batched matrices
-(``(..., m, n)``).  A decomposition's adjoint ``g`` is a list with one adjoint
-per result (``[dsign, dlogdet]`` for ``slogdet``...).  The formulas are the
+(``(..., m, n)``).  A decomposition's adjoint ``g`` holds one adjoint per
+result (``[dsign, dlogdet]`` for ``slogdet``...; a list, or a tuple under Numba).  The formulas are the
 standard ones (as in HIPS autograd's ``numpy/linalg.py``); eigh and
 cholesky read only the lower triangle of their input, as numpy does, so the
 adjoint of the upper triangle is zero.

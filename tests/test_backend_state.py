@@ -133,3 +133,21 @@ def test_a_slow_first_compile_says_so_once_on_stderr_unless_quiet(monkeypatch, c
     time.sleep(0.2)
     err = capfd.readouterr().err
     assert err.count("s2sgrad: compiling") == 1 and "S2SGRAD_QUIET=1" in err, err
+
+
+def test_a_helper_numba_does_not_know_at_all_is_reported_as_s2sgrads_gap():
+    """Numba's "Unknown attribute 'x' of type Module(s2sgrad.runtime)" (a helper with no
+    Numba version at all) reads as s2sgrad's gap, naming the helper and the user's line."""
+    from s2sgrad.backend.reasons import explain
+    source = ("def f_value_and_grad(x):\n"
+              "    # grad of: w, v = np.linalg.eigh(a)  (model.py:7)\n"
+              "    da = rt.made_up_adjoint(dw, a)\n")
+    numba_text = ("Failed in nopython mode pipeline (step: nopython frontend)\n"
+                  "Unknown attribute 'made_up_adjoint' of type Module(<module "
+                  "'s2sgrad.runtime' from '/x/s2sgrad/runtime.py'>)\n"
+                  "During: typing of get attribute at /tmp/c/f_value_and_grad.py (3)")
+    reason = explain(Exception(numba_text), "/tmp/c/f_value_and_grad.py", source)
+    assert "s2sgrad has no Numba version of rt.made_up_adjoint" in reason, reason
+    assert "gradient of `w, v = np.linalg.eigh(a)` (model.py:7)" in reason, reason
+    assert "gap in s2sgrad's Numba support" in reason, reason
+    _is_whole_and_clean(reason)

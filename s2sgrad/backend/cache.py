@@ -36,7 +36,7 @@ _INLINED = ("runtime.py", "runtime_core.py", "runtime_arrays.py", "runtime_linal
             "runtime_surface.py", "einsum_adjoint.py") + tuple(
                 os.path.join("backend", name) for name in (
                 "numba_support.py", "numba_lists.py", "numba_indexing.py", "numba_more.py",
-                "numba_rules.py", "numba_linalg.py"))
+                "numba_rules.py", "numba_linalg.py", "numba_surface.py"))
 _fingerprint = None
 _warned = set()
 

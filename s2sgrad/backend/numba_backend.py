@@ -103,7 +103,7 @@ class Compiled:
         import numba
         from . import (numba_forward, numba_higher, numba_indexing,  # noqa: F401  (rt.*)
                        numba_linalg, numba_lists, numba_more, numba_rules,
-                       numba_support)
+                       numba_support, numba_surface)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern

@@ -1,11 +1,12 @@
 """Numba implementations of the adjoints of ``np.linalg``'s tuple-returning functions
-(``slogdet``, ``eigh``, ``qr``, ``svd``, ``lstsq``), for one matrix (2-D ``a``; a stack
-of matrices runs as Python and says why).
+(``slogdet``, ``eigh``, ``qr``, ``svd``, ``lstsq``) and of forward mode's tangents of
+``cholesky``, ``eigh``, ``eigvalsh``, ``matrix_power`` and ``pinv``, for one matrix (2-D
+``a``; a stack of matrices runs as Python and says why).
 
 Under Numba the decompositions return tuples and their adjoint ``g`` is a tuple (see
 ``numba_lists.py``: ``rt.zeros_list`` and ``rt.item_added`` of a tuple).  The formulas
-and contracts are the Python versions' in ``s2sgrad/runtime_linalg.py`` and
-``runtime_surface.py``; these follow them line by line with explicit 2-D shapes.
+and contracts are the Python versions' in ``s2sgrad/runtime_linalg.py``,
+``runtime_surface.py`` and ``runtime_forward.py``; these follow them line by line with explicit 2-D shapes.
 Numba's matrix products want contiguous operands, hence the ``np.ascontiguousarray``.
 """
 import numpy as np
@@ -103,8 +104,22 @@ def _qr_adjoint(g, ans, a):
             raise NotImplementedError("gradient of np.linalg.qr for a wide matrix (m < n)")
         mm = r @ _c(gr.T) - _c(gq.T) @ q
         b = gq + q @ _c(np.tril(mm) + np.tril(mm, -1).T)
-        return _c(np.linalg.solve(r, _c(b.T)).T)
+        return _times_inverse_transpose(b, r)
     return impl
+
+
+@register_jitable
+def _times_inverse_transpose(b, r):
+    """``b r^-T`` (``(r^-1 b^T)^T``) for an upper triangular ``r``, by substitution
+    (``np.linalg.solve`` would cost seconds of compile time)."""
+    n = r.shape[0]
+    x = np.zeros(b.shape)
+    for j in range(n - 1, -1, -1):   # x r^T = b: b[:, j] = sum over k >= j of x[:, k] r[j, k]
+        col = b[:, j].copy()
+        for k in range(j + 1, n):
+            col -= r[j, k] * x[:, k]
+        x[:, j] = col / r[j, j]
+    return x
 
 
 @overload(rt.svd_adjoint)
@@ -156,12 +171,11 @@ def _lstsq_adjoint(g, ans, a, b, wrt):
         return None
 
     def of_b(g, ans, a, b, wrt):
-        p, r, gres, b2, x2, gx2 = _lstsq_parts(g, ans, a, b)
+        p, r, gres, b2, x2, gx2, u, vh = _lstsq_parts(g, ans, a, b)
         return (_c(p.T) @ gx2 + 2.0 * r * gres).reshape(b.shape)
 
     def of_a(g, ans, a, b, wrt):
-        p, r, gres, b2, x2, gx2 = _lstsq_parts(g, ans, a, b)
-        u, _, vh = np.linalg.svd(_c(a), full_matrices=False)
+        p, r, gres, b2, x2, gx2, u, vh = _lstsq_parts(g, ans, a, b)
         return (_pinv_adjoint(gx2 @ _c(b2.T), p, _c(a)) - 2.0 * _c(r * gres) @ _c(x2.T)
                 + _c(u * _c(g[3]).reshape(1, -1)) @ vh)
     return of_b if wrt.literal_value == 1 else of_a
@@ -169,15 +183,114 @@ def _lstsq_adjoint(g, ans, a, b, wrt):
 
 @register_jitable
 def _lstsq_parts(g, ans, a, b):
-    """pinv(a), the residual r = b - a x, the residuals' adjoint as a row, and b, x and
-    x's adjoint as 2-D arrays (a 1-D b as one column)."""
+    """pinv(a), the residual r = b - a x, the residuals' adjoint as a row; b, x and x's
+    adjoint as 2-D arrays (a 1-D b as one column); a's reduced SVD's u and vh.  ``a`` has
+    full column rank: ``pinv(a) = v diag(1 / s) u^T`` (no second SVD inside np.linalg.pinv)."""
     a2 = _c(a)
     b2 = _c(b).reshape(b.shape[0], -1)
     x2 = _c(ans[0]).reshape(a.shape[1], -1)
     gx2 = _c(g[0]).reshape(a.shape[1], -1)
-    p = _c(np.linalg.pinv(a2))
+    u, s, vh = np.linalg.svd(a2, full_matrices=False)
+    p = _c(vh.T) @ _c((u / s.reshape(1, -1)).T)
     r = b2 - a2 @ x2
     gres = np.zeros((1, b2.shape[1]))
     if g[1].size:
         gres[0, :] = _c(g[1]).ravel()
-    return p, r, gres, b2, x2, gx2
+    return p, r, gres, b2, x2, gx2, u, vh
+
+
+# ---------------------------------------------------------------- forward mode (tangents)
+# ``s2sgrad/runtime_forward.py``'s linear-algebra tangents, for one matrix.
+
+
+@register_jitable
+def _from_lower(t):
+    """The symmetric matrix ``cholesky`` / ``eigh`` read in ``t``: its lower triangle,
+    mirrored."""
+    return np.tril(t) + _c(np.tril(t, -1).T)
+
+
+@register_jitable
+def _solve_lower(L, b):
+    """``L^-1 b`` for a lower triangular ``L``, by forward substitution."""
+    n = L.shape[0]
+    x = np.zeros(b.shape)
+    for i in range(n):
+        row = b[i].copy()
+        for k in range(i):
+            row -= L[i, k] * x[k]
+        x[i] = row / L[i, i]
+    return x
+
+
+@overload(rt.cholesky_tangent)
+def _cholesky_tangent(t, L):
+    if not (_matrix(t) and _matrix(L)):
+        return None
+
+    def impl(t, L):
+        lc = _c(L)
+        x = _solve_lower(lc, _c(_solve_lower(lc, _from_lower(t)).T))   # L^-1 t L^-T
+        return lc @ _c(np.tril(x) - 0.5 * x * np.eye(x.shape[0]))
+    return impl
+
+
+@overload(rt.eigh_tangent)
+def _eigh_tangent(t, ans):
+    if not (_matrix(t) and _pair(ans, 2)):
+        return None
+    tol = _tie_tolerance(ans[0].dtype)
+
+    def impl(t, ans):
+        w, v = ans[0], _c(ans[1])
+        m = _c(v.T) @ _c(_from_lower(t)) @ v
+        f = _inverse_gaps(w, tol * np.max(np.abs(w)))
+        return np.diag(m).copy(), v @ _c(f * m)
+    return impl
+
+
+@overload(rt.eigvalsh_tangent)
+def _eigvalsh_tangent(t, a):
+    if not (_matrix(t) and _matrix(a)):
+        return None
+
+    def impl(t, a):
+        _, v = np.linalg.eigh(_c(a))
+        v = _c(v)
+        return np.diag(_c(v.T) @ _c(_from_lower(t)) @ v).copy()
+    return impl
+
+
+@overload(rt.matrix_power_tangent)
+def _matrix_power_tangent(t, a, n):
+    if not (_matrix(t) and _matrix(a) and isinstance(n, types.Integer)):
+        return None
+
+    def impl(t, a, n):
+        base, tb = _c(a), _c(t)
+        if n < 0:
+            base = _c(np.linalg.inv(base))
+            tb = -(base @ tb @ base)
+        k = abs(n)
+        powers = [np.eye(base.shape[0])]
+        for _ in range(k - 1):
+            powers.append(powers[-1] @ base)
+        out = np.zeros(base.shape)
+        for i in range(k):
+            out += powers[i] @ tb @ powers[k - 1 - i]
+        return out
+    return impl
+
+
+@overload(rt.pinv_tangent)
+def _pinv_tangent(t, ans, a):
+    if not (_matrix(t) and _matrix(ans) and _matrix(a)):
+        return None
+
+    def impl(t, ans, a):
+        p, tc, ac = _c(ans), _c(t), _c(a)
+        tt = _c(tc.T)
+        m, n = ac.shape
+        return (-(p @ tc @ p) + p @ _c(p.T) @ tt @ (np.eye(m) - ac @ p)
+                + (np.eye(n) - p @ ac) @ tt @ _c(p.T) @ p)
+    return impl

@@ -12,7 +12,7 @@ from numba.extending import overload
 from .. import runtime as rt
 
 
-def _tuple_impl(params, item, n):
+def tuple_impl(params, item, n):
     """A function of ``params`` returning the tuple ``(item(0), ..., item(n - 1))``, where
     ``item(k)`` is the source text of the k-th item."""
     items = "".join(item(k) + ", " for k in range(n))
@@ -29,7 +29,7 @@ def _zeros_list(items):
             return [rt.zeros_like(item) for item in items]
         return impl
     if isinstance(items, types.BaseTuple):
-        return _tuple_impl("items", lambda k: f"rt.zeros_like(items[{k}])", len(items))
+        return tuple_impl("items", lambda k: f"rt.zeros_like(items[{k}])", len(items))
 
 
 @overload(rt.copy_list)
@@ -49,7 +49,7 @@ def _add_lists(a, b):
             return [a[i] + b[i] for i in range(len(a))]
         return impl
     if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) and len(a) == len(b):
-        return _tuple_impl("a, b", lambda k: f"a[{k}] + b[{k}]", len(a))
+        return tuple_impl("a, b", lambda k: f"a[{k}] + b[{k}]", len(a))
     if isinstance(a, (types.Float, types.Integer)) and isinstance(b, types.BaseTuple):
         return lambda a, b: b     # a plain 0.0: the adjoint started where a had no value
 
@@ -64,5 +64,5 @@ def _item_added(items, index, g):
     if isinstance(items, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
         n = len(items)
         k = index.literal_value % n if n else 0
-        return _tuple_impl("items, index, g",
+        return tuple_impl("items, index, g",
                            lambda j: f"items[{j}] + g" if j == k else f"items[{j}]", n)

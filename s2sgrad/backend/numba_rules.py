@@ -517,18 +517,21 @@ def _eigvalsh_adjoint(g, a):
 
 @overload(rt.split_adjoint)
 def _split_adjoint(g, ary, axis):
-    """``np.split`` / ``np.array_split`` / ``np.vsplit`` along the first axis: the pieces'
-    adjoints (a list) written back one after another."""
-    if not (isinstance(g, types.List) and isinstance(g.dtype, types.Array)
+    """``np.split`` / ``array_split`` / ``hsplit`` / ``vsplit`` / ``dsplit`` along any one
+    axis: the pieces' adjoints (a list) written back one after another, through views with
+    that axis first."""
+    if not (isinstance(g, (types.List, types.UniTuple)) and isinstance(g.dtype, types.Array)
             and isinstance(ary, types.Array) and g.dtype.ndim == ary.ndim
-            and isinstance(axis, types.IntegerLiteral) and axis.literal_value == 0):
+            and isinstance(axis, types.Integer)):
         return None
 
     def impl(g, ary, axis):
         out = np.zeros(ary.shape, dtype=g[0].dtype)
+        front = np.swapaxes(out, 0, axis)    # a view: writing it writes out
         start = 0
         for piece in g:
-            out[start:start + piece.shape[0]] = piece
-            start += piece.shape[0]
+            part = np.swapaxes(piece, 0, axis)
+            front[start:start + part.shape[0]] = part
+            start += part.shape[0]
         return out
     return impl

@@ -17,6 +17,8 @@ _FUNCTION = re.compile(r"Function\(<(?:built-in )?function ([\w.]+)>\)")
 _TYPING_AT = re.compile(r"During: .* at (.+?) \((\d+)\)\s*$")
 _FILE_LINE = re.compile(r'File "(.+?)", line (\d+)')
 _USER_COMMENT = re.compile(r"^#\s*(.*\S)\s+\(([^()]+:\d+)\)$")
+#: Numba's words for a name of ``s2sgrad.runtime`` that has no Numba version at all
+_RT_UNKNOWN = re.compile(r"Unknown attribute '(\w+)' of type Module\(<module 's2sgrad\.runtime'")
 
 
 def explain(exc, path, source):
@@ -48,6 +50,9 @@ def _clean(line):
 def _cause(text):
     """(what Numba lacks, as one clause; the rt helper it lacks or None)."""
     lines = [_ADDRESS.sub("", line).strip() for line in text.splitlines()]
+    unknown = _RT_UNKNOWN.search(text)
+    if unknown:
+        return f"s2sgrad has no Numba version of rt.{unknown.group(1)}", unknown.group(1)
     for i, line in enumerate(lines):
         if line.startswith("No implementation of function"):
             match = _FUNCTION.search(line)

@@ -19,6 +19,8 @@ code keeps numpy's spelling wherever it can:
 - ``np.squeeze(x, axis)``, ``np.expand_dims(x, (0, 2))``, ``np.atleast_1d(x)``:
   ``rt.squeeze`` / ``rt.expand_dims`` / ``rt.atleast_1d``;
 - ``np.array(x)`` -> ``np.copy(x)``, ``abs(x)`` -> ``np.abs(x)``;
+- ``np.frexp(x)`` / ``np.modf(x)`` / ``np.tile(x, reps)`` -> ``rt.frexp(x)`` /
+  ``rt.modf(x)`` / ``rt.tile(x, reps)`` (Numba has none of them);
 - the array methods Numba lacks: ``x.swapaxes(0, 1)`` -> ``np.swapaxes(x, 0, 1)``,
   ``x.squeeze(1)``, ``x.round(2)``, ``x.trace()``.
 
@@ -169,6 +171,16 @@ def _abs(args, kwargs, atom_node):
     return None
 
 
+def _as_helper(name, count=1):
+    """A numpy function Numba lacks, of ``count`` positional arguments -> the ``rt`` helper
+    of that name: ``np.frexp(x)`` -> ``rt.frexp(x)``."""
+    def rewrite(args, kwargs, atom_node):
+        if len(args) == count and not kwargs:
+            return _rt(name, [atom_node(a) for a in args])
+        return None
+    return rewrite
+
+
 def _as_function(name):
     """A method Numba lacks -> numpy's function on the receiver: ``x.swapaxes(0, 1)`` ->
     ``np.swapaxes(x, 0, 1)`` (the function form is written the same way)."""
@@ -199,6 +211,9 @@ REWRITES = {
     np.swapaxes: _as_function("swapaxes"),
     np.round: _as_function("round"),
     np.trace: _as_function("trace"),
+    np.frexp: _as_helper("frexp"),
+    np.modf: _as_helper("modf"),
+    np.tile: _as_helper("tile", 2),
 }
 
 

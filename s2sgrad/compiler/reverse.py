@@ -25,6 +25,7 @@ import numpy as np
 from .. import primitives as prims
 from .activity import active_names
 from .adjoints import Adjoints, Comment
+from .complex_values import check_real_values
 from .emit import location_comment
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
 from .literals import atom_node
@@ -63,6 +64,7 @@ def reverse(lowered, wrt, seeds, names, seed_values=None):
     ``seed_values`` (optional): per name in ``seeds``, the node its adjoint starts from
     (a cotangent parameter) instead of ``rt.ones_like(name)``; a name listed twice gets
     the sum of its values."""
+    check_real_values(lowered, wrt, seeds)   # no gradient through complex values
     active = active_names(lowered, wrt, seeds)
     ndims = lowered.ndims
     state = names.snapshot()

@@ -36,6 +36,7 @@ from ..rules.jvp_registry import is_tangent_subscript, jvp_lookup, tangents_read
 from ..rules.registry import display_name
 from .activity import active_names, differentiable_operands
 from .adjoints import Comment
+from .complex_values import check_real_values
 from .emit import location_comment
 from .imports import reference
 from .ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
@@ -91,6 +92,7 @@ def _as_atom(value):
 def tangent_sweep(lowered, wrt, seeds, names, tangent_names=None):
     """The forward-mode statements of ``lowered`` (module doc).  ``tangent_names``:
     Var name -> the name its tangent must have (the tangent inputs of ``wrt``)."""
+    check_real_values(lowered, wrt, seeds, tangent_operands)   # real values only
     active = active_names(lowered, wrt, seeds, tangent_operands)
     sweep = _Tangents(lowered, active, names)
     sweep.of.update(tangent_names or {})

@@ -2,8 +2,8 @@
 
 Their helpers are in ``s2sgrad/runtime_linalg.py`` (read as ``rt.<name>``).
 The decompositions return tuples (``tuple_result=True``): their template's
-``d[ans]`` is the list of the items' adjoints (zeros for an item the code
-does not use).  ``np.linalg.norm`` (every ``ord``) is in ``numpy_rules.py``.
+``d[ans]`` holds the items' adjoints (zeros for an item the code does not
+use): a list in Python, a tuple under Numba (``rt.item_added`` builds it).  ``np.linalg.norm`` (every ``ord``) is in ``numpy_rules.py``.
 """
 import numpy as np
 

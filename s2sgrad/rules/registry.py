@@ -46,7 +46,7 @@ class Rule:
     result never depends differentiably on its inputs.
     """
 
-    tuple_result = False   # the primitive returns a tuple; d[ans] is a list of adjoints
+    tuple_result = False   # the primitive returns a tuple; d[ans] holds its items' adjoints
     #: parameters whose derivative the rule does not give (the order of a Bessel function,
     #: ``a`` of ``gammainc``): a differentiated value reaching one is refused with
     #: MissingRuleError, never given a zero
@@ -160,7 +160,8 @@ def vjp(*primitives, tuple_result=False, refuse=()):
     """Register the decorated template as the rule of each primitive given.
 
     ``tuple_result=True``: the primitive returns a tuple of arrays (``w, v = eigh(a)``);
-    the template's ``d[ans]`` is then a list with one adjoint per item.
+    the template's ``d[ans]`` then holds one adjoint per item (a list in Python, a tuple
+    under Numba: the helpers it is passed to take either).
     ``refuse``: names of parameters the template gives no adjoint for although the result
     depends on them smoothly (no closed form): differentiating through one is refused
     with MissingRuleError at the user's line."""
