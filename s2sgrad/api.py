@@ -143,6 +143,32 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
 SHOW_MODES = {}
 
 
+def every_position(fn, example_args, example_kwargs):
+    """grad_position naming every argument of ``fn`` (of the example call, else of its
+    signature): what ``jvp``, ``vjp`` and ``hvp`` differentiate, for ``show``."""
+    probe = GradFunction(fn, 0, None, False, False, False)
+    count = len(example_args) + len(example_kwargs) if (example_args or example_kwargs) \
+        else len(probe._complete((), {}, bind=False) or ()) or \
+        len(probe._signature.parameters if probe._signature else ())
+    return tuple(range(max(count, 1)))
+
+
+def print_built(f, mode, example_args, example_kwargs):
+    """Print the ``mode`` code the derivative object ``f`` runs for the example arguments
+    (or its generic build without them) under a header saying which; returns the source."""
+    if example_args or example_kwargs:
+        generated = f._prepare(example_args, example_kwargs)[0]
+        header = (f"# s2sgrad.show: the {mode} code that runs for arguments like "
+                  f"({_describe_args(example_args, example_kwargs)}); module {f.path}")
+    else:
+        generated = f._build_generic()[0]
+        header = (f"# s2sgrad.show: generic {mode} build, not specialised on the arguments' "
+                  "dtypes and ranks; pass example arguments to see the code that runs for them")
+    print(header)
+    print(generated.source)
+    return generated.source
+
+
 def _describe_args(args, kwargs):
     """``float32[5], float32[3], y=float32`` for a header line."""
     def one(a):

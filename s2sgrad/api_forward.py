@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from .api import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
-                  describe_args, finish_gradient, float_dtype, numba_argument,
+                  every_position, finish_gradient, float_dtype, numba_argument, print_built,
                   python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
 from .call_plan import free_units_changed, plan_key
@@ -250,23 +250,9 @@ def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode)
         raise ValueError(f"show's mode is 'grad', 'jvp' or 'jacfwd', got {mode!r}")
     check_function(fn, "show")
     if mode == "jvp":
-        probe = ForwardFunction(fn, 0, has_aux, False)
-        count = len(example_args) + len(example_kwargs) if (example_args or example_kwargs) \
-            else len(probe._complete((), {}, bind=False) or ()) or \
-            len(probe._signature.parameters if probe._signature else ())
-        grad_position = tuple(range(max(count, 1)))
+        grad_position = every_position(fn, example_args, example_kwargs)
     f = ForwardFunction(fn, grad_position, has_aux, mode == "jacfwd")
-    if example_args or example_kwargs:
-        generated = f._prepare(example_args, example_kwargs)[0]
-        header = (f"# s2sgrad.show: the {mode} code that runs for arguments like "
-                  f"({describe_args(example_args, example_kwargs)}); module {f.path}")
-    else:
-        generated = f._build_generic()[0]
-        header = (f"# s2sgrad.show: generic {mode} build, not specialised on the arguments' "
-                  "dtypes and ranks; pass example arguments to see the code that runs for them")
-    print(header)
-    print(generated.source)
-    return generated.source
+    return print_built(f, mode, example_args, example_kwargs)
 
 
 SHOW_MODES["jvp"] = SHOW_MODES["jacfwd"] = show_forward

@@ -539,26 +539,12 @@ def show_higher(fn, example_args, example_kwargs, grad_position, has_aux, mode):
         raise TypeError(f"show(mode={mode!r}) takes no has_aux: {mode} differentiates a "
                         f"scalar function")
     if mode in ("vjp", "hvp"):
-        probe = GradFunction(fn, 0, None, False, False, False)
-        count = len(example_args) + len(example_kwargs) if (example_args or example_kwargs) \
-            else len(probe._complete((), {}, bind=False) or ()) or \
-            len(probe._signature.parameters if probe._signature else ())
-        grad_position = tuple(range(max(count, 1)))
+        grad_position = api.every_position(fn, example_args, example_kwargs)
     f = {"vjp": lambda: split_function(fn, grad_position, has_aux),
          "jacrev": lambda: JacobianFunction(fn, grad_position, has_aux),
          "hvp": lambda: HvpFunction(fn, grad_position),
          "hessian": lambda: HessianFunction(fn, grad_position)}[mode]()
-    if example_args or example_kwargs:
-        generated = f._prepare(example_args, example_kwargs)[0]
-        header = (f"# s2sgrad.show: the {mode} code that runs for arguments like "
-                  f"({api.describe_args(example_args, example_kwargs)}); module {f.path}")
-    else:
-        generated = f._build_generic()[0]
-        header = (f"# s2sgrad.show: generic {mode} build, not specialised on the arguments' "
-                  "dtypes and ranks; pass example arguments to see the code that runs for them")
-    print(header)
-    print(generated.source)
-    return generated.source
+    return api.print_built(f, mode, example_args, example_kwargs)
 
 
 for _mode in ("vjp", "jacrev", "hvp", "hessian"):
