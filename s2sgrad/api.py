@@ -515,22 +515,29 @@ class GradFunction:
             exc.add_note(_user_line_of(exc, self.path, generated))
             raise exc
 
-    def _finish(self, generated, value, computed, leaves, trees):
-        """The gradients in the structure and types of their arguments, with the value."""
-        positions = self.positions or ()
+    def shaped_gradients(self, generated, computed, leaves, trees):
+        """(per differentiated position its gradient in the structure of its argument,
+        per weight its gradient), each in the type of what it is the gradient of (zeros
+        where the code computes none)."""
         computed = list(computed)
         weights = self._weight_list()
-        leaf_grads, grads = {}, []
+        leaf_grads, weight_grads = {}, []
         for (kind, i), has in zip(generated.wrt, generated.computed):
             like = leaves[i] if kind == "position" else weights[i]
             g = _finish_gradient(computed.pop(0) if has else None, like)
             if kind == "position":
                 leaf_grads[i] = g
             else:
-                grads.append(g)
-        # each position's gradient in the structure of its argument
-        grads = [unflatten(trees[p], [leaf_grads[k] for k in generated.arg_leaves[p]])
-                 for p in positions] + grads
+                weight_grads.append(g)
+        inputs = [unflatten(trees[p], [leaf_grads[k] for k in generated.arg_leaves[p]])
+                  for p in self.positions or ()]
+        return inputs, weight_grads
+
+    def _finish(self, generated, value, computed, leaves, trees):
+        """The gradients in the structure and types of their arguments, with the value."""
+        inputs, weight_grads = self.shaped_gradients(generated, computed, leaves, trees)
+        grads = inputs + weight_grads
+        weights = self._weight_list()
         tensors = [a for a in leaves if isinstance(a, Tensor)] + [
             f.obj for f in generated.free if isinstance(f.obj, Tensor)]
         value = _wrap_output(value, _float_dtype(tensors) if tensors else None)

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from .api import (GradFunction, check_function, check_positions, check_weights,
-                  argument_types, finish_gradient, float_dtype, python_objects_reason,
+                  argument_types, float_dtype, python_objects_reason,
                   numba_argument, user_line_of, wrap_output)
 from .backend import cache
 from .backend.numba_backend import Compiled
@@ -209,17 +209,8 @@ class _SplitFunction(GradFunction):
     def _gradients(self, generated, computed, leaves, trees):
         """A tuple with each input's gradient (in its structure), and with weights
         ``(input gradients, weight gradients)``."""
-        weights = self._weight_list()
-        leaf_grads, weight_grads = {}, []
-        for (kind, i), has in zip(generated.wrt, generated.computed):
-            like = leaves[i] if kind == "position" else weights[i]
-            g = finish_gradient(computed.pop(0) if has else None, like)
-            if kind == "position":
-                leaf_grads[i] = g
-            else:
-                weight_grads.append(g)
-        inputs = tuple(unflatten(trees[p], [leaf_grads[k] for k in generated.arg_leaves[p]])
-                       for p in self.positions or ())
+        inputs, weight_grads = self.shaped_gradients(generated, computed, leaves, trees)
+        inputs = tuple(inputs)
         return inputs if self.weights is None else (inputs, tuple(weight_grads))
 
 

@@ -51,7 +51,7 @@ def _inverse_gaps(values, tol):
 
 
 @register_jitable
-def _lower_only(j):
+def lower_only(j):
     """The diagonal of ``j`` and, below it, ``j + j^T`` (see ``runtime_linalg``)."""
     n = j.shape[0]
     out = np.zeros((n, n), dtype=j.dtype)
@@ -87,7 +87,7 @@ def _eigh_adjoint(g, ans, a):
         if np.any(gv != 0):
             f = _inverse_gaps(w, scale_tol * np.max(np.abs(w)))
             j = j + v @ _c(f * (vt @ gv)) @ vt
-        return _lower_only(j)
+        return lower_only(j)
     return impl
 
 

@@ -12,6 +12,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from .. import runtime as rt
+from .numba_linalg import lower_only
 
 
 def _is_none(t):
@@ -504,14 +505,7 @@ def _eigvalsh_adjoint(g, a):
 
     def impl(g, a):
         _, v = np.linalg.eigh(np.ascontiguousarray(a))
-        j = np.ascontiguousarray(v * g) @ np.ascontiguousarray(v.T)
-        n = j.shape[0]
-        out = np.zeros((n, n), dtype=j.dtype)
-        for i in range(n):
-            out[i, i] = j[i, i]
-            for k in range(i):
-                out[i, k] = j[i, k] + j[k, i]
-        return out
+        return lower_only(np.ascontiguousarray(v * g) @ np.ascontiguousarray(v.T))
     return impl
 
 
