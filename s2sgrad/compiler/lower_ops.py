@@ -43,6 +43,8 @@ class OpEmission(LoweringState):
             op.list_base = isinstance(base, Var) and base.name in self.lists
         self.ops.append(op)
         self.producers[name] = prim
+        if prim == prims.SHAPE:
+            self.shape_sources[name] = args[0]
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list
             self.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)

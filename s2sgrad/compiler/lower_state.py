@@ -80,6 +80,7 @@ class LoweringState:
         self.stale_views = set()  # variables whose memory was updated in place behind them
         self.fields = {}          # Seq of a namedtuple argument -> its field names
         self.producers = {}       # Var name -> the primitive of the Op that assigned it
+        self.shape_sources = {}   # Var name of an ``x.shape`` -> the atom ``x``
 
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),

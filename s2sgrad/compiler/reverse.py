@@ -36,6 +36,7 @@ from .tape import (Tape, assigned_targets, carried_copies, contributed,
                    without_dead_ops)
 from .tape_types import tape_dtypes
 from .templates import getitem_adjoint, index_expression, instantiate, missing_rule
+from .ownership import drop_moved_copies
 from .typeinfo import basic_index
 
 
@@ -100,6 +101,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_val
     if backward:
         backward.insert(0, Comment("sensitivity of the output"))
     backward.extend(rev.block(lowered.body, None))
+    drop_moved_copies(backward, rev.adj.move_copies)
     return rev, backward
 
 
@@ -440,6 +442,7 @@ class _Reverser:
         self.adjoints_from_after_loop = saved_exports | {v for v in inside if v in defined
                                         and v not in stmt.carried}
         state = self._state()
+        copied_before = self.adj.copied
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
         self._rezero_carried(stmt, defined, body)
@@ -459,6 +462,7 @@ class _Reverser:
                 body = hoisted
             else:   # ownership does not survive an iteration: keep the copy in the body
                 self._restore(first_try)
+        self.adj.copied = copied_before | self.adj.copied   # for a loop around this one
         self.adjoints_from_after_loop = saved_exports
         return body, owned
 
@@ -475,11 +479,11 @@ class _Reverser:
         return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
                 dict(self.reassigns),
                 dict(self.taped), dict(self.entry_tapes), dict(adj.of), set(adj.defined),
-                set(adj.owned), set(adj.plain_zero), set(adj.copied))
+                set(adj.owned), set(adj.plain_zero), set(adj.copied), dict(adj.moved))
 
     def _restore(self, state):
         (names, stacks, saves, restores, reassigns, taped, entry_tapes, of, defined, owned,
-         plain_zero, copied) = state
+         plain_zero, copied, moved) = state
         self.names.restore(names)
         self.stacks[:] = stacks
         self.saves, self.restores = dict(saves), dict(restores)
@@ -487,7 +491,7 @@ class _Reverser:
         self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
-        adj.plain_zero, adj.copied = set(plain_zero), set(copied)
+        adj.plain_zero, adj.copied, adj.moved = set(plain_zero), set(copied), dict(moved)
 
     def _stack(self, var, loop):
         """A new tape for ``var``'s values in ``loop``: an array for scalars of a known

@@ -36,6 +36,15 @@ FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, n
 SHAPE_OF_FIRST = {np.ones_like, np.zeros_like, np.empty_like, np.full_like}
 
 
+#: calls giving an array of their one array operand's rank and shape (a copy, a view or a
+#: conversion of it; its dtype too unless ``dtype=`` says another)
+SAME_ARRAY = {np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.copy, prims.COPY,
+              prims.ASTYPE}
+
+#: new arrays of a given shape (an int, a tuple, ``x.shape``); float64 unless ``dtype=``
+NEW_ARRAYS = {np.zeros, np.ones, np.empty}
+
+
 def basic_index(index, int_vars):
     """True for an index numpy treats as basic (ints, slices, None, ...): each element is
     read at most once, so ``dx[index] += g`` is the adjoint.  Lists and arrays are not."""
@@ -68,6 +77,11 @@ class TypeInfo:
         if prim == prims.GETITEM:
             base = args[0]
             return self.dtypes.get(base.name) if isinstance(base, Var) else None
+        if self._copied_array(prim, args, kwargs) or (
+                prim in SHAPE_OF_FIRST and args and "shape" not in kwargs) or (
+                prim in NEW_ARRAYS and self._rank_of_shape(args[0]) is not None
+                and set(kwargs) <= {"dtype"}):
+            return self._created_dtype(prim, args, kwargs)
         if not (prim in ELEMENTWISE or isinstance(prim, np.ufunc)) or kwargs:
             return None
         parts = []
@@ -91,23 +105,88 @@ class TypeInfo:
         """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
         rank rule is simple (elementwise, full reductions, scalar indexing); else None."""
         if prim == prims.GETITEM:
-            base, index = args
-            items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
-            rank = self.ndim_of(base)
-            if rank is None or not all(
-                    (isinstance(i, Const) and isinstance(i.value, int) and
-                     not isinstance(i.value, bool)) or
-                    (isinstance(i, Var) and i.name in self.int_vars) for i in items):
-                return None
-            return rank - len(items) if len(items) <= rank else None
+            return self._indexed_rank(*args)
         if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
             return 0
+        if self._copied_array(prim, args, kwargs) or \
+                (prim in SHAPE_OF_FIRST and "shape" not in kwargs and args):
+            return self.ndim_of(args[0])
+        if prim in NEW_ARRAYS and args:
+            return self._rank_of_shape(args[0])
         if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
                 getattr(prim, "__module__", None) == "math":
             ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
             if ranks and None not in ranks:
                 return max(ranks)
         return None
+
+    def _indexed_rank(self, base, index):
+        """The rank of ``base[index]`` for an index of ints and slices (a view or an
+        element), else None."""
+        if isinstance(index, Seq) and index.kind == "index":
+            items = index.items
+        elif isinstance(index, Const) and isinstance(index.value, tuple):
+            items = tuple(Const(v) for v in index.value)
+        else:
+            items = (index,)
+        rank = self.ndim_of(base)
+        if rank is None or len(items) > rank or (isinstance(base, Var) and base.name in self.lists):
+            return None
+        ints = 0
+        for item in items:
+            if self.is_int(item) or (isinstance(item, Const) and isinstance(item.value, np.integer)):
+                ints += 1
+            elif not ((isinstance(item, Const) and isinstance(item.value, slice)) or
+                      (isinstance(item, Seq) and item.kind == "slice" and
+                       all(self.is_int(p) or (isinstance(p, Const) and p.value is None)
+                           for p in item.items))):
+                return None
+        return rank - ints
+
+    def _copied_array(self, prim, args, kwargs):
+        """True for a call giving a copy, view or conversion of its one array operand
+        (``np.array(x)``, ``x.astype(np.float32)``, ``np.asarray(x)``): same rank, shape."""
+        if prim not in SAME_ARRAY or not args or set(kwargs) - {"dtype", "copy", "order"}:
+            return False
+        if len(args) > (2 if prim in (prims.ASTYPE, np.array, np.asarray) else 1):
+            return False
+        operand = args[0]
+        return isinstance(operand, Var) and operand.name not in self.lists
+
+    def _rank_of_shape(self, shape):
+        """The rank of ``np.zeros(shape)``: 1 for an int, the length of a tuple, the rank
+        of ``x`` for ``x.shape``; None when unknown."""
+        if self.is_int(shape):
+            return 1
+        if isinstance(shape, Const) and isinstance(shape.value, tuple):
+            return len(shape.value) if all(type(v) is int for v in shape.value) else None
+        if isinstance(shape, Seq) and shape.kind in ("tuple", "list"):
+            return len(shape.items) if all(self.is_int(i) for i in shape.items) else None
+        if isinstance(shape, Var) and self.producers.get(shape.name) == prims.SHAPE:
+            source = self.shape_sources.get(shape.name)
+            return None if source is None else self.ndim_of(source)
+        return None
+
+    def _created_dtype(self, prim, args, kwargs):
+        """The float dtype of a copy/conversion (``SAME_ARRAY``), a ``*_like`` array or a
+        new array (``NEW_ARRAYS``), else None (not such a call, or not a known float)."""
+        dtype = kwargs.get("dtype")
+        if prim == prims.ASTYPE and len(args) == 2:
+            dtype = args[1]
+        elif prim in NEW_ARRAYS and len(args) == 2:
+            dtype = args[1]
+        if dtype is not None:
+            if not isinstance(dtype, Const):
+                return None
+            try:
+                found = np.dtype(dtype.value)
+            except TypeError:
+                return None
+            return found if found.kind == "f" else None
+        if prim in NEW_ARRAYS:
+            return np.dtype(np.float64)
+        first = args[0] if args else None
+        return self.dtypes.get(first.name) if isinstance(first, Var) else None
 
     def shape_of(self, atom):
         """The symbolic shape of an atom (``compiler/shapes.py``) where it is known, else
@@ -136,7 +215,7 @@ class TypeInfo:
             return None
         if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2:
             return self.shapes.matmul(self.shape_of(args[0]), self.shape_of(args[1]), certain)
-        if prim in SHAPE_OF_FIRST or prim == prims.ASTYPE:
+        if prim in SHAPE_OF_FIRST or self._copied_array(prim, args, kwargs):
             return self.shape_of(args[0])
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
             shape = self.shape_of(args[0])
