@@ -223,6 +223,10 @@ def _cheap_scalar(op, int_vars, ndims, mutated):
     if op.primitive in COMPARISONS:
         return all(isinstance(a, Const) or (isinstance(a, Var) and (
             a.name in int_vars or ndims.get(a.name) == 0)) for a in op.args)
+    if op.primitive is operator.pow:     # z ** 2, z ** 3: a multiplication or two
+        exponent = op.args[1]
+        return isinstance(exponent, Const) and type(exponent.value) is int and \
+            0 <= exponent.value <= 4 and scalar
     if op.primitive not in CHEAP:
         return False
     if op.primitive == prims.GETITEM:   # an element, or a view (basic indexing): O(1)
