@@ -187,10 +187,13 @@ class FlowLowering:
         saved, self.ops = self.ops, []
         saved_cse, self.cse = self.cse, {}
         self.nesting += 1
+        self.shapes.open_scope()
+        body = self.ops
         try:
             lower()
             return self.ops
         finally:
+            self.shapes.close_scope(body)
             self.ops, self.cse = saved, saved_cse
             self.nesting -= 1
 
@@ -497,7 +500,11 @@ class FlowLowering:
                 break
             except _RankChanged as changed:
                 self.ndims.pop(changed.name, None)
+                self.shapes.of.pop(changed.name, None)
                 self.made_ranks[changed.name] = None
+                self.stale_views = stale_before
+            except _ShapeChanged as changed:
+                self.shapes.of.pop(changed.name, None)
                 self.stale_views = stale_before
         self.check_loop_reads(frame, stmt, body + test_ops, carried_vars, stale_before)
         after = frame.env
@@ -557,6 +564,9 @@ class FlowLowering:
             return atom       # a function or module: not a value the loop changes
         carried = self.names.variable(name)
         self.ops.append(self.assign_op(carried, atom, location))
+        shape = self.shape_of(atom)
+        if shape is not None:     # assumed for the body; checked at its end (_ShapeChanged)
+            self.shapes.of[carried] = shape
         carried_vars.append(carried)
         return Var(carried)
 
@@ -577,6 +587,9 @@ class FlowLowering:
             if self.made_ranks.get(carried.name) is not None and \
                     self.rank_for_views(value) != self.made_ranks[carried.name]:
                 raise _RankChanged(carried.name)    # the body may have taken views for copies
+            if carried.name in self.shapes.of and not self.shapes.same(
+                    self.shape_of(value), self.shapes.of[carried.name]):
+                raise _ShapeChanged(carried.name)
             self.ops.append(self.assign_op(carried.name, value, location))
 
 
@@ -584,6 +597,15 @@ class FlowLowering:
 class _RankChanged(Exception):
     """A loop-carried variable's rank differs between iterations: lower the loop again
     without assuming it."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class _ShapeChanged(Exception):
+    """A loop-carried variable may leave an iteration with another shape than it entered
+    with (or one not known): lower the loop again without assuming its shape."""
 
     def __init__(self, name):
         super().__init__(name)

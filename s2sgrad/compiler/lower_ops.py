@@ -62,6 +62,9 @@ class OpEmission(LoweringState):
                 prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
             self.int_vars.add(name)      # x.shape[k]: a Python int
             self.ndims[name] = 0
+            source = self.shape_of(self.shape_sources.get(args[0].name))
+            if source is not None and -len(source) <= args[1].value < len(source):
+                self.int_dims[name] = source[args[1].value]    # the dimension it holds
         dtype = None if tuple_valued else self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype

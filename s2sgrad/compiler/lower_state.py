@@ -81,6 +81,7 @@ class LoweringState:
         self.fields = {}          # Seq of a namedtuple argument -> its field names
         self.producers = {}       # Var name -> the primitive of the Op that assigned it
         self.shape_sources = {}   # Var name of an ``x.shape`` -> the atom ``x``
+        self.int_dims = {}        # Var name of an ``x.shape[k]`` -> that dimension (shapes.py)
 
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),

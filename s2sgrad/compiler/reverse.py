@@ -149,6 +149,12 @@ class _Reverser:
     # ------------------------------------------------------------ adjoint sweep
 
     def block(self, statements, loop):
+        if self.shapes is None:
+            return self._block(statements, loop)
+        with self.shapes.assume(statements):   # what the body's operations showed equal
+            return self._block(statements, loop)
+
+    def _block(self, statements, loop):
         out = []
         last = None
         outer = self.assigned_before

@@ -12,12 +12,19 @@ Broadcasting two dimensions that are both known not to be 1 succeeds only when t
 equal; the forward sweep has run without error before any adjoint is computed, so after
 an operation that was certainly executed (not inside a branch or a loop body, which may
 not run) the two symbols are *unified*: known equal from then on.  Inside a branch or a
-loop body such a broadcast gives an unknown shape instead.
+loop body such a broadcast unifies them for that body only (``open_scope`` /
+``close_scope``; ``assume`` again while the reverse pass builds its adjoint): wherever the
+operation runs they are equal, and only there do its result and its adjoint exist.
+
+A loop-carried variable keeps the shape it enters the loop with when every iteration
+leaves it with that shape (``lower_flow``: the body is lowered assuming it, and again
+without when the end of the body disagrees).
 
 What it is for: ``rt.unbroadcast(g, x)`` sums ``g`` down to the shape of ``x``; in an
 elementwise rule ``g`` has the shape of the result, so where ``x`` and the result have the
 same shape (``same``) the call is dropped from the generated code.
 """
+import contextlib
 
 
 def unit_dimensions(array):
@@ -47,6 +54,10 @@ class ShapeTable:
     def __init__(self):
         self.of = {}
         self._parent = {}
+        #: id(statement list of a branch or loop body) -> (the list, the pairs of dimensions
+        #: its operations showed equal): true wherever that body runs (``assume``)
+        self.scopes = {}
+        self._trails = []      # per body being lowered: the dimensions unified in it
 
     # ------------------------------------------------------------ dimensions
 
@@ -56,14 +67,51 @@ class ShapeTable:
             dim = self._parent[dim]
         return dim
 
-    def _unify(self, a, b):
+    def _unify(self, a, b, trail=None):
         a, b = self.find(a), self.find(b)
         if a is b or not (isinstance(a, Dim) or isinstance(b, Dim)):
             return
-        if isinstance(a, Dim):
-            self._parent[a] = b
-        else:
-            self._parent[b] = a
+        child, root = (a, b) if isinstance(a, Dim) else (b, a)
+        self._parent[child] = root
+        if trail is not None:
+            trail.append(child)
+
+    def _unify_here(self, a, b):
+        """Unify ``a`` and ``b`` for the body being lowered only (undone when it ends)."""
+        if self._trails:
+            pairs, undo = self._trails[-1]
+            pairs.append((a, b))
+            self._unify(a, b, undo)
+
+    # ------------------------------------------------------------ bodies
+
+    def open_scope(self):
+        """Start lowering a branch or loop body: what its operations show equal holds
+        inside it only."""
+        self._trails.append(([], []))
+
+    def close_scope(self, statements):
+        """End the body lowered into ``statements``: undo its unifications, and keep them
+        for ``assume``."""
+        pairs, undo = self._trails.pop()
+        for child in reversed(undo):
+            del self._parent[child]
+        if pairs:
+            self.scopes[id(statements)] = (statements, pairs)
+
+    @contextlib.contextmanager
+    def assume(self, statements):
+        """While building the adjoint of ``statements`` (a body): its unifications hold
+        (the adjoint runs only where the body ran)."""
+        _, pairs = self.scopes.get(id(statements), (None, ()))
+        undo = []
+        for a, b in pairs:
+            self._unify(a, b, undo)
+        try:
+            yield
+        finally:
+            for child in reversed(undo):
+                del self._parent[child]
 
     def _not_one(self, dim):
         return dim.not_one if isinstance(dim, Dim) else dim != 1
@@ -82,7 +130,9 @@ class ShapeTable:
                 return None       # two different sizes: numpy raises; nothing to infer
             if certain:
                 self._unify(a, b)
-                return self.find(a)
+            else:       # inside a branch or loop body: equal wherever it runs
+                self._unify_here(a, b)
+            return self.find(a)
         return None
 
     # ------------------------------------------------------------ shapes
@@ -124,7 +174,10 @@ class ShapeTable:
         dimensions must be equal (they do not broadcast): unified when ``certain``."""
         if a is None or b is None or not (1 <= len(a) <= 2 and 1 <= len(b) <= 2):
             return None
+        inner = b[0] if len(b) == 1 else b[-2]
         if certain:
-            self._unify(a[-1], b[0] if len(b) == 1 else b[-2])
+            self._unify(a[-1], inner)
+        else:
+            self._unify_here(a[-1], inner)
         return tuple(self.find(d) for d in a[:-1]) + (
             (self.find(b[-1]),) if len(b) == 2 else ())

@@ -77,6 +77,8 @@ class TypeInfo:
         if prim == prims.GETITEM:
             base = args[0]
             return self.dtypes.get(base.name) if isinstance(base, Var) else None
+        if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq):
+            return self._stacked_dtype(args[0], kwargs)
         if self._copied_array(prim, args, kwargs) or (
                 prim in SHAPE_OF_FIRST and args and "shape" not in kwargs) or (
                 prim in NEW_ARRAYS and self._rank_of_shape(args[0]) is not None
@@ -113,6 +115,9 @@ class TypeInfo:
             return self.ndim_of(args[0])
         if prim in NEW_ARRAYS and args:
             return self._rank_of_shape(args[0])
+        if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq) \
+                and set(kwargs) <= {"dtype"}:
+            return self._stacked_rank(args[0])
         if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
                 getattr(prim, "__module__", None) == "math":
             ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
@@ -143,6 +148,42 @@ class TypeInfo:
                 return None
         return rank - ints
 
+    def _stacked_rank(self, seq):
+        """The rank of ``np.array([a, b, ...])``: one more than its items' common rank
+        (nested lists included), None when they differ or one is unknown."""
+        if not seq.items or seq.kind not in ("list", "tuple"):
+            return None
+        ranks = {self._stacked_rank(i) if isinstance(i, Seq) else self.ndim_of(i)
+                 for i in seq.items}
+        if len(ranks) != 1 or None in ranks:
+            return None
+        return ranks.pop() + 1
+
+    def _stacked_shape(self, seq):
+        """The shape of ``np.array([a, b, ...])`` when its items' shapes are known equal."""
+        shapes = [self._stacked_shape(i) if isinstance(i, Seq) else self.shape_of(i)
+                  for i in seq.items]
+        if not shapes or shapes[0] is None or not all(self.shapes.same(shapes[0], s)
+                                                      for s in shapes[1:]):
+            return None
+        return (len(seq.items),) + tuple(shapes[0])
+
+    def _shape_from(self, shape):
+        """The shape ``np.zeros(shape)`` makes, where ``shape`` is known: an int constant or
+        ``x.shape[k]``, a tuple of those, ``x.shape``; else None."""
+        def dim(atom):
+            if isinstance(atom, Const) and type(atom.value) is int:
+                return atom.value
+            return self.int_dims.get(atom.name) if isinstance(atom, Var) else None
+        if isinstance(shape, Var) and self.producers.get(shape.name) == prims.SHAPE:
+            return self.shape_of(self.shape_sources.get(shape.name))
+        items = shape.items if isinstance(shape, Seq) and shape.kind in ("tuple", "list") \
+            else (shape,)
+        if isinstance(shape, Const) and isinstance(shape.value, tuple):
+            items = tuple(Const(v) for v in shape.value)
+        dims = [dim(i) for i in items]
+        return None if None in dims else tuple(dims)
+
     def _copied_array(self, prim, args, kwargs):
         """True for a call giving a copy, view or conversion of its one array operand
         (``np.array(x)``, ``x.astype(np.float32)``, ``np.asarray(x)``): same rank, shape."""
@@ -166,6 +207,28 @@ class TypeInfo:
             source = self.shape_sources.get(shape.name)
             return None if source is None else self.ndim_of(source)
         return None
+
+    def _stacked_dtype(self, seq, kwargs):
+        """The float dtype of ``np.array([a, b, ...])``: numpy's promotion of the items'
+        (Python floats count as float64 here, as numpy makes an array of them), or the
+        ``dtype=`` given; None when not a known float."""
+        if kwargs:
+            return self._created_dtype(np.array, (seq,), kwargs)
+        parts = []
+        for item in seq.items:
+            if isinstance(item, Seq):
+                part = self._stacked_dtype(item, kwargs)
+            elif isinstance(item, Const) and type(item.value) is float:
+                part = np.dtype(np.float64)
+            elif isinstance(item, Var):
+                part = self.dtypes.get(item.name)
+            else:
+                part = None
+            if part is None:
+                return None
+            parts.append(part)
+        found = np.result_type(*parts)
+        return found if found.kind == "f" else None
 
     def _created_dtype(self, prim, args, kwargs):
         """The float dtype of a copy/conversion (``SAME_ARRAY``), a ``*_like`` array or a
@@ -217,6 +280,10 @@ class TypeInfo:
             return self.shapes.matmul(self.shape_of(args[0]), self.shape_of(args[1]), certain)
         if prim in SHAPE_OF_FIRST or self._copied_array(prim, args, kwargs):
             return self.shape_of(args[0])
+        if prim in NEW_ARRAYS and len(args) == 1:
+            return self._shape_from(args[0])
+        if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq):
+            return self._stacked_shape(args[0])
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
             shape = self.shape_of(args[0])
             return None if shape is None else shape[::-1]
