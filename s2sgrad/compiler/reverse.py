@@ -367,7 +367,9 @@ class _Reverser:
         self.adj.defined, self.adj.owned = set(defined), set(owned)
         orelse = self.block(stmt.orelse, loop)
         self.adj.defined = defined
-        self.adj.owned = owned & owned_body & self.adj.owned
+        # owned after the branch: owned at the end of both paths (a copy made in both
+        # counts, so that a loop can hoist it), among the adjoints defined before it
+        self.adj.owned = owned_body & self.adj.owned & defined
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
         out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
