@@ -12,9 +12,13 @@ repeated calls: the user's function compiled by Numba (the forward alone) and
 s2sgrad's generated value-and-gradient (whatever backend it chose; the table says
 which, and the first call's time, compile included).  Before timing, every gradient
 is checked against central finite differences and the value against Numba's.
+The generated code goes to a fresh temporary cache folder, so that the first call's
+time includes generating and compiling it (S2SGRAD_CACHE_DIR is overridden).
 """
 import math
+import os
 import sys
+import tempfile
 import time
 
 import harness  # noqa: F401  (pins threads before numpy is imported)
@@ -292,6 +296,7 @@ def programs():
 
 
 def main(words):
+    os.environ["S2SGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="s2sgrad_heldout_")
     rows = []
     for name, fn, args, positions in programs():
         if words and not any(w in name or w in fn.__name__ for w in words):

@@ -35,6 +35,9 @@ FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, n
 #: primitives whose result has the shape of their first operand (called without options)
 SHAPE_OF_FIRST = {np.ones_like, np.zeros_like, np.empty_like, np.full_like}
 
+#: array constructors from a shape (an int or a tuple of ints)
+MAKERS = {np.zeros, np.ones, np.empty}
+
 
 def basic_index(index, int_vars):
     """True for an index numpy treats as basic (ints, slices, None, ...): each element is
@@ -102,11 +105,50 @@ class TypeInfo:
             return rank - len(items) if len(items) <= rank else None
         if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
             return 0
+        made = self._made_ndim(prim, args, kwargs)
+        if made is not None:
+            return made
         if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
                 getattr(prim, "__module__", None) == "math":
             ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
             if ranks and None not in ranks:
                 return max(ranks)
+        return None
+
+    def _made_ndim(self, prim, args, kwargs):
+        """The rank of a new array, of a product or a join: ``np.zeros(n)`` (1),
+        ``np.zeros((n, m))`` (2), ``np.zeros_like(x)`` (x's), ``A @ v`` (from the
+        operands' ranks, 1 or 2), ``np.outer`` (2), ``np.concatenate((a, b))`` (the
+        items' common rank), ``x.T`` (x's); else None."""
+        if not args or set(kwargs) - {"dtype"}:
+            return None
+        if prim in SHAPE_OF_FIRST:
+            return self.ndim_of(args[0])
+        if prim in MAKERS and len(args) == 1:
+            shape = args[0]
+            if self.is_int(shape):
+                return 1
+            if isinstance(shape, Seq) and shape.kind == "tuple" and all(
+                    self.is_int(item) for item in shape.items):
+                return len(shape.items)
+            if isinstance(shape, Const) and isinstance(shape.value, tuple) and all(
+                    type(item) is int for item in shape.value):
+                return len(shape.value)
+            return None
+        if kwargs:
+            return None
+        ranks = [self.ndim_of(a) for a in args]
+        if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2 and \
+                all(r in (1, 2) for r in ranks):
+            return ranks[0] + ranks[1] - 2
+        if prim is np.outer and len(args) == 2 and all(r is not None for r in ranks):
+            return 2
+        if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
+            return ranks[0]
+        if prim is np.concatenate and len(args) == 1 and isinstance(args[0], Seq):
+            items = {self.ndim_of(a) for a in args[0].items}
+            rank = items.pop() if len(items) == 1 else None
+            return rank if rank is not None and rank >= 1 else None
         return None
 
     def shape_of(self, atom):
