@@ -445,8 +445,8 @@ class _Reverser:
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
         self._rezero_carried(stmt, defined, body)
-        hoist = sorted(v for v in self.adj.copied
-                       if v in defined and v not in owned and v in self.adj.owned)
+        # (a copy on one path of a branch counts: the body built again decides)
+        hoist = sorted(v for v in self.adj.copied if v in defined and v not in owned)
         if hoist:
             first_try = self._state()
             self._restore(state)
