@@ -4,10 +4,14 @@ backends (Numba and plain Python).
 
 - An adjoint array written element by element inside a branch of a loop is copied once,
   before the loop (not per element: the upwind stencil copied ``dun`` at every cell).
+- Arrays a loop carries keep their rank and dimensions that are not 1 (checked; lowered
+  again without the assumption where they do not): ``y = y + h * f(y)`` needs no
+  ``rt.unbroadcast`` in its adjoint, nor the temporaries it read the shapes of.
 - Scalars read from arrays the function makes (``np.zeros``, ``np.zeros_like``, ``@``,
   ``np.concatenate``) or computed by ``math`` functions go on typed array tapes, not
   lists (the n-body forces taped 14 Python floats per pair on lists).
 """
+import ast
 import math
 
 import gast
@@ -166,3 +170,100 @@ def test_scalars_of_made_arrays_go_on_typed_tapes(fn, make, backend):
         assert not pops, g.source
     if backend == "numba":
         assert g.backend == "numba", g.fallback_reason
+
+
+# ------------------------------------------------------------ array state through loops
+
+def euler_arrays(A, y0):
+    y = y0.copy()
+    for step in range(4):
+        y = y + 0.1 * (A @ y - y ** 3)
+    return np.sum(y ** 2)
+
+
+def verlet_arrays(k, x0, v0):
+    x = x0.copy()
+    v = v0.copy()
+    a = -k * x - x ** 3
+    for step in range(4):
+        v = v + 0.05 * a
+        x = x + 0.1 * v
+        a = -k * x - x ** 3
+        v = v + 0.05 * a
+    return np.sum(x * x) + np.sum(v * v)
+
+
+def broadcast_in_loop(x, b):
+    total = 0.0
+    for step in range(3):
+        total = total + np.sum(np.tanh(x * step + b))
+    return total
+
+
+def collapses(x, w):
+    # y is (n,) on entry and (1,) after the first iteration: y * x broadcasts y then
+    y = x.copy()
+    total = 0.0
+    for k in range(3):
+        total = total + np.sum(y * x * w)
+        y = np.sum(y, keepdims=True) * 0.5
+    return total
+
+
+def grows(x):
+    y = x.copy()
+    total = 0.0
+    for k in range(2):
+        total = total + np.sum(np.sin(y) * y)
+        y = np.concatenate((y, 0.5 * y))
+    return total
+
+
+ARRAY_STATE = [
+    (euler_arrays, lambda r: (r.normal(size=(5, 5)) / 3, r.normal(size=5))),
+    (verlet_arrays, lambda r: (1.5, r.normal(size=6), r.normal(size=6))),
+    (broadcast_in_loop, lambda r: (r.normal(size=(3, 4)), r.normal(size=4))),
+    (collapses, lambda r: (r.normal(size=4), 0.7)),
+    (grows, lambda r: (r.normal(size=3),)),
+]
+
+
+@pytest.mark.parametrize("fn, make", ARRAY_STATE, ids=[p[0].__name__ for p in ARRAY_STATE])
+def test_array_state_through_loops_matches_differences(fn, make, backend):
+    args = make(np.random.default_rng(8))
+    g = check_grad(fn, args, grad_position=tuple(range(len(args))))
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason
+
+
+def _reversed_loop(source):
+    """The adjoint sweep's loop (the last top-level for loop of the function)."""
+    fn = gast.parse(source).body[-1]
+    return [s for s in fn.body if isinstance(s, gast.For)][-1]
+
+
+@pytest.mark.parametrize("fn, make", ARRAY_STATE[:2], ids=[p[0].__name__ for p in ARRAY_STATE[:2]])
+def test_elementwise_array_updates_need_no_unbroadcast_nor_their_temporaries(fn, make):
+    """``y = y + h * f(y)`` on arrays of no unit dimension: in the reversed loop no
+    ``rt.unbroadcast`` (no operand was broadcast), so no temporary is kept for its shape."""
+    args = make(np.random.default_rng(8))
+    g = s2sgrad.value_and_grad(fn, tuple(range(len(args))))
+    g(*args)
+    loop = _reversed_loop(g.source)
+    likes = [n.args[1].id for n in gast.walk(loop) if isinstance(n, gast.Call)
+             and isinstance(n.func, gast.Attribute) and n.func.attr == "unbroadcast"]
+    # only Verlet's scalar -k is summed down to (a scalar broadcast over x)
+    assert all(like.startswith("neg_k") for like in likes), g.source
+    # what the reversed iteration pops: the loop-carried arrays (and, for Verlet, the
+    # intermediate v), not the temporaries t1, t2... of each line
+    popped = [n for n in gast.walk(loop) if isinstance(n, gast.Attribute) and n.attr == "pop"]
+    assert len(popped) <= 4, g.source
+
+
+def test_a_carried_array_that_collapses_to_one_element_keeps_its_unbroadcast():
+    """``collapses``'s y does not keep its shape: nothing is assumed of it, and the
+    adjoint of ``y * x`` sums over what y was broadcast along."""
+    g = s2sgrad.value_and_grad(collapses, (0, 1))
+    g(np.random.default_rng(1).normal(size=4), 0.7)
+    loop = ast.unparse(gast.gast_to_ast(_reversed_loop(g.source)))
+    assert "rt.unbroadcast(" in loop, g.source

@@ -14,9 +14,18 @@ an operation that was certainly executed (not inside a branch or a loop body, wh
 not run) the two symbols are *unified*: known equal from then on.  Inside a branch or a
 loop body such a broadcast gives an unknown shape instead.
 
+Such a broadcast in code that may not run gives a *fresh* dimension known not to be 1
+(whenever the value exists, its statement ran, so the broadcast succeeded), and a
+loop-carried variable is assumed to keep what is known of its shape on entry, rank and
+which dimensions differ from 1, in fresh dimensions (``assumed``); the lowering checks
+the assumption at the end of the body (``covers``) and lowers the loop again without it
+where it fails.
+
 What it is for: ``rt.unbroadcast(g, x)`` sums ``g`` down to the shape of ``x``; in an
 elementwise rule ``g`` has the shape of the result, so where ``x`` and the result have the
-same shape (``same``) the call is dropped from the generated code.
+same shape the call is dropped from the generated code: provably equal shapes (``same``),
+or ``x`` of the result's rank with no dimension that may be 1 (``no_unit_dims``:
+broadcasting leaves such an operand's shape as it is).
 """
 
 
@@ -83,6 +92,8 @@ class ShapeTable:
             if certain:
                 self._unify(a, b)
                 return self.find(a)
+            # in code that may not run: equal whenever it runs, so not 1 either
+            return Dim(f"({a}|{b})", True)
         return None
 
     # ------------------------------------------------------------ shapes
@@ -110,6 +121,34 @@ class ShapeTable:
                     return None
             result.append(self.find(dim))
         return tuple(result)
+
+    def no_unit_dims(self, shape):
+        """True when ``shape`` is known and none of its dimensions may be 1."""
+        return shape is not None and all(self._not_one(self.find(d)) for d in shape)
+
+    def assumed(self, name, entry):
+        """The shape a loop-carried ``name`` is assumed to keep, from its ``entry`` shape:
+        fresh dimensions, known not to be 1 where the entry's are not, 1 where it is 1."""
+        if entry is None:
+            return None
+        dims = [self.find(d) for d in entry]
+        return tuple(1 if (d == 1 and not isinstance(d, Dim)) else
+                     Dim(f"{name}.shape[{k}]", True if self._not_one(d) else None)
+                     for k, d in enumerate(dims))
+
+    def covers(self, assumed, shape):
+        """True when ``shape`` (a loop-carried value at the end of an iteration) keeps what
+        ``assumed`` says: the rank, the dimensions that are 1 and those that are not."""
+        if shape is None or len(shape) != len(assumed):
+            return False
+        for want, got in zip(assumed, shape):
+            got = self.find(got)
+            if isinstance(want, Dim):
+                if want.not_one and not self._not_one(got):
+                    return False
+            elif isinstance(got, Dim) or got != want:
+                return False
+        return True
 
     def same(self, a, b):
         """True when shapes ``a`` and ``b`` are known and provably equal."""
