@@ -267,3 +267,55 @@ def test_a_carried_array_that_collapses_to_one_element_keeps_its_unbroadcast():
     g(np.random.default_rng(1).normal(size=4), 0.7)
     loop = ast.unparse(gast.gast_to_ast(_reversed_loop(g.source)))
     assert "rt.unbroadcast(" in loop, g.source
+
+
+# ------------------------------------------------------------ recomputation budget
+
+def wave_point(u0, c):
+    # a 2-D stencil point of 14 operations (index arithmetic included)
+    u_prev = u0.copy()
+    u = u0.copy()
+    for step in range(2):
+        un = u.copy()
+        for i in range(1, u.shape[0] - 1):
+            for j in range(1, u.shape[1] - 1):
+                lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+                un[i, j] = 2.0 * u[i, j] - u_prev[i, j] + c * lap
+        u_prev = u
+        u = un
+    return np.sum(u ** 2)
+
+
+def long_chain(x, a):
+    # r is a short chain; s a chain of ~60 operations, past the recomputation budget
+    total = 0.0
+    for i in range(1, x.shape[0]):
+        r = x[i] - x[i - 1]
+        s = ((((r * a + 1.0) * a + 2.0) * a + 3.0) * a + 4.0) * a + 5.0
+        s = ((((s * a + 1.0) * a + 2.0) * a + 3.0) * a + 4.0) * a + 5.0
+        s = ((((s * a + 1.0) * a + 2.0) * a + 3.0) * a + 4.0) * a + 5.0
+        s = ((((s * a + 1.0) * a + 2.0) * a + 3.0) * a + 4.0) * a + 5.0
+        s = ((((s * a + 1.0) * a + 2.0) * a + 3.0) * a + 4.0) * a + 5.0
+        s = ((((s * a + 1.0) * a + 2.0) * a + 3.0) * a + 4.0) * a + 5.0
+        total = total + r * r * s
+    return total
+
+
+def _taped(source):
+    """The names pushed on tapes in the forward sweep."""
+    return {n.args[2].id for n in gast.walk(gast.parse(source)) if isinstance(n, gast.Call)
+            and isinstance(n.func, gast.Attribute) and n.func.attr == "push"
+            and isinstance(n.args[2], gast.Name)}
+
+
+def test_a_stencil_point_is_recomputed_not_taped(backend):
+    g = check_grad(wave_point, (np.random.default_rng(9).normal(size=(5, 6)), 0.2),
+                   grad_position=(0, 1))
+    assert "lap" not in _taped(g.source), g.source
+
+
+def test_past_the_budget_the_short_chains_are_still_recomputed(backend):
+    g = check_grad(long_chain, (np.random.default_rng(9).normal(size=6), 0.3),
+                   grad_position=(0, 1))
+    taped = _taped(g.source)
+    assert "r" not in taped and taped, g.source
