@@ -319,3 +319,50 @@ def test_past_the_budget_the_short_chains_are_still_recomputed(backend):
                    grad_position=(0, 1))
     taped = _taped(g.source)
     assert "r" not in taped and taped, g.source
+
+
+# ------------------------------------------------------------ products accumulated in place
+
+def rnn_matvec(W, U, xs):
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t])
+    return np.sum(h * h)
+
+
+def rnn_vecmat(W, xs):
+    h = np.zeros(W.shape[1])
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ W + xs[t])
+    return np.sum(h)
+
+
+def batch_matmul(W, X):
+    total = 0.0
+    for k in range(X.shape[0]):
+        total = total + np.sum(np.sin(X[k] @ W))
+    return total
+
+
+PRODUCTS = [
+    (rnn_matvec, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)), r.normal(size=(3, 2))),
+     ("add_matmul_left",)),
+    (rnn_vecmat, lambda r: (r.normal(size=(3, 3)) / 3, r.normal(size=(4, 3))),
+     ("add_matmul_right",)),
+    (batch_matmul, lambda r: (r.normal(size=(3, 2)), r.normal(size=(2, 4, 3))),
+     ("add_matmul_right",)),
+]
+
+
+@pytest.mark.parametrize("fn, make, helpers", PRODUCTS, ids=[p[0].__name__ for p in PRODUCTS])
+def test_weight_adjoints_accumulate_products_in_place(fn, make, helpers, backend):
+    """``dW += rt.matmul_left(g, W, h)`` in a reversed loop is the in-place
+    ``rt.add_matmul_left(dW, g, W, h)`` (an outer product added element by element under
+    Numba), and the gradients are those of finite differences."""
+    args = make(np.random.default_rng(10))
+    g = check_grad(fn, args, grad_position=tuple(range(len(args))))
+    for helper in helpers:
+        assert f"rt.{helper}(" in g.source, g.source
+    assert "+= rt.matmul_" not in g.source, g.source
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason

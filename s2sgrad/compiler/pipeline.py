@@ -6,9 +6,11 @@ gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
 """
+import copy
 import os
 
 from ..errors import OutputStructureError
+from .accumulate import products_in_place
 from .emit import to_source
 from .imports import import_lines
 from .ir import Seq, Var, atom_vars
@@ -59,8 +61,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
+    sweeps = copy.copy(d.sweeps)
+    sweeps.backward = products_in_place(d.sweeps.backward)
     lines, adjoint_from = emit_value_and_grad(
-        d.lowered, d.sweeps, d.returned, fname,
+        d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
         import_lines(d.names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"
