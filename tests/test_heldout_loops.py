@@ -366,3 +366,50 @@ def test_weight_adjoints_accumulate_products_in_place(fn, make, helpers, backend
     assert "+= rt.matmul_" not in g.source, g.source
     if backend == "numba":
         assert g.backend == "numba", g.fallback_reason
+
+
+# ------------------------------------------------------------ shapes of made and joined arrays
+
+def gru_cell(Wz, Wh, xs):
+    H = Wz.shape[0]
+    h = np.zeros(H)
+    for t in range(xs.shape[0]):
+        hx = np.concatenate((h, xs[t]))
+        z = 1.0 / (1.0 + np.exp(-(Wz @ hx)))
+        hc = np.tanh(Wh @ np.concatenate((z * h, xs[t])))
+        h = (1.0 - z) * h + z * hc
+    return np.sum(h * h)
+
+
+def made_from_shape(x):
+    acc = np.zeros(x.shape)
+    for k in range(3):
+        acc = acc * 0.5 + np.sin(x + acc)
+    return np.sum(acc)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (gru_cell, lambda r: (r.normal(size=(3, 5)) / 2, r.normal(size=(3, 5)) / 2,
+                          r.normal(size=(4, 2)))),
+    (made_from_shape, lambda r: (r.normal(size=(3, 2)),)),
+], ids=["gru_cell", "made_from_shape"])
+def test_made_and_joined_arrays_need_no_unbroadcast_in_the_loop(fn, make, backend):
+    """``np.zeros(H)`` (H read from a shape), ``np.zeros(x.shape)`` and
+    ``np.concatenate((h, x))`` have known shapes with no unit dimension: their loops'
+    elementwise adjoints carry no ``rt.unbroadcast``."""
+    args = make(np.random.default_rng(11))
+    g = check_grad(fn, args, grad_position=tuple(range(len(args))))
+    loop = ast.unparse(gast.gast_to_ast(_reversed_loop(g.source)))
+    assert "unbroadcast" not in loop, g.source
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason
+
+
+def test_a_made_array_of_one_element_keeps_its_unbroadcast():
+    def one_element(x):
+        acc = np.zeros(1)
+        for k in range(2):
+            acc = acc + np.sin(x * acc + x)
+        return np.sum(acc)
+    g = check_grad(one_element, (np.random.default_rng(2).normal(size=3),))
+    assert "unbroadcast" in ast.unparse(gast.gast_to_ast(_reversed_loop(g.source))), g.source

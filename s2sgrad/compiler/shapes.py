@@ -27,6 +27,8 @@ same shape the call is dropped from the generated code: provably equal shapes (`
 or ``x`` of the result's rank with no dimension that may be 1 (``no_unit_dims``:
 broadcasting leaves such an operand's shape as it is).
 """
+from .ir import Const, Seq, Var
+
 
 
 def unit_dimensions(array):
@@ -56,6 +58,41 @@ class ShapeTable:
     def __init__(self):
         self.of = {}
         self._parent = {}
+        self.tuples = {}   # Var name of a shape (``x.shape``) -> that shape
+        self.ints = {}     # Var name of an int read from a shape (``x.shape[0]``) -> its Dim
+
+    def made(self, size, ints):
+        """The shape of ``np.zeros(size)``: ``size`` an int (a constant, an int from a
+        shape, another int: a dimension nothing is known of), a shape, or a tuple of
+        them (``ints``: the names of Python ints); None when it cannot be told."""
+        if isinstance(size, Const) and type(size.value) is int:
+            return (size.value,)
+        if isinstance(size, Const) and isinstance(size.value, tuple) and all(
+                type(v) is int for v in size.value):
+            return size.value
+        if isinstance(size, Var) and size.name in self.tuples:
+            return self.tuples[size.name]
+        if isinstance(size, Var) and size.name in ints:
+            dim = self.ints.get(size.name)
+            return (dim if dim is not None else Dim(size.name, None),)
+        if isinstance(size, Seq) and size.kind == "tuple":
+            parts = [self.made(item, ints) for item in size.items]
+            if all(p is not None and len(p) == 1 for p in parts) and not any(
+                    isinstance(item, Var) and item.name in self.tuples for item in size.items):
+                return tuple(p[0] for p in parts)
+        return None
+
+    def joined(self, shapes):
+        """The shape of ``np.concatenate(parts)`` along axis 0, from the parts' shapes:
+        their other dimensions equal; the first is not 1 when no part's first is."""
+        if not shapes or any(s is None or len(s) != len(shapes[0]) or len(s) == 0
+                             for s in shapes):
+            return None
+        if not all(self.same(s[1:], shapes[0][1:]) for s in shapes[1:]):
+            return None
+        first = Dim("+".join(str(self.find(s[0])) for s in shapes),
+                    True if all(self._not_one(self.find(s[0])) for s in shapes) else None)
+        return (first,) + tuple(self.find(d) for d in shapes[0][1:])
 
     # ------------------------------------------------------------ dimensions
 

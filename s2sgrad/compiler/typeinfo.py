@@ -180,6 +180,10 @@ class TypeInfo:
             return self.shapes.matmul(self.shape_of(args[0]), self.shape_of(args[1]), certain)
         if prim in SHAPE_OF_FIRST or prim == prims.ASTYPE:
             return self.shape_of(args[0])
+        if prim in MAKERS and len(args) == 1:
+            return self.shapes.made(args[0], self.int_vars)
+        if prim is np.concatenate and len(args) == 1 and isinstance(args[0], Seq):
+            return self.shapes.joined([self.shape_of(a) for a in args[0].items])
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
             shape = self.shape_of(args[0])
             return None if shape is None else shape[::-1]
