@@ -122,6 +122,29 @@ def gauss_seidel(f, u0):
     return np.sum(u * u)
 
 
+def heat_slices(u0, k):
+    # 1-D heat equation written with slices: the whole interior updated per time step
+    u = u0.copy()
+    for step in range(100):
+        un = u.copy()
+        un[1:-1] = u[1:-1] + k * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+        u = un
+    return np.sum(u ** 2)
+
+
+def lorenz96(F, y0):
+    # Lorenz-96: periodic indices with %, the tendency built element by element
+    y = y0.copy()
+    n = y.shape[0]
+    h = 0.005
+    for step in range(100):
+        dy = np.empty(n)
+        for i in range(n):
+            dy[i] = (y[(i + 1) % n] - y[i - 2]) * y[i - 1] - y[i] + F
+        y = y + h * dy
+    return np.sum(y * y)
+
+
 # ------------------------------------------------------------ RNNs
 
 def gru(Wz, Wr, Wh, xs):
@@ -153,6 +176,17 @@ def elman_loops(W, U, xs):
             hn[i] = math.tanh(a)
         h = hn
     return np.sum(h)
+
+
+def sgd_logistic(w0, X, y):
+    # plain SGD on a logistic loss, one sample per step: the weights are the loop state
+    w = w0.copy()
+    lr = 0.1
+    for epoch in range(3):
+        for i in range(X.shape[0]):
+            p = 1.0 / (1.0 + np.exp(-np.dot(X[i], w)))
+            w = w - lr * (p - y[i]) * X[i]
+    return np.sum(w * w)
 
 
 # ------------------------------------------------------------ pairwise
@@ -275,6 +309,9 @@ def programs():
         ("wave 2-D, two time levels (32x32x15)", wave_2d, (rng.normal(size=(32, 32)), 0.2), (0, 1)),
         ("advection upwind, if on sign (200x40)", advection_upwind,
          (rng.normal(size=200), rng.normal(size=200)), (0, 1)),
+        ("heat 1-D with slices (500x100)", heat_slices, (rng.normal(size=500), 0.2), (0, 1)),
+        ("Lorenz-96 periodic indices (40, 100 steps)", lorenz96, (8.0, rng.normal(size=40)),
+         (0, 1)),
         ("Gauss-Seidel in place (100x30)", gauss_seidel, (rng.normal(size=100), rng.normal(size=100)),
          (0, 1)),
         ("GRU-like numpy cell H=16 T=100", gru,
@@ -283,6 +320,9 @@ def programs():
         ("Elman scalar loops H=16 T=50", elman_loops,
          (rng.normal(size=(H, H)) / 4, rng.normal(size=(H, D)) / 4, rng.normal(size=(50, D))),
          (0, 1, 2)),
+        ("SGD logistic, weights carried (200x10, 3 epochs)", sgd_logistic,
+         (rng.normal(size=10) / 3, rng.normal(size=(200, 10)), (rng.random(200) > 0.5) * 1.0),
+         (0, 1)),
         ("n-body 2-D pairwise forces (n=60, 3 steps)", nbody_2d,
          (rng.normal(size=(60, 2)), rng.normal(size=(60, 2))), (0, 1)),
         ("fixed point with break (n=500)", fixed_point_break, (rng.normal(size=500),), (0,)),

@@ -567,14 +567,17 @@ class FlowLowering:
         if isinstance(changed, _RankChanged):
             self.ndims.pop(changed.name, None)
             self.made_ranks[changed.name] = None
-        self.unassumed_shapes.add(changed.name)
+        if getattr(changed, "varies", False):
+            self.varying_shapes.add(changed.name)     # sizes that may change: assumed still
+        else:
+            self.unassumed_shapes.add(changed.name)
 
     def assume_carried_shapes(self, carried_vars):
         """Give each loop-carried variable the shape it is assumed to keep (ShapeTable.
         assumed): checked at the end of the body (carry_to_next_iteration)."""
         for name in carried_vars:
-            assumed = None if name in self.unassumed_shapes else \
-                self.shapes.assumed(name, self.entry_shapes.get(name))
+            assumed = None if name in self.unassumed_shapes else self.shapes.assumed(
+                name, self.entry_shapes.get(name), name in self.varying_shapes)
             if assumed is None:
                 self.shapes.of.pop(name, None)
             else:
@@ -600,6 +603,9 @@ class FlowLowering:
             assumed = self.shapes.of.get(carried.name)
             if assumed is not None and not self.shapes.covers(assumed, self.shape_of(value)):
                 raise _ShapeChanged(carried.name)
+            if assumed is not None and carried.name not in self.varying_shapes and \
+                    not self.shapes.same(assumed, self.shape_of(value)):
+                raise _ShapeChanged(carried.name, varies=True)
             self.ops.append(self.assign_op(carried.name, value, location))
 
 
@@ -615,11 +621,12 @@ class _RankChanged(Exception):
 
 class _ShapeChanged(Exception):
     """A loop-carried variable does not keep the shape assumed for it: lower the loop
-    again without the assumption."""
+    again without the assumption (``varies``: with the weaker one, sizes that may change)."""
 
-    def __init__(self, name):
+    def __init__(self, name, varies=False):
         super().__init__(name)
         self.name = name
+        self.varies = varies
 
 
 def _reads(statements):

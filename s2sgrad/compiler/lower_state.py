@@ -79,6 +79,7 @@ class LoweringState:
         self.made_ranks = {}    # Var name -> rank of an array made by np.zeros((2, 3)) & co
         self.entry_shapes = {}  # loop-carried Var name -> the shape it enters the loop with
         self.unassumed_shapes = set()  # loop-carried Var names whose shape changes in the loop
+        self.varying_shapes = set()  # loop-carried Var names whose sizes may change in the loop
         self.stale_views = set()  # variables whose memory was updated in place behind them
         self.fields = {}          # Seq of a namedtuple argument -> its field names
         self.producers = {}       # Var name -> the primitive of the Op that assigned it

@@ -17,9 +17,10 @@ loop body such a broadcast gives an unknown shape instead.
 Such a broadcast in code that may not run gives a *fresh* dimension known not to be 1
 (whenever the value exists, its statement ran, so the broadcast succeeded), and a
 loop-carried variable is assumed to keep what is known of its shape on entry, rank and
-which dimensions differ from 1, in fresh dimensions (``assumed``); the lowering checks
-the assumption at the end of the body (``covers``) and lowers the loop again without it
-where it fails.
+which dimensions differ from 1, in fresh dimensions (``assumed``), first of sizes that do
+not change (the body must end with the shape it started with), then of sizes that may;
+the lowering checks the assumption at the end of the body (``same``, ``covers``) and
+lowers the loop again with the weaker one, or none, where it fails.
 
 What it is for: ``rt.unbroadcast(g, x)`` sums ``g`` down to the shape of ``x``; in an
 elementwise rule ``g`` has the shape of the result, so where ``x`` and the result have the
@@ -41,11 +42,13 @@ class Dim:
     """A dimension known by name only (``x.shape[0]``); ``not_one``: known to differ from 1
     (an argument's dimension under the specialisation) or not known."""
 
-    __slots__ = ("label", "not_one")
+    __slots__ = ("label", "not_one", "varies")
 
-    def __init__(self, label, not_one):
+    def __init__(self, label, not_one, varies=False):
         self.label = label
         self.not_one = not_one
+        self.varies = varies    # a loop-carried dimension: its size may change between
+                                # iterations (slices of it are not compared)
 
     def __repr__(self):
         return self.label
@@ -60,6 +63,7 @@ class ShapeTable:
         self._parent = {}
         self.tuples = {}   # Var name of a shape (``x.shape``) -> that shape
         self.ints = {}     # Var name of an int read from a shape (``x.shape[0]``) -> its Dim
+        self._slices = {}  # (Dim, slice) -> the Dim of that slice's length
 
     def made(self, size, ints):
         """The shape of ``np.zeros(size)``: ``size`` an int (a constant, an int from a
@@ -81,6 +85,61 @@ class ShapeTable:
                     isinstance(item, Var) and item.name in self.tuples for item in size.items):
                 return tuple(p[0] for p in parts)
         return None
+
+    def indexed(self, base, index, ints):
+        """The shape of ``x[index]`` for ``x`` of shape ``base`` and a basic index: ints
+        (the dimension goes), constant slices (``sliced``), other slices (a dimension
+        nothing is known of) and None (a new dimension of 1); None for any other index."""
+        if base is None:
+            return None
+        items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
+        flat = []
+        for item in items:
+            if isinstance(item, Const) and isinstance(item.value, tuple):
+                flat.extend(Const(v) for v in item.value)
+            else:
+                flat.append(item)
+        out, k = [], 0
+        for item in flat:
+            if isinstance(item, Const) and item.value is None:
+                out.append(1)
+                continue
+            if k >= len(base):
+                return None
+            if (isinstance(item, Const) and type(item.value) is int) or (
+                    isinstance(item, Var) and item.name in ints):
+                pass
+            elif isinstance(item, Const) and isinstance(item.value, slice):
+                out.append(self.sliced(base[k], item.value))
+            elif isinstance(item, Seq) and item.kind == "slice":
+                out.append(Dim("?", None))
+            else:
+                return None
+            k += 1
+        return tuple(out) + tuple(self.find(d) for d in base[k:])
+
+    def sliced(self, dim, part):
+        """The length of ``part`` (a constant slice) of a dimension ``dim``: exact for an
+        int; for a symbol, the same Dim for slices of the same length (``[1:-1]``,
+        ``[:-2]`` and ``[2:]`` of one dimension), not known to differ from 1."""
+        dim = self.find(dim)
+        bounds = (part.start, part.stop, part.step)
+        if not all(v is None or type(v) is int for v in bounds):
+            return Dim("?", None)
+        if not isinstance(dim, Dim):
+            return len(range(*part.indices(dim)))
+        start = 0 if part.start is None else part.start
+        if part.step not in (None, 1) or dim.varies:
+            return Dim("?", None)
+        if start >= 0 and (part.stop is None or part.stop < 0):
+            key = (dim, (part.stop or 0) - start)     # the length is dim + offset
+            if key[1] == 0:
+                return dim
+        else:
+            key = (dim, start, part.stop)
+        if key not in self._slices:
+            self._slices[key] = Dim(f"{dim}[{start}:{part.stop}]", None)
+        return self._slices[key]
 
     def joined(self, shapes):
         """The shape of ``np.concatenate(parts)`` along axis 0, from the parts' shapes:
@@ -163,14 +222,18 @@ class ShapeTable:
         """True when ``shape`` is known and none of its dimensions may be 1."""
         return shape is not None and all(self._not_one(self.find(d)) for d in shape)
 
-    def assumed(self, name, entry):
+    def assumed(self, name, entry, varies):
         """The shape a loop-carried ``name`` is assumed to keep, from its ``entry`` shape:
-        fresh dimensions, known not to be 1 where the entry's are not, 1 where it is 1."""
+        fresh dimensions, known not to be 1 where the entry's are not, 1 where it is 1;
+        ``varies``: their sizes may change from one iteration to the next (else the
+        body must end with the very shape it started with: ``same``)."""
         if entry is None:
             return None
         dims = [self.find(d) for d in entry]
+        if not all(d == 1 or self._not_one(d) for d in dims):
+            return None     # a dimension that may be 1 or not: nothing to keep
         return tuple(1 if (d == 1 and not isinstance(d, Dim)) else
-                     Dim(f"{name}.shape[{k}]", True if self._not_one(d) else None)
+                     Dim(f"{name}.shape[{k}]", True, varies=varies)
                      for k, d in enumerate(dims))
 
     def covers(self, assumed, shape):

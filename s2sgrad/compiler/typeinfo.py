@@ -170,8 +170,9 @@ class TypeInfo:
         certain = self.nesting == 0
         if prim == prims.GETITEM:
             base = self.shape_of(args[0])
-            rank = self.infer_ndim(prim, args, kwargs)
-            return None if base is None or rank is None else base[len(base) - rank:]
+            if isinstance(args[0], Var) and args[0].name in self.lists:
+                return None
+            return self.shapes.indexed(base, args[1], self.int_vars)
         if prim in FULL_REDUCTIONS:
             return self._reduced_shape(args, kwargs)
         if kwargs:
