@@ -413,3 +413,94 @@ def test_a_made_array_of_one_element_keeps_its_unbroadcast():
         return np.sum(acc)
     g = check_grad(one_element, (np.random.default_rng(2).normal(size=3),))
     assert "unbroadcast" in ast.unparse(gast.gast_to_ast(_reversed_loop(g.source))), g.source
+
+
+# ------------------------------------------------------------ slices
+
+def heat_with_slices(u0, k):
+    u = u0.copy()
+    for step in range(3):
+        un = u.copy()
+        un[1:-1] = u[1:-1] + k * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+        u = un
+    return np.sum(u ** 2)
+
+
+def shrinking_window(x):
+    # y loses an element per iteration: its slices' lengths change between iterations
+    y = x.copy()
+    total = 0.0
+    for k in range(3):
+        z = y[1:] * y[:-1]
+        total = total + np.sum(z * y[1:])
+        y = y[1:] + 0.5 * y[:-1]
+    return total
+
+
+def slice_of_one(x, w):
+    # x[2:3] has one element: it broadcasts against x[1:-1]
+    total = 0.0
+    for k in range(2):
+        total = total + np.sum(np.sin(x[1:-1] * w + x[2:3]))
+    return total
+
+
+SLICES = [
+    (heat_with_slices, lambda r: (r.normal(size=8), 0.2)),
+    (shrinking_window, lambda r: (r.normal(size=7),)),
+    (slice_of_one, lambda r: (r.normal(size=6), 0.8)),
+]
+
+
+@pytest.mark.parametrize("fn, make", SLICES, ids=[p[0].__name__ for p in SLICES])
+def test_slices_through_loops_match_differences(fn, make, backend):
+    args = make(np.random.default_rng(12))
+    g = check_grad(fn, args, grad_position=tuple(range(len(args))))
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason
+
+
+def test_slices_of_one_length_need_no_unbroadcast_nor_taped_temporaries():
+    """``u[1:-1]``, ``u[:-2]`` and ``u[2:]`` have one length: the stencil written with
+    slices keeps only what its adjoint reads the values of (k's factor, the written
+    slice), not the temporaries of each operation."""
+    g = s2sgrad.value_and_grad(heat_with_slices, (0, 1))
+    g(np.random.default_rng(0).normal(size=8), 0.2)
+    loop = ast.unparse(gast.gast_to_ast(_reversed_loop(g.source)))
+    assert loop.count("rt.unbroadcast(") <= 2, g.source   # the written slice's, and k's sum
+    assert loop.count(".pop()") <= 3, g.source
+
+
+# ------------------------------------------------------------ one expression per line
+
+def _forward_loop(source):
+    fn = gast.parse(source).body[-1]
+    return [s for s in fn.body if isinstance(s, gast.For)][0]
+
+
+def write_between(x, w):
+    # t reads y before y[0] is written: t cannot move past the write
+    total = 0.0
+    y = x.copy()
+    for k in range(3):
+        t = y * w
+        y[0] = y[1] * w
+        total = total + np.sum(t * y + 1.0)
+    return total
+
+
+def test_elementwise_temporaries_of_a_line_are_one_expression(backend):
+    """``y = y + 0.1 * (A @ y - y ** 3)`` in a loop is one array expression in the forward
+    sweep (Numba makes one loop and one array of it), not a statement per operation."""
+    args = (np.random.default_rng(13).normal(size=(5, 5)) / 3,
+            np.random.default_rng(14).normal(size=5))
+    g = check_grad(euler_arrays, args, grad_position=(0, 1))
+    loop = ast.unparse(gast.gast_to_ast(_forward_loop(g.source)))
+    assert any("** 3" in line and "+ 0.1 * (" in line for line in loop.splitlines()), g.source
+
+
+def test_a_temporary_does_not_move_past_a_write_it_reads(backend):
+    g = check_grad(write_between, (np.random.default_rng(15).normal(size=4), 0.6),
+                   grad_position=(0, 1))
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason

@@ -103,7 +103,8 @@ class _TapeTypes:
             base = self.of_atom(args[0])
             if base == UNSEEN:
                 return UNSEEN
-            ok = isinstance(base, np.dtype) and self.ndims.get(op.targets[0]) == 0
+            ok = isinstance(base, np.dtype) and (self.ndims.get(op.targets[0]) == 0 or
+                                                 base.kind == "f")   # a float array's row
             return base if ok else UNKNOWN
         if op.kwargs:
             return UNKNOWN
