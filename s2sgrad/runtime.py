@@ -121,6 +121,19 @@ def matmul_right(g, a, b):
     return unbroadcast(db, b)
 
 
+def add_matmul_left(out, g, a, b):
+    """``out += matmul_left(g, a, b)``, in place (``out``: an adjoint array the generated
+    code owns).  Under Numba an outer product (``a`` 2-D, ``b`` 1-D) is added element by
+    element, with no array made for it."""
+    out += matmul_left(g, a, b)
+
+
+def add_matmul_right(out, g, a, b):
+    """``out += matmul_right(g, a, b)``, in place (see ``add_matmul_left``; the outer
+    product is ``a`` 1-D, ``b`` 2-D)."""
+    out += matmul_right(g, a, b)
+
+
 def matmul_adjoints(g, a, b):
     """The adjoints of ``a @ b`` for every ndim numpy's matmul accepts (1-D and batched)."""
     return matmul_left(g, a, b), matmul_right(g, a, b)

@@ -43,8 +43,6 @@ class OpEmission(LoweringState):
             op.list_base = isinstance(base, Var) and base.name in self.lists
         self.ops.append(op)
         self.producers[name] = prim
-        if prim == prims.SHAPE:
-            self.shape_sources[name] = args[0]
         if rule is not None and rule.tuple_result:
             self.lists.add(name)   # read by index like a list; its adjoint is a list
             self.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
@@ -62,9 +60,12 @@ class OpEmission(LoweringState):
                 prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
             self.int_vars.add(name)      # x.shape[k]: a Python int
             self.ndims[name] = 0
-            source = self.shape_of(self.shape_sources.get(args[0].name))
-            if source is not None and -len(source) <= args[1].value < len(source):
-                self.int_dims[name] = source[args[1].value]    # the dimension it holds
+            dims = self.shapes.tuples.get(args[0].name)
+            if dims is not None and -len(dims) <= args[1].value < len(dims):
+                self.shapes.ints[name] = dims[args[1].value]
+        if prim == prims.SHAPE and isinstance(args[0], Var) and not kwargs:
+            if self.shape_of(args[0]) is not None:
+                self.shapes.tuples[name] = self.shape_of(args[0])
         dtype = None if tuple_valued else self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype

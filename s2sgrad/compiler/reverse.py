@@ -149,12 +149,6 @@ class _Reverser:
     # ------------------------------------------------------------ adjoint sweep
 
     def block(self, statements, loop):
-        if self.shapes is None:
-            return self._block(statements, loop)
-        with self.shapes.assume(statements):   # what the body's operations showed equal
-            return self._block(statements, loop)
-
-    def _block(self, statements, loop):
         out = []
         last = None
         outer = self.assigned_before
@@ -375,7 +369,9 @@ class _Reverser:
         self.adj.defined, self.adj.owned = set(defined), set(owned)
         orelse = self.block(stmt.orelse, loop)
         self.adj.defined = defined
-        self.adj.owned = owned & owned_body & self.adj.owned
+        # owned after the branch: owned at the end of both paths (a copy made in both
+        # counts, so that a loop can hoist it), among the adjoints defined before it
+        self.adj.owned = owned_body & self.adj.owned & defined
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
         out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
@@ -452,8 +448,8 @@ class _Reverser:
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
         self._rezero_carried(stmt, defined, body)
-        hoist = sorted(v for v in self.adj.copied
-                       if v in defined and v not in owned and v in self.adj.owned)
+        # (a copy on one path of a branch counts: the body built again decides)
+        hoist = sorted(v for v in self.adj.copied if v in defined and v not in owned)
         if hoist:
             first_try = self._state()
             self._restore(state)

@@ -191,7 +191,12 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
     def _same(self, a, b):
         if a == () and b == ():
             return True
-        return self.shapes is not None and self.shapes.same(a, b)
+        if self.shapes is None or a is None:
+            return False
+        # broadcast to the result's rank, an operand none of whose dimensions may be 1
+        # keeps its shape
+        rank = len(b) if b is not None else self.ndims.get(self.ans)
+        return self.shapes.same(a, b) or (rank == len(a) and self.shapes.no_unit_dims(a))
 
     def visit_Call(self, node):
         self.generic_visit(node)

@@ -35,14 +35,14 @@ FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, n
 #: primitives whose result has the shape of their first operand (called without options)
 SHAPE_OF_FIRST = {np.ones_like, np.zeros_like, np.empty_like, np.full_like}
 
+#: array constructors from a shape (an int or a tuple of ints)
+MAKERS = {np.zeros, np.ones, np.empty}
+
 
 #: calls giving an array of their one array operand's rank and shape (a copy, a view or a
 #: conversion of it; its dtype too unless ``dtype=`` says another)
 SAME_ARRAY = {np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.copy, prims.COPY,
               prims.ASTYPE}
-
-#: new arrays of a given shape (an int, a tuple, ``x.shape``); float64 unless ``dtype=``
-NEW_ARRAYS = {np.zeros, np.ones, np.empty}
 
 
 def basic_index(index, int_vars):
@@ -81,8 +81,7 @@ class TypeInfo:
             return self._stacked_dtype(args[0], kwargs)
         if self._copied_array(prim, args, kwargs) or (
                 prim in SHAPE_OF_FIRST and args and "shape" not in kwargs) or (
-                prim in NEW_ARRAYS and self._rank_of_shape(args[0]) is not None
-                and set(kwargs) <= {"dtype"}):
+                prim in MAKERS and 1 <= len(args) <= 2 and set(kwargs) <= {"dtype"}):
             return self._created_dtype(prim, args, kwargs)
         if not (prim in ELEMENTWISE or isinstance(prim, np.ufunc)) or kwargs:
             return None
@@ -110,14 +109,14 @@ class TypeInfo:
             return self._indexed_rank(*args)
         if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
             return 0
-        if self._copied_array(prim, args, kwargs) or \
-                (prim in SHAPE_OF_FIRST and "shape" not in kwargs and args):
+        if self._copied_array(prim, args, kwargs):
             return self.ndim_of(args[0])
-        if prim in NEW_ARRAYS and args:
-            return self._rank_of_shape(args[0])
         if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq) \
                 and set(kwargs) <= {"dtype"}:
             return self._stacked_rank(args[0])
+        made = self._made_ndim(prim, args, kwargs)
+        if made is not None:
+            return made
         if prim in ELEMENTWISE or isinstance(prim, np.ufunc) or \
                 getattr(prim, "__module__", None) == "math":
             ranks = [self.ndim_of(a) for a in list(args) + list(kwargs.values())]
@@ -168,22 +167,6 @@ class TypeInfo:
             return None
         return (len(seq.items),) + tuple(shapes[0])
 
-    def _shape_from(self, shape):
-        """The shape ``np.zeros(shape)`` makes, where ``shape`` is known: an int constant or
-        ``x.shape[k]``, a tuple of those, ``x.shape``; else None."""
-        def dim(atom):
-            if isinstance(atom, Const) and type(atom.value) is int:
-                return atom.value
-            return self.int_dims.get(atom.name) if isinstance(atom, Var) else None
-        if isinstance(shape, Var) and self.producers.get(shape.name) == prims.SHAPE:
-            return self.shape_of(self.shape_sources.get(shape.name))
-        items = shape.items if isinstance(shape, Seq) and shape.kind in ("tuple", "list") \
-            else (shape,)
-        if isinstance(shape, Const) and isinstance(shape.value, tuple):
-            items = tuple(Const(v) for v in shape.value)
-        dims = [dim(i) for i in items]
-        return None if None in dims else tuple(dims)
-
     def _copied_array(self, prim, args, kwargs):
         """True for a call giving a copy, view or conversion of its one array operand
         (``np.array(x)``, ``x.astype(np.float32)``, ``np.asarray(x)``): same rank, shape."""
@@ -193,20 +176,6 @@ class TypeInfo:
             return False
         operand = args[0]
         return isinstance(operand, Var) and operand.name not in self.lists
-
-    def _rank_of_shape(self, shape):
-        """The rank of ``np.zeros(shape)``: 1 for an int, the length of a tuple, the rank
-        of ``x`` for ``x.shape``; None when unknown."""
-        if self.is_int(shape):
-            return 1
-        if isinstance(shape, Const) and isinstance(shape.value, tuple):
-            return len(shape.value) if all(type(v) is int for v in shape.value) else None
-        if isinstance(shape, Seq) and shape.kind in ("tuple", "list"):
-            return len(shape.items) if all(self.is_int(i) for i in shape.items) else None
-        if isinstance(shape, Var) and self.producers.get(shape.name) == prims.SHAPE:
-            source = self.shape_sources.get(shape.name)
-            return None if source is None else self.ndim_of(source)
-        return None
 
     def _stacked_dtype(self, seq, kwargs):
         """The float dtype of ``np.array([a, b, ...])``: numpy's promotion of the items'
@@ -232,11 +201,11 @@ class TypeInfo:
 
     def _created_dtype(self, prim, args, kwargs):
         """The float dtype of a copy/conversion (``SAME_ARRAY``), a ``*_like`` array or a
-        new array (``NEW_ARRAYS``), else None (not such a call, or not a known float)."""
+        new array (``MAKERS``), else None (not such a call, or not a known float)."""
         dtype = kwargs.get("dtype")
         if prim == prims.ASTYPE and len(args) == 2:
             dtype = args[1]
-        elif prim in NEW_ARRAYS and len(args) == 2:
+        elif prim in MAKERS and len(args) == 2:
             dtype = args[1]
         if dtype is not None:
             if not isinstance(dtype, Const):
@@ -246,10 +215,46 @@ class TypeInfo:
             except TypeError:
                 return None
             return found if found.kind == "f" else None
-        if prim in NEW_ARRAYS:
+        if prim in MAKERS:
             return np.dtype(np.float64)
         first = args[0] if args else None
         return self.dtypes.get(first.name) if isinstance(first, Var) else None
+
+    def _made_ndim(self, prim, args, kwargs):
+        """The rank of a new array, of a product or a join: ``np.zeros(n)`` (1),
+        ``np.zeros((n, m))`` (2), ``np.zeros_like(x)`` (x's), ``A @ v`` (from the
+        operands' ranks, 1 or 2), ``np.outer`` (2), ``np.concatenate((a, b))`` (the
+        items' common rank), ``x.T`` (x's); else None."""
+        if not args or set(kwargs) - {"dtype"}:
+            return None
+        if prim in SHAPE_OF_FIRST:
+            return self.ndim_of(args[0])
+        if prim in MAKERS and len(args) == 1:
+            shape = args[0]
+            if self.is_int(shape):
+                return 1
+            if isinstance(shape, Seq) and shape.kind == "tuple" and all(
+                    self.is_int(item) for item in shape.items):
+                return len(shape.items)
+            if isinstance(shape, Const) and isinstance(shape.value, tuple) and all(
+                    type(item) is int for item in shape.value):
+                return len(shape.value)
+            return None
+        if kwargs:
+            return None
+        ranks = [self.ndim_of(a) for a in args]
+        if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2 and \
+                all(r in (1, 2) for r in ranks):
+            return ranks[0] + ranks[1] - 2
+        if prim is np.outer and len(args) == 2 and all(r is not None for r in ranks):
+            return 2
+        if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
+            return ranks[0]
+        if prim is np.concatenate and len(args) == 1 and isinstance(args[0], Seq):
+            items = {self.ndim_of(a) for a in args[0].items}
+            rank = items.pop() if len(items) == 1 else None
+            return rank if rank is not None and rank >= 1 else None
+        return None
 
     def shape_of(self, atom):
         """The symbolic shape of an atom (``compiler/shapes.py``) where it is known, else
@@ -270,8 +275,9 @@ class TypeInfo:
         certain = self.nesting == 0
         if prim == prims.GETITEM:
             base = self.shape_of(args[0])
-            rank = self.infer_ndim(prim, args, kwargs)
-            return None if base is None or rank is None else base[len(base) - rank:]
+            if isinstance(args[0], Var) and args[0].name in self.lists:
+                return None
+            return self.shapes.indexed(base, args[1], self.int_vars)
         if prim in FULL_REDUCTIONS:
             return self._reduced_shape(args, kwargs)
         if kwargs:
@@ -280,8 +286,10 @@ class TypeInfo:
             return self.shapes.matmul(self.shape_of(args[0]), self.shape_of(args[1]), certain)
         if prim in SHAPE_OF_FIRST or self._copied_array(prim, args, kwargs):
             return self.shape_of(args[0])
-        if prim in NEW_ARRAYS and len(args) == 1:
-            return self._shape_from(args[0])
+        if prim in MAKERS and len(args) == 1:
+            return self.shapes.made(args[0], self.int_vars)
+        if prim is np.concatenate and len(args) == 1 and isinstance(args[0], Seq):
+            return self.shapes.joined([self.shape_of(a) for a in args[0].items])
         if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq):
             return self._stacked_shape(args[0])
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
