@@ -379,6 +379,11 @@ def tile(a, reps):
     return np.tile(a, reps)
 
 
+def clip(x, lo, hi):
+    """``np.clip(x, lo, hi)`` (Numba's ``np.clip`` takes arrays only, not numbers)."""
+    return np.clip(x, lo, hi)
+
+
 def frexp(x):
     """``np.frexp(x)``: ``(mantissa, exponent)`` (Numba has no ``np.frexp``)."""
     return np.frexp(x)
