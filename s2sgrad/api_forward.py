@@ -108,16 +108,15 @@ class ForwardFunction(GradFunction):
             for p in self.positions:
                 out += _tangent_leaves(args[p], tangents[p], p)
             return out
-        # the tangents' types fix those of the tangent leaves the code gets: in the key
-        key = plan_key((*args, *tangents))
-        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves, key)
+        # the arguments' types fix those of the tangent leaves too (``_tangent_leaves``)
+        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves,
+                                                          plan_key(args))
         first = value[0] if self.has_aux else value
         tangent = _like_outputs(tangent, first)
-        outputs = wrap_output(first, dtype)
-        tangent = wrap_output(tangent, dtype)
-        if self.has_aux:
-            return outputs, tangent, wrap_output(_aux(value), dtype)
-        return outputs, tangent
+        aux = (_aux(value),) if self.has_aux else ()
+        if dtype is None:         # no Tensor arguments: nothing is wrapped
+            return (first, tangent, *aux)
+        return tuple(wrap_output(part, dtype) for part in (first, tangent, *aux))
 
     def __call__(self, *args, **kwargs):
         if not self.jacobian:
@@ -157,7 +156,7 @@ def _tangent_leaves(arg, tangent, position):
     """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
     structure and shapes, in the argument's dtype."""
     if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
-        return [tangent if tangent.dtype == arg.dtype else tangent.astype(arg.dtype)]
+        return [_numba_ready(tangent, arg.dtype)]
     if type(arg) is float and type(tangent) in (float, int):
         return [float(tangent)]
     arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
@@ -180,12 +179,26 @@ def _tangent_leaves(arg, tangent, position):
                 f"v[{position}] has shape {np.shape(t)} but inputs[{position}] has shape "
                 f"{np.shape(a)}; each tangent must have its input's shape")
         if isinstance(a, np.ndarray):
-            out.append(np.asarray(t, dtype=a.dtype))
+            out.append(_numba_ready(np.asarray(t), a.dtype))
         elif isinstance(a, np.floating):
             out.append(a.dtype.type(t))
         else:
             out.append(float(t))
     return out
+
+
+#: ``ndarray.flags.num`` bits of a C-ordered, aligned, writeable array
+_C_ALIGNED_WRITEABLE = 0x1 | 0x100 | 0x400
+
+
+def _numba_ready(tangent, dtype):
+    """An array tangent as the code takes it: of its input's ``dtype``, C-ordered, aligned
+    and writeable (copied if not), so that Numba sees one type for every tangent of an
+    input and the plan key of the inputs alone fixes the types the code runs on."""
+    if tangent.dtype == dtype and \
+            tangent.flags.num & _C_ALIGNED_WRITEABLE == _C_ALIGNED_WRITEABLE:
+        return tangent
+    return np.array(tangent, dtype=dtype, order="C")
 
 
 def _kind(value):
@@ -262,13 +275,16 @@ def _forward_function(fn, grad_position, has_aux, jacobian):
     owner = fn
     if inspect.ismethod(fn):   # a bound method is a new object at each access
         owner, key = fn.__self__, key + (fn.__func__,)
-    try:
-        per_fn = _CACHE.setdefault(owner, {})
-    except TypeError:          # not weak-referenceable: no reuse across calls
-        return ForwardFunction(fn, grad_position, has_aux, jacobian)
-    if key not in per_fn:
-        per_fn[key] = ForwardFunction(fn, grad_position, has_aux, jacobian)
-    return per_fn[key]
+    per_fn = _CACHE.get(owner)
+    if per_fn is None:
+        try:
+            per_fn = _CACHE.setdefault(owner, {})
+        except TypeError:      # not weak-referenceable: no reuse across calls
+            return ForwardFunction(fn, grad_position, has_aux, jacobian)
+    f = per_fn.get(key)
+    if f is None:
+        f = per_fn[key] = ForwardFunction(fn, grad_position, has_aux, jacobian)
+    return f
 
 
 def jvp(fn, inputs, v, has_aux=False):

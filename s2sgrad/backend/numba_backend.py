@@ -37,13 +37,21 @@ MODES = ("auto", "numba", "python")
 
 
 def backend_mode():
-    """``S2SGRAD_BACKEND``: 'auto' (default), 'numba' or 'python'."""
-    mode = os.environ.get("S2SGRAD_BACKEND", "auto").strip().lower() or "auto"
-    if mode not in MODES:
-        raise ValueError(f"S2SGRAD_BACKEND={mode!r} is not one of {', '.join(MODES)}: "
-                         "'auto' compiles gradients with loops, 'numba' every gradient, "
-                         "'python' none.")
+    """``S2SGRAD_BACKEND``: 'auto' (default), 'numba' or 'python' (read on every call: it
+    is part of the key ``jvp`` finds its code by)."""
+    raw = os.environ.get("S2SGRAD_BACKEND", "auto")
+    mode = _MODE_OF.get(raw)
+    if mode is None:
+        mode = raw.strip().lower() or "auto"
+        if mode not in MODES:
+            raise ValueError(f"S2SGRAD_BACKEND={mode!r} is not one of {', '.join(MODES)}: "
+                             "'auto' compiles gradients with loops, 'numba' every gradient, "
+                             "'python' none.")
+        _MODE_OF[raw] = mode
     return mode
+
+
+_MODE_OF = {}       # S2SGRAD_BACKEND as set -> the mode it names
 
 
 _numba_version = None
