@@ -485,13 +485,16 @@ class GradFunction:
         if self._last is not plan.signature:
             self._last = plan.signature
             self._generated, self._compiled, self.path = plan.variant
+        compiled = plan.variant[1]
+        # a later call that Numba could not compile for made the code run as Python
+        run = plan.run if compiled.backend == plan.backend else compiled
         if not plan.free:
-            return self._run(plan.generated, [*arrays, *extra], plan.run)
+            return self._run(plan.generated, [*arrays, *extra], run)
         free = free_values(plan.generated)
         if free_units_changed(plan.free, free):
             self._forget_builds()
             return None
-        return self._run(plan.generated, [*arrays, *free, *extra], plan.run)
+        return self._run(plan.generated, [*arrays, *free, *extra], run)
 
     def _call_planned(self, plan, args):
         """A call whose arguments have the types an earlier call's had (a ``GradientPlan``):

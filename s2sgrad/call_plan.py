@@ -76,7 +76,8 @@ class CallPlan:
     ``inputs`` are the code's arguments at the call that made the plan.  Without free
     values ``run`` is the Numba dispatcher itself (``Compiled.runner``: the plan key
     fixes the types Numba sees); with them, whose types may change between calls, the
-    ``Compiled`` that looks them up.
+    ``Compiled`` that looks them up (and the ``Compiled`` too once its ``backend`` is no
+    longer ``backend``: a later call that Numba could not compile made it run as Python).
     """
 
     def __init__(self, signature, variant, args, inputs):
@@ -87,6 +88,7 @@ class CallPlan:
         self.tensor_args = any(isinstance(a, Tensor) for a in args)
         self.tensor_free = any(isinstance(f.obj, Tensor) for f in self.free)
         self.run = compiled if self.free else compiled.runner(inputs)
+        self.backend = compiled.backend     # what ``run`` runs the code with
 
 
 class GradientPlan(CallPlan):
