@@ -488,13 +488,16 @@ class GradFunction:
         compiled = plan.variant[1]
         # a later call that Numba could not compile for made the code run as Python
         run = plan.run if compiled.backend == plan.backend else compiled
-        if not plan.free:
-            return self._run(plan.generated, [*arrays, *extra], run)
-        free = free_values(plan.generated)
-        if free_units_changed(plan.free, free):
-            self._forget_builds()
-            return None
-        return self._run(plan.generated, [*arrays, *free, *extra], run)
+        if plan.free:
+            free = free_values(plan.generated)
+            if free_units_changed(plan.free, free):
+                self._forget_builds()
+                return None
+            arrays = [*arrays, *free]
+        try:
+            return run(*arrays, *extra)
+        except Exception as exc:
+            raise self._noted(exc, plan.generated, [*arrays, *extra])
 
     def _call_planned(self, plan, args):
         """A call whose arguments have the types an earlier call's had (a ``GradientPlan``):
@@ -506,12 +509,12 @@ class GradFunction:
         if result is None:
             return None
         value, computed = result
-        grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
-                 for i, slot in plan.positions]
-        if plan.weights:
-            weights = plan.weight_list
-            grads += [_finish_gradient(None if slot is None else computed[slot], weights[i])
-                      for i, slot in plan.weights]
+        grads = []
+        for i, slot in plan.positions:
+            grads.append(_finish_gradient(None if slot is None else computed[slot], args[i]))
+        for i, slot in plan.weights:
+            grads.append(_finish_gradient(None if slot is None else computed[slot],
+                                          plan.weight_list[i]))
         if plan.tensor_args or plan.tensor_free:
             tensors = [a for a in args if isinstance(a, Tensor)] + [
                 f.obj for f in plan.free if isinstance(f.obj, Tensor)]
@@ -525,23 +528,28 @@ class GradFunction:
         self._plans.clear()
         self._last = None
 
-    def _run(self, generated, inputs, run=None):
-        """Run the loaded code (``run``: what runs it, ``self._compiled`` by default) on
-        ``inputs``; an error raised in it gets a note naming the user's line."""
+    def _run(self, generated, inputs):
+        """Run the loaded code on ``inputs``; an error raised in it gets a note naming the
+        user's line."""
         try:
-            return (self._compiled if run is None else run)(*inputs)
+            return self._compiled(*inputs)
         except Exception as exc:
-            if self._compiled.backend == "numba":
-                # compiled code keeps no line numbers: run the same code as Python to find
-                # the user's line (the error is the same; this costs only on failure)
-                try:
-                    self._compiled.py_func(*inputs)
-                except type(exc) as again:
-                    exc = again
-                except Exception:  # noqa: BLE001 - keep the original error
-                    pass
-            exc.add_note(_user_line_of(exc, self.path, generated))
-            raise exc
+            raise self._noted(exc, generated, inputs)
+
+    def _noted(self, exc, generated, inputs):
+        """``exc``, raised by the loaded code of ``generated`` run on ``inputs``, with a note
+        naming the user's line it came from."""
+        if self._compiled.backend == "numba":
+            # compiled code keeps no line numbers: run the same code as Python to find
+            # the user's line (the error is the same; this costs only on failure)
+            try:
+                self._compiled.py_func(*inputs)
+            except type(exc) as again:
+                exc = again
+            except Exception:  # noqa: BLE001 - keep the original error
+                pass
+        exc.add_note(_user_line_of(exc, self.path, generated))
+        return exc
 
     def shaped_gradients(self, generated, computed, leaves, trees):
         """(per differentiated position its gradient in the structure of its argument,
