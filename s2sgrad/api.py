@@ -536,14 +536,15 @@ class GradFunction:
         except Exception as exc:
             raise self._noted(exc, generated, inputs)
 
-    def _noted(self, exc, generated, inputs):
-        """``exc``, raised by the loaded code of ``generated`` run on ``inputs``, with a note
-        naming the user's line it came from."""
-        if self._compiled.backend == "numba":
+    def _noted(self, exc, generated, inputs, compiled=None):
+        """``exc``, raised by the loaded code of ``generated`` (``compiled``, by default the
+        last call's) run on ``inputs``, with a note naming the user's line it came from."""
+        compiled = self._compiled if compiled is None else compiled
+        if compiled.backend == "numba":
             # compiled code keeps no line numbers: run the same code as Python to find
             # the user's line (the error is the same; this costs only on failure)
             try:
-                self._compiled.py_func(*inputs)
+                compiled.py_func(*inputs)
             except type(exc) as again:
                 exc = again
             except Exception:  # noqa: BLE001 - keep the original error
@@ -834,4 +835,3 @@ python_objects_reason = _python_objects_reason
 with_article = _a
 # and what vjp, jacrev, hvp and hessian read besides (s2sgrad/reverse_api.py, higher_api.py)
 check_weights = _check_weights
-user_line_of = _user_line_of

@@ -20,7 +20,7 @@ import numpy as np
 
 from .api import (GradFunction, check_function, check_positions, check_weights,
                   argument_types, float_dtype, python_objects_reason,
-                  numba_argument, user_line_of, wrap_output)
+                  numba_argument, wrap_output)
 from .backend import cache
 from .backend.numba_backend import Compiled
 from .compiler.split import build_split
@@ -150,15 +150,7 @@ class _SplitFunction(GradFunction):
         try:
             return part(*args)
         except Exception as exc:
-            if part.backend == "numba":
-                try:      # compiled code keeps no line numbers: the same code as Python
-                    part.py_func(*args)
-                except type(exc) as again:
-                    exc = again
-                except Exception:  # noqa: BLE001 - keep the original error
-                    pass
-            exc.add_note(user_line_of(exc, self.path, generated))
-            raise exc
+            raise self._noted(exc, generated, args, part)
 
     def _start(self, args, kwargs):
         """Check and flatten the arguments, build the code: (generated, parts, arrays and

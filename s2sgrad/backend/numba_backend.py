@@ -143,10 +143,10 @@ class Compiled:
             notice.cancel()
         # the types the same code gives as Python, once per argument types: the compiled
         # results are given the same (see ``restorer_like``)
-        compiled = self._jitted(*args)
-        restore = restorer_like(as_numpy_scalars(self.py_func(*args)), compiled)
+        reference = as_numpy_scalars(self.py_func(*args))    # an error here names its line
         self.backend, self.fallback_reason = "numba", None
-        self._ready[key] = restore
+        compiled = self._jitted(*args)
+        restore = self._ready[key] = restorer_like(reference, compiled)
         return restore(compiled)
 
     def _compile(self, args):
