@@ -432,3 +432,23 @@ def test_a_planned_jvp_error_names_the_users_line(monkeypatch):
     with pytest.raises(IndexError) as info:
         s2sgrad.jvp(index_twice, (np.arange(5.0), 2.0), (np.ones(5), 1.0))
     assert any("test_call_plan.py" in note for note in getattr(info.value, "__notes__", []))
+
+
+def product_sum(x, y):
+    s = 0.0
+    for k in range(2):
+        z = x @ y
+        s = s + np.sum(z)
+    return s
+
+
+def test_a_planned_compiled_call_names_the_users_line(monkeypatch, planned):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    grad = s2sgrad.grad(product_sum, (0, 1))
+    grad(np.ones((2, 3)), np.ones((3, 2)))
+    runs, _ = planned
+    with pytest.raises(ValueError) as info:
+        grad(np.ones((2, 3)), np.ones((2, 3)))      # the same plan; shapes that clash
+    assert len(runs) == 1 and grad.backend == "numba"
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "z = x @ y" in notes and "test_call_plan.py:" in notes, notes
