@@ -477,27 +477,35 @@ class GradFunction:
             self._plans[key] = kind(self._last, self._variants[self._last], args, inputs,
                                     *more)
 
-    def _run_plan(self, plan, arrays, extra=()):
-        """Run the code of ``plan`` on ``arrays`` (the arguments' arrays), the values it
-        reads from outside (read now) and ``extra``; None when one of those no longer has
-        the unit dimensions the code was built for (the builds are dropped: the caller
-        takes the full path, which builds again)."""
+    def _planned_inputs(self, plan, arrays):
+        """Make the code of ``plan`` the current one and give its inputs: ``arrays`` (the
+        arguments' arrays), then the values it reads from outside, read now; None when
+        one of those no longer has the unit dimensions the code was built for (the builds
+        are dropped: the caller takes the full path, which builds again)."""
         if self._last is not plan.signature:
             self._last = plan.signature
             self._generated, self._compiled, self.path = plan.variant
+        if not plan.free:
+            return arrays
+        free = free_values(plan.generated)
+        if free_units_changed(plan.free, free):
+            self._forget_builds()
+            return None
+        return [*arrays, *free]
+
+    def _run_plan(self, plan, arrays, extra=()):
+        """Run the code of ``plan`` on ``arrays``, the values it reads from outside and
+        ``extra``; None when it must be built again (``_planned_inputs``)."""
+        inputs = self._planned_inputs(plan, arrays)
+        if inputs is None:
+            return None
         compiled = plan.variant[1]
         # a later call that Numba could not compile for made the code run as Python
         run = plan.run if compiled.backend == plan.backend else compiled
-        if plan.free:
-            free = free_values(plan.generated)
-            if free_units_changed(plan.free, free):
-                self._forget_builds()
-                return None
-            arrays = [*arrays, *free]
         try:
-            return run(*arrays, *extra)
+            return run(*inputs, *extra)
         except Exception as exc:
-            raise self._noted(exc, plan.generated, [*arrays, *extra])
+            raise self._noted(exc, plan.generated, [*inputs, *extra])
 
     def _call_planned(self, plan, args):
         """A call whose arguments have the types an earlier call's had (a ``GradientPlan``):

@@ -10,6 +10,7 @@ from s2sgrad import Tensor
 from s2sgrad.api_forward import ForwardFunction, _forward_function
 from s2sgrad.call_plan import plan_key
 from s2sgrad.errors import GradientTypeError
+from s2sgrad.reverse_api import _SplitFunction
 
 
 def scaled_sum(x, w, mode=None):
@@ -182,17 +183,18 @@ OPTIONS = {
 def planned(monkeypatch):
     """The plans run (each a CallPlan), and the arguments of each full-path call."""
     runs, full = [], []
-    run_plan, prepare = s2sgrad.api.GradFunction._run_plan, s2sgrad.api.GradFunction._prepare
+    planned_inputs = s2sgrad.api.GradFunction._planned_inputs
+    prepare = s2sgrad.api.GradFunction._prepare
 
-    def counting_run(self, plan, arrays, extra=()):
+    def counting_run(self, plan, arrays):
         runs.append(plan)
-        return run_plan(self, plan, arrays, extra)
+        return planned_inputs(self, plan, arrays)
 
     def counting_prepare(self, args, kwargs):
         full.append(args)
         return prepare(self, args, kwargs)
 
-    monkeypatch.setattr(s2sgrad.api.GradFunction, "_run_plan", counting_run)
+    monkeypatch.setattr(s2sgrad.api.GradFunction, "_planned_inputs", counting_run)
     monkeypatch.setattr(s2sgrad.api.GradFunction, "_prepare", counting_prepare)
     return runs, full
 
@@ -452,3 +454,44 @@ def test_a_planned_compiled_call_names_the_users_line(monkeypatch, planned):
     assert len(runs) == 1 and grad.backend == "numba"
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "z = x @ y" in notes and "test_call_plan.py:" in notes, notes
+
+
+# ---------------------------------------------------------------- vjp
+
+
+def _vjp_both(fn, args, cotangent):
+    """(outputs, the vjp_fn's gradients) of a vjp: a tuple to compare."""
+    out, vjp_fn = s2sgrad.vjp(fn, *args)
+    return out, vjp_fn(cotangent)
+
+
+def _fresh_vjp(fn, args, cotangent):
+    out, vjp_fn = _SplitFunction(fn, tuple(range(len(args))), None, False, False,
+                                 True).vjp(args)
+    return out, vjp_fn(cotangent)
+
+
+@pytest.mark.parametrize("kind", ["float64, float", "float32, np.float32", "Tensor, float",
+                                  "readonly, float", "Fortran 2-D, float"])
+def test_a_planned_vjp_gives_exactly_what_the_full_path_gives(kind, planned):
+    # (one backend: vjp reuses its code object per function whatever S2SGRAD_BACKEND says)
+    fn, args = ARGUMENTS[kind]
+    repeated, reference = _repeated_and_full(planned, lambda: _vjp_both(fn, args, 1.0),
+                                             lambda: _fresh_vjp(fn, args, 1.0))
+    _same(repeated, reference)
+
+
+def test_a_planned_vjp_rebuilds_when_a_free_array_changes_its_unit_dimensions(planned):
+    x = np.arange(3.0)
+    repeated, reference = _repeated_and_full(planned, lambda: _vjp_both(scaled, (x,), 1.0),
+                                             lambda: _fresh_vjp(scaled, (x,), 1.0))
+    _same(repeated, reference)
+    runs, full = planned
+    try:
+        SCALE.shape = (3, 1)
+        runs.clear(), full.clear()
+        out, grads = _vjp_both(scaled, (x,), 1.0)
+        assert len(runs) == 1 and len(full) == 1
+        np.testing.assert_allclose(grads[0], [6.0, 6.0, 6.0])
+    finally:
+        SCALE.shape = (3,)
