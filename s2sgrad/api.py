@@ -782,15 +782,18 @@ def _check_differentiable(position, value, path=""):
 
 def _finish_gradient(g, like):
     """The gradient in the form of its input: same shape, dtype, Tensor-ness; zeros if None."""
+    # the common cases first (every planned call finishes its gradients): an array's
+    # gradient as the code gives it, a Python float's as a Python float, a numpy float's
+    # (a jvp's tangent of one) as it is
     kind = type(like)
     if kind is np.ndarray:
         if type(g) is np.ndarray and g.dtype == like.dtype and g.shape == like.shape:
-            return g        # the common cases first: an array's gradient as the code gives it,
+            return g
     elif kind is float:
         if type(g) is np.float64 or type(g) is float:
-            return float(g)     # a Python float's as a Python float,
+            return float(g)
     elif kind is type(g) and isinstance(g, np.floating):
-        return g            # a numpy float's (a jvp's tangent of one) as it is
+        return g
     base = np.asarray(like) if isinstance(like, Tensor) else like
     if g is None:
         g = np.zeros_like(base) if isinstance(base, np.ndarray) else 0.0

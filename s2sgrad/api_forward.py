@@ -21,7 +21,7 @@ from .api import (SHOW_MODES, GradFunction, argument_types, check_function, chec
                   every_position, finish_gradient, float_dtype, free_values, numba_argument,
                   print_built, python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
-from .call_plan import CallPlan, plan_key
+from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
 from .backend.numba_backend import UNDECIDED, Compiled, backend_mode
 from .compiler.forward_mode import build_jvp
 from .errors import GradientArgumentError, GradientTypeError, OutputStructureError
@@ -81,10 +81,10 @@ class ForwardFunction(GradFunction):
 
     def _run_forward(self, args, extra, key):
         """Check and flatten ``args`` (or, for arguments of the types of an earlier call,
-        reuse what it found: its ``CallPlan`` under ``key``, a ``plan_key`` of the
-        arguments and of whatever else fixes the types of ``extra``'s values), run the
-        code with the free values and the leaves ``extra(arrays)`` after the arguments;
-        gives (Generated, leaves, result, the float dtype of Tensor arguments or None)."""
+        reuse what it found: its ``CallPlan`` under ``key``, the arguments' ``plan_key``),
+        run the code with the free values and the leaves ``extra(arrays)`` after the
+        arguments (their types must follow from the arguments'); gives (Generated,
+        leaves, result, the float dtype of Tensor arguments or None)."""
         plan = self._plans.get(key) if self._plans and key is not None else None
         if plan is not None:
             arrays = [to_array(a) for a in args] if plan.tensor_args else args
@@ -187,16 +187,12 @@ def _tangent_leaves(arg, tangent, position):
     return out
 
 
-#: ``ndarray.flags.num`` bits of a C-ordered, aligned, writeable array
-_C_ALIGNED_WRITEABLE = 0x1 | 0x100 | 0x400
-
-
 def _numba_ready(tangent, dtype):
     """An array tangent as the code takes it: of its input's ``dtype``, C-ordered, aligned
     and writeable (copied if not), so that Numba sees one type for every tangent of an
     input and the plan key of the inputs alone fixes the types the code runs on."""
     if tangent.dtype == dtype and \
-            tangent.flags.num & _C_ALIGNED_WRITEABLE == _C_ALIGNED_WRITEABLE:
+            tangent.flags.num & C_ALIGNED_WRITEABLE == C_ALIGNED_WRITEABLE:
         return tangent
     return np.array(tangent, dtype=dtype, order="C")
 

@@ -4,10 +4,12 @@ A derivative's first call with arguments of some types checks them (positions in
 floating-point values where it differentiates), flattens containers, builds or finds
 the code for their signature and learns which results are gradients of what.  A later
 call whose arguments have the same ``plan_key`` passes the same checks and runs the same
-code, so ``GradFunction`` (and ``ForwardFunction`` for ``jvp`` and ``jacfwd``) keeps a
-``CallPlan`` per key and, on a hit, only takes the arrays out of Tensors, runs the code
-(the Numba dispatcher itself, ``Compiled.runner``) and shapes the results: a few
-microseconds less per call, which matters for small derivatives called in a loop.
+code, so ``GradFunction`` (and ``ForwardFunction`` for ``jvp`` and ``jacfwd``,
+``_SplitFunction`` for ``vjp`` and ``jacrev``) keeps a ``CallPlan`` per key and, on a hit,
+only takes the arrays out of Tensors, reads the values the code reads from outside, runs
+the code (for gradients and jvp the Numba dispatcher itself, ``Compiled.runner``) and
+shapes the results: microseconds less per call, which matters for small derivatives
+called in a loop (``benchmarks/bench_call_overhead.py``).
 
 Only calls with positional arguments that are each a single value (an array, a Tensor, a
 number, an option such as None or a string) are planned; containers, keywords and
@@ -21,6 +23,8 @@ from .tensor import Tensor
 #: the bits of ``ndarray.flags.num`` that Numba types an array by (NumPy's C API values):
 #: C-contiguous 0x1, Fortran-contiguous 0x2, aligned 0x100, writeable 0x400
 NUMBA_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
+#: those of a C-ordered, aligned, writeable array (what Numba types as a plain C array)
+C_ALIGNED_WRITEABLE = 0x1 | 0x100 | 0x400
 
 
 def plan_key(args):
