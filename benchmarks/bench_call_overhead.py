@@ -5,14 +5,16 @@
 For each loop workload of bench_workloads.py, three levels of the same computation:
 the public call (``value_and_grad(fn, positions)(*args)``, ``s2sgrad.jvp(fn, args, v)``),
 the loaded code called through ``Compiled`` (argument key, restorer) and the raw Numba
-dispatcher.  Each level runs blocks of 3000 calls, the levels alternating, several
-rounds; the table gives the best per-call (CPU) time of each level and the API's overhead above
-the raw dispatcher (issue 9: a repeated call should cost <= 2 us above it).
+dispatcher, and the user's function compiled by Numba (the forward alone).  Each level runs
+blocks of 3000 calls, the levels alternating, several rounds; the table gives the best
+per-call (CPU) time of each level, the API's overhead above the raw dispatcher (issue 9: a
+repeated call should cost <= 2 us above it) and the API's time over the forward's.
 """
 import sys
 import time
 
 import harness  # noqa: F401  (pins threads before numpy is imported)
+import numba
 import numpy as np
 
 import s2sgrad
@@ -72,14 +74,17 @@ def main(words):
     for name, fn, args, positions in workloads():
         if words and name not in words:
             continue
+        forward = numba.njit(fn)
+        forward(*args)
         for what, levels in (("value_and_grad", grad_levels(fn, args, positions)),
                              ("jvp", jvp_levels(fn, args))):
-            api, compiled, raw = best_per_call(levels)
-            rows.append([name, what, f"{raw * 1e6:.1f}", f"{compiled * 1e6:.1f}",
-                         f"{api * 1e6:.1f}", f"{(api - raw) * 1e6:.1f}"])
+            api, compiled, raw, fwd = best_per_call(levels + [lambda: forward(*args)])
+            rows.append([name, what, f"{fwd * 1e6:.1f}", f"{raw * 1e6:.1f}",
+                         f"{compiled * 1e6:.1f}", f"{api * 1e6:.1f}",
+                         f"{(api - raw) * 1e6:.1f}", f"{api / fwd:.2f}x"])
             print(f"done: {name} {what}", file=sys.stderr)
-    table(rows, ["workload", "call", "raw dispatcher us", "Compiled us", "API us",
-                 "API - raw us"])
+    table(rows, ["workload", "call", "numba forward us", "raw dispatcher us", "Compiled us",
+                 "API us", "API - raw us", "API / forward"])
 
 
 if __name__ == "__main__":

@@ -496,7 +496,10 @@ class GradFunction:
     def _run_plan(self, plan, arrays, extra=()):
         """Run the code of ``plan`` on ``arrays``, the values it reads from outside and
         ``extra``; None when it must be built again (``_planned_inputs``)."""
-        inputs = self._planned_inputs(plan, arrays)
+        # (the common case inline: the plan's code is the current one and reads nothing
+        # from outside)
+        inputs = arrays if self._last is plan.signature and not plan.free else \
+            self._planned_inputs(plan, arrays)
         if inputs is None:
             return None
         compiled = plan.variant[1]
