@@ -181,21 +181,32 @@ OPTIONS = {
 
 @pytest.fixture
 def planned(monkeypatch):
-    """The plans run (each a CallPlan), and the arguments of each full-path call."""
-    runs, full = [], []
-    planned_inputs = s2sgrad.api.GradFunction._planned_inputs
-    prepare = s2sgrad.api.GradFunction._prepare
+    """The plans run (each a CallPlan: by ``_run_plan`` for grad and jvp, by
+    ``_planned_inputs`` alone for vjp), and the arguments of each full-path call."""
+    runs, full, inside = [], [], []
+    cls = s2sgrad.api.GradFunction
+    run_plan, planned_inputs, prepare = cls._run_plan, cls._planned_inputs, cls._prepare
 
-    def counting_run(self, plan, arrays):
+    def counting_run(self, plan, arrays, extra=()):
         runs.append(plan)
+        inside.append(plan)
+        try:
+            return run_plan(self, plan, arrays, extra)
+        finally:
+            inside.pop()
+
+    def counting_inputs(self, plan, arrays):
+        if not inside:
+            runs.append(plan)
         return planned_inputs(self, plan, arrays)
 
     def counting_prepare(self, args, kwargs):
         full.append(args)
         return prepare(self, args, kwargs)
 
-    monkeypatch.setattr(s2sgrad.api.GradFunction, "_planned_inputs", counting_run)
-    monkeypatch.setattr(s2sgrad.api.GradFunction, "_prepare", counting_prepare)
+    monkeypatch.setattr(cls, "_run_plan", counting_run)
+    monkeypatch.setattr(cls, "_planned_inputs", counting_inputs)
+    monkeypatch.setattr(cls, "_prepare", counting_prepare)
     return runs, full
 
 
