@@ -8,6 +8,7 @@ import pytest
 import s2sgrad
 from s2sgrad import Tensor
 from s2sgrad.api_forward import ForwardFunction, _forward_function
+from s2sgrad.backend.numba_backend import restorer_like
 from s2sgrad.call_plan import plan_key
 from s2sgrad.errors import GradientTypeError
 from s2sgrad.reverse_api import _SplitFunction
@@ -506,3 +507,17 @@ def test_a_planned_vjp_rebuilds_when_a_free_array_changes_its_unit_dimensions(pl
         np.testing.assert_allclose(grads[0], [6.0, 6.0, 6.0])
     finally:
         SCALE.shape = (3,)
+
+
+def test_a_restorer_leaves_alone_what_the_compiled_code_already_gives_right():
+    reference = (np.float64(1.0), (np.zeros(3, np.float32), np.float32(2.0), np.ones(2)))
+    right = (np.float64(1.0), (np.zeros(3, np.float32), np.float32(2.0), np.ones(2)))
+    assert restorer_like(reference, right)(right) is right
+    # what Numba gives: Python floats, float32 promoted to float64
+    compiled = (1.0, (np.zeros(3), 2.0, np.ones(2)))
+    restore = restorer_like(reference, compiled)
+    _same(restore(compiled), reference)
+    again = (3.0, (np.full(3, 4.0), 5.0, np.ones(2)))
+    _same(restore(again), (np.float64(3.0), (np.full(3, 4.0, np.float32), np.float32(5.0),
+                                             np.ones(2))))
+    assert restore(again)[1][2] is again[1][2]      # right already: left as it is
