@@ -337,6 +337,13 @@ def rnn_vecmat(W, xs):
     return np.sum(h)
 
 
+def rnn_np_dot(W, U, xs):
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(W, h) + U.dot(xs[t]))
+    return np.sum(h * h)
+
+
 def batch_matmul(W, X):
     total = 0.0
     for k in range(X.shape[0]):
@@ -351,6 +358,8 @@ PRODUCTS = [
      ("add_matmul_right",)),
     (batch_matmul, lambda r: (r.normal(size=(3, 2)), r.normal(size=(2, 4, 3))),
      ("add_matmul_right",)),
+    (rnn_np_dot, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)), r.normal(size=(3, 2))),
+     ("add_dot_left",)),
 ]
 
 
@@ -363,7 +372,7 @@ def test_weight_adjoints_accumulate_products_in_place(fn, make, helpers, backend
     g = check_grad(fn, args, grad_position=tuple(range(len(args))))
     for helper in helpers:
         assert f"rt.{helper}(" in g.source, g.source
-    assert "+= rt.matmul_" not in g.source, g.source
+    assert "+= rt.matmul_" not in g.source and "+= rt.dot_" not in g.source, g.source
     if backend == "numba":
         assert g.backend == "numba", g.fallback_reason
 

@@ -131,6 +131,24 @@ def _add_matmul_left(out, g, a, b):
     return lambda out, g, a, b: _add_in_place_jit(out, rt.matmul_left(g, a, b))
 
 
+@overload(rt.add_dot_left)
+def _add_dot_left(out, g, a, b):
+    if not all(isinstance(t, types.Array) for t in (out, a, b)):
+        return None
+    if a.ndim == 2 and b.ndim == 1 and out.ndim == 2 and isinstance(g, types.Array):
+        return lambda out, g, a, b: _add_outer_jit(out, g, b)      # np.dot is a @ b here
+    return lambda out, g, a, b: _add_in_place_jit(out, rt.dot_left(g, a, b))
+
+
+@overload(rt.add_dot_right)
+def _add_dot_right(out, g, a, b):
+    if not all(isinstance(t, types.Array) for t in (out, a, b)):
+        return None
+    if a.ndim == 1 and b.ndim == 2 and out.ndim == 2 and isinstance(g, types.Array):
+        return lambda out, g, a, b: _add_outer_jit(out, a, g)
+    return lambda out, g, a, b: _add_in_place_jit(out, rt.dot_right(g, a, b))
+
+
 @overload(rt.add_matmul_right)
 def _add_matmul_right(out, g, a, b):
     if not all(isinstance(t, types.Array) for t in (out, a, b)):
