@@ -379,6 +379,18 @@ def tile(a, reps):
     return np.tile(a, reps)
 
 
+def add_into(view, value):
+    """``view += value`` for ``view`` a view into an adjoint array (``dx[j]``, a row):
+    the same as ``dx[j] += value``, which under Numba writes the row back through
+    numpy's general setitem (~0.4 us a row in a pairwise loop)."""
+    view += value
+
+
+def clip(x, lo, hi):
+    """``np.clip(x, lo, hi)`` (Numba's ``np.clip`` takes arrays only, not numbers)."""
+    return np.clip(x, lo, hi)
+
+
 def frexp(x):
     """``np.frexp(x)``: ``(mantissa, exponent)`` (Numba has no ``np.frexp``)."""
     return np.frexp(x)

@@ -18,9 +18,9 @@ def function_value_and_grad(x, y, w, b):
     t1 = np.exp(neg_absolute_z)
     t2 = np.log1p(t1)
     softplus = maximum_z_0 + t2
-    t3 = ones_like_z_1 - 1
+    t3 = ones_like_z_1 - np.float32(1.0)
     t4 = t3 * y
-    t5 = 1 + t4
+    t5 = np.float32(1.0) + t4
     t6 = t5 * softplus
     t7 = ones_like_z_1 * y
     t8 = t7 * z

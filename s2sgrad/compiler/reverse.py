@@ -186,7 +186,7 @@ class _Reverser:
         elif op.primitive == prims.GETITEM and op.list_base:
             self._list_item_adjoint(op, out)
         elif op.primitive == prims.GETITEM and isinstance(op.args[0], Var):
-            getitem_adjoint(op, self.adj, self.active, out)
+            getitem_adjoint(op, self.adj, self.active, out, self.ndims)
         else:
             if op.rule is None:
                 raise missing_rule(op)

@@ -20,7 +20,7 @@ from .syntax import name_node
 #: primitives whose result has the largest rank of their operands
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
                operator.neg, operator.pos, prims.ASSIGN, prims.COPY, prims.STOP_GRADIENT, abs,
-               float, min, max, np.copy, np.ascontiguousarray, prims.ASTYPE}
+               float, min, max, np.copy, np.ascontiguousarray, prims.ASTYPE, np.clip}
 
 
 #: integer arithmetic: ints in, an int out
