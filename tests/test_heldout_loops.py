@@ -551,3 +551,79 @@ def test_cheap_values_are_computed_again_from_values_stored_anyway(fn, make, sto
     assert stored in _assigned_value(g.source, innermost_tapes[0]), g.source
     if backend == "numba":
         assert g.backend == "numba", g.fallback_reason
+
+
+# ------------------------------------------------------------ spellings near the shape and fusion rules
+
+def view_then_write(u0, k):
+    u = u0.copy()
+    for s in range(3):
+        a = u[1:] * k
+        u[1:] = u[:-1] + np.sin(a)
+        b = u[:-1] - a
+        u[0] = np.sum(b * b)
+    return np.sum(u ** 2)
+
+
+def varying_window(x, k):
+    y = x.copy()
+    tot = 0.0
+    for s in range(1, 4):
+        z = y[s:] * k + y[:-s]
+        tot = tot + np.sum(np.tanh(z) * z)
+        y = y * 0.9 + x * k
+    return tot
+
+
+def carried_slice_grow(x):
+    y = x[:2].copy()
+    tot = 0.0
+    for s in range(3):
+        y = np.concatenate((y, y[-1:] * 0.5))
+        tot = tot + np.sum(y[1:] * y[:-1])
+    return tot
+
+
+def broadcast_rows(X, b):
+    tot = 0.0
+    H = X
+    for s in range(3):
+        H = np.tanh(H * 0.5 + b)     # (n, m) + (m,)
+        tot = tot + np.sum(H[:, 1:] * H[:, :-1])
+    return tot
+
+
+def keepdims_norm(X):
+    Y = X.copy()
+    for s in range(3):
+        Y = Y / np.sqrt(np.sum(Y * Y, axis=1, keepdims=True)) + 0.1 * X
+    return np.sum(Y[0] * Y[-1])
+
+
+def outer_in_loop(a, b):
+    M = np.zeros((a.shape[0], b.shape[0]))
+    for s in range(3):
+        M = M * 0.5 + np.outer(a, b) * s
+        a = np.tanh(M @ b)
+    return np.sum(M * M)
+
+
+NEAR_THE_RULES = [
+    (view_then_write, lambda r: (r.normal(size=6), 0.7)),
+    (varying_window, lambda r: (r.normal(size=7), 0.6)),
+    (carried_slice_grow, lambda r: (r.normal(size=4),)),
+    (broadcast_rows, lambda r: (r.normal(size=(4, 3)), r.normal(size=3))),
+    (keepdims_norm, lambda r: (r.normal(size=(3, 4)),)),
+    (outer_in_loop, lambda r: (r.normal(size=3), r.normal(size=4))),
+]
+
+
+@pytest.mark.parametrize("fn, make", NEAR_THE_RULES, ids=[p[0].__name__ for p in NEAR_THE_RULES])
+def test_spellings_near_the_shape_and_fusion_rules_match_differences(fn, make, backend):
+    """Views read before an in-place write of their base (not fused past it), slices whose
+    lengths change between iterations, an array that grows, rows broadcast against a
+    vector, a keepdims reduction, an outer product in a loop."""
+    args = make(np.random.default_rng(17))
+    g = check_grad(fn, args, grad_position=tuple(range(len(args))))
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason
