@@ -345,7 +345,8 @@ def batch_matmul(W, X):
 
 
 PRODUCTS = [
-    (rnn_matvec, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)), r.normal(size=(3, 2))),
+    (rnn_matvec, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)),
+                            r.normal(size=(3, 2))),
      ("add_matmul_left",)),
     (rnn_vecmat, lambda r: (r.normal(size=(3, 3)) / 3, r.normal(size=(4, 3))),
      ("add_matmul_right",)),
@@ -553,7 +554,7 @@ def test_cheap_values_are_computed_again_from_values_stored_anyway(fn, make, sto
         assert g.backend == "numba", g.fallback_reason
 
 
-# ------------------------------------------------------------ spellings near the shape and fusion rules
+# ------------------------------------------------------------ near the shape and fusion rules
 
 def view_then_write(u0, k):
     u = u0.copy()
