@@ -396,11 +396,6 @@ def add_into(view, value):
     view += value
 
 
-def clip(x, lo, hi):
-    """``np.clip(x, lo, hi)`` (Numba's ``np.clip`` takes arrays only, not numbers)."""
-    return np.clip(x, lo, hi)
-
-
 def frexp(x):
     """``np.frexp(x)``: ``(mantissa, exponent)`` (Numba has no ``np.frexp``)."""
     return np.frexp(x)
