@@ -107,3 +107,35 @@ def test_a_forward_mode_error_names_the_users_line(mode):
     (note,) = info.value.__notes__
     assert "for 'return y[IDX]'" in note
     assert f"test_line_map.py:{_line_of(reads_past_the_end, 'return y[IDX]')}" in note
+
+
+def two_lines(x, w):
+    z = np.tanh(x @ w) + x * 0.5
+    return np.sum(z * z * w[0])
+
+
+def test_second_order_code_names_the_users_lines_once(monkeypatch):
+    """The forward-over-reverse module's comments quote the user's lines (``grad of:``
+    for the gradient's part), one comment per run of statements from one line, not a
+    comment per statement of the gradient module repeating that statement."""
+    from s2sgrad.compiler.higher import build_hvp
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    generated = build_hvp(two_lines, (0, 1))
+    comments = [line.strip() for line in generated.source.splitlines()
+                if line.strip().startswith("# ") and "(" in line and line.rstrip().endswith(")")]
+    user = {" ".join(line.split()) for line in inspect.getsource(two_lines).splitlines()[1:]}
+    located = [c for c in comments if "test_line_map.py:" in c]
+    assert located, generated.source
+    for comment in located:
+        text = comment[2:].rsplit("  (", 1)[0].replace("grad of: ", "", 1)
+        assert text in user, comment
+    for a, b in zip(located, located[1:]):
+        assert a != b, generated.source
+    assert any(c.startswith("# grad of: ") for c in located), generated.source
+    x, w = np.linspace(0.1, 0.5, 3), np.linspace(-0.2, 0.3, 3)
+    hv = ms.hvp(two_lines, (x, w), (np.ones(3), np.zeros(3)))
+    eps = 1e-5
+    grad = ms.grad(two_lines, (0, 1))
+    expected = [(a - b) / (2 * eps) for a, b in zip(grad(x + eps, w), grad(x - eps, w))]
+    for got, want in zip(hv, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8)

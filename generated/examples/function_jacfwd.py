@@ -1,5 +1,6 @@
 # s2sgrad: forward-mode Jacobian of function (functional_autodiff.py:25) w.r.t. w, b
-# Generated code: edits are overwritten. One pass per basis direction of the inputs; each value, then its tangent (x_dot).
+# Generated code: edits are overwritten. One pass per basis direction
+# of the inputs; each value, then its tangent (x_dot).
 import numpy as np
 
 from s2sgrad import runtime as rt

@@ -1,5 +1,6 @@
 # s2sgrad: Jacobian-vector product of function (functional_autodiff.py:25) w.r.t. x, y, w, b
-# Generated code: edits are overwritten. Each value, then its tangent (x_dot: the derivative of x along the input tangents).
+# Generated code: edits are overwritten. Each value, then its tangent
+# (x_dot: the derivative of x along the input tangents).
 import numpy as np
 
 from s2sgrad import runtime as rt

@@ -167,14 +167,14 @@ class _Emitter:
             body = [(INDENT + line, None) for line in self._prologue()]
             body += render_mapped(self.sweep.statements, 1)
             body.append((f"{INDENT}return {value_src}, {self._output_tangent()}", None))
-            header = ("# Generated code: edits are overwritten. Each value, then its tangent "
-                      "(x_dot: the derivative of x along the input tangents).")
+            header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
+                      "# (x_dot: the derivative of x along the input tangents).")
         else:
             signature, body = self._jacobian_body(args, value_src)
-            header = ("# Generated code: edits are overwritten. One pass per basis direction "
-                      "of the inputs; each value, then its tangent (x_dot).")
+            header = ("# Generated code: edits are overwritten. One pass per basis direction\n"
+                      "# of the inputs; each value, then its tangent (x_dot).")
         code = [line for line, _ in body]
-        lines = [*wrap(f"# s2sgrad: {title}"), header,
+        lines = [*wrap(f"# s2sgrad: {title}"), *header.split("\n"),
                  *(["import math", ""] if reads_name(code, "math") else []),
                  "import numpy as np", *import_lines(self.names.modules), "",
                  "from s2sgrad import runtime as rt", "", "",

@@ -31,6 +31,8 @@ from .adjoints import Comment, assign, call, name_node
 from .forward_mode import build_jvp
 from .imports import import_lines
 from .liveness import assigned_anywhere, exposed_reads, rebound_and_changed, surely_assigned
+from .emit import location_comment
+from .layout import wrap
 from .pipeline import differentiate, emit_value_and_grad, title_of
 
 
@@ -67,17 +69,7 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
                     jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
                                              f"gradient {fname}")
-    # each comment names the user's line the gradient's statement came from (else the
-    # gradient's own line, by its function's name, not by its file's content hash)
-    base = os.path.basename(gradient.path)
-
-    def located(match):
-        origin = gradient.line_map.get(int(match.group(1)))
-        if origin is None:
-            return f"({fname}.py:{match.group(1)})"
-        return f"({os.path.basename(origin.filename or '?')}:{origin.lineno})"
-
-    jvp.source = re.sub(r"\(" + re.escape(base) + r":(\d+)\)", located, jvp.source)
+    user_comments(jvp, gradient)
     generated = GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
                                 len(d.lowered.params), d.lowered.arg_leaves,
                                 [r is not None for r in d.returned])
@@ -88,15 +80,45 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     return generated
 
 
+def user_comments(jvp, gradient):
+    """Rewrite ``jvp``'s comments (each names a statement of the gradient module) to name
+    the user's line that statement came from, once per run of statements from one user
+    line (``grad of:`` in the adjoint part); a statement of the gradient's own keeps its
+    line, named by the gradient's function.  ``jvp.source`` and ``jvp.line_map`` change."""
+    pattern = re.compile(r"^(\s*)# (.*)  \(" + re.escape(os.path.basename(gradient.path))
+                         + r":(\d+)\)$")
+    kept, renumbered, last = [], {}, None
+    for number, line in enumerate(jvp.source.split("\n"), 1):
+        match = pattern.match(line)
+        if match:
+            indent, text, at = match.group(1), match.group(2), int(match.group(3))
+            origin = gradient.line_map.get(at)
+            if origin is None:
+                line, last = f"{indent}# {text}  ({gradient.function_name}.py:{at})", None
+            elif (origin.filename, origin.lineno, at >= gradient.adjoint_from) == last:
+                continue          # the same user line as the comment above
+            else:
+                last = (origin.filename, origin.lineno, at >= gradient.adjoint_from)
+                grad_of = "grad of: " if at >= gradient.adjoint_from else ""
+                line = wrap(indent + location_comment(origin).replace("# ", "# " + grad_of, 1))[0]
+        renumbered[number] = len(kept) + 1
+        kept.append(line)
+    jvp.source = "\n".join(kept)
+    jvp.line_map = {renumbered[k]: origin for k, origin in jvp.line_map.items()
+                    if k in renumbered}
+
+
 class DifferentiableGradient:
     """A value-and-gradient function in the differentiable spelling, stored and loaded:
     ``function`` (it takes the leaf arguments, then the free values ``free``),
     ``function_name``, ``source``, ``path`` and the ``differentiated`` pipeline result."""
 
-    def __init__(self, function, function_name, source, path, differentiated, line_map):
+    def __init__(self, function, function_name, source, path, differentiated, line_map,
+                 adjoint_from):
         self.function, self.function_name = function, function_name
         self.source, self.path = source, path
         self.line_map = line_map     # line of ``source`` -> the user's SourceLocation
+        self.adjoint_from = adjoint_from   # the first line of the adjoint sweep
         self.differentiated = differentiated
         self.free = differentiated.lowered.free
 
@@ -109,12 +131,13 @@ def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_
     sweeps = differentiable_sweeps(d)
     fname = names.fresh(f"{d.lowered.name}_value_and_grad")
     title = title_of(d.lowered, positions, ()) + ", differentiable spelling"
-    lines, _ = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title, names,
-                                   import_lines(names.modules))
+    lines, adjoint_from = emit_value_and_grad(d.lowered, sweeps, d.returned, fname, title,
+                                              names, import_lines(names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"
     py_func, path, _ = cache.materialise(fname, source, fname)
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
-    return DifferentiableGradient(py_func, fname, source, path, d, line_map)
+    return DifferentiableGradient(py_func, fname, source, path, d, line_map,
+                                  adjoint_from if adjoint_from is not None else len(lines) + 1)
 
 
 def differentiable_sweeps(d):
