@@ -298,8 +298,10 @@ class _Reverser:
                                                             stmt.index_node))]),
                         name_node(value.name)])
                 else:   # a copy: the slice of dx is zeroed next
-                    contribution = call("rt", "unbroadcast", [
-                        call("rt", "copy_value", [dx_index]), name_node(value.name)])
+                    contribution = call("rt", "copy_value", [dx_index])
+                    if not self._fills_region(stmt, value.name):   # v was broadcast
+                        contribution = call("rt", "unbroadcast", [contribution,
+                                                                   name_node(value.name)])
                 self.adj.accumulate(value.name, contribution, out)
             target = copy.deepcopy(dx_index)
             target.ctx = gast.Store()
@@ -322,6 +324,16 @@ class _Reverser:
             self.restores[id(item)] = x
         out.extend(restore)
         return out
+
+    def _fills_region(self, stmt, value):
+        """True when ``value`` provably has the shape of the region ``stmt`` writes
+        (``un[1:-1] = t`` with ``t`` of ``un[1:-1]``'s shape): nothing was broadcast."""
+        if self.shapes is None:
+            return False
+        region = self.shapes.indexed(self.shapes.of.get(stmt.target), stmt.index,
+                                     self.int_vars)
+        shape = () if self.ndims.get(value) == 0 else self.shapes.of.get(value)
+        return self.shapes.same(region, shape)
 
     def _scalar_element(self, stmt):
         """True when ``stmt`` writes one element: as many integer indices as the rank."""
