@@ -1,7 +1,8 @@
 """The whole differentiator: a function -> the source of its value-and-gradient function.
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
-order (frontend+lowering, activity, reverse, dead-code removal, emission) and
+order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
+temporaries, emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
@@ -11,6 +12,7 @@ import os
 from ..errors import OutputStructureError
 from .emit import to_source
 from .imports import import_lines
+from .inline import inline_temporaries
 from .ir import Seq, Var, atom_vars
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .literals import atom_node
@@ -58,6 +60,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
+    inline_sweeps(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, d.sweeps, d.returned, fname,
@@ -107,6 +110,16 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     return Differentiated(lowered, sweeps, wrt, returned, names)
+
+
+def inline_sweeps(d):
+    """Inline the single-use temporaries of ``d``'s sweeps (``compiler/inline.py``): all
+    but the names read outside them (the output, the parameters, the gradients returned)."""
+    lowered, sweeps = d.lowered, d.sweeps
+    keep = set(atom_vars(lowered.output)) | set(lowered.params) | set(lowered.mutated) | {
+        f.name for f in lowered.free} | {g for g in d.returned if g is not None}
+    sweeps.forward, sweeps.backward = inline_temporaries(
+        sweeps.forward, sweeps.backward, d.names.invented, keep, d.names.modules.values())
 
 
 def _seed_names(lowered, has_aux):

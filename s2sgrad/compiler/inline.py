@@ -1,0 +1,225 @@
+"""Single-use temporaries written into the one statement that reads them.
+
+``inline_temporaries(forward, backward, invented, keep)`` takes the two sweeps of a
+generated function (statement lists of gast nodes and ``Comment``), the names the
+generator invented (temporaries and adjoints, never a name of the user's program) and
+the names read outside the sweeps (the output, the returned gradients), and gives the
+two sweeps with each invented name that is assigned once and read once, by a later
+statement of the same list, replaced by the expression it was assigned:
+
+    x_at_W1 = x @ W1                                x_at_W1_plus_b1 = x @ W1 + b1
+    x_at_W1_plus_b1 = x_at_W1 + b1          ->
+
+    dh2 = rt.matmul_left(dz, h2, W3)                dh1 = rt.matmul_left(dz, h2, W3) * (h1 >= 0.0)
+    dh1 = dh2 * (h1 >= 0.0)                 ->
+
+Besides reading closer to the user's source, this is what lets numpy reuse memory:
+a result no variable holds (``x @ W1`` above) is updated in place by the next
+operation of the expression (numpy's temporary elision, for arrays of 256 KiB and
+more), where a named one costs a fresh array, which for large arrays means fresh
+pages from the operating system on every call.  The MLP of ``benchmarks/bench_mlp.py``
+spends about 5% of its gradient on the four arrays this saves.
+
+An assignment moves only past statements that cannot change what it reads: plain
+assignments to other names whose calls are known not to update their arguments
+(``_Inliner.pure``); its own expression must be such too.  In the forward sweep it stays in its
+source line's block (an error there names the user's line); in the adjoint sweep it may
+move into the next line's block (the ReLU's mask multiplies the adjoint the matmul
+above gave), but never takes a block's last statement.  A statement stays as it is when
+the result would be longer than a line, or the expression it would take in holds
+more than two operations (itself the result of inlining: chains stop there).
+"""
+import copy
+
+import gast
+
+from .adjoints import Comment
+from .emit import to_source
+from .layout import INDENT, LINE_LIMIT
+
+#: modules generated code calls pure functions of (numpy, math, the runtime helpers)
+_PURE_MODULES = frozenset({"np", "math", "rt"})
+#: runtime helpers that update an argument in place (found by tests/test_inline.py)
+RUNTIME_WRITERS = frozenset({"add_at", "push", "item_added"})
+#: numpy functions and methods that update an argument in place
+_NUMPY_WRITERS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "at",
+                            "put_along_axis", "shuffle", "seed", "fill", "sort", "resize",
+                            "itemset", "setflags", "partition", "append", "extend", "pop",
+                            "insert", "clear", "update"})
+#: methods of arrays (and builtins) that give a new value and change nothing
+_PURE_METHODS = frozenset({"astype", "reshape", "copy", "sum", "mean", "max", "min", "prod",
+                           "transpose", "conj", "conjugate", "ravel", "flatten", "squeeze",
+                           "dot", "item", "any", "all", "clip", "round", "cumsum", "cumprod",
+                           "std", "var", "argmax", "argmin", "swapaxes", "real", "imag"})
+_PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "len", "range", "slice", "abs",
+                            "min", "max", "tuple", "round"})
+#: the most operations (calls, operators, comparisons) an inlined expression holds
+OPERATIONS = 2
+_OPERATION = (gast.Call, gast.BinOp, gast.UnaryOp, gast.Compare, gast.BoolOp)
+_SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)
+
+
+def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=()):
+    """The two sweeps with single-use invented temporaries inlined (see the module doc).
+    ``modules``: the names of other modules whose functions the code calls (scipy's
+    ``special``...): pure, like numpy's."""
+    stores, loads = {}, {}
+    for item in forward + backward:
+        for node in gast.walk(item) if not isinstance(item, Comment) else ():
+            if isinstance(node, gast.Name):
+                counts = loads if isinstance(node.ctx, gast.Load) else stores
+                counts[node.id] = counts.get(node.id, 0) + 1
+            if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+                loads[node.target.id] = loads.get(node.target.id, 0) + 1
+    once = {name for name in invented
+            if stores.get(name) == 1 and loads.get(name) == 1 and name not in keep}
+    pure_modules = _PURE_MODULES | frozenset(modules)
+    return (_Inliner(once, pure_modules, False).block(forward, 1),
+            _Inliner(once, pure_modules, True).block(backward, 1))
+
+
+class _Inliner:
+    """Inlines the names in ``once`` within each statement list of one sweep;
+    ``across_comments``: whether a definition may move into a later line's block."""
+
+    def __init__(self, once, pure_modules, across_comments):
+        self.once, self.pure_modules = once, pure_modules
+        self.across_comments = across_comments
+
+    def block(self, items, depth):
+        """``items`` (at indentation ``depth``) with the definitions of names in ``once``
+        moved into their readers; the blocks of compound statements too (a definition
+        stays in its block)."""
+        items = list(items)
+        for item in items:
+            if isinstance(item, (gast.If, gast.For, gast.While)):
+                item.body = self.block(item.body, depth + 1)
+                item.orelse = self.block(item.orelse, depth + 1)
+        k = 0
+        while k < len(items):
+            name = self._definition(items[k])
+            j = self._reader(items, k, name) if name is not None else None
+            if j is None or not _fits(items[j], name, items[k].value, depth):
+                k += 1
+                continue
+            items[j] = _replaced(items[j], name, items[k].value)
+            del items[k]
+        return items
+
+    def _definition(self, item):
+        """The name ``item`` assigns, when it is ``name = <pure expression>`` for a name
+        in ``once``; else None."""
+        if isinstance(item, gast.Assign) and len(item.targets) == 1 \
+                and isinstance(item.targets[0], gast.Name) and item.targets[0].id in self.once \
+                and self.pure(item.value):
+            return item.targets[0].id
+        return None
+
+    def _reader(self, items, k, name):
+        """The index of the statement after ``items[k]`` that reads ``name``, when the
+        definition can move there unchanged in meaning (see the module doc); else None."""
+        reads = {n.id for n in gast.walk(items[k].value) if isinstance(n, gast.Name)}
+        alone = (k == 0 or isinstance(items[k - 1], Comment)) and (
+            k + 1 == len(items) or isinstance(items[k + 1], Comment))
+        for j in range(k + 1, len(items)):
+            item = items[j]
+            if isinstance(item, Comment):
+                if not self.across_comments or alone:
+                    return None
+                continue
+            if any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(item)):
+                if not isinstance(item, _SIMPLE) or _nested_scope_reads(item, name):
+                    return None
+                return j
+            if not (isinstance(item, gast.Assign) and self.pure(item.value)
+                    and all(isinstance(t, gast.Name) and t.id not in reads
+                            for t in item.targets)):
+                return None
+        return None
+
+    def pure(self, expr):
+        """True when evaluating ``expr`` changes nothing: every call in it is of a numpy,
+        math, runtime (or ``modules``) function that updates no argument, a pure array
+        method, or a pure builtin (a call of anything else may have effects, or read
+        state that moves)."""
+        for node in gast.walk(expr):
+            if isinstance(node, (gast.Lambda, gast.Yield, gast.YieldFrom, gast.Await,
+                                 gast.NamedExpr)):
+                return False
+            if isinstance(node, gast.Call) and not self._pure_call(node):
+                return False
+        return True
+
+    def _pure_call(self, node):
+        if any(k.arg == "out" for k in node.keywords):
+            return False
+        func = node.func
+        if isinstance(func, gast.Name):
+            return func.id in _PURE_BUILTINS
+        path = []
+        while isinstance(func, gast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not path:
+            return False
+        if isinstance(func, gast.Name) and func.id in self.pure_modules:
+            return "random" not in path and path[0] not in _NUMPY_WRITERS and not (
+                func.id == "rt" and path[0] in RUNTIME_WRITERS)
+        return len(path) == 1 and path[0] in _PURE_METHODS
+
+
+def _nested_scope_reads(item, name):
+    """True when ``item`` reads ``name`` inside a lambda or a comprehension (evaluated
+    later, or many times)."""
+    scopes = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+    return any(isinstance(scope, scopes) and any(
+        isinstance(n, gast.Name) and n.id == name for n in gast.walk(scope))
+        for scope in gast.walk(item))
+
+
+def _fits(reader, name, value, depth):
+    """True when ``reader`` with ``value`` in place of ``name`` still reads at a glance:
+    ``value`` holds at most ``OPERATIONS`` operations, and the statement fits on a line."""
+    if sum(isinstance(n, _OPERATION) for n in gast.walk(value)) > OPERATIONS:
+        return False
+    text = to_source(_replaced(reader, name, value))
+    return "\n" not in text and len(INDENT * depth) + len(text) <= LINE_LIMIT
+
+
+def _replaced(reader, name, value):
+    """A copy of ``reader`` reading ``value`` where it read ``name`` (``a + -b`` written
+    ``a - b``, ``a += -b * c`` written ``a -= b * c``: the same numbers)."""
+    merged = _Put(name, value).visit(copy.deepcopy(reader))
+    if isinstance(merged, gast.AugAssign) and isinstance(merged.op, gast.Add):
+        positive = _negated(merged.value)
+        if positive is not None:
+            merged.op, merged.value = gast.Sub(), positive
+    for node in gast.walk(merged):
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
+            positive = _negated(node.right)
+            if positive is not None:
+                node.op, node.right = gast.Sub(), positive
+    return merged
+
+
+def _negated(node):
+    """``b`` for ``-b``, ``b * c`` for ``-b * c``; else None."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return node.operand
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+        left = _negated(node.left)
+        if left is not None and isinstance(node.left, gast.UnaryOp):
+            return gast.BinOp(left=left, op=node.op, right=node.right)
+    return None
+
+
+class _Put(gast.NodeTransformer):
+    """Puts (a copy of) ``value`` where ``name`` is read."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+    def visit_Name(self, node):
+        if node.id == self.name and isinstance(node.ctx, gast.Load):
+            return copy.deepcopy(self.value)
+        return node
