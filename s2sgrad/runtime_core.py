@@ -56,10 +56,10 @@ def extremum_mask(x, ans, axis, keepdims):
 
     Has ``x``'s shape; its dtype is ``x``'s floating dtype (float64 for integer ``x``).
     """
-    full = unreduce(ans, x, axis, keepdims)
-    hit = (x == full).astype(np.result_type(x, np.float32))
-    counts = np.sum(hit, axis=axis, keepdims=True)
-    return hit / counts
+    if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
+        ans = np.expand_dims(ans, normalise_axes(axis, np.ndim(x)))
+    hit = (x == ans).astype(np.result_type(x, np.float32))
+    return hit / np.sum(hit, axis=axis, keepdims=True)
 
 
 def divide_or_zero(g, d):

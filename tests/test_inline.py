@@ -279,3 +279,48 @@ def _writes_argument(fn):
                     and base(func.value) in params:
                 return True
     return False
+
+
+# ---------------------------------------------------------------- broadcasting for rt.unreduce
+
+
+def scaled_sum(x, w):
+    return np.sum(x * w)
+
+
+def softmax_of_rows(z, w):
+    e = np.exp(z)
+    return np.sum(e / np.sum(e, axis=1, keepdims=True) * w)
+
+
+def test_a_reduction_s_adjoint_is_broadcast_by_the_array_it_meets():
+    args = mlp_arguments((7, 6, 5, 3), 4, np.float64)
+    g = s2sgrad.value_and_grad(relu_mlp, (0, 1, 2, 3, 4, 5))
+    g(*args)
+    # the full sum's adjoint times y, the max's adjoint times its mask: no rt.unreduce
+    assert "rt.unreduce" not in g.source, g.source
+    z, w = np.random.default_rng(3).normal(size=(2, 4, 5))
+    g = s2sgrad.grad(softmax_of_rows, 0)    # (with dw too, the sum's adjoint is read twice)
+    g(z, w)
+    assert "dt2 = dt4 * w" in g.source, g.source      # the full sum's adjoint, times w
+    check_grad(softmax_of_rows, (z, w), grad_position=(0, 1))
+
+
+def test_a_reduction_s_adjoint_stays_spread_where_the_other_operand_is_smaller():
+    # d(x * w)/dx: the sum's adjoint times w, which has fewer elements than x * w
+    x, w = np.random.default_rng(4).normal(size=(3, 4)), np.arange(1.0, 5.0)
+    g = s2sgrad.grad(scaled_sum, (0, 1))
+    dx, dw = g(x, w)
+    assert dx.shape == (3, 4) and dw.shape == (4,)
+    check_grad(scaled_sum, (x, w), grad_position=(0, 1))
+    _, bw = _inline("y = x", """
+        dt = rt.unreduce(g, t, None, False)
+        dx = dt * w
+        dm = rt.unreduce(g, t, 1, False)
+        dy = dm * t
+        dk = rt.unreduce(g, t, 1, True)
+        dv = dk / t
+    """, invented={"dt", "dm", "dk"})
+    assert bw == ["dx = rt.unreduce(g, t, None, False) * w",   # w is not known to be t's shape
+                  "dy = rt.unreduce(g, t, 1, False) * t",      # g lacks axis 1: not broadcast
+                  "dv = g / t"]

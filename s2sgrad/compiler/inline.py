@@ -26,8 +26,13 @@ assignments to other names whose calls are known not to update their arguments
 source line's block (an error there names the user's line); in the adjoint sweep it may
 move into the next line's block (the ReLU's mask multiplies the adjoint the matmul
 above gave), but never takes a block's last statement.  A statement stays as it is when
-the result would be longer than a line, or the expression it would take in holds
-more than two operations (itself the result of inlining: chains stop there).
+the result would be longer than a line, or would hold more than two operations more
+than it did (an expression itself the result of inlining: chains stop there).
+
+Where an adjoint spread over a reduced array (``rt.unreduce``) meets an array of that
+shape (after inlining, or in a rule's own expression), broadcasting does the spreading
+(``_Broadcasting``): the adjoint
+of ``np.sum(np.exp(z), axis=1, keepdims=True)`` times ``np.exp(z)`` is ``g * exp_z``.
 """
 import copy
 
@@ -53,16 +58,18 @@ _PURE_METHODS = frozenset({"astype", "reshape", "copy", "sum", "mean", "max", "m
                            "std", "var", "argmax", "argmin", "swapaxes", "real", "imag"})
 _PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "len", "range", "slice", "abs",
                             "min", "max", "tuple", "round"})
-#: the most operations (calls, operators, comparisons) an inlined expression holds
+#: the most operations (calls, operators, comparisons) inlining adds to a statement
 OPERATIONS = 2
 _OPERATION = (gast.Call, gast.BinOp, gast.UnaryOp, gast.Compare, gast.BoolOp)
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)
 
 
-def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=()):
+def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=(),
+                       same_shape=None):
     """The two sweeps with single-use invented temporaries inlined (see the module doc).
     ``modules``: the names of other modules whose functions the code calls (scipy's
-    ``special``...): pure, like numpy's."""
+    ``special``...): pure, like numpy's.  ``same_shape(a, b)`` (optional): True when the
+    variables named ``a`` and ``b`` are known to have the same shape."""
     stores, loads = {}, {}
     for item in forward + backward:
         for node in gast.walk(item) if not isinstance(item, Comment) else ():
@@ -74,23 +81,26 @@ def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=()
     once = {name for name in invented
             if stores.get(name) == 1 and loads.get(name) == 1 and name not in keep}
     pure_modules = _PURE_MODULES | frozenset(modules)
-    return (_Inliner(once, pure_modules, False).block(forward, 1),
-            _Inliner(once, pure_modules, True).block(backward, 1))
+    same_shape = same_shape or (lambda a, b: a == b)
+    return (_Inliner(once, pure_modules, False, same_shape).block(forward, 1),
+            _Inliner(once, pure_modules, True, same_shape).block(backward, 1))
 
 
 class _Inliner:
     """Inlines the names in ``once`` within each statement list of one sweep;
     ``across_comments``: whether a definition may move into a later line's block."""
 
-    def __init__(self, once, pure_modules, across_comments):
+    def __init__(self, once, pure_modules, across_comments, same_shape):
         self.once, self.pure_modules = once, pure_modules
         self.across_comments = across_comments
+        self.same_shape = same_shape
 
     def block(self, items, depth):
         """``items`` (at indentation ``depth``) with the definitions of names in ``once``
         moved into their readers; the blocks of compound statements too (a definition
         stays in its block)."""
-        items = list(items)
+        items = [_Broadcasting(self.same_shape).visit(item) if isinstance(item, _SIMPLE)
+                 else item for item in items]
         for item in items:
             if isinstance(item, (gast.If, gast.For, gast.While)):
                 item.body = self.block(item.body, depth + 1)
@@ -99,10 +109,12 @@ class _Inliner:
         while k < len(items):
             name = self._definition(items[k])
             j = self._reader(items, k, name) if name is not None else None
-            if j is None or not _fits(items[j], name, items[k].value, depth):
+            merged = None if j is None else _Broadcasting(self.same_shape).visit(
+                _replaced(items[j], name, items[k].value))
+            if merged is None or not _fits(items[j], merged, depth):
                 k += 1
                 continue
-            items[j] = _replaced(items[j], name, items[k].value)
+            items[j] = merged
             del items[k]
         return items
 
@@ -177,13 +189,67 @@ def _nested_scope_reads(item, name):
         for scope in gast.walk(item))
 
 
-def _fits(reader, name, value, depth):
-    """True when ``reader`` with ``value`` in place of ``name`` still reads at a glance:
-    ``value`` holds at most ``OPERATIONS`` operations, and the statement fits on a line."""
-    if sum(isinstance(n, _OPERATION) for n in gast.walk(value)) > OPERATIONS:
+def _fits(reader, merged, depth):
+    """True when ``merged`` (``reader`` with a definition inlined) still reads at a
+    glance: at most ``OPERATIONS`` operations more than ``reader``, on one line."""
+    if _operations(merged) - _operations(reader) > OPERATIONS:
         return False
-    text = to_source(_replaced(reader, name, value))
+    text = to_source(merged)
     return "\n" not in text and len(INDENT * depth) + len(text) <= LINE_LIMIT
+
+
+def _operations(node):
+    return sum(isinstance(n, _OPERATION) for n in gast.walk(node))
+
+
+class _Broadcasting(gast.NodeTransformer):
+    """``rt.unreduce(g, x, axis, True) * y`` -> ``g * y`` (also ``/``, either side; and
+    ``rt.unreduce(g, x, None, False)``, ``g`` then a scalar) where ``y`` has ``x``'s
+    shape: numpy's broadcasting spreads ``g`` over ``x``'s shape as ``rt.unreduce``
+    would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
+    (``same_shape``) or ``rt.extremum_mask(x, ...)``."""
+
+    def __init__(self, same_shape):
+        self.same_shape = same_shape
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, (gast.Mult, gast.Div)):
+            return node
+        for side, other in (("left", node.right), ("right", node.left)):
+            spread = _unreduce_over(getattr(node, side))
+            if spread is not None and self._shape_of(other, spread[1]):
+                setattr(node, side, spread[0])
+                break
+        return node
+
+    def _shape_of(self, other, like):
+        """True when ``other`` has the shape of the variable ``like``."""
+        if isinstance(other, gast.Name):
+            return other.id == like or self.same_shape(other.id, like)
+        return isinstance(other, gast.Call) and _is_rt(other.func, "extremum_mask") \
+            and other.args and isinstance(other.args[0], gast.Name) and other.args[0].id == like
+
+
+def _unreduce_over(node):
+    """(``g``, the name ``x``) for ``rt.unreduce(g, x, axis, True)`` or ``rt.unreduce(g,
+    x, None, False)``, else None."""
+    if not (isinstance(node, gast.Call) and _is_rt(node.func, "unreduce")
+            and len(node.args) == 4 and not node.keywords
+            and isinstance(node.args[1], gast.Name)):
+        return None
+    axis, keepdims = node.args[2], node.args[3]
+    if not isinstance(keepdims, gast.Constant):
+        return None
+    if keepdims.value is True or (keepdims.value is False and isinstance(axis, gast.Constant)
+                                  and axis.value is None):
+        return node.args[0], node.args[1].id
+    return None
+
+
+def _is_rt(func, name):
+    return isinstance(func, gast.Attribute) and func.attr == name \
+        and isinstance(func.value, gast.Name) and func.value.id == "rt"
 
 
 def _replaced(reader, name, value):

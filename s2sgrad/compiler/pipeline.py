@@ -118,8 +118,14 @@ def inline_sweeps(d):
     lowered, sweeps = d.lowered, d.sweeps
     keep = set(atom_vars(lowered.output)) | set(lowered.params) | set(lowered.mutated) | {
         f.name for f in lowered.free} | {g for g in d.returned if g is not None}
+    shapes = lowered.shapes
+
+    def same_shape(a, b):
+        return shapes.same(shapes.of.get(a), shapes.of.get(b))
+
     sweeps.forward, sweeps.backward = inline_temporaries(
-        sweeps.forward, sweeps.backward, d.names.invented, keep, d.names.modules.values())
+        sweeps.forward, sweeps.backward, d.names.invented, keep, d.names.modules.values(),
+        same_shape)
 
 
 def _seed_names(lowered, has_aux):
