@@ -101,6 +101,8 @@ def _matmul_operands(g, a, b):
 def matmul_left(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (every ndim numpy's matmul accepts), computed
     alone: the other operand's adjoint costs as much and is often unused."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2:
+        return g @ b.T      # matrices (the common case, first): a's shape, nothing to sum
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * np.asarray(b)
     a, b, a2, b2, g2 = _matmul_operands(g, a, b)
@@ -112,6 +114,8 @@ def matmul_left(g, a, b):
 
 def matmul_right(g, a, b):
     """The adjoint of ``b`` in ``a @ b``, computed alone (see ``matmul_left``)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2:
+        return a.T @ g
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * np.asarray(a)
     a, b, a2, b2, g2 = _matmul_operands(g, a, b)

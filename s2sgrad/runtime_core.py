@@ -15,6 +15,8 @@ def unbroadcast(g, like):
     operand gets the total, an array operand gets ``g`` summed over the
     leading axes numpy added and over its axes of length 1.
     """
+    if type(g) is np.ndarray and type(like) is np.ndarray and g.shape == like.shape:
+        return g            # the common case, first
     if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
         return np.sum(g)
     shape = np.shape(like)

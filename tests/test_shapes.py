@@ -47,6 +47,15 @@ def test_matmul_shapes():
     assert isinstance(table.find(a[1]), Dim) and table.find(a[1]) is table.find(v[0])
 
 
+def test_a_reshape_to_constant_sizes_gives_a_new_symbol_for_its_minus_one():
+    table = ShapeTable()
+    first, second = table.reshaped((-1, 30)), table.reshaped((-1, 30))
+    assert first[1] == 30 and isinstance(first[0], Dim) and first[0].not_one is None
+    assert table.same(first, first) and not table.same(first, second)
+    assert table.reshaped((2, 15)) == (2, 15)
+    assert table.reshaped((-1, -1)) is None and table.reshaped(None) is None
+
+
 # ---------------------------------------------------------------- the generated code
 
 def bias_tanh(x, b):
@@ -185,3 +194,42 @@ def test_every_kind_of_derivative_follows_an_outside_array_that_changes_shape():
     finally:
         BIAS.shape = (3,)
     assert np.ndim(jvp_before) == 0 and vjp_before is not None
+
+
+def dense_layer(x, w, b):
+    h = np.reshape(x, (-1, 3)) @ np.transpose(w, (1, 0)) + b
+    return np.sum(np.tanh(h))
+
+
+def reshaped_times(x, y):
+    return np.sum(np.sin(np.reshape(x, (-1, 3)) * y))
+
+
+def reshaped_column_plus(x, b):
+    return np.sum(np.sin(np.reshape(x, (-1, 1)) + b))
+
+
+def test_reshapes_and_transposes_keep_shapes_known():
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((2, 2, 3)), rng.standard_normal((4, 3)),
+            rng.standard_normal(4))
+    gradient = s2sgrad.grad(dense_layer, (0, 1, 2))
+    _check(gradient, dense_layer, args)
+    # only the bias is broadcast; the product is read once, inside the sum with b
+    assert gradient.source.count("rt.unbroadcast") == 1, gradient.source
+    assert "h = t1 @ t2 + b" in gradient.source, gradient.source
+
+
+@pytest.mark.parametrize("fn, args, unbroadcasts", [
+    # the -1 is 1 here: nothing may be assumed about it
+    (reshaped_times, ((1, 3), (5, 3)), 2),
+    (reshaped_times, ((5, 3), (5, 3)), 2),
+    # (n, 1) + (3,): both broadcast
+    (reshaped_column_plus, ((4,), (3,)), 2),
+])
+def test_a_reshaped_dimension_is_assumed_nothing_of(fn, args, unbroadcasts):
+    rng = np.random.default_rng(6)
+    args = tuple(rng.standard_normal(shape) for shape in args)
+    gradient = s2sgrad.grad(fn, (0, 1))
+    _check(gradient, fn, args)
+    assert gradient.source.count("rt.unbroadcast") == unbroadcasts, gradient.source

@@ -224,11 +224,20 @@ class _Broadcasting(gast.NodeTransformer):
         return node
 
     def _shape_of(self, other, like):
-        """True when ``other`` has the shape of the variable ``like``."""
+        """True when ``other`` has the shape of the variable ``like``: it is ``like``, a
+        variable of its shape, ``rt.extremum_mask(like, ...)``, or arithmetic on such
+        values and numbers with at least one of them (``1 - t * t``)."""
         if isinstance(other, gast.Name):
             return other.id == like or self.same_shape(other.id, like)
-        return isinstance(other, gast.Call) and _is_rt(other.func, "extremum_mask") \
-            and other.args and isinstance(other.args[0], gast.Name) and other.args[0].id == like
+        if isinstance(other, gast.Call):
+            return _is_rt(other.func, "extremum_mask") and bool(other.args) \
+                and isinstance(other.args[0], gast.Name) and other.args[0].id == like
+        if isinstance(other, gast.UnaryOp):
+            return self._shape_of(other.operand, like)
+        if isinstance(other, gast.BinOp) and not isinstance(other.op, gast.MatMult):
+            parts = [p for p in (other.left, other.right) if _number(p) is None]
+            return bool(parts) and all(self._shape_of(p, like) for p in parts)
+        return False
 
 
 def _unreduce_over(node):
@@ -245,6 +254,11 @@ def _unreduce_over(node):
                                   and axis.value is None):
         return node.args[0], node.args[1].id
     return None
+
+
+def _number(node):
+    value = node.value if isinstance(node, gast.Constant) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _is_rt(func, name):
