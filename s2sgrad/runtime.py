@@ -18,6 +18,8 @@ from .runtime_higher import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 
 def ones_like(value):
     """The sensitivity seed of an output: 1.0 for a scalar, ones for an array (same dtype)."""
+    if isinstance(value, (float, np.floating)):
+        return type(value)(1)
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
         return type(value)(1) if isinstance(value, (float, np.floating)) else 1.0
     return np.ones_like(value)

@@ -203,8 +203,9 @@ def _operations(node):
 
 
 class _Broadcasting(gast.NodeTransformer):
-    """``rt.unreduce(g, x, axis, True) * y`` -> ``g * y`` (also ``/``, either side; and
-    ``rt.unreduce(g, x, None, False)``, ``g`` then a scalar) where ``y`` has ``x``'s
+    """``rt.unreduce(g, x, axis, True) * y`` -> ``g * y`` (also ``/``, either side, and
+    through a number: ``rt.unreduce(...) * 2 * y``; and ``rt.unreduce(g, x, None,
+    False)``, ``g`` then a scalar) where ``y`` has ``x``'s
     shape: numpy's broadcasting spreads ``g`` over ``x``'s shape as ``rt.unreduce``
     would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
     (``same_shape``) or ``rt.extremum_mask(x, ...)``."""
@@ -242,7 +243,12 @@ class _Broadcasting(gast.NodeTransformer):
 
 def _unreduce_over(node):
     """(``g``, the name ``x``) for ``rt.unreduce(g, x, axis, True)`` or ``rt.unreduce(g,
-    x, None, False)``, else None."""
+    x, None, False)``; (``g * 2``, ``x``) for that times (or over) a number; else None."""
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)) \
+            and _number(node.right) is not None:
+        inner = _unreduce_over(node.left)
+        return None if inner is None else (
+            gast.BinOp(left=inner[0], op=node.op, right=node.right), inner[1])
     if not (isinstance(node, gast.Call) and _is_rt(node.func, "unreduce")
             and len(node.args) == 4 and not node.keywords
             and isinstance(node.args[1], gast.Name)):

@@ -3,7 +3,8 @@
 ``instantiate(op, adj, active, names, out, ndims, shapes)`` substitutes the
 operation's operands into its rule's ``d[x] = ...`` template, drops what an
 inactive operand would need, folds constant arithmetic and drops
-``rt.unbroadcast`` to an operand of the result's shape (``compiler/shapes.py``).  Indexing (``x[i]``) has its own adjoint:
+``rt.unbroadcast`` to an operand of the result's shape (``compiler/shapes.py``); the
+adjoints of a product of matrices are written ``g @ b.T`` and ``a.T @ g``.  Indexing (``x[i]``) has its own adjoint:
 ``dx[i] += g`` for basic indices, ``rt.add_at`` for index arrays.
 """
 import copy
@@ -178,7 +179,9 @@ def _number(node):
 
 
 class _NoOpUnbroadcast(gast.NodeTransformer):
-    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``."""
+    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``;
+    ``rt.matmul_left(g, a, b)`` -> ``g @ b.T`` and ``rt.matmul_right(g, a, b)`` ->
+    ``a.T @ g`` when ``a`` and ``b`` are matrices (rank 2 known while building)."""
 
     def __init__(self, ans, ndims, shapes):
         self.ans, self.ndims, self.shapes = ans, ndims, shapes
@@ -196,12 +199,25 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr == "unbroadcast"
-                and isinstance(func.value, gast.Name) and func.value.id == "rt"
-                and isinstance(node.args[1], gast.Name)
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id == "rt"):
+            return node
+        if (func.attr == "unbroadcast" and isinstance(node.args[1], gast.Name)
                 and self._same(self._shape(node.args[1].id), self._shape(self.ans))):
             return node.args[0]
+        if func.attr in ("matmul_left", "matmul_right") and len(node.args) == 3 \
+                and all(isinstance(a, gast.Name) and self.ndims.get(a.id) == 2
+                        for a in node.args[1:]):
+            # matrices: ``g @ b.T`` has a's shape and ``a.T @ g`` b's, nothing to sum
+            g, a, b = node.args
+            if func.attr == "matmul_left":
+                return gast.BinOp(left=g, op=gast.MatMult(), right=_transposed(b))
+            return gast.BinOp(left=_transposed(a), op=gast.MatMult(), right=g)
         return node
+
+
+def _transposed(name):
+    return gast.Attribute(value=name, attr="T", ctx=gast.Load())
 
 
 class _Substituter(gast.NodeTransformer):
