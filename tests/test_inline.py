@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
+from s2sgrad import nn
 from s2sgrad import runtime_arrays, runtime_core, runtime_forward, runtime_higher, \
     runtime_linalg, runtime_surface, runtime
 from s2sgrad.compiler.adjoints import Comment
@@ -326,3 +327,50 @@ def test_a_reduction_s_adjoint_stays_spread_where_the_other_operand_is_smaller()
     assert bw == ["dx = rt.unreduce(g, t, None, False) * w",   # w is not known to be t's shape
                   "dy = rt.unreduce(g, t, 1, False) * t",      # g lacks axis 1: not broadcast
                   "dv = g / t"]
+
+
+# ---------------------------------------------------------------- a Cell-style network
+
+
+class _DenseNet(nn.Cell):
+    def __init__(self, sizes):
+        super().__init__()
+        self.fc1 = nn.Dense(sizes[0], sizes[1], activation="relu")
+        self.fc2 = nn.Dense(sizes[1], sizes[2], activation="tanh")
+        self.fc3 = nn.Dense(sizes[2], sizes[3])
+
+    def construct(self, x):
+        return self.fc3(self.fc2(self.fc1(x)))
+
+
+NET = _DenseNet((8, 7, 6, 3))
+MSE = nn.MSELoss()
+
+
+def cell_loss(x, y):
+    return MSE(NET(x), y)
+
+
+def dense_function(W1, b1, W2, b2, W3, b3, x, y):
+    h1 = np.maximum(x @ W1.T + b1, 0.0)
+    h2 = np.tanh(h1 @ W2.T + b2)
+    return np.mean((h2 @ W3.T + b3 - y) ** 2)
+
+
+def test_a_cell_network_adds_its_biases_to_unnamed_products():
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=(5, 8)), rng.normal(size=(5, 3))
+    params = NET.trainable_params()
+    g = s2sgrad.value_and_grad(cell_loss, None, weights=params)
+    value, grads = g(x, y)
+    # ops.add(x, bias) is np.add: written + so that numpy may add in place
+    assert "np.add(" not in g.source, g.source
+    assert re.search(r"= \w+ @ np\.transpose\(fc1_weight, \(1, 0\)\) \+ fc1_bias", g.source), \
+        g.source
+    arrays = tuple(np.asarray(p.asnumpy(), dtype=np.float64) for p in params)
+    check_grad(dense_function, arrays + (x, y), grad_position=(0, 1, 2, 3, 4, 5))
+    want_value, want = s2sgrad.value_and_grad(dense_function, (0, 1, 2, 3, 4, 5))(
+        *arrays, x, y)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    for got, expected in zip(grads, want):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)

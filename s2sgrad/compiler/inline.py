@@ -309,3 +309,35 @@ class _Put(gast.NodeTransformer):
         if node.id == self.name and isinstance(node.ctx, gast.Load):
             return copy.deepcopy(self.value)
         return node
+
+
+#: numpy's functions of two arrays that an operator calls (``a + b`` is ``np.add(a, b)``)
+_OPERATOR_OF = {"add": gast.Add, "subtract": gast.Sub, "multiply": gast.Mult,
+                "divide": gast.Div, "true_divide": gast.Div, "matmul": gast.MatMult}
+
+
+def as_operators(items, is_array):
+    """``items`` (a sweep) with ``np.add(a, b)`` written ``a + b`` (also subtract,
+    multiply, divide, matmul) where ``is_array(name)`` says an operand is an array: the
+    same call (numpy's operators call these functions), and, for a result no variable
+    holds, one numpy may update in place (``np.add(x @ w, b)`` allocates where
+    ``x @ w + b`` does not).  Statements in blocks too."""
+    return [_Operators(is_array).visit(item) if not isinstance(item, Comment) else item
+            for item in items]
+
+
+class _Operators(gast.NodeTransformer):
+    def __init__(self, is_array):
+        self.is_array = is_array
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and func.value.id == "np" and func.attr in _OPERATOR_OF \
+                and len(node.args) == 2 and not node.keywords \
+                and not any(isinstance(a, gast.Starred) for a in node.args) \
+                and any(isinstance(a, gast.Name) and self.is_array(a.id) for a in node.args):
+            return gast.BinOp(left=node.args[0], op=_OPERATOR_OF[func.attr](),
+                              right=node.args[1])
+        return node

@@ -12,7 +12,7 @@ import os
 from ..errors import OutputStructureError
 from .emit import to_source
 from .imports import import_lines
-from .inline import inline_temporaries
+from .inline import as_operators, inline_temporaries
 from .ir import Seq, Var, atom_vars
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .literals import atom_node
@@ -114,7 +114,8 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
 
 def inline_sweeps(d):
     """Inline the single-use temporaries of ``d``'s sweeps (``compiler/inline.py``): all
-    but the names read outside them (the output, the parameters, the gradients returned)."""
+    but the names read outside them (the output, the parameters, the gradients returned);
+    ``np.add(a, b)`` of arrays written ``a + b`` first."""
     lowered, sweeps = d.lowered, d.sweeps
     keep = set(atom_vars(lowered.output)) | set(lowered.params) | set(lowered.mutated) | {
         f.name for f in lowered.free} | {g for g in d.returned if g is not None}
@@ -123,9 +124,12 @@ def inline_sweeps(d):
     def same_shape(a, b):
         return shapes.same(shapes.of.get(a), shapes.of.get(b))
 
+    def is_array(name):
+        return (lowered.ndims.get(name) or 0) >= 1
+
     sweeps.forward, sweeps.backward = inline_temporaries(
-        sweeps.forward, sweeps.backward, d.names.invented, keep, d.names.modules.values(),
-        same_shape)
+        as_operators(sweeps.forward, is_array), as_operators(sweeps.backward, is_array),
+        d.names.invented, keep, d.names.modules.values(), same_shape)
 
 
 def _seed_names(lowered, has_aux):
