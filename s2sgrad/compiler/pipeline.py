@@ -125,7 +125,8 @@ def inline_sweeps(d):
         return shapes.same(shapes.of.get(a), shapes.of.get(b))
 
     def is_array(name):
-        return (lowered.ndims.get(name) or 0) >= 1
+        return (lowered.ndims.get(name) or 0) >= 1 and name not in lowered.lists \
+            and name not in lowered.tuples
 
     sweeps.forward, sweeps.backward = inline_temporaries(
         as_operators(sweeps.forward, is_array), as_operators(sweeps.backward, is_array),
