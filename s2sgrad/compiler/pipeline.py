@@ -13,7 +13,7 @@ from ..errors import OutputStructureError
 from .emit import to_source
 from .imports import import_lines
 from .inline import as_operators, inline_temporaries
-from .ir import Seq, Var, atom_vars
+from .ir import If, Loop, Seq, Var, atom_vars, walk_statements
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .literals import atom_node
 from .lower import Lowerer
@@ -90,6 +90,10 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     adjoints start from those nodes instead of ones (see ``reverse``)."""
     lowerer = Lowerer(arg_types, arg_trees)
     lowered = lowerer.lower(fn, bound_self)
+    if lowered.shapes is not None:
+        lowered.shapes.adjoints_shaped = seed_values is None and not any(
+            isinstance(s, (If, Loop)) or getattr(s, "custom", None) is not None
+            for s in walk_statements(lowered.body))
     params = lowered.params
     wrt_vars, wrt = [], []
     for i in positions:

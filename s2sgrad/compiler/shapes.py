@@ -48,6 +48,10 @@ class ShapeTable:
     def __init__(self):
         self.of = {}
         self._parent = {}
+        #: True when every adjoint has its variable's shape (no branch or loop may leave
+        #: one a plain 0.0, no custom rule or cotangent gives one): ``rt.unbroadcast``
+        #: may then be written as the sum over the axes it would sum (set by the pipeline)
+        self.adjoints_shaped = False
 
     # ------------------------------------------------------------ dimensions
 

@@ -17,6 +17,7 @@ from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
+from .shapes import Dim
 from .literals import atom_node
 
 
@@ -180,6 +181,7 @@ def _number(node):
 
 class _NoOpUnbroadcast(gast.NodeTransformer):
     """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``;
+    ``rt.sum(e, axis, keepdims)`` when the shapes tell the axes it sums (``_summed``);
     ``rt.matmul_left(g, a, b)`` -> ``g @ b.T`` and ``rt.matmul_right(g, a, b)`` ->
     ``a.T @ g`` when ``a`` and ``b`` are matrices (rank 2 known while building)."""
 
@@ -202,9 +204,10 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
         if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
                 and func.value.id == "rt"):
             return node
-        if (func.attr == "unbroadcast" and isinstance(node.args[1], gast.Name)
-                and self._same(self._shape(node.args[1].id), self._shape(self.ans))):
-            return node.args[0]
+        if func.attr == "unbroadcast" and isinstance(node.args[1], gast.Name):
+            if self._same(self._shape(node.args[1].id), self._shape(self.ans)):
+                return node.args[0]
+            return self._summed(node) or node
         if func.attr in ("matmul_left", "matmul_right") and len(node.args) == 3 \
                 and all(isinstance(a, gast.Name) and self.ndims.get(a.id) == 2
                         for a in node.args[1:]):
@@ -214,6 +217,36 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
                 return gast.BinOp(left=g, op=gast.MatMult(), right=_transposed(b))
             return gast.BinOp(left=_transposed(a), op=gast.MatMult(), right=g)
         return node
+
+
+    def _summed(self, node):
+        """``rt.unbroadcast(e, x)`` as ``rt.sum(e, axis, keepdims)`` over the axes it would
+        sum, where the shapes tell them: the leading axes ``x`` lacks (``keepdims``
+        False), or the axes where ``x`` has 1 and the result not (``keepdims`` True); None
+        where they cannot be told, or where an adjoint may not have its variable's shape
+        (``ShapeTable.adjoints_shaped``)."""
+        if self.shapes is None or not self.shapes.adjoints_shaped:
+            return None
+        x, result = self._shape(node.args[1].id), self._shape(self.ans)
+        if not x or result is None or len(x) > len(result):
+            return None
+        lead = len(result) - len(x)
+        kept = []
+        for k, (a, b) in enumerate(zip(x, result[lead:])):
+            a, b = self.shapes.find(a), self.shapes.find(b)
+            if self.shapes.same((a,), (b,)):
+                continue
+            if isinstance(a, Dim) or a != 1 or not (
+                    b.not_one if isinstance(b, Dim) else b != 1):
+                return None         # not known which of the two is 1
+            kept.append(lead + k)
+        if (lead and kept) or not (lead or kept):
+            return None
+        axes = list(range(lead)) or kept
+        axis = gast.Constant(value=axes[0], kind=None) if len(axes) == 1 else gast.Tuple(
+            elts=[gast.Constant(value=a, kind=None) for a in axes], ctx=gast.Load())
+        return call("rt", "sum", [node.args[0], axis,
+                                  gast.Constant(value=bool(kept), kind=None)])
 
 
 def _transposed(name):
