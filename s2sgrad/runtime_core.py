@@ -69,7 +69,7 @@ def extremum_mask(x, ans, axis, keepdims):
     if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
         ans = np.expand_dims(ans, normalise_axes(axis, np.ndim(x)))
     hit = (x == ans).astype(np.result_type(x, np.float32))
-    return hit / np.sum(hit, axis=axis, keepdims=True)
+    return hit / np.add.reduce(hit, axis=axis, keepdims=True)
 
 
 def divide_or_zero(g, d):
