@@ -18,7 +18,7 @@ import numpy as np
 
 from .backend import cache
 from .backend.numba_backend import Compiled, undecided_state
-from .call_plan import CallPlan, free_units_changed, plan_key
+from .call_plan import GradientPlan, free_units_changed, plan_key
 from .compiler.shapes import unit_dimensions
 from .compiler.custom import custom_vjp  # noqa: F401  (public)
 from .compiler.pipeline import build
@@ -445,7 +445,7 @@ class GradFunction:
                 _check_differentiable(p, _to_array(item), path)
         arrays = [_to_array(a) for a in leaves]
         generated = self._build(arrays, trees)
-        if free_units_changed(generated.free, [_to_array(f.obj) for f in generated.free]):
+        if free_units_changed(generated.free, free_values(generated)):
             self._forget_builds()          # built when an array read from outside had
             generated = self._build(arrays, trees)     # other unit dimensions
         if len(arrays) != generated.n_params:
@@ -456,40 +456,81 @@ class GradFunction:
         return generated, arrays, leaves, trees
 
     def __call__(self, *args, **kwargs):
-        plan = self._plans.get(plan_key(args)) if self._plans and not kwargs else None
-        if plan is not None:
-            return self._call_planned(plan, args)
+        if self._plans and not kwargs:
+            plan = self._plans.get(plan_key(args))
+            if plan is not None:
+                result = self._call_planned(plan, args)
+                if result is not None:
+                    return result
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
-        free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
-        value, computed = self._run(generated, arrays, free)
-        if not kwargs and len(leaves) == len(args) and plan_key(args) is not None:
-            self._plans[plan_key(args)] = CallPlan(self._last, generated, args)
+        inputs = [*arrays, *free_values(generated)]
+        value, computed = self._run(generated, inputs)
+        self._remember_plan(None if kwargs else plan_key(args), GradientPlan, args, leaves,
+                            inputs, self._weight_list())
         return self._finish(generated, value, computed, leaves, trees)
 
-    def _call_planned(self, plan, args):
-        """A call whose arguments have the types an earlier call's had (a ``CallPlan``): the
-        checks that call passed hold again, so the arrays are only taken out of Tensors,
-        the code run and the results put in the form of the arguments."""
+    def _remember_plan(self, key, kind, args, leaves, inputs, *more):
+        """After a full call: a ``kind`` plan (``call_plan``) kept under ``key`` (a
+        ``plan_key``; None: the call cannot be planned) for later calls like it, when each
+        argument was a single value; ``more``: what ``kind`` takes besides."""
+        if key is not None and len(leaves) == len(args):
+            self._plans[key] = kind(self._last, self._variants[self._last], args, inputs,
+                                    *more)
+
+    def _planned_inputs(self, plan, arrays):
+        """Make the code of ``plan`` the current one and give its inputs: ``arrays`` (the
+        arguments' arrays), then the values it reads from outside, read now; None when
+        one of those no longer has the unit dimensions the code was built for (the builds
+        are dropped: the caller takes the full path, which builds again)."""
         if self._last is not plan.signature:
             self._last = plan.signature
-            self._generated, self._compiled, self.path = self._variants[plan.signature]
-        generated = self._generated
-        arrays = [_to_array(a) for a in args] if plan.tensor_args else args
-        free = [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
-        if free_units_changed(generated.free, free):
+            self._generated, self._compiled, self.path = plan.variant
+        if not plan.free:
+            return arrays
+        free = free_values(plan.generated)
+        if free_units_changed(plan.free, free):
             self._forget_builds()
-            return self(*args)
-        value, computed = self._run(generated, arrays, free)
-        grads = [_finish_gradient(None if slot is None else computed[slot], args[i])
-                 for i, slot in plan.positions]
-        weights = self._weight_list()
-        grads += [_finish_gradient(None if slot is None else computed[slot], weights[i])
-                  for i, slot in plan.weights]
+            return None
+        return [*arrays, *free]
+
+    def _run_plan(self, plan, arrays, extra=()):
+        """Run the code of ``plan`` on ``arrays``, the values it reads from outside and
+        ``extra``; None when it must be built again (``_planned_inputs``)."""
+        # (the common case inline: the plan's code is the current one and reads nothing
+        # from outside)
+        inputs = arrays if self._last is plan.signature and not plan.free else \
+            self._planned_inputs(plan, arrays)
+        if inputs is None:
+            return None
+        compiled = plan.variant[1]
+        # a later call that Numba could not compile for made the code run as Python
+        run = plan.run if compiled.backend == plan.backend else compiled
+        try:
+            return run(*inputs, *extra)
+        except Exception as exc:
+            raise self._noted(exc, plan.generated, [*inputs, *extra])
+
+    def _call_planned(self, plan, args):
+        """A call whose arguments have the types an earlier call's had (a ``GradientPlan``):
+        the checks that call passed hold again, so the arrays are only taken out of
+        Tensors, the code run and the results put in the form of the arguments; None when
+        the code must be built again (``_run_plan``)."""
+        result = self._run_plan(plan, [_to_array(a) for a in args] if plan.tensor_args
+                                else args)
+        if result is None:
+            return None
+        value, computed = result
+        grads = []
+        for i, slot in plan.positions:
+            grads.append(_finish_gradient(None if slot is None else computed[slot], args[i]))
+        for i, slot in plan.weights:
+            grads.append(_finish_gradient(None if slot is None else computed[slot],
+                                          plan.weight_list[i]))
         if plan.tensor_args or plan.tensor_free:
             tensors = [a for a in args if isinstance(a, Tensor)] + [
-                f.obj for f in generated.free if isinstance(f.obj, Tensor)]
-            value = _wrap_output(value, _float_dtype(tensors) if tensors else None)
-        return self._structure(grads, value, weights)
+                f.obj for f in plan.free if isinstance(f.obj, Tensor)]
+            value = _wrap_output(value, _float_dtype(tensors))
+        return self._structure(grads, value, plan.weight_list)
 
     def _forget_builds(self):
         """Drop the code built so far: an array it reads from outside (a global, a
@@ -498,22 +539,29 @@ class GradFunction:
         self._plans.clear()
         self._last = None
 
-    def _run(self, generated, arrays, free):
-        """Run the loaded code; an error raised in it gets a note naming the user's line."""
+    def _run(self, generated, inputs):
+        """Run the loaded code on ``inputs``; an error raised in it gets a note naming the
+        user's line."""
         try:
-            return self._compiled(*arrays, *free)
+            return self._compiled(*inputs)
         except Exception as exc:
-            if self._compiled.backend == "numba":
-                # compiled code keeps no line numbers: run the same code as Python to find
-                # the user's line (the error is the same; this costs only on failure)
-                try:
-                    self._compiled.py_func(*arrays, *free)
-                except type(exc) as again:
-                    exc = again
-                except Exception:  # noqa: BLE001 - keep the original error
-                    pass
-            exc.add_note(_user_line_of(exc, self.path, generated))
-            raise exc
+            raise self._noted(exc, generated, inputs)
+
+    def _noted(self, exc, generated, inputs, compiled=None):
+        """``exc``, raised by the loaded code of ``generated`` (``compiled``, by default the
+        last call's) run on ``inputs``, with a note naming the user's line it came from."""
+        compiled = self._compiled if compiled is None else compiled
+        if compiled.backend == "numba":
+            # compiled code keeps no line numbers: run the same code as Python to find
+            # the user's line (the error is the same; this costs only on failure)
+            try:
+                compiled.py_func(*inputs)
+            except type(exc) as again:
+                exc = again
+            except Exception:  # noqa: BLE001 - keep the original error
+                pass
+        exc.add_note(_user_line_of(exc, self.path, generated))
+        return exc
 
     def shaped_gradients(self, generated, computed, leaves, trees):
         """(per differentiated position its gradient in the structure of its argument,
@@ -689,6 +737,12 @@ def _is_array(obj):
     return isinstance(obj, (np.ndarray, Tensor))
 
 
+def free_values(generated):
+    """The values the code of ``generated`` reads from outside (Parameters, globals), read
+    now: arrays out of Tensors, other objects as they are."""
+    return [_to_array(f.obj) if _is_array(f.obj) else f.obj for f in generated.free]
+
+
 def _to_array(obj):
     return np.asarray(obj) if isinstance(obj, Tensor) else obj
 
@@ -731,9 +785,18 @@ def _check_differentiable(position, value, path=""):
 
 def _finish_gradient(g, like):
     """The gradient in the form of its input: same shape, dtype, Tensor-ness; zeros if None."""
-    if type(like) is np.ndarray and type(g) is np.ndarray and g.dtype == like.dtype \
-            and g.shape == like.shape:
-        return g            # the common case, first
+    # the common cases first (every planned call finishes its gradients): an array's
+    # gradient as the code gives it, a Python float's as a Python float, a numpy float's
+    # (a jvp's tangent of one) as it is
+    kind = type(like)
+    if kind is np.ndarray:
+        if type(g) is np.ndarray and g.dtype == like.dtype and g.shape == like.shape:
+            return g
+    elif kind is float:
+        if type(g) is np.float64 or type(g) is float:
+            return float(g)
+    elif kind is type(g) and isinstance(g, np.floating):
+        return g
     base = np.asarray(like) if isinstance(like, Tensor) else like
     if g is None:
         g = np.zeros_like(base) if isinstance(base, np.ndarray) else 0.0
@@ -786,4 +849,3 @@ python_objects_reason = _python_objects_reason
 with_article = _a
 # and what vjp, jacrev, hvp and hessian read besides (s2sgrad/reverse_api.py, higher_api.py)
 check_weights = _check_weights
-user_line_of = _user_line_of

@@ -18,10 +18,10 @@ import weakref
 import numpy as np
 
 from .api import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
-                  every_position, finish_gradient, float_dtype, numba_argument, print_built,
-                  python_objects_reason, to_array, with_article, wrap_output)
+                  every_position, finish_gradient, float_dtype, free_values, numba_argument,
+                  print_built, python_objects_reason, to_array, with_article, wrap_output)
 from .backend import cache
-from .call_plan import free_units_changed, plan_key
+from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
 from .backend.numba_backend import UNDECIDED, Compiled, backend_mode
 from .compiler.forward_mode import build_jvp
 from .errors import GradientArgumentError, GradientTypeError, OutputStructureError
@@ -43,7 +43,6 @@ class ForwardFunction(GradFunction):
     def __init__(self, fn, grad_position, has_aux, jacobian):
         super().__init__(fn, grad_position, None, has_aux, False, with_value=True)
         self.jacobian = jacobian
-        self._forward_plans = {}   # plan_key of a call's arguments -> the code's signature
         base = getattr(fn, "__name__", type(fn).__name__)
         # GradFunction's messages read the function's name as __name__[:-5]
         self.__name__ = base + ("_jacf" if jacobian else "_jvp_")
@@ -80,33 +79,24 @@ class ForwardFunction(GradFunction):
 
     # ------------------------------------------------------------ running
 
-    def _forget_builds(self):
-        super()._forget_builds()
-        self._forward_plans.clear()
-
-    def _run_forward(self, args, extra):
+    def _run_forward(self, args, extra, key):
         """Check and flatten ``args`` (or, for arguments of the types of an earlier call,
-        reuse what it found: ``call_plan``), run the code with the free values and the
-        leaves ``extra(arrays)`` after the arguments; gives (Generated, leaves, result,
-        the float dtype of Tensor arguments or None)."""
-        key = plan_key(args)
-        signature = self._forward_plans.get(key) if key is not None else None
-        if signature is not None:
-            if self._last is not signature:
-                self._last = signature
-                self._generated, self._compiled, self.path = self._variants[signature]
-            generated, leaves = self._generated, args
-            arrays = [to_array(a) for a in args]
-        else:
-            generated, arrays, leaves, _ = self._prepare(args, {})
-            if key is not None and len(leaves) == len(args):
-                self._forward_plans[key] = self._last
-        free = [to_array(f.obj) if isinstance(f.obj, (np.ndarray, Tensor)) else f.obj
-                for f in generated.free]
-        if free_units_changed(generated.free, free):
-            self._forget_builds()
-            return self._run_forward(args, extra)
-        result = self._run(generated, arrays, free + extra(arrays))
+        reuse what it found: its ``CallPlan`` under ``key``, the arguments' ``plan_key``),
+        run the code with the free values and the leaves ``extra(arrays)`` after the
+        arguments (their types must follow from the arguments'); gives (Generated,
+        leaves, result, the float dtype of Tensor arguments or None)."""
+        plan = self._plans.get(key) if self._plans and key is not None else None
+        if plan is not None:
+            arrays = [to_array(a) for a in args] if plan.tensor_args else args
+            result = self._run_plan(plan, arrays, extra(arrays))
+            if result is not None:
+                dtype = float_dtype([a for a in args if isinstance(a, Tensor)]) \
+                    if plan.tensor_args else None
+                return plan.generated, args, result, dtype
+        generated, arrays, leaves, _ = self._prepare(args, {})
+        inputs = [*arrays, *free_values(generated), *extra(arrays)]
+        result = self._run(generated, inputs)
+        self._remember_plan(key, CallPlan, args, leaves, inputs)
         tensors = [a for a in leaves if isinstance(a, Tensor)]
         return generated, leaves, result, (float_dtype(tensors) if tensors else None)
 
@@ -118,20 +108,22 @@ class ForwardFunction(GradFunction):
             for p in self.positions:
                 out += _tangent_leaves(args[p], tangents[p], p)
             return out
-        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves)
+        # the arguments' types fix those of the tangent leaves too (``_tangent_leaves``)
+        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves,
+                                                          plan_key(args))
         first = value[0] if self.has_aux else value
         tangent = _like_outputs(tangent, first)
-        outputs = wrap_output(first, dtype)
-        tangent = wrap_output(tangent, dtype)
-        if self.has_aux:
-            return outputs, tangent, wrap_output(_aux(value), dtype)
-        return outputs, tangent
+        aux = (_aux(value),) if self.has_aux else ()
+        if dtype is None:         # no Tensor arguments: nothing is wrapped
+            return (first, tangent, *aux)
+        return tuple(wrap_output(part, dtype) for part in (first, tangent, *aux))
 
     def __call__(self, *args, **kwargs):
         if not self.jacobian:
             raise TypeError("call s2sgrad.jvp(fn, inputs, v) for a Jacobian-vector product")
+        args = self._complete(args, kwargs)
         generated, leaves, (value, columns), dtype = self._run_forward(
-            self._complete(args, kwargs), lambda arrays: [])
+            args, lambda arrays: [], plan_key(args))
         first = value[0] if self.has_aux else value
         jac = _jacobian(first, list(columns), generated, leaves, self.positions,
                         self._trees_of(args), isinstance(self.grad_position, int))
@@ -164,7 +156,7 @@ def _tangent_leaves(arg, tangent, position):
     """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
     structure and shapes, in the argument's dtype."""
     if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
-        return [tangent if tangent.dtype == arg.dtype else tangent.astype(arg.dtype)]
+        return [_numba_ready(tangent, arg.dtype)]
     if type(arg) is float and type(tangent) in (float, int):
         return [float(tangent)]
     arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
@@ -187,12 +179,22 @@ def _tangent_leaves(arg, tangent, position):
                 f"v[{position}] has shape {np.shape(t)} but inputs[{position}] has shape "
                 f"{np.shape(a)}; each tangent must have its input's shape")
         if isinstance(a, np.ndarray):
-            out.append(np.asarray(t, dtype=a.dtype))
+            out.append(_numba_ready(np.asarray(t), a.dtype))
         elif isinstance(a, np.floating):
             out.append(a.dtype.type(t))
         else:
             out.append(float(t))
     return out
+
+
+def _numba_ready(tangent, dtype):
+    """An array tangent as the code takes it: of its input's ``dtype``, C-ordered, aligned
+    and writeable (copied if not), so that Numba sees one type for every tangent of an
+    input and the plan key of the inputs alone fixes the types the code runs on."""
+    if tangent.dtype == dtype and \
+            tangent.flags.num & C_ALIGNED_WRITEABLE == C_ALIGNED_WRITEABLE:
+        return tangent
+    return np.array(tangent, dtype=dtype, order="C")
 
 
 def _kind(value):
@@ -269,13 +271,16 @@ def _forward_function(fn, grad_position, has_aux, jacobian):
     owner = fn
     if inspect.ismethod(fn):   # a bound method is a new object at each access
         owner, key = fn.__self__, key + (fn.__func__,)
-    try:
-        per_fn = _CACHE.setdefault(owner, {})
-    except TypeError:          # not weak-referenceable: no reuse across calls
-        return ForwardFunction(fn, grad_position, has_aux, jacobian)
-    if key not in per_fn:
-        per_fn[key] = ForwardFunction(fn, grad_position, has_aux, jacobian)
-    return per_fn[key]
+    per_fn = _CACHE.get(owner)
+    if per_fn is None:
+        try:
+            per_fn = _CACHE.setdefault(owner, {})
+        except TypeError:      # not weak-referenceable: no reuse across calls
+            return ForwardFunction(fn, grad_position, has_aux, jacobian)
+    f = per_fn.get(key)
+    if f is None:
+        f = per_fn[key] = ForwardFunction(fn, grad_position, has_aux, jacobian)
+    return f
 
 
 def jvp(fn, inputs, v, has_aux=False):

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import api
 from .api import (GradFunction, argument_types, check_function, check_positions,
-                  python_objects_reason, numba_argument, user_line_of)
+                  python_objects_reason, numba_argument)
 from .backend import cache
 from .reverse_api import reused
 from .backend.numba_backend import Compiled
@@ -99,12 +99,7 @@ class HvpFunction(GradFunction):
         generated, arrays, leaves, trees = self._prepare(args, {})
         objects = [np.asarray(o) if isinstance(o, Tensor) else o for o in generated.objects]
         call = [*arrays, *objects, *extra(generated, arrays)]
-        try:
-            result = self._compiled(*call)
-        except Exception as exc:
-            exc.add_note(user_line_of(exc, self.path, generated))
-            raise exc
-        return generated, leaves, trees, result
+        return generated, leaves, trees, self._run(generated, call)
 
     def _wrt_leaves(self, generated):
         return [k for p in self.positions for k in generated.arg_leaves[p]]

@@ -19,10 +19,11 @@ import weakref
 import numpy as np
 
 from .api import (GradFunction, check_function, check_positions, check_weights,
-                  argument_types, float_dtype, python_objects_reason,
-                  numba_argument, user_line_of, wrap_output)
+                  argument_types, float_dtype, free_values, python_objects_reason,
+                  numba_argument, to_array, wrap_output)
 from .backend import cache
 from .backend.numba_backend import Compiled
+from .call_plan import CallPlan, plan_key
 from .compiler.split import build_split
 from .errors import GradientArgumentError, GradientTypeError
 from .tensor import Tensor
@@ -116,6 +117,11 @@ class _Parts:
     def backend(self):
         return getattr(self, self.main).backend
 
+    def runner(self, inputs):
+        """What a ``CallPlan`` keeps to run the code: the parts themselves (their owner runs
+        them one by one, each a ``Compiled``)."""
+        return self
+
     @property
     def fallback_reason(self):
         return getattr(self, self.main).fallback_reason
@@ -150,25 +156,26 @@ class _SplitFunction(GradFunction):
         try:
             return part(*args)
         except Exception as exc:
-            if part.backend == "numba":
-                try:      # compiled code keeps no line numbers: the same code as Python
-                    part.py_func(*args)
-                except type(exc) as again:
-                    exc = again
-                except Exception:  # noqa: BLE001 - keep the original error
-                    pass
-            exc.add_note(user_line_of(exc, self.path, generated))
-            raise exc
+            raise self._noted(exc, generated, args, part)
 
     def _start(self, args, kwargs):
-        """Check and flatten the arguments, build the code: (generated, parts, arrays and
-        free values for the code, leaves, trees, Tensors among the values)."""
-        generated, arrays, leaves, trees = self._prepare(args, kwargs)
-        free = [np.asarray(f.obj) if isinstance(f.obj, Tensor) else f.obj
-                for f in generated.free]
+        """Check and flatten the arguments, build the code (or, for arguments of the types
+        of an earlier call, reuse what it found: its ``CallPlan``): (generated, parts,
+        arrays and free values for the code, leaves, trees, Tensors among the values)."""
+        key = None if kwargs else plan_key(args)
+        plan = self._plans.get(key) if key is not None else None
+        inputs = None
+        if plan is not None:
+            inputs = self._planned_inputs(plan, [to_array(a) for a in args])
+        if inputs is not None:
+            generated, leaves, trees = plan.generated, args, [None] * len(args)
+        else:
+            generated, arrays, leaves, trees = self._prepare(args, kwargs)
+            inputs = [*arrays, *free_values(generated)]
+            self._remember_plan(key, CallPlan, args, leaves, inputs)
         tensors = [a for a in leaves if isinstance(a, Tensor)] + [
             f.obj for f in generated.free if isinstance(f.obj, Tensor)]
-        return generated, self._compiled, list(arrays) + free, leaves, trees, tensors
+        return generated, self._compiled, list(inputs), leaves, trees, tensors
 
     def _split_output(self, value, generated):
         """(differentiated output, its leaves, its tree, aux or None)."""

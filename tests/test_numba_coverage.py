@@ -167,8 +167,17 @@ def matmul_strided(a, b):
     return np.sum(np.tanh(a[:, ::2] @ b.T[::2]))
 
 
+def clip_numbers(x, limit):
+    # np.clip of numbers in a loop (Numba's np.clip takes arrays only) and of an array
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += np.clip(x[i], -limit, limit) ** 2 + x[i].clip(-0.5, limit)
+    return total + np.sum(np.clip(x, -limit, 0.1) * x)
+
+
 # (id, function, arguments, positions)
 CASES = [
+    ("clip_numbers", clip_numbers, [DISTINCT(9) * 4.0, 0.2], (0, 1)),
     ("matmul_strided", matmul_strided, [R(3, 8), R(5, 8)], (0, 1)),
     ("softmax", softmax, [R(4, 4)], 0),
     ("softmax_axis0", softmax_axis0, [R(3, 4)], 0),
@@ -216,6 +225,8 @@ def test_gradient_compiles_with_numba_and_matches(fn, args, positions, monkeypat
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     plain = _as_tuple(s2sgrad.grad(fn, grad_position=positions)(*args))
     for got, want in zip(compiled, plain):
+        assert type(got) is type(want), (got, want)
+        got, want = np.asarray(got), np.asarray(want)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 

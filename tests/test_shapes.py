@@ -2,6 +2,8 @@
 operand provably has the result's shape, written as the sum over the axes it sums where
 the shapes tell them (straight-line code), and kept wherever it may not; gradients stay
 right when the shapes a build assumed change."""
+import re
+
 import numpy as np
 import pytest
 
@@ -17,8 +19,9 @@ def test_broadcasting_symbols_known_not_one_unifies_them_only_when_certain():
     table.argument("x", 2, (False, False))
     table.argument("b", 1, (False,))
     x, b = table.of["x"], table.of["b"]
-    assert table.broadcast([x, b], certain=False) is None       # may not have run
-    assert not table.same(x[1:], b)
+    maybe = table.broadcast([x, b], certain=False)             # may not have run:
+    assert not table.same(x[1:], b)                             # nothing unified,
+    assert not table.same(maybe, x) and table.no_unit_dims(maybe)   # a fresh dimension, not 1
     result = table.broadcast([x, b], certain=True)              # ran: x.shape[1] == b.shape[0]
     assert table.same(result, x) and table.same(x[1:], b)
 
@@ -248,9 +251,10 @@ def test_reshapes_and_transposes_keep_shapes_known():
 
 
 @pytest.mark.parametrize("fn, args, unbroadcasts", [
-    # the -1 is 1 here: nothing may be assumed about it
-    (reshaped_times, ((1, 3), (5, 3)), 2),
-    (reshaped_times, ((5, 3), (5, 3)), 2),
+    # the -1 is 1 here: nothing may be assumed about it (y, with no unit dimension,
+    # keeps its shape: its sum is dropped)
+    (reshaped_times, ((1, 3), (5, 3)), 1),
+    (reshaped_times, ((5, 3), (5, 3)), 1),
     # (n, 1) + (3,): both broadcast (known: the 1 is a constant, 3 is b's)
     (reshaped_column_plus, ((4,), (3,)), 2),
 ])
@@ -261,3 +265,81 @@ def test_a_reshaped_dimension_is_assumed_nothing_of(fn, args, unbroadcasts):
     _check(gradient, fn, args)
     summed = gradient.source.count("rt.unbroadcast") + gradient.source.count("rt.sum(")
     assert summed == unbroadcasts, gradient.source
+
+
+# ---------------------------------------------------------------- loop-carried shapes
+
+def vector_rnn(W, U, xs):
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t])
+    return np.sum(h ** 2)
+
+
+def euler_array_state(a, b, y0):
+    y = y0.copy()
+    for step in range(6):
+        f = np.array([a * y[0] - b * y[0] * y[1], b * y[0] * y[1] - y[1]])
+        y = y + 0.1 * f
+    return np.sum(y ** 2)
+
+
+def growing_state(x):
+    h = x[:1]
+    for i in range(1, x.shape[0]):
+        h = np.concatenate([h * 0.5, x[i:i + 1]])
+    return np.sum(np.sin(h))
+
+
+def scalar_then_array(x, w):
+    s = 0.0
+    for i in range(3):
+        s = s + w * x
+    return np.sum(s ** 2)
+
+
+def body_that_may_not_run(x, z, k):
+    total = np.sum(x ** 2) + np.sum(z ** 3)
+    for i in range(k):
+        total = total + np.sum(np.sin(x + z))   # runs only when x and z match
+    return total
+
+
+def test_a_carried_state_keeps_its_shape_and_the_body_its_broadcasts():
+    """The RNN's h enters and leaves each iteration with W.shape[0]; the body's ``+`` shows
+    W.shape[0] == U.shape[0] where it runs: no rt.unbroadcast and nothing stored for its
+    shape alone (only h itself goes on a tape)."""
+    rng = np.random.default_rng(0)
+    args = (rng.normal(size=(4, 4)) / 3, rng.normal(size=(4, 3)) / 3, rng.normal(size=(5, 3)))
+    g = s2sgrad.value_and_grad(vector_rnn, (0, 1, 2))
+    g(*args)
+    assert "rt.unbroadcast" not in g.source, g.source
+    assert re.findall(r"^    (\w+) = \[\]$", g.source, re.M) == ["h_1_stack"], g.source
+    _check(s2sgrad.grad(vector_rnn, (0, 1, 2)), vector_rnn, args)
+
+
+def test_an_array_state_built_with_np_array_has_a_rank_and_a_shape():
+    args = (1.1, 0.4, np.array([1.0, 0.5]))
+    g = s2sgrad.value_and_grad(euler_array_state, (0, 1, 2))
+    g(*args)
+    backward = g.source.split("# sensitivity of the output")[1]
+    assert "_stack.pop()" in backward and backward.count(".pop()") == 1, g.source  # y only
+    _check(s2sgrad.grad(euler_array_state, (0, 1, 2)), euler_array_state, args)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (growing_state, (np.linspace(0.1, 0.9, 5),)),
+    (scalar_then_array, (np.linspace(0.1, 0.9, 4), 0.7)),
+    (body_that_may_not_run, (np.linspace(0.1, 0.9, 3), np.linspace(0.2, 0.5, 4), 0)),
+    (body_that_may_not_run, (np.linspace(0.1, 0.9, 3), np.linspace(0.2, 0.5, 3), 2)),
+], ids=["growing", "scalar_then_array", "zero_trips_other_shapes", "two_trips"])
+def test_states_that_change_shape_and_bodies_that_do_not_run(fn, args):
+    k = args[2] if fn is body_that_may_not_run else None
+    positions = (0, 1) if len(args) > 1 else 0
+    gradient = s2sgrad.grad(fn, positions)
+    if k is None:
+        _check(gradient, fn, args)
+        return
+    got = gradient(*args)
+    for p, g in zip(positions, got):
+        np.testing.assert_allclose(g, numerical_grad(fn, args, p), rtol=1e-6, atol=1e-8)

@@ -35,12 +35,14 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     # softplus = maximum_z_0 + t2  (functional_autodiff.py:27)
     softplus = maximum_z_0 + t2
     softplus_dot = maximum_z_0_dot + t2_dot
-    # t3 = ones_like_z_1 - 1  (functional_autodiff.py:27)
-    t3 = ones_like_z_1 - 1
+    # t3 = ones_like_z_1 - np.float32(1.0)  (functional_autodiff.py:27)
+    t9 = np.float32(1.0)
+    t3 = ones_like_z_1 - t9
     # t4 = t3 * y  (functional_autodiff.py:27)
     t4 = t3 * y
-    # t5 = 1 + t4  (functional_autodiff.py:27)
-    t5 = 1 + t4
+    # t5 = np.float32(1.0) + t4  (functional_autodiff.py:27)
+    t10 = np.float32(1.0)
+    t5 = t10 + t4
     # t6 = t5 * softplus  (functional_autodiff.py:27)
     t6 = t5 * softplus
     t6_dot = t5 * softplus_dot
@@ -61,9 +63,9 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     # dout = rt.ones_like(out)  (function_value_and_grad.py:33)
     dout = rt.ones_like(out)
     # dloss_1 = rt.unreduce(dout, loss_1, ...  (functional_autodiff.py:27)
-    t9 = rt.unreduce(dout, loss_1, None, False)
-    t10 = rt.reduction_count(loss_1, None)
-    dloss_1 = t9 / t10
+    t11 = rt.unreduce(dout, loss_1, None, False)
+    t12 = rt.reduction_count(loss_1, None)
+    dloss_1 = t11 / t12
     # dloss = dloss_1 * ones_like_z  (functional_autodiff.py:27)
     dloss = dloss_1 * ones_like_z
     # dt8 = -dloss  (functional_autodiff.py:27)
@@ -85,14 +87,14 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     dabsolute_z_dot = -dneg_absolute_z_dot
     # dz = dz + dabsolute_z * np.sign(z)  (functional_autodiff.py:27)
     sign_z = np.sign(z)
-    t11 = dabsolute_z * sign_z
-    t11_dot = dabsolute_z_dot * sign_z
-    dz_1 = dz + t11
-    dz_1_dot = rt.broadcast_like(t11_dot, dz_1)
+    t13 = dabsolute_z * sign_z
+    t13_dot = dabsolute_z_dot * sign_z
+    dz_1 = dz + t13
+    dz_1_dot = rt.broadcast_like(t13_dot, dz_1)
     # dz += dsoftplus * (z >= 0)  (functional_autodiff.py:27)
     z_ge_0 = z >= 0
-    t12 = dsoftplus * z_ge_0
-    dz_2 = dz_1 + t12
+    t14 = dsoftplus * z_ge_0
+    dz_2 = dz_1 + t14
     dz_2_dot = rt.broadcast_like(dz_1_dot, dz_2)
     # dw = rt.matmul_right(dz, x, w)  (functional_autodiff.py:26)
     dw = rt.matmul_right(dz_2, x, w)

@@ -33,9 +33,9 @@ def function_jacfwd(x, y, w, b):
         t2_dot = t1_dot / (1 + t1)
         softplus = maximum_z_0 + t2
         softplus_dot = maximum_z_0_dot + t2_dot
-        t3 = ones_like_z_1 - 1
+        t3 = ones_like_z_1 - np.float32(1.0)
         t4 = t3 * y
-        t5 = 1 + t4
+        t5 = np.float32(1.0) + t4
         t6 = t5 * softplus
         t6_dot = t5 * softplus_dot
         t7 = ones_like_z_1 * y

@@ -26,10 +26,10 @@ def function_jvp(x, y, w, b, x_dot, y_dot, w_dot, b_dot):
     t2_dot = t1_dot / (1 + t1)
     softplus = maximum_z_0 + t2
     softplus_dot = maximum_z_0_dot + t2_dot
-    t3 = ones_like_z_1 - 1
+    t3 = ones_like_z_1 - np.float32(1.0)
     t4 = t3 * y
     t4_dot = t3 * y_dot
-    t5 = 1 + t4
+    t5 = np.float32(1.0) + t4
     t5_dot = t4_dot
     t6 = t5 * softplus
     t6_dot = t5_dot * softplus + t5 * softplus_dot

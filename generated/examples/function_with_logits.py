@@ -13,7 +13,8 @@ def function_with_logits_value_and_grad(x, y, w, b):
     ones_like_z_1 = np.ones_like(z)
     t1 = np.exp(-np.absolute(z))
     softplus = np.maximum(z, 0) + np.log1p(t1)
-    t5 = 1 + (ones_like_z_1 - 1) * y
+    t4 = (ones_like_z_1 - np.float32(1.0)) * y
+    t5 = np.float32(1.0) + t4
     t7 = ones_like_z_1 * y
     loss = t5 * softplus - t7 * z
     loss_1 = loss * ones_like_z

@@ -37,13 +37,21 @@ MODES = ("auto", "numba", "python")
 
 
 def backend_mode():
-    """``S2SGRAD_BACKEND``: 'auto' (default), 'numba' or 'python'."""
-    mode = os.environ.get("S2SGRAD_BACKEND", "auto").strip().lower() or "auto"
-    if mode not in MODES:
-        raise ValueError(f"S2SGRAD_BACKEND={mode!r} is not one of {', '.join(MODES)}: "
-                         "'auto' compiles gradients with loops, 'numba' every gradient, "
-                         "'python' none.")
+    """``S2SGRAD_BACKEND``: 'auto' (default), 'numba' or 'python' (read on every call: it
+    is part of the key ``jvp`` finds its code by)."""
+    raw = os.environ.get("S2SGRAD_BACKEND", "auto")
+    mode = _MODE_OF.get(raw)
+    if mode is None:
+        mode = raw.strip().lower() or "auto"
+        if mode not in MODES:
+            raise ValueError(f"S2SGRAD_BACKEND={mode!r} is not one of {', '.join(MODES)}: "
+                             "'auto' compiles gradients with loops, 'numba' every gradient, "
+                             "'python' none.")
+        _MODE_OF[raw] = mode
     return mode
+
+
+_MODE_OF = {}       # S2SGRAD_BACKEND as set -> the mode it names
 
 
 _numba_version = None
@@ -92,6 +100,20 @@ class Compiled:
             return restore(self._jitted(*args))
         return self._first_call(key, args)
 
+    def runner(self, args):
+        """What runs the code on arguments of the types of ``args`` (already run with them)
+        without looking their types up again: the Numba dispatcher, wrapped in the
+        restorer when there is one; ``self`` when the code runs as Python or numpy or was
+        not compiled for these types.  Valid only for arguments whose ``argument_key`` is
+        that of ``args`` (a caller keys what it keeps at least as finely)."""
+        restore = self._ready.get(argument_key(args)) if self.backend == "numba" else None
+        if restore is None:
+            return self
+        jitted = self._jitted
+        if restore is _identity:
+            return jitted
+        return lambda *values: restore(jitted(*values))
+
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
         remembered_as = f"numba {numba_version()}; {key_text(key)}"
@@ -121,10 +143,11 @@ class Compiled:
             notice.cancel()
         # the types the same code gives as Python, once per argument types: the compiled
         # results are given the same (see ``restorer_like``)
-        restore = restorer_like(as_numpy_scalars(self.py_func(*args)))
+        reference = as_numpy_scalars(self.py_func(*args))    # an error here names its line
         self.backend, self.fallback_reason = "numba", None
-        self._ready[key] = restore
-        return restore(self._jitted(*args))
+        compiled = self._jitted(*args)
+        restore = self._ready[key] = restorer_like(reference, compiled)
+        return restore(compiled)
 
     def _compile(self, args):
         """Compile the dispatcher for the Numba types of ``args``; returns the signature.
@@ -282,21 +305,26 @@ def _identity(value):
     return value
 
 
-def restorer_like(reference):
+def restorer_like(reference, compiled):
     """A function that gives a result of the compiled code the types of ``reference``, the
     same code's result run as Python: numpy scalars of the same type, arrays of the same
-    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not).  A
-    list (a tape the forward sweep returns: its length varies) is restored item by item
-    as its first item."""
+    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not).
+    ``compiled`` is the compiled code's result for the same arguments: the types Numba
+    gives are fixed by the argument types it compiled for, so a part that already has
+    the type (and dtype) of the reference is left as it is on every call.  A list (a tape
+    the forward sweep returns: its length varies) is restored item by item as its first
+    item."""
     if isinstance(reference, list):
-        item = restorer_like(reference[0]) if reference else _identity
+        item = restorer_like(reference[0], compiled[0]) if reference else _identity
         return _identity if item is _identity else (lambda value: [item(v) for v in value])
     if isinstance(reference, tuple):
-        parts = [restorer_like(r) for r in reference]
+        parts = [restorer_like(r, c) for r, c in zip(reference, compiled)]
         if all(p is _identity for p in parts):
             return _identity
         if type(reference) is tuple and len(parts) == 2:    # (value, gradients): each call
             first, second = parts
+            if first is _identity:
+                return lambda value: (value[0], second(value[1]))
             return lambda value: (first(value[0]), second(value[1]))
         fix = [(i, p) for i, p in enumerate(parts) if p is not _identity]
 
@@ -306,6 +334,9 @@ def restorer_like(reference):
                 value[i] = p(value[i])
             return tuple(value)
         return restore
+    if type(compiled) is type(reference) and (
+            not isinstance(reference, np.ndarray) or compiled.dtype == reference.dtype):
+        return _identity
     if isinstance(reference, np.generic):
         return type(reference)
     if isinstance(reference, np.ndarray):

@@ -1,11 +1,12 @@
 """Numba implementations of the ``s2sgrad.runtime_arrays`` helpers that rules of common
-calls use (trace with an offset, sinc, roll, diff, diag); the contract is each helper's
-docstring.  A helper or a form with no overload here makes the generated function run
+calls use (trace with an offset, sinc, roll, diff, diag) and of the in-place product
+accumulations of the adjoint sweep (``rt.add_matmul_left``...); the contract is each
+helper's docstring.  A helper or a form with no overload here makes the generated function run
 as Python, with the reason."""
 import numpy as np
 from numba import types
 from numba.cpython.unsafe.tuple import tuple_setitem
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from .. import runtime as rt
 
@@ -101,3 +102,39 @@ def _diag_adjoint(g, v, k):
                 out[i] = g[i + max(-k, 0), i + max(k, 0)]
             return out
         return of_vector
+
+
+def _add_outer(out, u, v):
+    """``out += np.outer(u, v)`` element by element (no array made)."""
+    for i in range(u.shape[0]):
+        ui = u[i]
+        for j in range(v.shape[0]):
+            out[i, j] += ui * v[j]
+
+
+_add_outer_jit = register_jitable(_add_outer)
+
+
+def _add_in_place(out, value):
+    out += value
+
+
+_add_in_place_jit = register_jitable(_add_in_place)
+
+
+@overload(rt.add_matmul_left)
+def _add_matmul_left(out, g, a, b):
+    if not all(isinstance(t, types.Array) for t in (out, a, b)):
+        return None
+    if a.ndim == 2 and b.ndim == 1 and out.ndim == 2 and isinstance(g, types.Array):
+        return lambda out, g, a, b: _add_outer_jit(out, g, b)
+    return lambda out, g, a, b: _add_in_place_jit(out, rt.matmul_left(g, a, b))
+
+
+@overload(rt.add_matmul_right)
+def _add_matmul_right(out, g, a, b):
+    if not all(isinstance(t, types.Array) for t in (out, a, b)):
+        return None
+    if a.ndim == 1 and b.ndim == 2 and out.ndim == 2 and isinstance(g, types.Array):
+        return lambda out, g, a, b: _add_outer_jit(out, a, g)
+    return lambda out, g, a, b: _add_in_place_jit(out, rt.matmul_right(g, a, b))

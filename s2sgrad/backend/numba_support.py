@@ -938,6 +938,14 @@ def _reserve(tape, top, count):
     return reserve
 
 
+@overload(rt.add_into)
+def _add_into(view, value):
+    if isinstance(view, types.Array):
+        def impl(view, value):
+            view += value
+        return impl
+
+
 @overload(rt.push)
 def _push(tape, top, value):
     def push(tape, top, value):

@@ -243,6 +243,20 @@ def _item_adjoint(g, like, index):
     return impl
 
 
+@overload(rt.clip)
+def _clip(x, lo, hi):
+    """``np.clip`` of numbers as ``min(max(x, lo), hi)`` (numpy's order), of arrays by
+    Numba's own ``np.clip``."""
+    if all(isinstance(t, (types.Float, types.Integer)) for t in (x, lo, hi)):
+        def number(x, lo, hi):
+            return min(max(x, lo), hi)
+        return number
+
+    def array(x, lo, hi):
+        return np.clip(x, lo, hi)
+    return array
+
+
 @overload(rt.frexp)
 def _frexp(x):
     """``np.frexp`` by ``math.frexp``: a float64 mantissa and an int32 exponent."""

@@ -33,6 +33,13 @@ class Adjoints:
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
         self.copied = set()  # adjoints ``own`` copied (to hoist such copies out of loops)
+        #: var -> (its adjoint's source var, that adjoint's name, whether it was owned) for
+        #: an adjoint that took another's array (``dun = du``): see ``own``
+        self.moved = {}
+        #: the copies ``own`` made of an array taken from an owned adjoint: (copy statement,
+        #: adjoint name, source name); ``ownership.drop_moved_copies`` removes those that
+        #: turn out needless
+        self.move_copies = []
 
     def name(self, var):
         if var not in self.of:
@@ -42,6 +49,7 @@ class Adjoints:
     def accumulate(self, var, expr, out):
         """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
         this code owns) or ``dvar = dvar + expr``."""
+        self.moved.pop(var, None)
         if isinstance(expr, gast.Name) and var not in self.defined and var not in self.of \
                 and var in self.single_use and var not in self.lists \
                 and var not in self.rebound:   # a loop reassigns dvar: it cannot be dsource
@@ -55,9 +63,11 @@ class Adjoints:
                 return
         target = self.name(var)
         if isinstance(expr, gast.Name):   # dvar now shares another adjoint's array
-            for other, name in self.of.items():
-                if name == expr.id:
-                    self.owned.discard(other)
+            sources = [other for other, name in self.of.items() if name == expr.id]
+            if len(sources) == 1 and var not in self.defined:
+                self.moved[var] = (sources[0], expr.id, sources[0] in self.owned)
+            for other in sources:
+                self.owned.discard(other)
         if var in self.lists and var in self.defined:
             out.append(assign(target, call("rt", "add_lists", [name_node(target), expr])))
             self.owned.add(var)
@@ -83,11 +93,19 @@ class Adjoints:
         else:
             value = call("np", "copy", [name_node(target)])
             self.copied.add(var)
-        out.append(assign(target, value))
+        statement = assign(target, value)
+        out.append(statement)
         self.owned.add(var)
+        if var in self.moved and var not in self.plain_zero:
+            source, source_name, was_owned = self.moved[var]
+            if was_owned:       # needless if nothing reads the source's array again
+                self.move_copies.append((statement, target, source_name))
+            else:               # owning the source before a loop may make it needless
+                self.copied.add(source)
 
     def restart(self, var):
         """Forget ``dvar``'s value: the next contribution assigns it afresh."""
+        self.moved.pop(var, None)
         self.defined.discard(var)
         self.owned.discard(var)
         self.plain_zero.discard(var)
@@ -95,6 +113,7 @@ class Adjoints:
     def zero(self, var, out, assigned=True):
         """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero.  Where
         ``var`` may have no value yet (``assigned`` False: set only on some paths), ``0.0``."""
+        self.moved.pop(var, None)
         self.defined.add(var)
         if not assigned:
             # var may hold no value here: a plain 0.0 adds to anything

@@ -134,7 +134,7 @@ def differentiable_sweeps(d):
                                                                        ctx=gast.Load())))
     popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
     tops = {name: names.fresh(name + "_top") for name in popped}
-    backward = _before_loops(d.sweeps.backward, set(tops), _pops_of,
+    backward = _before_loops(_pushes_as_writes(d.sweeps.backward), set(tops), _pops_of,
                              lambda name: assign(tops[name], gast.Call(
                                  func=name_node("len"), args=[name_node(name)], keywords=[])))
     backward = pops_as_reads(backward, tops)
@@ -257,9 +257,18 @@ def _is_push(stmt):
             and isinstance(value.func.value, gast.Name) and value.func.value.id == "rt")
 
 
+def _is_add_into(stmt):
+    """``rt.add_into(dx[index], g)``."""
+    value = stmt.value if isinstance(stmt, gast.Expr) else None
+    return (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "add_into" and isinstance(value.func.value, gast.Name)
+            and value.func.value.id == "rt")
+
+
 def _pushes_as_writes(items):
-    """``top = rt.push(tape, top, v)`` -> ``tape[top] = v; top = top + 1``, in nested
-    blocks too."""
+    """``top = rt.push(tape, top, v)`` -> ``tape[top] = v; top = top + 1``, and
+    ``rt.add_into(dx[j], g)`` -> ``dx[j] += g`` (an update the forward transform sees),
+    in nested blocks too."""
     out = []
     for item in items:
         if isinstance(item, (gast.If, gast.For, gast.While)):
@@ -267,6 +276,11 @@ def _pushes_as_writes(items):
             item.body = _pushes_as_writes(item.body)
             item.orelse = _pushes_as_writes(item.orelse)
             out.append(item)
+        elif _is_add_into(item):
+            view, value = item.value.args
+            target = copy.deepcopy(view)
+            target.ctx = gast.Store()
+            out.append(gast.AugAssign(target=target, op=gast.Add(), value=copy.deepcopy(value)))
         elif _is_push(item):
             tape, top, value = item.value.args
             out.append(assign(gast.Subscript(value=copy.deepcopy(tape),

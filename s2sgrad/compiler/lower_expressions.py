@@ -225,6 +225,12 @@ class ExpressionLowering(LoweringState):
         return frame.env.pop(key)
 
     def expr_Subscript(self, frame, node, hint):
+        if self.is_row_then_item(frame, node):
+            # a[i][j] with i an int reads a[i, j]: one element, not a row per element
+            # (whose adjoint would be a row of zeros for every element read)
+            outer = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+            node = gast.copy_location(gast.Subscript(value=node.value.value, slice=gast.Tuple(
+                elts=[node.value.slice] + list(outer), ctx=gast.Load()), ctx=gast.Load()), node)
         base = self.lower_expr(frame, node.value)
         index_node, index = self.lower_index(frame, node.slice)
         if isinstance(base, DictAtom):

@@ -487,6 +487,7 @@ class FlowLowering:
 
         while True:   # lowered again when a loop-carried variable turns out to change rank
             frame.env = dict(entry)
+            self.assume_carried_shapes(carried_vars)
             test_result = []
             test_ops = self.collect(lower_test) if spec is None else []
             test = test_result[0] if test_result else None
@@ -495,9 +496,8 @@ class FlowLowering:
             try:
                 body = self.collect(lower_body)
                 break
-            except _RankChanged as changed:
-                self.ndims.pop(changed.name, None)
-                self.made_ranks[changed.name] = None
+            except (_RankChanged, _ShapeChanged) as changed:
+                self.forget_carried_assumptions(changed)
                 self.stale_views = stale_before
         self.check_loop_reads(frame, stmt, body + test_ops, carried_vars, stale_before)
         after = frame.env
@@ -557,8 +557,31 @@ class FlowLowering:
             return atom       # a function or module: not a value the loop changes
         carried = self.names.variable(name)
         self.ops.append(self.assign_op(carried, atom, location))
+        self.entry_shapes[carried] = self.shape_of(atom)
         carried_vars.append(carried)
         return Var(carried)
+
+    def forget_carried_assumptions(self, changed):
+        """A loop-carried variable changed rank (``_RankChanged``) or shape
+        (``_ShapeChanged``) in the body: lowered again, nothing is assumed of it."""
+        if isinstance(changed, _RankChanged):
+            self.ndims.pop(changed.name, None)
+            self.made_ranks[changed.name] = None
+        if getattr(changed, "varies", False):
+            self.varying_shapes.add(changed.name)     # sizes that may change: assumed still
+        else:
+            self.unassumed_shapes.add(changed.name)
+
+    def assume_carried_shapes(self, carried_vars):
+        """Give each loop-carried variable the shape it is assumed to keep (ShapeTable.
+        assumed): checked at the end of the body (carry_to_next_iteration)."""
+        for name in carried_vars:
+            assumed = None if name in self.unassumed_shapes else self.shapes.assumed(
+                name, self.entry_shapes.get(name), name in self.varying_shapes)
+            if assumed is None:
+                self.shapes.of.pop(name, None)
+            else:
+                self.shapes.of[name] = assumed
 
     def carry_to_next_iteration(self, frame, stmt, name, value, carried, location):
         """At the end of an iteration: copy ``value`` into the loop-carried ``carried``."""
@@ -577,6 +600,12 @@ class FlowLowering:
             if self.made_ranks.get(carried.name) is not None and \
                     self.rank_for_views(value) != self.made_ranks[carried.name]:
                 raise _RankChanged(carried.name)    # the body may have taken views for copies
+            assumed = self.shapes.of.get(carried.name)
+            if assumed is not None and not self.shapes.covers(assumed, self.shape_of(value)):
+                raise _ShapeChanged(carried.name)
+            if assumed is not None and carried.name not in self.varying_shapes and \
+                    not self.shapes.same(assumed, self.shape_of(value)):
+                raise _ShapeChanged(carried.name, varies=True)
             self.ops.append(self.assign_op(carried.name, value, location))
 
 
@@ -588,6 +617,16 @@ class _RankChanged(Exception):
     def __init__(self, name):
         super().__init__(name)
         self.name = name
+
+
+class _ShapeChanged(Exception):
+    """A loop-carried variable does not keep the shape assumed for it: lower the loop
+    again without the assumption (``varies``: with the weaker one, sizes that may change)."""
+
+    def __init__(self, name, varies=False):
+        super().__init__(name)
+        self.name = name
+        self.varies = varies
 
 
 def _reads(statements):

@@ -60,6 +60,12 @@ class OpEmission(LoweringState):
                 prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
             self.int_vars.add(name)      # x.shape[k]: a Python int
             self.ndims[name] = 0
+            dims = self.shapes.tuples.get(args[0].name)
+            if dims is not None and -len(dims) <= args[1].value < len(dims):
+                self.shapes.ints[name] = dims[args[1].value]
+        if prim == prims.SHAPE and isinstance(args[0], Var) and not kwargs:
+            if self.shape_of(args[0]) is not None:
+                self.shapes.tuples[name] = self.shape_of(args[0])
         dtype = None if tuple_valued else self.infer_dtype(prim, args, kwargs)
         if dtype is not None:
             self.dtypes[name] = dtype

@@ -77,6 +77,9 @@ class LoweringState:
         self.shared_at_write = {}  # Var name -> what shared its memory when it was written
         self.item_ranks = {}    # Var name of a run-time list -> the rank of its items
         self.made_ranks = {}    # Var name -> rank of an array made by np.zeros((2, 3)) & co
+        self.entry_shapes = {}  # loop-carried Var name -> the shape it enters the loop with
+        self.unassumed_shapes = set()  # loop-carried Var names whose shape changes in the loop
+        self.varying_shapes = set()  # loop-carried Var names whose sizes may change in the loop
         self.stale_views = set()  # variables whose memory was updated in place behind them
         self.fields = {}          # Seq of a namedtuple argument -> its field names
         self.producers = {}       # Var name -> the primitive of the Op that assigned it

@@ -153,7 +153,40 @@ class StatementLowering(LoweringState):
                                                                        frozenset()) | shared
             self.ops.append(SetItem(base.name, index_node, index, value, frame.location(target)))
             self.cse.clear()
+        elif self.is_row_then_item(frame, target):
+            # a[i][j] = v with i an int: a[i] is a view of row i, so this is a[i, j] = v
+            outer = target.slice.elts if isinstance(target.slice, gast.Tuple) else [target.slice]
+            joined = gast.Subscript(value=target.value.value, slice=gast.Tuple(
+                elts=[target.value.slice] + list(outer), ctx=gast.Load()), ctx=gast.Store())
+            self.bind(frame, gast.copy_location(joined, target), value)
         else:
+            hint = ("write one subscript: a[i, j] = v" if isinstance(target, gast.Subscript)
+                    else "assign to a local array: a = x.copy(); a[i] = v")
             raise self.unsupported(
-                frame, target, "assignment to an attribute or a nested subscript",
-                "assign to a local array: a = x.copy(); a[i] = v")
+                frame, target, "assignment to an attribute or a nested subscript", hint)
+
+    def is_row_then_item(self, frame, target):
+        """True for ``a[i][j]`` (``a`` an array, not a list, ``i`` an int and not a slice:
+        ``a[i]`` is then a view of row i, and ``a[i][j]`` is ``a[i, j]``), read or written."""
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript)
+                and isinstance(target.value.value, gast.Name)):
+            return False
+        base = frame.env.get(target.value.value.id)
+        if not isinstance(base, Var) or base.name in self.lists or not self.ndim_of(base):
+            return False
+        inner = target.value.slice
+        if not _plain_index(inner):
+            return False
+        return self.is_int(self.lower_expr(frame, inner))
+
+
+def _plain_index(node):
+    """True for an index made of names, constants and arithmetic on them (``i``, ``i - 1``):
+    cheap to lower twice (the second time finds the first's values)."""
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.BinOp):
+        return _plain_index(node.left) and _plain_index(node.right)
+    if isinstance(node, gast.UnaryOp):
+        return _plain_index(node.operand)
+    return False

@@ -7,10 +7,13 @@ gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
 """
+import copy
 import os
 
 from ..errors import OutputStructureError
+from .accumulate import products_in_place
 from .emit import to_source
+from .fuse import fused_forward, read_counts
 from .imports import import_lines
 from .inline import as_operators, inline_temporaries
 from .ir import If, Loop, Seq, Var, atom_vars, walk_statements
@@ -62,8 +65,15 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
+    sweeps = copy.copy(d.sweeps)
+    sweeps.backward = products_in_place(d.sweeps.backward)
+    reads = read_counts(d.sweeps.forward + d.sweeps.backward)
+    for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
+        reads[name] = reads.get(name, 0) + 1
+    arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
+    sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays)
     lines, adjoint_from = emit_value_and_grad(
-        d.lowered, d.sweeps, d.returned, fname,
+        d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
         import_lines(d.names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"

@@ -36,6 +36,7 @@ from .tape import (Tape, assigned_targets, carried_copies, contributed,
                    without_dead_ops)
 from .tape_types import tape_dtypes
 from .templates import getitem_adjoint, index_expression, instantiate, missing_rule
+from .ownership import drop_moved_copies
 from .typeinfo import basic_index
 
 
@@ -100,6 +101,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_val
     if backward:
         backward.insert(0, Comment("sensitivity of the output"))
     backward.extend(rev.block(lowered.body, None))
+    drop_moved_copies(backward, rev.adj.move_copies)
     return rev, backward
 
 
@@ -184,7 +186,7 @@ class _Reverser:
         elif op.primitive == prims.GETITEM and op.list_base:
             self._list_item_adjoint(op, out)
         elif op.primitive == prims.GETITEM and isinstance(op.args[0], Var):
-            getitem_adjoint(op, self.adj, self.active, out)
+            getitem_adjoint(op, self.adj, self.active, out, self.ndims)
         else:
             if op.rule is None:
                 raise missing_rule(op)
@@ -367,7 +369,9 @@ class _Reverser:
         self.adj.defined, self.adj.owned = set(defined), set(owned)
         orelse = self.block(stmt.orelse, loop)
         self.adj.defined = defined
-        self.adj.owned = owned & owned_body & self.adj.owned
+        # owned after the branch: owned at the end of both paths (a copy made in both
+        # counts, so that a loop can hoist it), among the adjoints defined before it
+        self.adj.owned = owned_body & self.adj.owned & defined
         if not any(not isinstance(s, Comment) for s in body + orelse):
             return out
         out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
@@ -440,11 +444,12 @@ class _Reverser:
         self.adjoints_from_after_loop = saved_exports | {v for v in inside if v in defined
                                         and v not in stmt.carried}
         state = self._state()
+        copied_before = self.adj.copied
         self.adj.copied = set()
         body = self.block(stmt.body, stmt)
         self._rezero_carried(stmt, defined, body)
-        hoist = sorted(v for v in self.adj.copied
-                       if v in defined and v not in owned and v in self.adj.owned)
+        # (a copy on one path of a branch counts: the body built again decides)
+        hoist = sorted(v for v in self.adj.copied if v in defined and v not in owned)
         if hoist:
             first_try = self._state()
             self._restore(state)
@@ -459,6 +464,7 @@ class _Reverser:
                 body = hoisted
             else:   # ownership does not survive an iteration: keep the copy in the body
                 self._restore(first_try)
+        self.adj.copied = copied_before | self.adj.copied   # for a loop around this one
         self.adjoints_from_after_loop = saved_exports
         return body, owned
 
@@ -475,11 +481,11 @@ class _Reverser:
         return (self.names.snapshot(), list(self.stacks), dict(self.saves), dict(self.restores),
                 dict(self.reassigns),
                 dict(self.taped), dict(self.entry_tapes), dict(adj.of), set(adj.defined),
-                set(adj.owned), set(adj.plain_zero), set(adj.copied))
+                set(adj.owned), set(adj.plain_zero), set(adj.copied), dict(adj.moved))
 
     def _restore(self, state):
         (names, stacks, saves, restores, reassigns, taped, entry_tapes, of, defined, owned,
-         plain_zero, copied) = state
+         plain_zero, copied, moved) = state
         self.names.restore(names)
         self.stacks[:] = stacks
         self.saves, self.restores = dict(saves), dict(restores)
@@ -487,7 +493,7 @@ class _Reverser:
         self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
-        adj.plain_zero, adj.copied = set(plain_zero), set(copied)
+        adj.plain_zero, adj.copied, adj.moved = set(plain_zero), set(copied), dict(moved)
 
     def _stack(self, var, loop):
         """A new tape for ``var``'s values in ``loop``: an array for scalars of a known

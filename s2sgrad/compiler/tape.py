@@ -167,8 +167,11 @@ COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, 
                operator.not_}
 
 
-#: the most operations recomputed for one loop
-RECOMPUTE_LIMIT = 12
+#: the most operations recomputed for one loop.  Recomputing a whole stencil point
+#: (``lap = u[i-1, j] + ... - 4 * u[i, j]``: 14 operations with the index arithmetic) beats
+#: taping it (a store in the forward sweep, which then no longer vectorises, and a load);
+#: past the budget the values with the shortest chains are recomputed, the rest taped.
+RECOMPUTE_LIMIT = 48
 
 
 def recomputable(loop, int_vars, ndims, mutated, referenced):
@@ -177,7 +180,9 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
     computes again from the loop variable, the loop-carried values it restores and values
     the loop does not change, instead of taping them: a few flops cost less than a push
     and a pop.  Transcendental results (tanh, exp) are taped.  Gives the set of names
-    recomputed (every op assigning such a name at this level is recomputed)."""
+    recomputed (every op assigning such a name at this level is recomputed): within
+    ``RECOMPUTE_LIMIT`` operations, integers first, then the values whose chains of
+    operations to recompute are shortest."""
     assigned = set(assigned_targets(loop.body))
     available = set(loop.carried) | ({loop.target} if loop.kind == "range" else set())
     carried = set(loop.carried) | nested_carried(loop.body)   # several values per iteration
@@ -195,18 +200,25 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
                        for op in cheap[target] for v in op.operand_vars()):
                 del cheap[target]
                 changed = True
-    needed = [v for v in cheap if v in referenced]
+
+    def chain(v, keep):
+        """v and the cheap values it is computed from, less those in ``keep``."""
+        out, todo = set(), [v]
+        while todo:
+            u = todo.pop()
+            if u in out or u in keep:
+                continue
+            out.add(u)
+            todo.extend(w for op in cheap[u] for w in op.operand_vars() if w in cheap)
+        return out
+
     keep = set()
-    while needed:
-        v = needed.pop()
-        if v in keep:
-            continue
-        keep.add(v)
-        needed.extend(u for op in cheap[v] for u in op.operand_vars() if u in cheap)
-    if len(keep) > RECOMPUTE_LIMIT:
-        keep = {v for v in keep if v in int_vars}
-        keep |= {u for v in list(keep) for op in cheap[v] for u in op.operand_vars()
-                 if u in cheap}
+    wanted = sorted((v for v in cheap if v in referenced),
+                    key=lambda v: (v not in int_vars, len(chain(v, set())), v))
+    for v in wanted:
+        more = chain(v, keep)
+        if len(keep) + len(more) <= RECOMPUTE_LIMIT or all(u in int_vars for u in more):
+            keep |= more
     return keep
 
 
@@ -220,6 +232,10 @@ def _cheap_scalar(op, int_vars, ndims, mutated):
     if op.primitive in COMPARISONS:
         return all(isinstance(a, Const) or (isinstance(a, Var) and (
             a.name in int_vars or ndims.get(a.name) == 0)) for a in op.args)
+    if op.primitive is operator.pow:     # z ** 2, z ** 3: a multiplication or two
+        exponent = op.args[1]
+        return isinstance(exponent, Const) and type(exponent.value) is int and \
+            0 <= exponent.value <= 4 and scalar
     if op.primitive not in CHEAP:
         return False
     if op.primitive == prims.GETITEM:   # an element, or a view (basic indexing): O(1)

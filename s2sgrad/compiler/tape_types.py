@@ -9,14 +9,27 @@ iterating to a fixed point, so it is never narrower than what runs: a float32 va
 on a float64 tape comes back exact.  A Python float constant is float64 (as Numba
 types it) unless the forward sweep writes it as the float32 it meets.
 """
+import math
 import operator
 
 import numpy as np
 
 from .. import primitives as prims
-from .ir import Const, Op, Var, walk_ops
+from .ir import Const, Op, Seq, Var, walk_ops
 from .tape import COMPARISONS
-from .typeinfo import ELEMENTWISE
+from .typeinfo import ELEMENTWISE, FULL_REDUCTIONS, SHAPE_OF_FIRST
+
+#: array constructors whose result is float64 when called without a dtype
+FLOAT64_MAKERS = {np.zeros, np.ones, np.empty}
+#: the operands' promoted dtype, whatever their shapes (products, joins, reshapes)
+PROMOTING = {operator.matmul, np.matmul, np.dot, np.outer, np.concatenate, np.stack,
+             np.hstack, np.vstack, np.transpose, np.reshape, np.ravel, prims.attribute("T"),
+             prims.method("reshape"), prims.method("ravel"), prims.method("flatten")}
+#: math functions with a float result (math.floor and the like give ints: not here)
+MATH_FLOAT = {getattr(math, name) for name in (
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "pow",
+    "hypot", "erf", "erfc", "gamma", "lgamma", "fabs", "copysign", "fmod")}
 
 #: the lattice below the dtypes: no value seen yet, and not knowable
 UNSEEN, UNKNOWN = "unseen", "unknown"
@@ -90,13 +103,22 @@ class _TapeTypes:
             base = self.of_atom(args[0])
             if base == UNSEEN:
                 return UNSEEN
-            ok = isinstance(base, np.dtype) and self.ndims.get(op.targets[0]) == 0
+            ok = isinstance(base, np.dtype) and (self.ndims.get(op.targets[0]) == 0 or
+                                                 base.kind == "f")   # a float array's row
             return base if ok else UNKNOWN
+        if op.kwargs:
+            return UNKNOWN
+        if _member(op.primitive, FLOAT64_MAKERS):   # np.zeros(n): float64
+            return np.dtype(np.float64)
+        if _member(op.primitive, SHAPE_OF_FIRST):   # np.zeros_like(x): x's dtype
+            args = args[:1]
         if len(args) == 2 and getattr(op.primitive, "__module__", None) == "_operator":
             parts = [self.of_atom(args[0], args[1]), self.of_atom(args[1], args[0])]
         else:
             parts = [self.of_atom(a) for a in args]
-        if UNKNOWN in parts or op.kwargs:
+        if _member(op.primitive, PROMOTING) and len(args) == 1 and isinstance(args[0], Seq):
+            parts = [self.of_atom(a) for a in args[0].items]  # np.concatenate((a, b))
+        if UNKNOWN in parts:
             return UNKNOWN
         if UNSEEN in parts:
             return UNSEEN
@@ -104,9 +126,24 @@ class _TapeTypes:
             return np.dtype(np.float64)
         if op.primitive == prims.ASSIGN:
             return parts[0]
+        if _member(op.primitive, MATH_FLOAT):     # math.sin(x): a Python float
+            return np.dtype(np.float64)
+        if _member(op.primitive, SHAPE_OF_FIRST | FULL_REDUCTIONS | PROMOTING):
+            # followed for floats only (an int array's sum or mean: numpy's own rules)
+            dtype = np.result_type(*[p for p in parts if isinstance(p, np.dtype)] or [0.0])
+            return dtype if dtype.kind == "f" and all(isinstance(p, np.dtype)
+                                                      for p in parts) else UNKNOWN
         if not (op.primitive in ELEMENTWISE or isinstance(op.primitive, np.ufunc)):
             return UNKNOWN
         return _promoted(op.primitive, parts)
+
+
+def _member(primitive, group):
+    """``primitive in group`` for primitives that may not be hashable."""
+    try:
+        return primitive in group
+    except TypeError:
+        return False
 
 
 def _promoted(primitive, parts):

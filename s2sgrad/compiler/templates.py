@@ -35,8 +35,11 @@ def missing_rule(op):
         "or wrap the value in ops.stop_gradient if no gradient should flow")
 
 
-def getitem_adjoint(op, adj, active, out):
-    """``dx[index] += dy`` (basic indexing) or ``rt.add_at(dx, index, dy)`` (array indices)."""
+def getitem_adjoint(op, adj, active, out, ndims=None):
+    """``dx[index] += dy`` (basic indexing of an element), ``rt.add_into(dx[index], dy)``
+    (basic indexing of a view: ``ndims`` says the read has rank 1 or more; in place, where
+    ``dx[j] += dy`` makes Numba write the row back through its general setitem) or
+    ``rt.add_at(dx, index, dy)`` (array indices)."""
     base = op.args[0].name
     if base not in active:
         return
@@ -50,7 +53,10 @@ def getitem_adjoint(op, adj, active, out):
         adj.owned.add(base)
     elif base not in adj.owned:
         adj.own(base, out)
-    if basic:
+    if basic and (ndims or {}).get(op.targets[0], 0) > 0:
+        view = gast.Subscript(value=name_node(adj.name(base)), slice=index_node, ctx=gast.Load())
+        out.append(gast.Expr(value=call("rt", "add_into", [view, g])))
+    elif basic:
         target = gast.Subscript(value=name_node(adj.name(base)), slice=index_node, ctx=gast.Store())
         out.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
     else:
@@ -196,7 +202,12 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
     def _same(self, a, b):
         if a == () and b == ():
             return True
-        return self.shapes is not None and self.shapes.same(a, b)
+        if self.shapes is None or a is None:
+            return False
+        # broadcast to the result's rank, an operand none of whose dimensions may be 1
+        # keeps its shape
+        rank = len(b) if b is not None else self.ndims.get(self.ans)
+        return self.shapes.same(a, b) or (rank == len(a) and self.shapes.no_unit_dims(a))
 
     def visit_Call(self, node):
         self.generic_visit(node)
