@@ -97,12 +97,13 @@ class _Inliner:
 
     def block(self, items, depth):
         """``items`` (at indentation ``depth``) with the definitions of names in ``once``
-        moved into their readers; the blocks of compound statements too (a definition
-        stays in its block)."""
+        moved into their readers; the blocks of an ``if`` too (a definition stays in its
+        block).  Loop bodies stay as they are: ``compiler/fuse.py`` writes their
+        elementwise temporaries back into one expression for Numba."""
         items = [_Broadcasting(self.same_shape).visit(item) if isinstance(item, _SIMPLE)
                  else item for item in items]
         for item in items:
-            if isinstance(item, (gast.If, gast.For, gast.While)):
+            if isinstance(item, gast.If):   # (loop bodies are compiler/fuse.py's)
                 item.body = self.block(item.body, depth + 1)
                 item.orelse = self.block(item.orelse, depth + 1)
         k = 0

@@ -127,7 +127,9 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
             continue
         expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names))
         if ndims is not None:
-            expr = _NoOpUnbroadcast(op.targets[0], ndims, shapes).visit(expr)
+            # (an accumulation dW += rt.matmul_*(...) stays, for compiler/accumulate.py)
+            accumulating = isinstance(key, Var) and key.name in adj.defined
+            expr = _NoOpUnbroadcast(op.targets[0], ndims, shapes, accumulating).visit(expr)
         if isinstance(key, Var):
             adj.accumulate(key.name, expr, out)
         elif isinstance(key, Seq):
@@ -189,10 +191,13 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
     """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``;
     ``rt.sum(e, axis, keepdims)`` when the shapes tell the axes it sums (``_summed``);
     ``rt.matmul_left(g, a, b)`` -> ``g @ b.T`` and ``rt.matmul_right(g, a, b)`` ->
-    ``a.T @ g`` when ``a`` and ``b`` are matrices (rank 2 known while building)."""
+    ``a.T @ g`` when ``a`` and ``b`` are matrices (rank 2 known while building) and the
+    adjoint is not added to one that holds a value (``accumulating``: that update is
+    ``rt.add_matmul_*``, ``compiler/accumulate.py``)."""
 
-    def __init__(self, ans, ndims, shapes):
+    def __init__(self, ans, ndims, shapes, accumulating=False):
         self.ans, self.ndims, self.shapes = ans, ndims, shapes
+        self.accumulating = accumulating
 
     def _shape(self, name):
         if self.ndims.get(name) == 0:
@@ -220,6 +225,7 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
                 return node.args[0]
             return self._summed(node) or node
         if func.attr in ("matmul_left", "matmul_right") and len(node.args) == 3 \
+                and not self.accumulating \
                 and all(isinstance(a, gast.Name) and self.ndims.get(a.id) == 2
                         for a in node.args[1:]):
             # matrices: ``g @ b.T`` has a's shape and ``a.T @ g`` b's, nothing to sum
