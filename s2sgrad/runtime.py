@@ -140,6 +140,16 @@ def add_matmul_right(out, g, a, b):
     out += matmul_right(g, a, b)
 
 
+def add_dot_left(out, g, a, b):
+    """``out += dot_left(g, a, b)``, in place (see ``add_matmul_left``)."""
+    out += dot_left(g, a, b)
+
+
+def add_dot_right(out, g, a, b):
+    """``out += dot_right(g, a, b)``, in place (see ``add_matmul_left``)."""
+    out += dot_right(g, a, b)
+
+
 def matmul_adjoints(g, a, b):
     """The adjoints of ``a @ b`` for every ndim numpy's matmul accepts (1-D and batched)."""
     return matmul_left(g, a, b), matmul_right(g, a, b)
@@ -390,11 +400,6 @@ def add_into(view, value):
     the same as ``dx[j] += value``, which under Numba writes the row back through
     numpy's general setitem (~0.4 us a row in a pairwise loop)."""
     view += value
-
-
-def clip(x, lo, hi):
-    """``np.clip(x, lo, hi)`` (Numba's ``np.clip`` takes arrays only, not numbers)."""
-    return np.clip(x, lo, hi)
 
 
 def frexp(x):

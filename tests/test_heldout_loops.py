@@ -28,6 +28,13 @@ def backend(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture
+def source_only(monkeypatch):
+    """Tests that read the generated code (their programs' gradients are checked under
+    both backends elsewhere in this file) build it without compiling it."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+
 # ------------------------------------------------------------ writes inside branches
 
 def upwind_if_else(u0, vel):
@@ -243,7 +250,8 @@ def _reversed_loop(source):
 
 
 @pytest.mark.parametrize("fn, make", ARRAY_STATE[:2], ids=[p[0].__name__ for p in ARRAY_STATE[:2]])
-def test_elementwise_array_updates_need_no_unbroadcast_nor_their_temporaries(fn, make):
+def test_elementwise_array_updates_need_no_unbroadcast_nor_their_temporaries(fn, make,
+                                                                               source_only):
     """``y = y + h * f(y)`` on arrays of no unit dimension: in the reversed loop no
     ``rt.unbroadcast`` (no operand was broadcast), so no temporary is kept for its shape."""
     args = make(np.random.default_rng(8))
@@ -260,7 +268,7 @@ def test_elementwise_array_updates_need_no_unbroadcast_nor_their_temporaries(fn,
     assert len(popped) <= 4, g.source
 
 
-def test_a_carried_array_that_collapses_to_one_element_keeps_its_unbroadcast():
+def test_a_carried_array_that_collapses_to_one_element_keeps_its_unbroadcast(source_only):
     """``collapses``'s y does not keep its shape: nothing is assumed of it, and the
     adjoint of ``y * x`` sums over what y was broadcast along."""
     g = s2sgrad.value_and_grad(collapses, (0, 1))
@@ -337,6 +345,13 @@ def rnn_vecmat(W, xs):
     return np.sum(h)
 
 
+def rnn_np_dot(W, U, xs):
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(W, h) + U.dot(xs[t]))
+    return np.sum(h * h)
+
+
 def batch_matmul(W, X):
     total = 0.0
     for k in range(X.shape[0]):
@@ -345,12 +360,15 @@ def batch_matmul(W, X):
 
 
 PRODUCTS = [
-    (rnn_matvec, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)), r.normal(size=(3, 2))),
+    (rnn_matvec, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)),
+                            r.normal(size=(3, 2))),
      ("add_matmul_left",)),
     (rnn_vecmat, lambda r: (r.normal(size=(3, 3)) / 3, r.normal(size=(4, 3))),
      ("add_matmul_right",)),
     (batch_matmul, lambda r: (r.normal(size=(3, 2)), r.normal(size=(2, 4, 3))),
      ("add_matmul_right",)),
+    (rnn_np_dot, lambda r: (r.normal(size=(4, 4)) / 3, r.normal(size=(4, 2)), r.normal(size=(3, 2))),
+     ("add_dot_left",)),
 ]
 
 
@@ -363,7 +381,7 @@ def test_weight_adjoints_accumulate_products_in_place(fn, make, helpers, backend
     g = check_grad(fn, args, grad_position=tuple(range(len(args))))
     for helper in helpers:
         assert f"rt.{helper}(" in g.source, g.source
-    assert "+= rt.matmul_" not in g.source, g.source
+    assert "+= rt.matmul_" not in g.source and "+= rt.dot_" not in g.source, g.source
     if backend == "numba":
         assert g.backend == "numba", g.fallback_reason
 
@@ -405,7 +423,7 @@ def test_made_and_joined_arrays_need_no_unbroadcast_in_the_loop(fn, make, backen
         assert g.backend == "numba", g.fallback_reason
 
 
-def test_a_made_array_of_one_element_keeps_its_unbroadcast():
+def test_a_made_array_of_one_element_keeps_its_unbroadcast(source_only):
     def one_element(x):
         acc = np.zeros(1)
         for k in range(2):
@@ -460,7 +478,7 @@ def test_slices_through_loops_match_differences(fn, make, backend):
         assert g.backend == "numba", g.fallback_reason
 
 
-def test_slices_of_one_length_need_no_unbroadcast_nor_taped_temporaries():
+def test_slices_of_one_length_need_no_unbroadcast_nor_taped_temporaries(source_only):
     """``u[1:-1]``, ``u[:-2]`` and ``u[2:]`` have one length: the stencil written with
     slices keeps only what its adjoint reads the values of (k's factor, the written
     slice), not the temporaries of each operation."""
@@ -489,7 +507,7 @@ def write_between(x, w):
     return total
 
 
-def test_elementwise_temporaries_of_a_line_are_one_expression(backend):
+def test_elementwise_temporaries_of_a_line_are_one_expression(source_only):
     """``y = y + 0.1 * (A @ y - y ** 3)`` in a loop is one array expression in the forward
     sweep (Numba makes one loop and one array of it), not a statement per operation."""
     args = (np.random.default_rng(13).normal(size=(5, 5)) / 3,
@@ -502,5 +520,133 @@ def test_elementwise_temporaries_of_a_line_are_one_expression(backend):
 def test_a_temporary_does_not_move_past_a_write_it_reads(backend):
     g = check_grad(write_between, (np.random.default_rng(15).normal(size=4), 0.6),
                    grad_position=(0, 1))
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason
+
+
+# ------------------------------------------------------------ recomputed from stored values
+
+def sgd_steps(w0, X, y):
+    w = w0.copy()
+    for i in range(X.shape[0]):
+        p = 1.0 / (1.0 + np.exp(-np.dot(X[i], w)))
+        w = w - 0.1 * (p - y[i]) * X[i]
+    return np.sum(w * w)
+
+
+def periodic_neighbours(F, y0):
+    y = y0.copy()
+    n = y.shape[0]
+    for step in range(3):
+        dy = np.empty(n)
+        for i in range(n):
+            dy[i] = (y[(i + 1) % n] - y[i - 2]) * y[i - 1] - y[i] + F
+        y = y + 0.01 * dy
+    return np.sum(y * y)
+
+
+def _assigned_value(source, name):
+    """The source of the expression the forward sweep assigns to ``name``."""
+    for n in gast.walk(gast.parse(source)):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) and \
+                n.targets[0].id == name:
+            return ast.unparse(gast.gast_to_ast(n.value))
+    return None
+
+
+@pytest.mark.parametrize("fn, make, stored", [
+    (sgd_steps, lambda r: (r.normal(size=3), r.normal(size=(5, 3)), (r.random(5) > 0.5) * 1.0),
+     "np.exp("),
+    (periodic_neighbours, lambda r: (8.0, r.normal(size=6)), " % n"),
+], ids=["sgd_steps", "periodic_neighbours"])
+def test_cheap_values_are_computed_again_from_values_stored_anyway(fn, make, stored, backend):
+    """``1.0 + exp(...)`` and ``0.1 * (p - y[i])`` from the stored exp (SGD);
+    ``y[(i + 1) % n] - y[i - 2]`` from the stored index (Lorenz-96): one tape each."""
+    args = make(np.random.default_rng(16))
+    g = check_grad(fn, args, grad_position=(0, 1))
+    innermost_tapes = [t for t in _taped(g.source) if not t.startswith("n_iter")]
+    assert len(innermost_tapes) == 1, g.source
+    assert stored in _assigned_value(g.source, innermost_tapes[0]), g.source
+    if backend == "numba":
+        assert g.backend == "numba", g.fallback_reason
+
+
+# ------------------------------------------------------------ near the shape and fusion rules
+
+def view_then_write(u0, k):
+    u = u0.copy()
+    for s in range(3):
+        a = u[1:] * k
+        u[1:] = u[:-1] + np.sin(a)
+        b = u[:-1] - a
+        u[0] = np.sum(b * b)
+    return np.sum(u ** 2)
+
+
+def varying_window(x, k):
+    y = x.copy()
+    tot = 0.0
+    for s in range(1, 4):
+        z = y[s:] * k + y[:-s]
+        tot = tot + np.sum(np.tanh(z) * z)
+        y = y * 0.9 + x * k
+    return tot
+
+
+def carried_slice_grow(x):
+    y = x[:2].copy()
+    tot = 0.0
+    for s in range(3):
+        y = np.concatenate((y, y[-1:] * 0.5))
+        tot = tot + np.sum(y[1:] * y[:-1])
+    return tot
+
+
+def broadcast_rows(X, b):
+    tot = 0.0
+    H = X
+    for s in range(3):
+        H = np.tanh(H * 0.5 + b)     # (n, m) + (m,)
+        tot = tot + np.sum(H[:, 1:] * H[:, :-1])
+    return tot
+
+
+def keepdims_norm(X):
+    Y = X.copy()
+    for s in range(3):
+        Y = Y / np.sqrt(np.sum(Y * Y, axis=1, keepdims=True)) + 0.1 * X
+    return np.sum(Y[0] * Y[-1])
+
+
+def outer_in_loop(a, b):
+    M = np.zeros((a.shape[0], b.shape[0]))
+    for s in range(3):
+        M = M * 0.5 + np.outer(a, b) * s
+        a = np.tanh(M @ b)
+    return np.sum(M * M)
+
+
+NEAR_THE_RULES = [
+    (view_then_write, lambda r: (r.normal(size=6), 0.7)),
+    (varying_window, lambda r: (r.normal(size=7), 0.6)),
+    (carried_slice_grow, lambda r: (r.normal(size=4),)),
+    (broadcast_rows, lambda r: (r.normal(size=(4, 3)), r.normal(size=3))),
+    (keepdims_norm, lambda r: (r.normal(size=(3, 4)),)),
+    (outer_in_loop, lambda r: (r.normal(size=3), r.normal(size=4))),
+]
+#: what these programs test is how the code is generated, the same for both backends;
+#: these three take 3-6 s each to compile and are checked as Python only
+PYTHON_ONLY = {broadcast_rows, keepdims_norm, outer_in_loop}
+
+
+@pytest.mark.parametrize("fn, make", NEAR_THE_RULES, ids=[p[0].__name__ for p in NEAR_THE_RULES])
+def test_spellings_near_the_shape_and_fusion_rules_match_differences(fn, make, backend):
+    """Views read before an in-place write of their base (not fused past it), slices whose
+    lengths change between iterations, an array that grows, rows broadcast against a
+    vector, a keepdims reduction, an outer product in a loop."""
+    if backend == "numba" and fn in PYTHON_ONLY:
+        pytest.skip("generated the same for both backends; compiling it takes seconds")
+    args = make(np.random.default_rng(17))
+    g = check_grad(fn, args, grad_position=tuple(range(len(args))))
     if backend == "numba":
         assert g.backend == "numba", g.fallback_reason

@@ -122,19 +122,26 @@ def _add_in_place(out, value):
 _add_in_place_jit = register_jitable(_add_in_place)
 
 
-@overload(rt.add_matmul_left)
-def _add_matmul_left(out, g, a, b):
-    if not all(isinstance(t, types.Array) for t in (out, a, b)):
-        return None
-    if a.ndim == 2 and b.ndim == 1 and out.ndim == 2 and isinstance(g, types.Array):
-        return lambda out, g, a, b: _add_outer_jit(out, g, b)
-    return lambda out, g, a, b: _add_in_place_jit(out, rt.matmul_left(g, a, b))
+def _product_added_in_place(product, left):
+    """The Numba version of ``rt.add_<product>(out, g, a, b)``: ``out += product(g, a, b)``
+    for ``product`` a product's adjoint (``rt.matmul_left``...; ``left``: the adjoint of
+    the left operand).  Where that adjoint is an outer product (``a`` 2-D and ``b`` 1-D
+    for the left one, ``a`` 1-D and ``b`` 2-D for the right one; ``np.dot`` is ``@``
+    there) it is added element by element, with no array made for it."""
+    def typer(out, g, a, b):
+        if not all(isinstance(t, types.Array) for t in (out, a, b)):
+            return None
+        if out.ndim == 2 and isinstance(g, types.Array):
+            if left and a.ndim == 2 and b.ndim == 1:
+                return lambda out, g, a, b: _add_outer_jit(out, g, b)
+            if not left and a.ndim == 1 and b.ndim == 2:
+                return lambda out, g, a, b: _add_outer_jit(out, a, g)
+        return lambda out, g, a, b: _add_in_place_jit(out, product(g, a, b))
+    return typer
 
 
-@overload(rt.add_matmul_right)
-def _add_matmul_right(out, g, a, b):
-    if not all(isinstance(t, types.Array) for t in (out, a, b)):
-        return None
-    if a.ndim == 1 and b.ndim == 2 and out.ndim == 2 and isinstance(g, types.Array):
-        return lambda out, g, a, b: _add_outer_jit(out, a, g)
-    return lambda out, g, a, b: _add_in_place_jit(out, rt.matmul_right(g, a, b))
+for _accumulate, _product, _left in ((rt.add_matmul_left, rt.matmul_left, True),
+                                     (rt.add_matmul_right, rt.matmul_right, False),
+                                     (rt.add_dot_left, rt.dot_left, True),
+                                     (rt.add_dot_right, rt.dot_right, False)):
+    overload(_accumulate)(_product_added_in_place(_product, _left))

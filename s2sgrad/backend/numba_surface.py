@@ -243,18 +243,15 @@ def _item_adjoint(g, like, index):
     return impl
 
 
-@overload(rt.clip)
-def _clip(x, lo, hi):
-    """``np.clip`` of numbers as ``min(max(x, lo), hi)`` (numpy's order), of arrays by
-    Numba's own ``np.clip``."""
+@overload(np.clip)
+def _clip_numbers(x, lo, hi):
+    """``np.clip`` of numbers (Numba's own takes arrays only), as numpy computes it:
+    ``min(max(x, lo), hi)``; arrays are left to Numba's."""
     if all(isinstance(t, (types.Float, types.Integer)) for t in (x, lo, hi)):
         def number(x, lo, hi):
             return min(max(x, lo), hi)
         return number
-
-    def array(x, lo, hi):
-        return np.clip(x, lo, hi)
-    return array
+    return None
 
 
 @overload(rt.frexp)

@@ -4,8 +4,8 @@
 over time steps) makes the product as a new array and then adds it; for ``W @ x`` with
 a vector ``x`` that product is an outer product, and making it costs more than adding
 it.  ``products_in_place(statements)`` gives the statements with every such update
-written ``rt.add_matmul_left(dW, g, W, x)`` (``add_matmul_right`` likewise), which adds
-in place.  It runs on the module ``grad`` emits only, after every analysis of the
+written ``rt.add_matmul_left(dW, g, W, x)`` (``add_matmul_right``, and ``add_dot_*`` for
+``np.dot``, likewise), which adds in place.  It runs on the module ``grad`` emits only, after every analysis of the
 sweeps: the split (vjp) and differentiable spellings read ``+=`` as the update it is.
 """
 import copy
@@ -15,7 +15,8 @@ import gast
 from .syntax import call, name_node
 
 #: product helpers and their in-place accumulating forms
-IN_PLACE = {"matmul_left": "add_matmul_left", "matmul_right": "add_matmul_right"}
+IN_PLACE = {"matmul_left": "add_matmul_left", "matmul_right": "add_matmul_right",
+            "dot_left": "add_dot_left", "dot_right": "add_dot_right"}
 
 
 def products_in_place(statements):

@@ -20,10 +20,9 @@ code keeps numpy's spelling wherever it can:
   ``rt.squeeze`` / ``rt.expand_dims`` / ``rt.atleast_1d``;
 - ``np.array(x)`` -> ``np.copy(x)``, ``abs(x)`` -> ``np.abs(x)``;
 - ``np.frexp(x)`` / ``np.modf(x)`` / ``np.tile(x, reps)`` -> ``rt.frexp(x)`` /
-  ``rt.modf(x)`` / ``rt.tile(x, reps)`` (Numba has none of them), ``np.clip(x, lo, hi)``
-  -> ``rt.clip(x, lo, hi)`` (Numba's takes arrays only);
+  ``rt.modf(x)`` / ``rt.tile(x, reps)`` (Numba has none of them);
 - the array methods Numba lacks: ``x.swapaxes(0, 1)`` -> ``np.swapaxes(x, 0, 1)``,
-  ``x.squeeze(1)``, ``x.round(2)``, ``x.trace()``.
+  ``x.squeeze(1)``, ``x.round(2)``, ``x.trace()``, ``x.clip(lo, hi)`` (of a number too).
 
 Method calls arrive as their numpy function with the receiver first
 (``x.max(axis=1)`` as ``np.max`` on ``(x,)`` with ``axis=1``).
@@ -182,14 +181,6 @@ def _as_helper(name, count=1):
     return rewrite
 
 
-def _clip(args, kwargs, atom_node):
-    """``np.clip(x, lo, hi)`` with both bounds -> ``rt.clip(x, lo, hi)`` (Numba's np.clip
-    takes no numbers)."""
-    if len(args) == 3 and not kwargs and not any(_is(a, None) for a in args[1:]):
-        return _rt("clip", [atom_node(a) for a in args])
-    return None
-
-
 def _as_function(name):
     """A method Numba lacks -> numpy's function on the receiver: ``x.swapaxes(0, 1)`` ->
     ``np.swapaxes(x, 0, 1)`` (the function form is written the same way)."""
@@ -220,10 +211,10 @@ REWRITES = {
     np.swapaxes: _as_function("swapaxes"),
     np.round: _as_function("round"),
     np.trace: _as_function("trace"),
+    np.clip: _as_function("clip"),
     np.frexp: _as_helper("frexp"),
     np.modf: _as_helper("modf"),
     np.tile: _as_helper("tile", 2),
-    np.clip: _clip,
 }
 
 

@@ -3,12 +3,12 @@
 The lowering gives every operation a name (``t4 = 2.0 * t3; t5 = t2 - t4``); for arrays
 each name is an array made and a pass over it, where the user's line ``u[:-2] - 2.0 *
 u[1:-1] + u[2:]`` is one expression that Numba compiles to one loop making one array.
-``fused_forward(statements, reads)`` writes a temporary of a loop body that is an elementwise
-expression (operators, numpy ufuncs, constant-slice views) back into the one statement
-of its block that reads it, on the same user line, when nothing else reads it (``reads``: how often each name
-is read in the whole generated function, adjoint sweep and return included) and no
-statement in between assigns one of its operands or writes into an array.  It runs on
-the module ``grad`` emits only, after every analysis of the sweeps.
+``fused_forward(statements, reads, arrays)`` writes a temporary of a loop body that is
+an elementwise expression (operators, numpy ufuncs, constant-slice views) back into the
+one statement of its block that reads it, on the same user line, when nothing else reads
+it (``reads``: how often each name is read in the whole generated function, adjoint sweep
+and return included) and no statement in between assigns one of its operands or writes
+into an array.  It runs on the module ``grad`` emits only, after every analysis of the sweeps.
 """
 import copy
 

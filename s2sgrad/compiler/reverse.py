@@ -38,6 +38,7 @@ from .tape_types import tape_dtypes
 from .templates import getitem_adjoint, index_expression, instantiate, missing_rule
 from .ownership import drop_moved_copies
 from .typeinfo import basic_index
+from .witnesses import shape_witnesses
 
 
 class Sweeps:
@@ -88,6 +89,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_val
                     lowered.mutated, lowered.lists,
                     single_use - set(wrt), rebound, lowered.shapes, lowered.tuples)
     rev.tape_types = tape_dtypes(lowered)
+    rev.dtypes = lowered.dtypes
     rev.shared_at_write = lowered.shared_at_write
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
@@ -124,6 +126,7 @@ class _Reverser:
         self.active = active
         self.tuples = tuples      # the tuple results among ``lists`` (see _list_item_adjoint)
         self.shapes = shapes      # symbolic shapes (compiler/shapes.py), where known
+        self.dtypes = {}          # the float dtypes known while building (lowered.dtypes)
         self.mutated = mutated
         self.int_vars = int_vars
         self.names = names
@@ -396,6 +399,7 @@ class _Reverser:
         if not any(not isinstance(s, Comment) for s in body):
             return out
         scalars = {v for v, n in self.ndims.items() if n == 0} | set(self.int_vars)
+        shape_witnesses(body, inside, self.shapes, self.dtypes)
         referenced = set()
         for item in body:
             if not isinstance(item, Comment):

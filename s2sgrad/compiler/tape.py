@@ -192,11 +192,13 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
             ops.setdefault(t, []).append(stmt)
     cheap = {t: defs for t, defs in ops.items() if t not in carried and all(
         _cheap_scalar(op, int_vars, ndims, mutated) for op in defs)}
-    changed = True   # operands: available, recomputed themselves, or unchanged by the loop
-    while changed:
+    # the values of this level the adjoint reads anyway: taped, unless recomputed
+    kept = {v for v in ops if v in referenced and v not in carried}
+    changed = True   # operands: available, recomputed themselves, unchanged by the loop,
+    while changed:   # or restored anyway (``t20 = 0.1 * (p - y[i])`` from a taped p)
         changed = False
         for target in list(cheap):
-            if not all(v in available or v in cheap or v not in assigned
+            if not all(v in available or v in cheap or v not in assigned or v in kept
                        for op in cheap[target] for v in op.operand_vars()):
                 del cheap[target]
                 changed = True
