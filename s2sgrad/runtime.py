@@ -18,6 +18,8 @@ from .runtime_higher import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 
 def ones_like(value):
     """The sensitivity seed of an output: 1.0 for a scalar, ones for an array (same dtype)."""
+    if isinstance(value, (float, np.floating)):
+        return type(value)(1)
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
         return type(value)(1) if isinstance(value, (float, np.floating)) else 1.0
     return np.ones_like(value)
@@ -101,6 +103,8 @@ def _matmul_operands(g, a, b):
 def matmul_left(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (every ndim numpy's matmul accepts), computed
     alone: the other operand's adjoint costs as much and is often unused."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2:
+        return g @ b.T      # matrices (the common case, first): a's shape, nothing to sum
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * np.asarray(b)
     a, b, a2, b2, g2 = _matmul_operands(g, a, b)
@@ -112,6 +116,8 @@ def matmul_left(g, a, b):
 
 def matmul_right(g, a, b):
     """The adjoint of ``b`` in ``a @ b``, computed alone (see ``matmul_left``)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2:
+        return a.T @ g
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * np.asarray(a)
     a, b, a2, b2, g2 = _matmul_operands(g, a, b)

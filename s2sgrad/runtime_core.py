@@ -15,6 +15,11 @@ def unbroadcast(g, like):
     operand gets the total, an array operand gets ``g`` summed over the
     leading axes numpy added and over its axes of length 1.
     """
+    if type(g) is np.ndarray and type(like) is np.ndarray and g.ndim:
+        shape = like.shape          # the common case, first: no conversions
+        if g.shape == shape:
+            return g
+        return _summed_to(g, shape)
     if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
         return np.sum(g)
     shape = np.shape(like)
@@ -23,10 +28,15 @@ def unbroadcast(g, like):
         return g
     if g.ndim == 0:
         return np.full(shape, g, dtype=np.result_type(g, like))
+    return _summed_to(g, shape)
+
+
+def _summed_to(g, shape):
+    """The array ``g`` (of at least ``len(shape)`` dimensions) summed to ``shape``."""
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    summed = np.sum(g, axis=axes, keepdims=True) if axes else g
+    summed = g.sum(axis=axes, keepdims=True) if axes else g
     return summed.reshape(shape)
 
 
@@ -56,10 +66,10 @@ def extremum_mask(x, ans, axis, keepdims):
 
     Has ``x``'s shape; its dtype is ``x``'s floating dtype (float64 for integer ``x``).
     """
-    full = unreduce(ans, x, axis, keepdims)
-    hit = (x == full).astype(np.result_type(x, np.float32))
-    counts = np.sum(hit, axis=axis, keepdims=True)
-    return hit / counts
+    if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
+        ans = np.expand_dims(ans, normalise_axes(axis, np.ndim(x)))
+    hit = (x == ans).astype(np.result_type(x, np.float32))
+    return hit / np.add.reduce(hit, axis=axis, keepdims=True)
 
 
 def divide_or_zero(g, d):

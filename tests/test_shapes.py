@@ -1,5 +1,6 @@
 """Symbolic shapes (s2sgrad/compiler/shapes.py): ``rt.unbroadcast`` is dropped where an
-operand provably has the result's shape and kept wherever it may not; gradients stay
+operand provably has the result's shape, written as the sum over the axes it sums where
+the shapes tell them (straight-line code), and kept wherever it may not; gradients stay
 right when the shapes a build assumed change."""
 import re
 
@@ -50,6 +51,15 @@ def test_matmul_shapes():
     assert isinstance(table.find(a[1]), Dim) and table.find(a[1]) is table.find(v[0])
 
 
+def test_a_reshape_to_constant_sizes_gives_a_new_symbol_for_its_minus_one():
+    table = ShapeTable()
+    first, second = table.reshaped((-1, 30)), table.reshaped((-1, 30))
+    assert first[1] == 30 and isinstance(first[0], Dim) and first[0].not_one is None
+    assert table.same(first, first) and not table.same(first, second)
+    assert table.reshaped((2, 15)) == (2, 15)
+    assert table.reshaped((-1, -1)) is None and table.reshaped(None) is None
+
+
 # ---------------------------------------------------------------- the generated code
 
 def bias_tanh(x, b):
@@ -77,7 +87,32 @@ def test_unbroadcast_only_where_an_operand_is_broadcast(x_shape, b_shape, unbroa
     args = (rng.standard_normal(x_shape), rng.standard_normal(b_shape))
     gradient = s2sgrad.grad(bias_tanh, (0, 1))
     _check(gradient, bias_tanh, args)
-    assert gradient.source.count("rt.unbroadcast") == unbroadcasts, gradient.source
+    # straight-line code: each is the sum over the axes the shapes tell
+    code = gradient.source.split("# sensitivity of the output")[1]
+    assert "rt.unbroadcast" not in code, code
+    assert code.count("rt.sum(") == unbroadcasts, code
+
+
+def branch_bias_tanh(x, b, flag):
+    if flag > 0:
+        t = np.tanh(x + b) * x
+    else:
+        t = x * 2.0
+    return np.sum(t)
+
+
+def test_with_a_branch_the_sums_stay_rt_unbroadcast():
+    # an adjoint may be a plain 0.0 after a branch: rt.unbroadcast takes that, a sum
+    # over an axis would not
+    rng = np.random.default_rng(0)
+    x, b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    gradient = s2sgrad.grad(branch_bias_tanh, (0, 1))
+    for flag in (1.0, -1.0):
+        dx, db = gradient(x, b, flag)
+        for k, g in enumerate((dx, db)):
+            want = numerical_grad(branch_bias_tanh, (x, b, flag), position=k)
+            np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    assert "rt.unbroadcast(" in gradient.source and "rt.sum(" not in gradient.source
 
 
 def test_the_code_is_built_again_when_a_dimension_becomes_one():
@@ -163,11 +198,11 @@ def test_reductions_with_an_axis_keep_their_shapes():
     np.testing.assert_allclose(gradient(z, onehot),
                                numerical_grad(log_softmax_mean, (z, onehot)), rtol=1e-6)
     code = gradient.source.split("# sensitivity of the output")[1]
-    # the (4, 1)-shaped m and log-sum are broadcast: summed back; z, logp and the
-    # division by z.shape[0] (a Python int) are not
-    assert code.count("rt.unbroadcast") == 3, code
-    assert all(", z)" not in line and ", logp)" not in line
-               for line in code.splitlines() if "rt.unbroadcast" in line)
+    # the (4, 1)-shaped m and log-sum are broadcast: summed back over axis 1; z, logp
+    # and the division by z.shape[0] (a Python int) are not
+    assert "rt.unbroadcast" not in code, code
+    sums = [line for line in code.splitlines() if "rt.sum(" in line]
+    assert len(sums) == 3 and all(", 1, True)" in line for line in sums), code
 
 
 def test_every_kind_of_derivative_follows_an_outside_array_that_changes_shape():
@@ -188,6 +223,48 @@ def test_every_kind_of_derivative_follows_an_outside_array_that_changes_shape():
     finally:
         BIAS.shape = (3,)
     assert np.ndim(jvp_before) == 0 and vjp_before is not None
+
+
+def dense_layer(x, w, b):
+    h = np.reshape(x, (-1, 3)) @ np.transpose(w, (1, 0)) + b
+    return np.sum(np.tanh(h))
+
+
+def reshaped_times(x, y):
+    return np.sum(np.sin(np.reshape(x, (-1, 3)) * y))
+
+
+def reshaped_column_plus(x, b):
+    return np.sum(np.sin(np.reshape(x, (-1, 1)) + b))
+
+
+def test_reshapes_and_transposes_keep_shapes_known():
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((2, 2, 3)), rng.standard_normal((4, 3)),
+            rng.standard_normal(4))
+    gradient = s2sgrad.grad(dense_layer, (0, 1, 2))
+    _check(gradient, dense_layer, args)
+    # only the bias is broadcast; the product is read once, inside the sum with b
+    assert "rt.unbroadcast" not in gradient.source and "db = rt.sum(dh, 0, False)" in \
+        gradient.source, gradient.source
+    assert "h = t1 @ t2 + b" in gradient.source, gradient.source
+
+
+@pytest.mark.parametrize("fn, args, unbroadcasts", [
+    # the -1 is 1 here: nothing may be assumed about it (y, with no unit dimension,
+    # keeps its shape: its sum is dropped)
+    (reshaped_times, ((1, 3), (5, 3)), 1),
+    (reshaped_times, ((5, 3), (5, 3)), 1),
+    # (n, 1) + (3,): both broadcast (known: the 1 is a constant, 3 is b's)
+    (reshaped_column_plus, ((4,), (3,)), 2),
+])
+def test_a_reshaped_dimension_is_assumed_nothing_of(fn, args, unbroadcasts):
+    rng = np.random.default_rng(6)
+    args = tuple(rng.standard_normal(shape) for shape in args)
+    gradient = s2sgrad.grad(fn, (0, 1))
+    _check(gradient, fn, args)
+    summed = gradient.source.count("rt.unbroadcast") + gradient.source.count("rt.sum(")
+    assert summed == unbroadcasts, gradient.source
 
 
 # ---------------------------------------------------------------- loop-carried shapes

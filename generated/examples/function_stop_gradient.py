@@ -7,24 +7,16 @@ from s2sgrad import runtime as rt
 
 def function_stop_gradient_value_and_grad(x, y, w, b):
     # z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
-    x_at_w = x @ w
-    z = x_at_w + b
+    z = x @ w + b
     # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
     ones_like_z = np.ones_like(z)
     ones_like_z_1 = np.ones_like(z)
-    maximum_z_0 = np.maximum(z, 0)
-    absolute_z = np.absolute(z)
-    neg_absolute_z = -absolute_z
-    t1 = np.exp(neg_absolute_z)
-    t2 = np.log1p(t1)
-    softplus = maximum_z_0 + t2
-    t3 = ones_like_z_1 - np.float32(1.0)
-    t4 = t3 * y
+    t1 = np.exp(-np.absolute(z))
+    softplus = np.maximum(z, 0) + np.log1p(t1)
+    t4 = (ones_like_z_1 - np.float32(1.0)) * y
     t5 = np.float32(1.0) + t4
-    t6 = t5 * softplus
     t7 = ones_like_z_1 * y
-    t8 = t7 * z
-    loss = t6 - t8
+    loss = t5 * softplus - t7 * z
     loss_1 = loss * ones_like_z
     out = np.mean(loss_1)
     # return loss, ops.stop_gradient(z)  (functional_autodiff.py:40)
@@ -35,13 +27,10 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
     dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
     dloss = dloss_1 * ones_like_z
-    dt8 = -dloss
-    dz = dt8 * t7
+    dz = -dloss * t7
     dsoftplus = dloss * t5
-    dt1 = dsoftplus / (1 + t1)
-    dneg_absolute_z = dt1 * t1
-    dabsolute_z = -dneg_absolute_z
-    dz = dz + dabsolute_z * np.sign(z)
+    dneg_absolute_z = dsoftplus / (1 + t1) * t1
+    dz = dz - dneg_absolute_z * np.sign(z)
     dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
     db = dz

@@ -120,6 +120,9 @@ class NameAllocator:
         #: modules generated code reads besides np, math and rt: dotted path -> the name
         #: it reads them by (see ``module`` and ``compiler/imports.py``)
         self.modules = {}
+        #: the names the generator invented (``fresh``, ``temp``, ``adjoint``...): no
+        #: user's variable is one (``compiler/inline.py`` may inline them away)
+        self.invented = set()
 
     def claim_source(self, node):
         """Claim every identifier of the user's function ``node`` (a gast FunctionDef or
@@ -149,7 +152,9 @@ class NameAllocator:
     def fresh(self, hint):
         """A name the generator invents: like ``hint`` and never a name of the user's
         source (``value`` -> ``value_1`` when the user has a ``value``)."""
-        return self._pick(hint, self.user)
+        name = self._pick(hint, self.user)
+        self.invented.add(name)
+        return name
 
     def available(self, hint):
         """A name like ``hint`` that neither the user's source nor the allocator uses,
@@ -167,13 +172,13 @@ class NameAllocator:
     def snapshot(self):
         """The allocator's state, to undo names handed out by a discarded attempt."""
         return (set(self.used), set(self.user), self._temp, dict(self.modules),
-                set(self.opaque))
+                set(self.opaque), set(self.invented))
 
     def restore(self, state):
-        used, user, temp, modules, opaque = state
+        used, user, temp, modules, opaque, invented = state
         self.used, self.user, self._temp, self.modules = set(used), set(user), temp, \
             dict(modules)
-        self.opaque = set(opaque)
+        self.opaque, self.invented = set(opaque), set(invented)
 
     def module(self, path):
         """The name generated code reads module ``path`` (``'scipy.special'``) by: its last
@@ -195,6 +200,7 @@ class NameAllocator:
             if name not in self.used and name not in self.user:
                 self.used.add(name)
                 self.opaque.add(name)
+                self.invented.add(name)
                 return name
 
     def adjoint(self, name):

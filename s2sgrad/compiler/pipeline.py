@@ -1,7 +1,8 @@
 """The whole differentiator: a function -> the source of its value-and-gradient function.
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
-order (frontend+lowering, activity, reverse, dead-code removal, emission) and
+order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
+temporaries, emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
@@ -14,7 +15,8 @@ from .accumulate import products_in_place
 from .emit import to_source
 from .fuse import fused_forward, read_counts
 from .imports import import_lines
-from .ir import Seq, Var, atom_vars
+from .inline import as_operators, inline_temporaries
+from .ir import If, Loop, Seq, Var, atom_vars, walk_statements
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .literals import atom_node
 from .lower import Lowerer
@@ -61,6 +63,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
+    inline_sweeps(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
     sweeps.backward = products_in_place(d.sweeps.backward)
@@ -97,6 +100,10 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     adjoints start from those nodes instead of ones (see ``reverse``)."""
     lowerer = Lowerer(arg_types, arg_trees)
     lowered = lowerer.lower(fn, bound_self)
+    if lowered.shapes is not None:
+        lowered.shapes.adjoints_shaped = seed_values is None and not any(
+            isinstance(s, (If, Loop)) or getattr(s, "custom", None) is not None
+            for s in walk_statements(lowered.body))
     params = lowered.params
     wrt_vars, wrt = [], []
     for i in positions:
@@ -117,6 +124,27 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     grad_of = dict(zip([v for v in wrt_vars if v is not None], sweeps.grads))
     returned = [grad_of.get(v) if v is not None else None for v in wrt_vars]
     return Differentiated(lowered, sweeps, wrt, returned, names)
+
+
+def inline_sweeps(d):
+    """Inline the single-use temporaries of ``d``'s sweeps (``compiler/inline.py``): all
+    but the names read outside them (the output, the parameters, the gradients returned);
+    ``np.add(a, b)`` of arrays written ``a + b`` first."""
+    lowered, sweeps = d.lowered, d.sweeps
+    keep = set(atom_vars(lowered.output)) | set(lowered.params) | set(lowered.mutated) | {
+        f.name for f in lowered.free} | {g for g in d.returned if g is not None}
+    shapes = lowered.shapes
+
+    def same_shape(a, b):
+        return shapes.same(shapes.of.get(a), shapes.of.get(b))
+
+    def is_array(name):
+        return (lowered.ndims.get(name) or 0) >= 1 and name not in lowered.lists \
+            and name not in lowered.tuples
+
+    sweeps.forward, sweeps.backward = inline_temporaries(
+        as_operators(sweeps.forward, is_array), as_operators(sweeps.backward, is_array),
+        d.names.invented, keep, d.names.modules.values(), same_shape)
 
 
 def _seed_names(lowered, has_aux):

@@ -6,7 +6,8 @@ an argument ``x`` of rank 2 whose dimensions are not 1 has the shape
 ``(x.shape[0], x.shape[1])`` as two symbols known to differ from 1, and a dimension that
 is 1 is the int 1.  Shapes then follow through the operations whose shape rule is plain
 (elementwise with broadcasting, full reductions, scalar indexing, ``@``, ``.T``,
-``*_like``).
+``*_like``, transposes with constant axes, reshapes to constant sizes: a -1 there is a
+new symbol, known equal to nothing else).
 
 Broadcasting two dimensions that are both known not to be 1 succeeds only when they are
 equal; the forward sweep has run without error before any adjoint is computed, so after
@@ -64,6 +65,10 @@ class ShapeTable:
         self.tuples = {}   # Var name of a shape (``x.shape``) -> that shape
         self.ints = {}     # Var name of an int read from a shape (``x.shape[0]``) -> its Dim
         self._slices = {}  # (Dim, slice) -> the Dim of that slice's length
+        #: True when every adjoint has its variable's shape (no branch or loop may leave
+        #: one a plain 0.0, no custom rule or cotangent gives one): ``rt.unbroadcast``
+        #: may then be written as the sum over the axes it would sum (set by the pipeline)
+        self.adjoints_shaped = False
 
     def made(self, size, ints):
         """The shape of ``np.zeros(size)``: ``size`` an int (a constant, an int from a
@@ -200,6 +205,13 @@ class ShapeTable:
         ones = ones if ones is not None else (None,) * ndim
         self.of[name] = tuple(1 if one else Dim(f"{name}.shape[{k}]", one is False)
                               for k, one in enumerate(ones))
+
+    def reshaped(self, sizes):
+        """The shape ``np.reshape(x, sizes)`` gives for constant ``sizes`` (ints, at most
+        one -1: a dimension known by name only, equal to itself alone), or None."""
+        if sizes is None or sum(n == -1 for n in sizes) > 1 or any(n < -1 for n in sizes):
+            return None
+        return tuple(Dim("reshaped", None) if n == -1 else n for n in sizes)
 
     def broadcast(self, shapes, certain):
         """numpy's broadcast of ``shapes`` (right-aligned), or None if any is unknown or a

@@ -3,7 +3,8 @@
 ``instantiate(op, adj, active, names, out, ndims, shapes)`` substitutes the
 operation's operands into its rule's ``d[x] = ...`` template, drops what an
 inactive operand would need, folds constant arithmetic and drops
-``rt.unbroadcast`` to an operand of the result's shape (``compiler/shapes.py``).  Indexing (``x[i]``) has its own adjoint:
+``rt.unbroadcast`` to an operand of the result's shape (``compiler/shapes.py``); the
+adjoints of a product of matrices are written ``g @ b.T`` and ``a.T @ g``.  Indexing (``x[i]``) has its own adjoint:
 ``dx[i] += g`` for basic indices, ``rt.add_at`` for index arrays.
 """
 import copy
@@ -16,6 +17,7 @@ from ..rules.registry import display_name, is_adjoint_subscript
 from .adjoints import call, name_node
 from .imports import reference
 from .ir import Const, Seq, Var, atom_vars
+from .shapes import Dim
 from .literals import atom_node
 
 
@@ -125,7 +127,9 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
             continue
         expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names))
         if ndims is not None:
-            expr = _NoOpUnbroadcast(op.targets[0], ndims, shapes).visit(expr)
+            # (an accumulation dW += rt.matmul_*(...) stays, for compiler/accumulate.py)
+            accumulating = isinstance(key, Var) and key.name in adj.defined
+            expr = _NoOpUnbroadcast(op.targets[0], ndims, shapes, accumulating).visit(expr)
         if isinstance(key, Var):
             adj.accumulate(key.name, expr, out)
         elif isinstance(key, Seq):
@@ -184,10 +188,16 @@ def _number(node):
 
 
 class _NoOpUnbroadcast(gast.NodeTransformer):
-    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``."""
+    """``rt.unbroadcast(e, x)`` -> ``e`` when ``x`` has the shape of the result ``ans``;
+    ``rt.sum(e, axis, keepdims)`` when the shapes tell the axes it sums (``_summed``);
+    ``rt.matmul_left(g, a, b)`` -> ``g @ b.T`` and ``rt.matmul_right(g, a, b)`` ->
+    ``a.T @ g`` when ``a`` and ``b`` are matrices (rank 2 known while building) and the
+    adjoint is not added to one that holds a value (``accumulating``: that update is
+    ``rt.add_matmul_*``, ``compiler/accumulate.py``)."""
 
-    def __init__(self, ans, ndims, shapes):
+    def __init__(self, ans, ndims, shapes, accumulating=False):
         self.ans, self.ndims, self.shapes = ans, ndims, shapes
+        self.accumulating = accumulating
 
     def _shape(self, name):
         if self.ndims.get(name) == 0:
@@ -207,12 +217,57 @@ class _NoOpUnbroadcast(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr == "unbroadcast"
-                and isinstance(func.value, gast.Name) and func.value.id == "rt"
-                and isinstance(node.args[1], gast.Name)
-                and self._same(self._shape(node.args[1].id), self._shape(self.ans))):
-            return node.args[0]
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id == "rt"):
+            return node
+        if func.attr == "unbroadcast" and isinstance(node.args[1], gast.Name):
+            if self._same(self._shape(node.args[1].id), self._shape(self.ans)):
+                return node.args[0]
+            return self._summed(node) or node
+        if func.attr in ("matmul_left", "matmul_right") and len(node.args) == 3 \
+                and not self.accumulating \
+                and all(isinstance(a, gast.Name) and self.ndims.get(a.id) == 2
+                        for a in node.args[1:]):
+            # matrices: ``g @ b.T`` has a's shape and ``a.T @ g`` b's, nothing to sum
+            g, a, b = node.args
+            if func.attr == "matmul_left":
+                return gast.BinOp(left=g, op=gast.MatMult(), right=_transposed(b))
+            return gast.BinOp(left=_transposed(a), op=gast.MatMult(), right=g)
         return node
+
+
+    def _summed(self, node):
+        """``rt.unbroadcast(e, x)`` as ``rt.sum(e, axis, keepdims)`` over the axes it would
+        sum, where the shapes tell them: the leading axes ``x`` lacks (``keepdims``
+        False), or the axes where ``x`` has 1 and the result not (``keepdims`` True); None
+        where they cannot be told, or where an adjoint may not have its variable's shape
+        (``ShapeTable.adjoints_shaped``)."""
+        if self.shapes is None or not self.shapes.adjoints_shaped:
+            return None
+        x, result = self._shape(node.args[1].id), self._shape(self.ans)
+        if not x or result is None or len(x) > len(result):
+            return None
+        lead = len(result) - len(x)
+        kept = []
+        for k, (a, b) in enumerate(zip(x, result[lead:])):
+            a, b = self.shapes.find(a), self.shapes.find(b)
+            if self.shapes.same((a,), (b,)):
+                continue
+            if isinstance(a, Dim) or a != 1 or not (
+                    b.not_one if isinstance(b, Dim) else b != 1):
+                return None         # not known which of the two is 1
+            kept.append(lead + k)
+        if (lead and kept) or not (lead or kept):
+            return None
+        axes = list(range(lead)) or kept
+        axis = gast.Constant(value=axes[0], kind=None) if len(axes) == 1 else gast.Tuple(
+            elts=[gast.Constant(value=a, kind=None) for a in axes], ctx=gast.Load())
+        return call("rt", "sum", [node.args[0], axis,
+                                  gast.Constant(value=bool(kept), kind=None)])
+
+
+def _transposed(name):
+    return gast.Attribute(value=name, attr="T", ctx=gast.Load())
 
 
 class _Substituter(gast.NodeTransformer):

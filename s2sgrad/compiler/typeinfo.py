@@ -60,6 +60,19 @@ def basic_index(index, int_vars):
         isinstance(value, (int, np.integer)) and not isinstance(value, bool))
 
 
+def _constant_ints(atom):
+    """The ints of a constant int or tuple of ints (``(-1, 30)``), else None."""
+    items = atom.items if isinstance(atom, Seq) and atom.kind == "tuple" else (atom,)
+    if not all(isinstance(i, Const) for i in items):
+        return None
+    values = [i.value for i in items]
+    if len(values) == 1 and isinstance(values[0], tuple):
+        values = list(values[0])
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        return None
+    return tuple(int(v) for v in values)
+
+
 class TypeInfo:
     """Rank and dtype inference; see the module doc.  Mixed into ``Lowerer``."""
 
@@ -270,7 +283,8 @@ class TypeInfo:
 
     def infer_shape(self, prim, args, kwargs):
         """The symbolic shape of ``prim``'s result, for the primitives whose shape rule is
-        plain (see ``compiler/shapes.py``); else None.  Broadcasts outside any branch or
+        plain (see ``compiler/shapes.py``; a reshape to constant sizes, one of them -1,
+        and a transpose with constant axes too); else None.  Broadcasts outside any branch or
         loop body unify the dimensions they equate."""
         certain = self.nesting == 0
         if prim == prims.GETITEM:
@@ -295,6 +309,14 @@ class TypeInfo:
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
             shape = self.shape_of(args[0])
             return None if shape is None else shape[::-1]
+        if prim is np.transpose and len(args) == 2:
+            shape, axes = self.shape_of(args[0]), _constant_ints(args[1])
+            if shape is None or axes is None or sorted(a % max(len(shape), 1) for a in axes) \
+                    != list(range(len(shape))):
+                return None
+            return tuple(shape[a] for a in axes)
+        if prim is np.reshape and len(args) == 2:
+            return self.shapes.reshaped(_constant_ints(args[1]))
         if prim in ELEMENTWISE or isinstance(prim, np.ufunc):
             return self.shapes.broadcast([self.shape_of(a) for a in args], certain)
         return None
