@@ -19,14 +19,11 @@ import math
 import os
 import sys
 import tempfile
-import time
 
 import harness  # noqa: F401  (pins threads before numpy is imported)
-import numba
 import numpy as np
 
-import s2sgrad
-from harness import check_against_differences, median_time, table
+from harness import table, time_gradient
 
 
 # ------------------------------------------------------------ ODE integrators
@@ -341,16 +338,7 @@ def main(words):
     for name, fn, args, positions in programs():
         if words and not any(w in name or w in fn.__name__ for w in words):
             continue
-        forward = numba.njit(fn)
-        generated = s2sgrad.value_and_grad(fn, positions)
-        t0 = time.perf_counter()
-        value, grads = generated(*args)
-        first = time.perf_counter() - t0
-        grads = grads if isinstance(grads, tuple) else (grads,)
-        check_against_differences(fn, args, positions, grads)
-        np.testing.assert_allclose(value, forward(*args), rtol=1e-10)
-        t_fwd = median_time(forward, *args)
-        t_gen = median_time(generated, *args)
+        generated, first, _, _, t_fwd, t_gen = time_gradient(fn, args, positions)
         backend = generated.backend
         if generated.fallback_reason and backend != "numpy":
             backend += " (" + generated.fallback_reason.splitlines()[0][:60] + ")"

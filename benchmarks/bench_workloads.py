@@ -16,14 +16,12 @@ Issue 9's targets: recurrence <= 1.0x the hand adjoint, both stencil
 spellings <= 1.2x it, every other loop workload <= 5x its Numba forward.
 """
 import sys
-import time
 
 import harness  # noqa: F401  (pins threads before numpy is imported)
 import numba
 import numpy as np
 
-import s2sgrad
-from harness import check_against_differences, median_time, table
+from harness import median_time, table, time_gradient
 
 
 # ------------------------------------------------------------ recurrence
@@ -277,21 +275,12 @@ def main(words):
     for name, fn, hand, args, positions in workloads():
         if words and not any(w in name or w in fn.__name__ for w in words):
             continue
-        forward = numba.njit(fn)
-        generated = s2sgrad.value_and_grad(fn, positions)
-        t0 = time.perf_counter()
-        value, grads = generated(*args)
-        first = time.perf_counter() - t0
-        grads = grads if isinstance(grads, tuple) else (grads,)
-        check_against_differences(fn, args, positions, grads)
-        np.testing.assert_allclose(value, forward(*args), rtol=1e-10)
+        generated, first, value, grads, t_fwd, t_gen = time_gradient(fn, args, positions)
         if hand is not None:
             hand_value, hand_grads = hand(*args)
             np.testing.assert_allclose(value, hand_value, rtol=1e-10)
             for g, h in zip(grads, hand_grads):
                 np.testing.assert_allclose(g, h, rtol=1e-8, atol=1e-12)
-        t_fwd = median_time(forward, *args)
-        t_gen = median_time(generated, *args)
         t_hand = median_time(hand, *args) if hand is not None else None
         rows.append([name, generated.backend, f"{first:.1f} s", f"{t_fwd * 1e3:.3f}",
                      "-" if t_hand is None else f"{t_hand * 1e3:.3f}", f"{t_gen * 1e3:.3f}",

@@ -12,6 +12,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 
 import statistics  # noqa: E402
 import time  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -61,6 +62,25 @@ def check_against_differences(fn, args, positions, grads, samples=4, eps=1e-6, r
             assert abs(numeric - analytic) <= rtol * scale, (
                 f"{fn.__name__}: argument {position} element {index}: "
                 f"s2sgrad {analytic!r}, finite differences {numeric!r}")
+
+
+def time_gradient(fn, args, positions):
+    """s2sgrad's ``value_and_grad`` of ``fn`` against ``fn`` compiled by Numba: builds it,
+    times its first call (generation and compile included), checks the gradients against
+    central finite differences and the value against Numba's, then times both.  Gives
+    ``(generated, first call s, value, gradients, Numba forward s, s2sgrad s)``."""
+    import numba
+    import s2sgrad
+    forward = numba.njit(fn)
+    generated = s2sgrad.value_and_grad(fn, positions)
+    t0 = time.perf_counter()
+    value, grads = generated(*args)
+    first = time.perf_counter() - t0
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    check_against_differences(fn, args, positions, grads)
+    np.testing.assert_allclose(value, forward(*args), rtol=1e-10)
+    return (generated, first, value, grads, median_time(forward, *args),
+            median_time(generated, *args))
 
 
 def table(rows, headers):
