@@ -16,7 +16,7 @@ from .emit import to_source
 from .fuse import fused_forward, read_counts
 from .imports import import_lines
 from .inline import as_operators, inline_temporaries
-from .ir import If, Loop, Seq, Var, atom_vars, walk_statements
+from .ir import If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .layout import INDENT, reads_name, render_mapped, wrap
 from .literals import atom_node
 from .lower import Lowerer
@@ -102,7 +102,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     lowered = lowerer.lower(fn, bound_self)
     if lowered.shapes is not None:
         lowered.shapes.adjoints_shaped = seed_values is None and not any(
-            isinstance(s, (If, Loop)) or getattr(s, "custom", None) is not None
+            isinstance(s, (If, Loop)) or (isinstance(s, Op) and s.custom is not None)
             for s in walk_statements(lowered.body))
     params = lowered.params
     wrt_vars, wrt = [], []
