@@ -15,6 +15,7 @@ import copy
 import gast
 
 from .adjoints import Comment
+from .syntax import name_uses, substituted
 
 #: numpy functions Numba fuses into one loop with the operators around them
 UFUNCS = {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "abs", "absolute",
@@ -24,16 +25,7 @@ OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 
 def read_counts(nodes):
     """Name -> how often the gast ``nodes`` (statements, comments skipped) read it."""
-    counts = {}
-    for node in nodes:
-        if isinstance(node, Comment):
-            continue
-        for n in gast.walk(node):
-            if isinstance(n, gast.Name) and not isinstance(n.ctx, (gast.Store, gast.Del)):
-                counts[n.id] = counts.get(n.id, 0) + 1
-            if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
-                counts[n.target.id] = counts.get(n.target.id, 0) + 1
-    return counts
+    return name_uses(nodes)[0]
 
 
 def fused_forward(statements, reads, arrays, in_loop=False):
@@ -63,8 +55,7 @@ def fused_forward(statements, reads, arrays, in_loop=False):
             used = [name for name in pending if _reads_name(item.value, name)]
             if used:
                 item = copy.copy(item)
-                item.value = _Substitute({n: pending[n][1] for n in used}).visit(
-                    copy.deepcopy(item.value))
+                item.value = substituted(item.value, {n: pending[n][1] for n in used})
                 for name in used:
                     out[pending.pop(name)[0]] = None
         target = item.targets[0] if plain else None
@@ -126,13 +117,3 @@ def _elementwise(node):
                 and func.value.id == "np" and func.attr in UFUNCS and not node.keywords
                 and all(_elementwise(a) for a in node.args))
     return False
-
-
-class _Substitute(gast.NodeTransformer):
-    def __init__(self, values):
-        self.values = values
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, gast.Load) and node.id in self.values:
-            return copy.deepcopy(self.values[node.id])
-        return node

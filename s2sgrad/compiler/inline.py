@@ -34,13 +34,13 @@ shape (after inlining, or in a rule's own expression), broadcasting does the spr
 (``_Broadcasting``): the adjoint
 of ``np.sum(np.exp(z), axis=1, keepdims=True)`` times ``np.exp(z)`` is ``g * exp_z``.
 """
-import copy
 
 import gast
 
 from .adjoints import Comment
 from .emit import to_source
 from .layout import INDENT, LINE_LIMIT
+from .syntax import name_uses, substituted
 
 #: modules generated code calls pure functions of (numpy, math, the runtime helpers)
 _PURE_MODULES = frozenset({"np", "math", "rt"})
@@ -71,14 +71,7 @@ def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=()
     ``modules``: the names of other modules whose functions the code calls (scipy's
     ``special``...): pure, like numpy's.  ``same_shape(a, b)`` (optional): True when the
     variables named ``a`` and ``b`` are known to have the same shape."""
-    stores, loads = {}, {}
-    for item in forward + backward:
-        for node in gast.walk(item) if not isinstance(item, Comment) else ():
-            if isinstance(node, gast.Name):
-                counts = loads if isinstance(node.ctx, gast.Load) else stores
-                counts[node.id] = counts.get(node.id, 0) + 1
-            if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
-                loads[node.target.id] = loads.get(node.target.id, 0) + 1
+    loads, stores = name_uses(forward + backward)
     once = {name for name in invented
             if stores.get(name) == 1 and loads.get(name) == 1 and name not in keep}
     pure_modules = _PURE_MODULES | frozenset(modules)
@@ -277,7 +270,7 @@ def _is_rt(func, name):
 def _replaced(reader, name, value):
     """A copy of ``reader`` reading ``value`` where it read ``name`` (``a + -b`` written
     ``a - b``, ``a += -b * c`` written ``a -= b * c``: the same numbers)."""
-    merged = _Put(name, value).visit(copy.deepcopy(reader))
+    merged = substituted(reader, {name: value})
     if isinstance(merged, gast.AugAssign) and isinstance(merged.op, gast.Add):
         positive = _negated(merged.value)
         if positive is not None:
@@ -299,18 +292,6 @@ def _negated(node):
         if left is not None and isinstance(node.left, gast.UnaryOp):
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None
-
-
-class _Put(gast.NodeTransformer):
-    """Puts (a copy of) ``value`` where ``name`` is read."""
-
-    def __init__(self, name, value):
-        self.name, self.value = name, value
-
-    def visit_Name(self, node):
-        if node.id == self.name and isinstance(node.ctx, gast.Load):
-            return copy.deepcopy(self.value)
-        return node
 
 
 #: numpy's functions of two arrays that an operator calls (``a + b`` is ``np.add(a, b)``)

@@ -52,3 +52,37 @@ def renamed(node, names):
         if isinstance(n, gast.Name) and n.id in names:
             n.id = names[n.id]
     return node
+
+
+def substituted(node, values):
+    """A copy of ``node`` in which every read of a name that is a key of ``values`` is a
+    copy of the expression it maps to (a single-use temporary written into its reader:
+    ``compiler/inline.py``, ``compiler/fuse.py``)."""
+    return _Substitute(values).visit(copy.deepcopy(node))
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, values):
+        self.values = values
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.values:
+            return copy.deepcopy(self.values[node.id])
+        return node
+
+
+def name_uses(items):
+    """``(reads, stores)``: name -> how often the gast statements ``items`` read it
+    (``x += e`` reads ``x`` too) and assign it; items that are not gast nodes (comments)
+    are skipped."""
+    reads, stores = {}, {}
+    for item in items:
+        if not isinstance(item, gast.AST):
+            continue
+        for node in gast.walk(item):
+            if isinstance(node, gast.Name):
+                counts = reads if isinstance(node.ctx, gast.Load) else stores
+                counts[node.id] = counts.get(node.id, 0) + 1
+            if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+                reads[node.target.id] = reads.get(node.target.id, 0) + 1
+    return reads, stores
