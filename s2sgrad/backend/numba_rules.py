@@ -461,6 +461,23 @@ def _average_adjoint(g, ans, a, axis, weights, keepdims, wrt):
     return lambda g, ans, a, axis, weights, keepdims, wrt: g * (a - ans) / np.sum(weights)
 
 
+def _spread_quantile(out, order, q, g):
+    """Add ``g`` to ``out`` at the order statistics that ``np.quantile(..., q)`` (method
+    'linear') interpolates between; ``order``: the positions of the values taken, sorted
+    by value."""
+    pos = q * (order.size - 1)
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, order.size - 1)
+    if hi == lo:
+        out[order[lo]] += g
+    else:
+        out[order[lo]] += g * (hi - pos)
+        out[order[hi]] += g * (pos - lo)
+
+
+spread_quantile = register_jitable(_spread_quantile)
+
+
 @overload(rt.quantile_adjoint)
 def _quantile_adjoint(g, a, q, axis, method, keepdims):
     """``np.median`` / ``np.quantile`` / ``np.percentile`` of the whole array, one ``q``."""
@@ -469,17 +486,8 @@ def _quantile_adjoint(g, a, q, axis, method, keepdims):
 
     def impl(g, a, q, axis, method, keepdims):
         flat = np.ascontiguousarray(a).ravel()
-        n = flat.size
-        pos = q * (n - 1)
-        lo = int(np.floor(pos))
-        hi = min(lo + 1, n - 1)
-        order = np.argsort(flat, kind="mergesort")
-        out = np.zeros(n, dtype=np.float64)
-        if hi == lo:
-            out[order[lo]] += g
-        else:
-            out[order[lo]] += g * (hi - pos)
-            out[order[hi]] += g * (pos - lo)
+        out = np.zeros(flat.size, dtype=np.float64)
+        spread_quantile(out, np.argsort(flat, kind="mergesort"), q, g)
         return out.reshape(a.shape)
     return impl
 

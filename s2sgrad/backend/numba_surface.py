@@ -19,6 +19,7 @@ from numba.extending import overload, register_jitable
 
 from .. import runtime as rt
 from .numba_lists import tuple_impl
+from .numba_rules import spread_quantile
 
 
 def _is_none(t):
@@ -176,15 +177,7 @@ def _nan_quantile_adjoint(g, a, q, axis, method, keepdims):
         out = np.zeros(flat.size)
         valid = np.flatnonzero(~np.isnan(flat))
         if valid.size > 0:
-            order = valid[np.argsort(flat[valid], kind="mergesort")]
-            pos = q * (valid.size - 1)
-            lo = int(np.floor(pos))
-            hi = min(lo + 1, valid.size - 1)
-            if hi == lo:
-                out[order[lo]] += g
-            else:
-                out[order[lo]] += g * (hi - pos)
-                out[order[hi]] += g * (pos - lo)
+            spread_quantile(out, valid[np.argsort(flat[valid], kind="mergesort")], q, g)
         return out.reshape(a.shape)
     return impl
 
