@@ -53,3 +53,24 @@ def test_second_derivatives_through_row_updates(monkeypatch):
     expected = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
     np.testing.assert_allclose(hv, expected,
                                rtol=1e-5, atol=1e-7)
+
+
+def pairwise_rows_squared(x):
+    energy = 0.0
+    for i in range(x.shape[0]):
+        for j in range(i + 1, x.shape[0]):
+            d = x[i] - x[j]
+            energy = energy + 1.0 / (1.0 + np.sum(d * d))
+    return energy
+
+
+def test_nothing_is_kept_for_its_shape_alone(monkeypatch):
+    """``np.sum(d * d)``'s adjoint needs ``d * d``'s shape only: the reversed loop reads
+    ``d``'s (kept anyway: same shape and dtype) and ``d * d`` is not taped."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x = np.random.default_rng(4).normal(size=(5, 3))
+    g = check_grad(pairwise_rows_squared, (x,))
+    stacks = [line.split("=")[0].strip() for line in g.source.splitlines()
+              if line.strip().endswith("= []")]
+    assert len(stacks) == 1 and stacks[0].startswith("d_"), g.source
+    assert "rt.unreduce(" in g.source, g.source

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
+from s2sgrad.errors import UnsupportedConstructError
 from s2sgrad.testing import check_grad
 
 
@@ -106,3 +107,17 @@ def test_chained_indexing_is_one_subscript():
 def test_chained_indexing_with_slices_keeps_numpys_meaning():
     args = (np.random.default_rng(2).random((4, 3)), np.array([0.3, 0.7]))
     check_grad(slices_and_rows, args, grad_position=(0, 1))
+
+
+def write_through_a_slice_then_row(x, v):
+    m = x * 1.0
+    m[1:][0] = v        # m[1:] is a view, [0] its first row: not m[1:, 0]
+    return np.sum(m * m)
+
+
+def test_a_nested_write_that_is_not_one_subscript_is_refused_saying_what_to_write():
+    with pytest.raises(UnsupportedConstructError) as info:
+        s2sgrad.grad(write_through_a_slice_then_row, (0, 1))(np.ones((3, 2)), 2.0)
+    text = str(info.value)
+    assert "nested subscript" in text and "write one subscript: a[i, j] = v" in text
+    assert "test_state_spellings.py" in text and "m[1:][0]" in text
