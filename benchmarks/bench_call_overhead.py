@@ -20,7 +20,7 @@ import numpy as np
 import s2sgrad
 from harness import table
 from bench_workloads import heat_copy_after, huber_path, rk4
-from s2sgrad.api_forward import _forward_function
+from s2sgrad.api.forward import _forward_function
 
 CALLS, ROUNDS = 3000, 15
 

@@ -19,7 +19,7 @@ import numpy as np
 import s2sgrad
 from harness import median_time, table
 from bench_workloads import huber_path, newton_roots, pairwise, recurrence, rk4
-from s2sgrad.api_forward import _forward_function
+from s2sgrad.api.forward import _forward_function
 
 
 def mix(x):

@@ -4,14 +4,14 @@
 tutorials (Tensor, Parameter, dtypes, ``nn``, ``ops``) on numpy, and
 ``grad`` / ``value_and_grad`` that differentiate by writing Python source.
 """
-from .dtype import (DType, float16, float32, float64, int8, int16, int32, int64,
-                    uint8, bool_, dtype_to_numpy)
+from .dtype import (DType, float16, float32, float64, int8, int16, int32, int64, uint8, bool_,
+                    dtype_to_numpy)
 from .tensor import Tensor, Parameter, ParameterTuple, set_seed
 from . import ops, nn
-from .api import grad, value_and_grad, show, custom_vjp
-from .api_forward import jvp, jacfwd
-from .reverse_api import vjp, jacrev
-from .higher_api import hvp, hessian
+from .api.reverse import grad, value_and_grad, show, custom_vjp
+from .api.forward import jvp, jacfwd
+from .api.split import vjp, jacrev
+from .api.higher import hvp, hessian
 
 __version__ = "0.1.0"
 

@@ -98,7 +98,7 @@ def _parser():
 
 
 def _show(args):
-    from . import api
+    from .api import reverse as api
     from .errors import S2sgradError
     try:
         positions = _positions(args.grad_position)

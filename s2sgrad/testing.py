@@ -135,7 +135,7 @@ def check_grad(fn, args, grad_position=0, rtol=1e-5, atol=1e-7, eps=1e-6):
     ``GradFunction`` it built, so a caller can look at ``.backend``,
     ``.fallback_reason`` or ``.source``.
     """
-    from .api import grad
+    from .api.reverse import grad
 
     args = tuple(_as_float64(a) for a in args)
     positions = _positions(grad_position)

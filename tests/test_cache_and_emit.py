@@ -8,7 +8,7 @@ import pytest
 
 import s2sgrad as ms
 from s2sgrad.backend import cache
-from s2sgrad.compiler.emit import to_source
+from s2sgrad.compiler.syntax.source import to_source
 
 
 def poly(x, y):

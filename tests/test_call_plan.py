@@ -7,11 +7,11 @@ import pytest
 
 import s2sgrad
 from s2sgrad import Tensor
-from s2sgrad.api_forward import ForwardFunction, _forward_function
+from s2sgrad.api.forward import ForwardFunction, _forward_function
 from s2sgrad.backend.numba_backend import restorer_like
-from s2sgrad.call_plan import plan_key
+from s2sgrad.api.call_plan import plan_key
 from s2sgrad.errors import GradientTypeError
-from s2sgrad.reverse_api import _SplitFunction
+from s2sgrad.api.split import _SplitFunction
 
 
 def scaled_sum(x, w, mode=None):
@@ -185,7 +185,7 @@ def planned(monkeypatch):
     """The plans run (each a CallPlan: by ``_run_plan`` for grad and jvp, by
     ``_planned_inputs`` alone for vjp), and the arguments of each full-path call."""
     runs, full, inside = [], [], []
-    cls = s2sgrad.api.GradFunction
+    cls = s2sgrad.api.reverse.GradFunction
     run_plan, planned_inputs, prepare = cls._run_plan, cls._planned_inputs, cls._prepare
 
     def counting_run(self, plan, arrays, extra=()):

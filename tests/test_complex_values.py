@@ -1,5 +1,5 @@
 """A differentiated value that may be complex is refused with an error naming the user's
-line (``s2sgrad/compiler/complex_values.py``), instead of the silently wrong gradient
+line (``s2sgrad/compiler/analysis/complex_values.py``), instead of the silently wrong gradient
 s2sgrad's real-valued rules would give: the zero that ``np.imag`` / ``np.angle`` /
 ``np.sign`` have for real input only, a product without the complex conjugate.  Real
 code next to complex constants it does not differentiate through is unaffected."""

@@ -11,7 +11,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import nn
 from s2sgrad.compiler.ir import CustomBackward, Op, walk_statements
-from s2sgrad.compiler.lower import Lowerer
+from s2sgrad.compiler.front.lower import Lowerer
 from s2sgrad.errors import UnsupportedConstructError, UserCodeError
 from s2sgrad.testing import check_grad
 

@@ -10,9 +10,9 @@ import os
 import pytest
 
 import s2sgrad as ms
-from s2sgrad.api_forward import ForwardFunction
+from s2sgrad.api.forward import ForwardFunction
 from examples_loader import ROOT, load_functional_autodiff
-from s2sgrad.higher_api import HvpFunction
+from s2sgrad.api.higher import HvpFunction
 
 SNAPSHOTS = ROOT / "generated" / "examples"
 EX = load_functional_autodiff()

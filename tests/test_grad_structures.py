@@ -2,7 +2,7 @@
 returns the reference's structure (docs/mindspore-semantics.md, "Return structure").
 
 The expected result is built here from the reference's rules, independently of
-``s2sgrad.api``, and compared leaf by leaf (type of every container, values of every
+``s2sgrad.api.reverse``, and compared leaf by leaf (type of every container, values of every
 gradient, ids)."""
 import itertools
 

@@ -91,9 +91,9 @@ def _cycles(graph):
 
 def test_the_graph_is_read():
     graph = import_graph()
-    calls = graph["s2sgrad.compiler.lower_calls"]
+    calls = graph["s2sgrad.compiler.front.lower_calls"]
     assert "s2sgrad.compiler.ir" in calls
-    assert "s2sgrad.compiler.literals" in calls                            # from . import x
+    assert "s2sgrad.compiler.front.literals" in calls                      # from . import x
     assert "s2sgrad.rules" in calls                                        # a package
     assert "s2sgrad.primitives" in graph["s2sgrad.rules.no_gradient"]       # from .. import x
 
@@ -124,3 +124,58 @@ def test_no_private_names_imported_from_another_module():
                for target, uses in edges.items() for line, names in uses
                for name in names if name.startswith("_") and not name.startswith("__")]
     assert not private, "\n".join(private)
+
+
+#: compiler/'s stages, in pipeline order.  A module may import its own stage and earlier
+#: ones, never a later one: the IR is the contract, syntax/ the vocabulary of generated
+#: code every stage writes, analysis/ what lowering and the transforms ask of the IR,
+#: front/ source -> IR, reverse/ and forward/ the two transforms (forward mode reuses the
+#: reverse rules' templates), optimize/ the passes over generated statements, emit/ the
+#: text a person reads, and the pipelines at the top run them all.
+STAGES = ("ir", "syntax", "analysis", "front", "reverse", "forward", "optimize", "emit",
+          "pipeline")
+COMPILER = "s2sgrad.compiler"
+
+
+def stage_of(module):
+    """The stage of a module of compiler/ (its folder; ``ir`` and the ``pipeline*``
+    modules at compiler/'s top are their own), or None outside compiler/."""
+    if not module.startswith(COMPILER + "."):
+        return None
+    first = module[len(COMPILER) + 1:].split(".")[0]
+    return "pipeline" if first.startswith("pipeline") else first
+
+
+def test_every_compiler_module_has_a_stage():
+    strays = [m for m in import_graph() if m.startswith(COMPILER + ".")
+              and stage_of(m) not in STAGES]
+    assert not strays, f"modules of compiler/ outside the stages {STAGES}: {strays}"
+
+
+def backward_arrows(graph):
+    """"a (stage) imports b (stage)" for each import of a later stage by an earlier one."""
+    return [f"{a} ({stage_of(a)}) imports {b} ({stage_of(b)}), line {uses[0][0]}"
+            for a, edges in graph.items() if stage_of(a)
+            for b, uses in edges.items() if stage_of(b)
+            and STAGES.index(stage_of(b)) > STAGES.index(stage_of(a))]
+
+
+def test_no_import_runs_back_from_a_later_stage_to_an_earlier_one():
+    backwards = backward_arrows(import_graph())
+    assert not backwards, "\n".join(backwards)
+
+
+def test_stages_are_read_from_the_tree():
+    assert stage_of("s2sgrad.compiler.front.lower") == "front"
+    assert stage_of("s2sgrad.compiler.pipeline_forward") == "pipeline"
+    assert stage_of("s2sgrad.compiler.ir") == "ir"
+    assert stage_of("s2sgrad.rules.registry") is None
+    assert "s2sgrad.compiler.syntax.nodes" in import_graph()["s2sgrad.compiler.reverse.transform"]
+
+
+def test_a_backward_arrow_is_found():
+    graph = {"s2sgrad.compiler.front.lower": {"s2sgrad.compiler.emit.layout": [(3, ())],
+                                              "s2sgrad.compiler.ir": [(4, ())]},
+             "s2sgrad.compiler.emit.layout": {"s2sgrad.compiler.syntax.nodes": [(5, ())]}}
+    assert backward_arrows(graph) == ["s2sgrad.compiler.front.lower (front) imports "
+                                      "s2sgrad.compiler.emit.layout (emit), line 3"]

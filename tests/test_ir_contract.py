@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from s2sgrad.compiler import ir
-from s2sgrad.compiler.lower import Lowerer
+from s2sgrad.compiler.front.lower import Lowerer
 
 COMPILER = pathlib.Path(ir.__file__).resolve().parent
 IR_CLASSES = [ir.Var, ir.Const, ir.Seq, ir.DictAtom, ir.Op, ir.FreeValue, ir.LoweredFunction,

@@ -12,8 +12,8 @@ import pytest
 
 import s2sgrad
 from s2sgrad import nn, ops
-from s2sgrad.api_forward import _forward_function
-from s2sgrad.errors import (GradientArgumentError, GradientTypeError, MissingRuleError)
+from s2sgrad.api.forward import _forward_function
+from s2sgrad.errors import GradientArgumentError, GradientTypeError, MissingRuleError
 from examples_loader import load_functional_autodiff
 from test_control_flow import CASES as FLOW_CASES
 

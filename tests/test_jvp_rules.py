@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
-from s2sgrad.api_forward import _forward_function
+from s2sgrad.api.forward import _forward_function
 from s2sgrad.errors import MissingRuleError
 from s2sgrad.rules import all_rules
 from s2sgrad.rules.jvp_registry import jvp_lookup

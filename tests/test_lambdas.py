@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import s2sgrad as ms
-from s2sgrad.compiler import frontend
+from s2sgrad.compiler.front import frontend
 from s2sgrad.errors import SourceUnavailableError
 
 X = np.array([1.0, 2.0, 3.0])

@@ -1,5 +1,5 @@
 """The generated code a person reads: one comment per user line, lines of at most 100
-characters, ``import math`` only when the code uses it (s2sgrad/compiler/layout.py)."""
+characters, ``import math`` only when the code uses it (s2sgrad/compiler/emit/layout.py)."""
 import ast
 import math
 import re
@@ -8,7 +8,7 @@ import numpy as np
 
 import s2sgrad as ms
 from s2sgrad.backend.reasons import _USER_COMMENT
-from s2sgrad.compiler.layout import LINE_LIMIT, reads_name, wrap
+from s2sgrad.compiler.emit.layout import LINE_LIMIT, reads_name, wrap
 
 
 def _comments(source):

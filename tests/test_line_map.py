@@ -118,7 +118,7 @@ def test_second_order_code_names_the_users_lines_once(monkeypatch):
     """The forward-over-reverse module's comments quote the user's lines (``grad of:``
     for the gradient's part), one comment per run of statements from one line, not a
     comment per statement of the gradient module repeating that statement."""
-    from s2sgrad.compiler.higher import build_hvp
+    from s2sgrad.compiler.pipeline_higher import build_hvp
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     generated = build_hvp(two_lines, (0, 1))
     comments = [line.strip() for line in generated.source.splitlines()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import s2sgrad as ms
-from s2sgrad.compiler import frontend
+from s2sgrad.compiler.front import frontend
 from s2sgrad.errors import (GradientArgumentError, GradientTypeError, MissingRuleError,
                             OutputStructureError, S2sgradError, SourceUnavailableError,
                             UnsupportedConstructError, UserCodeError)

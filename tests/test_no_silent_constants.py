@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
-from s2sgrad.compiler.lower_expressions import METHODS
+from s2sgrad.compiler.front.lower_expressions import METHODS
 from s2sgrad.compiler.pipeline import build
 from s2sgrad.errors import MissingRuleError, UnsupportedConstructError
 from s2sgrad.rules import lookup

@@ -2,7 +2,7 @@
 (reductions with ``axis=``/``keepdims=``, ``np.stack`` of a list, ``squeeze``, builtin
 ``abs`` on arrays...) and whose adjoints need the runtime helpers' Numba versions.
 
-``s2sgrad/compiler/forward.py`` rewrites those calls into ``rt.*`` helpers, and
+``s2sgrad/compiler/front/spellings.py`` rewrites those calls into ``rt.*`` helpers, and
 ``s2sgrad/backend/numba_support.py`` compiles the helpers.  Each case here must
 
 - match central finite differences (``check_grad``), and

@@ -17,9 +17,8 @@ import scipy.special
 
 import s2sgrad as ms
 from s2sgrad import runtime as rt
-from s2sgrad.backend import (numba_forward, numba_higher, numba_indexing,  # noqa: F401
-                             numba_linalg, numba_lists, numba_more, numba_rules,
-                             numba_support, numba_surface)
+from s2sgrad.backend import (numba_forward, numba_split, numba_indexing, numba_linalg,
+                             numba_lists, numba_more, numba_rules, numba_support, numba_surface)
 from s2sgrad.testing import check_grad
 
 PACKAGE = pathlib.Path(ms.__file__).resolve().parent

@@ -124,7 +124,7 @@ def linalg_tangents(a):
 
 
 def test_linalg_tangents_run_compiled(monkeypatch):
-    from s2sgrad.api_forward import _forward_function
+    from s2sgrad.api.forward import _forward_function
     monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
     a = rng.uniform(-1, 1, (3, 3))
     direction = rng.uniform(-1, 1, (3, 3))

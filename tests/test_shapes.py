@@ -1,4 +1,4 @@
-"""Symbolic shapes (s2sgrad/compiler/shapes.py): ``rt.unbroadcast`` is dropped where an
+"""Symbolic shapes (s2sgrad/compiler/analysis/shapes.py): ``rt.unbroadcast`` is dropped where an
 operand provably has the result's shape, written as the sum over the axes it sums where
 the shapes tell them (straight-line code), and kept wherever it may not; gradients stay
 right when the shapes a build assumed change."""
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
-from s2sgrad.compiler.shapes import Dim, ShapeTable
+from s2sgrad.compiler.analysis.shapes import Dim, ShapeTable
 from s2sgrad.testing import numerical_grad
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import s2sgrad as ms
-from s2sgrad.compiler.naming import DESCRIPTION_LIMIT, NameAllocator, describe
+from s2sgrad.compiler.syntax.naming import DESCRIPTION_LIMIT, NameAllocator, describe
 from s2sgrad.testing import check_grad
 
 
@@ -80,7 +80,7 @@ def linspace_loss(lo, hi):
 def test_generated_code_names_temporaries_from_what_they_hold():
     g = ms.grad(matmul_loss, (0, 1))
     g(np.ones((2, 3)), np.ones((3, 2)))
-    # x @ w is read once, by np.tanh: written inside it (compiler/inline.py)
+    # x @ w is read once, by np.tanh: written inside it (compiler/optimize/inline.py)
     assert "tanh_x_at_w = np.tanh(x @ w)" in g.source and "dx_at_w = " in g.source
 
 

@@ -295,7 +295,7 @@ def test_list_tapes_cross_packed_ragged_and_empty(backend, monkeypatch):
 def test_pack_tape_helpers_agree_with_numba():
     import numba
     from s2sgrad import runtime as rt
-    from s2sgrad.backend import numba_higher  # noqa: F401  (the Numba versions)
+    from s2sgrad.backend import numba_split  # noqa: F401  (the Numba versions)
 
     @numba.njit
     def compiled(items, numbers):

@@ -1,8 +1,8 @@
 """The on-disk cache of generated modules: content-addressed files in a per-user folder.
 
 A module's file name ends in a hash of its full text, of the s2sgrad version
-and of the runtime helpers compiled code inlines (``runtime.py`` and their
-Numba versions), so different code never shares a file and Numba's machine
+and of the runtime helpers compiled code inlines (``s2sgrad/runtime/`` and their
+Numba versions, ``backend/numba_*.py``), so different code never shares a file and Numba's machine
 code cached beside a module is never stale.  A file whose text does not match
 its name (truncated, edited, corrupt) is rewritten before use; writes go
 through a temporary file and an atomic rename, so a reader never sees half a
@@ -24,6 +24,7 @@ import importlib.util
 import json
 import linecache
 import os
+import pathlib
 import re
 import sys
 import tempfile
@@ -31,12 +32,9 @@ import types
 import warnings
 
 VERSION = "0.1.0"
-#: the files whose code Numba inlines into every compiled gradient
-_INLINED = ("runtime.py", "runtime_core.py", "runtime_arrays.py", "runtime_linalg.py",
-            "runtime_surface.py", "einsum_adjoint.py") + tuple(
-                os.path.join("backend", name) for name in (
-                "numba_support.py", "numba_lists.py", "numba_indexing.py", "numba_more.py",
-                "numba_rules.py", "numba_linalg.py", "numba_surface.py"))
+#: where the code Numba inlines into every compiled gradient lives: the runtime package
+#: (the helpers generated code calls as ``rt.<name>``) and the Numba versions of them
+_INLINED_PACKAGES = (("runtime", "*.py"), ("backend", "numba_*.py"))
 _fingerprint = None
 _warned = set()
 
@@ -78,13 +76,23 @@ def cache_dir():
     return os.path.abspath(os.environ.get("S2SGRAD_CACHE_DIR") or default_cache_dir())
 
 
+def inlined_files():
+    """The files whose code Numba inlines into every compiled gradient, relative to the
+    package's folder, sorted: every module of ``s2sgrad/runtime/`` and every
+    ``s2sgrad/backend/numba_*.py``, found on disk rather than listed by hand."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    return sorted(str(path.relative_to(root)) for folder, pattern in _INLINED_PACKAGES
+                  for path in (root / folder).glob(pattern))
+
+
 def fingerprint():
     """A hash of s2sgrad's version and of the runtime helpers compiled code inlines."""
     global _fingerprint
     if _fingerprint is None:
         digest = hashlib.sha256(VERSION.encode())
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for name in _INLINED:
+        for name in inlined_files():
+            digest.update(name.encode())
             try:
                 with open(os.path.join(root, name), "rb") as f:
                     digest.update(f.read())

@@ -123,9 +123,8 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import (numba_forward, numba_higher, numba_indexing,  # noqa: F401  (rt.*)
-                       numba_linalg, numba_lists, numba_more, numba_rules,
-                       numba_support, numba_surface)
+        from . import (numba_forward, numba_split, numba_indexing, numba_linalg, numba_lists,
+                       numba_more, numba_rules, numba_support, numba_surface)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern

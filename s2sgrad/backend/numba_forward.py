@@ -1,4 +1,4 @@
-"""Numba implementations of the forward-mode helpers (``s2sgrad/runtime_forward.py``):
+"""Numba implementations of the forward-mode helpers (``s2sgrad/runtime/forward.py``):
 the contract is each helper's docstring there."""
 import numpy as np
 from numba import types

@@ -5,8 +5,8 @@
 
 Under Numba the decompositions return tuples and their adjoint ``g`` is a tuple (see
 ``numba_lists.py``: ``rt.zeros_list`` and ``rt.item_added`` of a tuple).  The formulas
-and contracts are the Python versions' in ``s2sgrad/runtime_linalg.py``,
-``runtime_surface.py`` and ``runtime_forward.py``; these follow them line by line with explicit 2-D shapes.
+and contracts are the Python versions' in ``s2sgrad/runtime/linalg.py``,
+``runtime/surface.py`` and ``runtime/forward.py``; these follow them line by line with explicit 2-D shapes.
 Numba's matrix products want contiguous operands, hence the ``np.ascontiguousarray``.
 """
 import numpy as np
@@ -26,7 +26,7 @@ def _matrix(t):
 
 
 def _tie_tolerance(dtype):
-    """100 ulps of ``dtype`` (at least float32's), as ``runtime_linalg._inverse_gaps``."""
+    """100 ulps of ``dtype`` (at least float32's), as ``runtime.linalg._inverse_gaps``."""
     eps = np.finfo(np.result_type(getattr(dtype, "name", "float64"), np.float32)).eps
     return 100.0 * float(eps)
 
@@ -52,7 +52,7 @@ def _inverse_gaps(values, tol):
 
 @register_jitable
 def lower_only(j):
-    """The diagonal of ``j`` and, below it, ``j + j^T`` (see ``runtime_linalg``)."""
+    """The diagonal of ``j`` and, below it, ``j + j^T`` (see ``runtime.linalg``)."""
     n = j.shape[0]
     out = np.zeros((n, n), dtype=j.dtype)
     for i in range(n):
@@ -155,7 +155,7 @@ def _svd_adjoint(g, ans, a, full_matrices):
 
 @register_jitable
 def _pinv_adjoint(g, p, a):
-    """``runtime_linalg.pinv_adjoint`` for 2-D contiguous operands."""
+    """``runtime.linalg.pinv_adjoint`` for 2-D contiguous operands."""
     m, n = a.shape
     pt = _c(p.T)
     return (-pt @ g @ pt + (np.eye(m) - a @ p) @ _c(g.T) @ p @ pt
@@ -200,7 +200,7 @@ def _lstsq_parts(g, ans, a, b):
 
 
 # ---------------------------------------------------------------- forward mode (tangents)
-# ``s2sgrad/runtime_forward.py``'s linear-algebra tangents, for one matrix.
+# ``s2sgrad/runtime/forward.py``'s linear-algebra tangents, for one matrix.
 
 
 @register_jitable

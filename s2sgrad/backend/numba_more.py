@@ -1,4 +1,4 @@
-"""Numba implementations of the ``s2sgrad.runtime_arrays`` helpers that rules of common
+"""Numba implementations of the ``s2sgrad.runtime.arrays`` helpers that rules of common
 calls use (trace with an offset, sinc, roll, diff, diag) and of the in-place product
 accumulations of the adjoint sweep (``rt.add_matmul_left``...); the contract is each
 helper's docstring.  A helper or a form with no overload here makes the generated function run

@@ -2,7 +2,7 @@
 rules whose forward call Numba compiles (cumprod, kron, repeat, append, take, convolve,
 correlate, cholesky, pinv, matrix_power, resize, trim_zeros, vander, interp, cov).
 
-The contract is each helper's docstring in ``s2sgrad/runtime_*.py``.  An overload
+The contract is each helper's docstring in ``s2sgrad/runtime/*.py``.  An overload
 returns None for a form it does not cover (an ``axis``, more dimensions): the generated
 function then runs as Python and says why.  ``wrt`` arrives as a literal (the rules
 pass 0, 1 or 2), so the overload picks the operand at compile time.

@@ -2,7 +2,7 @@
 
 Each ``@overload`` gives Numba a nopython version of one helper, chosen by
 the argument types at compile time; the contract is the helper's docstring
-in ``s2sgrad/runtime.py``.  A helper with no overload here makes Numba fail
+in ``s2sgrad/runtime/__init__.py``.  A helper with no overload here makes Numba fail
 to type the generated function, which then runs as Python and says why.
 """
 import numpy as np

@@ -9,7 +9,7 @@ addresses or s2sgrad's internal file paths, and what to do.
 import os
 import re
 
-from .. import runtime as rt, runtime_core
+from .. import runtime as rt
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -76,9 +76,9 @@ def _cause(text):
 def _rt_helper(line, name):
     """The name of the s2sgrad runtime helper ``name`` refers to, if it is one."""
     short = name.rsplit(".", 1)[-1]
-    ours = (rt.__name__, runtime_core.__name__)
+    module = getattr(getattr(rt, short, None), "__module__", "") or ""
     return short if callable(getattr(rt, short, None)) and \
-        getattr(getattr(rt, short), "__module__", "") in ours and \
+        (module == rt.__name__ or module.startswith(rt.__name__ + ".")) and \
         "Function(<function" in line else None
 
 

@@ -146,7 +146,7 @@ class LoweredFunction:
     ndims: dict = field(default_factory=dict)
     #: Var name -> float dtype, where it is known while building
     dtypes: dict = field(default_factory=dict)
-    #: symbolic shapes, where known (``compiler/shapes.py``; scalars are in ``ndims``)
+    #: symbolic shapes, where known (``compiler/analysis/shapes.py``; scalars are in ``ndims``)
     shapes: object = None
     #: Var name -> (dtype, ndim) of the arguments, as the caller's values had them
     param_types: dict = field(default_factory=dict)
@@ -158,7 +158,7 @@ class LoweredFunction:
     lists: set = field(default_factory=set)
     #: Var name of an array updated in place -> the other variables that shared its
     #: memory when it was (views of it, the array a branch or loop copied it from;
-    #: ``compiler/aliasing.py``): an adjoint reading one of them needs the update undone
+    #: ``compiler/analysis/aliasing.py``): an adjoint reading one of them needs the update undone
     shared_at_write: dict = field(default_factory=dict)
     #: the Var names in ``lists`` that are tuple results (``w, v = np.linalg.eigh(a)``):
     #: their adjoint is a tuple, updated functionally (``rt.item_added``) so Numba types it

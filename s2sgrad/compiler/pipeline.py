@@ -11,16 +11,16 @@ import copy
 import os
 
 from ..errors import OutputStructureError
-from .accumulate import products_in_place
-from .emit import to_source
-from .fuse import fused_forward, read_counts
-from .imports import import_lines
-from .inline import as_operators, inline_temporaries
+from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .front.literals import atom_node
+from .front.lower import Lowerer
 from .ir import If, Loop, Op, Seq, Var, atom_vars, walk_statements
-from .layout import INDENT, reads_name, render_mapped, wrap
-from .literals import atom_node
-from .lower import Lowerer
-from .reverse import reverse
+from .optimize.accumulate import products_in_place
+from .optimize.fuse import fused_forward, read_counts
+from .optimize.inline import as_operators, inline_temporaries
+from .reverse.transform import reverse
+from .syntax.imports import import_lines
+from .syntax.source import to_source
 
 
 class Generated:
@@ -127,7 +127,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
 
 
 def inline_sweeps(d):
-    """Inline the single-use temporaries of ``d``'s sweeps (``compiler/inline.py``): all
+    """Inline the single-use temporaries of ``d``'s sweeps (``compiler/optimize/inline.py``): all
     but the names read outside them (the output, the parameters, the gradients returned);
     ``np.add(a, b)`` of arrays written ``a + b`` first."""
     lowered, sweeps = d.lowered, d.sweeps

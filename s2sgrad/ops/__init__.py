@@ -10,11 +10,11 @@ Reductions accept ``axis``/``keepdims`` and MindSpore's ``dim``/``keepdim``/
 ``keep_dims``.
 """
 from ._primitive import Primitive, tensor_op
-from .array import (cat, concat, expand_dims, fill, ones, ones_like, reshape, select,
-                    squeeze, stack, stop_gradient, transpose, where, zeros, zeros_like)
+from .array import (cat, concat, expand_dims, fill, ones, ones_like, reshape, select, squeeze,
+                    stack, stop_gradient, transpose, where, zeros, zeros_like)
 from .loss import binary_cross_entropy_with_logits, cross_entropy, mse_loss
-from .math import (abs, add, cos, div, eq, exp, ge, gt, le, log, lt, matmul, maximum,
-                   minimum, mul, ne, neg, pow, sin, sqrt, square, sub, tanh)
+from .math import (abs, add, cos, div, eq, exp, ge, gt, le, log, lt, matmul, maximum, minimum, mul,
+                   ne, neg, pow, sin, sqrt, square, sub, tanh)
 from .nn_func import log_softmax, relu, sigmoid, softmax
 from .random import Dropout2D
 from .reduce import amax, amin, argmax, argmin, max, mean, min, sum

@@ -1,6 +1,6 @@
 """Rules for ``np.linalg`` decompositions, pseudo-inverse and singular values.
 
-Their helpers are in ``s2sgrad/runtime_linalg.py`` (read as ``rt.<name>``).
+Their helpers are in ``s2sgrad/runtime/linalg.py`` (read as ``rt.<name>``).
 The decompositions return tuples (``tuple_result=True``): their template's
 ``d[ans]`` holds the items' adjoints (zeros for an item the code does not
 use): a list in Python, a tuple under Numba (``rt.item_added`` builds it).  ``np.linalg.norm`` (every ``ord``) is in ``numpy_rules.py``.

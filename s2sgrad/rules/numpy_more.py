@@ -1,7 +1,7 @@
 """More numpy rules: elementwise functions, cumulative products, and the functions that
 build or rearrange arrays (kron, tensordot, repeat, tile, pad, stacks, rolls...).
 
-Their helpers are in ``s2sgrad/runtime_arrays.py`` (read as ``rt.<name>``).
+Their helpers are in ``s2sgrad/runtime/arrays.py`` (read as ``rt.<name>``).
 A rule's parameters are the forms it covers: a call with another argument
 (``np.cross(a, b, axis=0)``, ``np.pad(x, 1, constant_values=2)``) does not
 bind and is refused with ``MissingRuleError`` where a gradient flows.  A

@@ -2,7 +2,7 @@
 other copies, cumulative and NaN-aware reductions, polynomials, interpolation,
 statistics, spaced ranges and the remaining ``np.linalg`` functions.
 
-Their helpers are in ``s2sgrad/runtime_surface.py`` (read as ``rt.<name>``).  As in
+Their helpers are in ``s2sgrad/runtime/surface.py`` (read as ``rt.<name>``).  As in
 ``numpy_more.py``, a rule's parameters are the forms it covers: a call with another
 argument does not bind and is refused with ``MissingRuleError`` where a gradient flows.
 """

@@ -15,7 +15,7 @@ Besides its parameters and builtins, a template may read ``np``, ``math``,
 ``rt`` (s2sgrad.runtime) and any module or importable function its own module
 defines at top level (``from scipy import special`` ... ``special.digamma(x)``):
 the generated module imports what the instantiated statements read, under a
-name the function's name allocator hands out (``compiler/imports.py``).
+name the function's name allocator hands out (``compiler/syntax/imports.py``).
 """
 import builtins
 import inspect
@@ -23,7 +23,7 @@ import textwrap
 
 import gast
 
-from ..compiler.imports import fixed_path, module_and_name
+from ..compiler.syntax.imports import fixed_path, module_and_name
 
 
 class _AdjointMarker:

@@ -1,14 +1,14 @@
 """Forward-mode (JVP) rules of the ``rt.*`` helpers that generated gradient code calls.
 
 With these, a generated value-and-gradient function is itself differentiable in forward
-mode (``compiler/higher.py``: Hessian-vector products as forward over reverse).  Most
+mode (``compiler/pipeline_higher.py``: Hessian-vector products as forward over reverse).  Most
 helpers are linear in the incoming adjoint ``g`` (undoing broadcasts and reductions,
 reshapes, copies): their tangent is the helper on ``g``'s tangent.  The adjoints of
 products (``matmul_left``...) are bilinear in ``g`` and the other operand.  Helpers that
 give constants or shapes (``ones_like``, ``reduction_count``, a mask) have no tangent: a
 template with no term.  The forward spellings (``rt.sum(x, axis, keepdims)``...) follow
 numpy's own rules.  Tapes are written with plain indexing in differentiable code (see
-``compiler/higher.py``), so ``rt.push`` needs no rule; ``rt.reserve`` copies a tape into
+``compiler/pipeline_higher.py``), so ``rt.push`` needs no rule; ``rt.reserve`` copies a tape into
 a larger one, which is linear.  ``tests/test_higher.py`` checks these rules against
 central finite differences of the helpers.
 """

@@ -3,7 +3,7 @@ and calls what the templates name (``special.digamma``...)."""
 import numpy as np
 from scipy import special
 
-from ..compiler.imports import search_module
+from ..compiler.syntax.imports import search_module
 from .registry import d, vjp
 from .. import runtime as rt
 

@@ -1,0 +1,358 @@
+"""Forward-mode entry points: ``jvp`` and ``jacfwd``, with the reference's semantics.
+
+``jvp(fn, inputs, v, has_aux=False)`` gives ``(outputs, jvp_out)`` (and
+``aux`` with ``has_aux``): the outputs of ``fn(*inputs)`` and their
+directional derivatives along ``v``, computed by one run of generated
+forward-mode code (``compiler/pipeline_forward.py``).  ``jacfwd(fn,
+grad_position=0, has_aux=False)`` gives a function computing the Jacobian
+(shape ``out.shape + in.shape``; a tuple over positions for a tuple
+``grad_position``, a tuple over outputs for a function of several) whose
+generated code loops over the inputs' basis directions itself, compiled
+with the rest.  The code is built once per argument signature, cached on
+disk and run by the same backends as gradients (loops -> Numba, loop-free ->
+numpy).  Arguments are checked as for ``grad``.
+"""
+import inspect
+import weakref
+
+import numpy as np
+
+from ..backend import cache
+from ..backend.numba_backend import UNDECIDED, Compiled, backend_mode
+from ..compiler.pipeline_forward import build_jvp
+from ..errors import GradientArgumentError, GradientTypeError, OutputStructureError
+from ..tensor import Tensor
+from ..trees import flatten, is_tree, unflatten
+from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
+from .reverse import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
+                   every_position, finish_gradient, float_dtype, free_values, numba_argument,
+                   print_built, python_objects_reason, to_array, with_article, wrap_output)
+
+
+JACOBIAN_LOOP_FREE_REASON = (
+    "The function has no loops, so its forward-mode Jacobian runs as numpy calls, one pass "
+    "per input direction: no compile. Set S2SGRAD_BACKEND=numba to compile it with Numba "
+    "anyway.")
+
+
+class ForwardFunction(GradFunction):
+    """The forward-mode code of ``fn`` w.r.t. ``grad_position``: ``jvp_call`` runs a
+    JVP, calling the object computes the Jacobian (``jacfwd``).  Shares the argument
+    checks, building per signature and backends of ``GradFunction``."""
+
+    def __init__(self, fn, grad_position, has_aux, jacobian):
+        super().__init__(fn, grad_position, None, has_aux, False, with_value=True)
+        self.jacobian = jacobian
+        base = getattr(fn, "__name__", type(fn).__name__)
+        # GradFunction's messages read the function's name as __name__[:-5]
+        self.__name__ = base + ("_jacf" if jacobian else "_jvp_")
+        self.__qualname__ = self.__name__
+
+    def __repr__(self):
+        what = "jacfwd" if self.jacobian else "jvp"
+        return (f"<s2sgrad {what} of {self.__name__[:-5]} (grad_position="
+                f"{self.grad_position!r}{', has_aux=True' if self.has_aux else ''}), "
+                f"backend {self.backend!r}>")
+
+    def __get__(self, instance, owner=None):
+        return self
+
+    def _variant(self, key, arrays=None, trees=None, arg_types=None):
+        if key not in self._variants:
+            fn, bound_self = self._target()
+            types_ = argument_types(arrays) if arrays is not None else arg_types
+            generated = build_jvp(fn, self.positions, self.has_aux, bound_self,
+                                  arg_types=types_, arg_trees=trees, jacobian=self.jacobian)
+            py_func, path, on_disk = cache.materialise(
+                generated.function_name, generated.source, generated.function_name)
+            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
+            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
+                                source=generated.source, on_disk=on_disk,
+                                python_reason=python_objects_reason(unsupported))
+            if not generated.loops and backend_mode() == "auto" and \
+                    compiled.backend == UNDECIDED:
+                # a Jacobian of loop-free code loops over the directions only: numpy's own
+                # kernels run each pass, as for the function's gradient (no compile)
+                compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
+            self._variants[key] = (generated, compiled, path)
+        return self._variants[key]
+
+    # ------------------------------------------------------------ running
+
+    def _run_forward(self, args, extra, key):
+        """Check and flatten ``args`` (or, for arguments of the types of an earlier call,
+        reuse what it found: its ``CallPlan`` under ``key``, the arguments' ``plan_key``),
+        run the code with the free values and the leaves ``extra(arrays)`` after the
+        arguments (their types must follow from the arguments'); gives (Generated,
+        leaves, result, the float dtype of Tensor arguments or None)."""
+        plan = self._plans.get(key) if self._plans and key is not None else None
+        if plan is not None:
+            arrays = [to_array(a) for a in args] if plan.tensor_args else args
+            result = self._run_plan(plan, arrays, extra(arrays))
+            if result is not None:
+                dtype = float_dtype([a for a in args if isinstance(a, Tensor)]) \
+                    if plan.tensor_args else None
+                return plan.generated, args, result, dtype
+        generated, arrays, leaves, _ = self._prepare(args, {})
+        inputs = [*arrays, *free_values(generated), *extra(arrays)]
+        result = self._run(generated, inputs)
+        self._remember_plan(key, CallPlan, args, leaves, inputs)
+        tensors = [a for a in leaves if isinstance(a, Tensor)]
+        return generated, leaves, result, (float_dtype(tensors) if tensors else None)
+
+    def jvp_call(self, args, tangents):
+        """``(outputs, jvp_out)`` or ``(outputs, jvp_out, aux)`` at ``args`` along
+        ``tangents`` (one per argument, in the arguments' structures)."""
+        def tangent_leaves(arrays):
+            out = []
+            for p in self.positions:
+                out += _tangent_leaves(args[p], tangents[p], p)
+            return out
+        # the arguments' types fix those of the tangent leaves too (``_tangent_leaves``)
+        _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves,
+                                                          plan_key(args))
+        first = value[0] if self.has_aux else value
+        tangent = _like_outputs(tangent, first)
+        aux = (_aux(value),) if self.has_aux else ()
+        if dtype is None:         # no Tensor arguments: nothing is wrapped
+            return (first, tangent, *aux)
+        return tuple(wrap_output(part, dtype) for part in (first, tangent, *aux))
+
+    def __call__(self, *args, **kwargs):
+        if not self.jacobian:
+            raise TypeError("call s2sgrad.jvp(fn, inputs, v) for a Jacobian-vector product")
+        args = self._complete(args, kwargs)
+        generated, leaves, (value, columns), dtype = self._run_forward(
+            args, lambda arrays: [], plan_key(args))
+        first = value[0] if self.has_aux else value
+        jac = _jacobian(first, list(columns), generated, leaves, self.positions,
+                        self._trees_of(args), isinstance(self.grad_position, int))
+        jac = wrap_output(jac, dtype)
+        if self.has_aux:
+            return jac, wrap_output(_aux(value), dtype)
+        return jac
+
+    def _trees_of(self, args):
+        return [flatten(a)[1] if is_tree(a) else None for a in self._complete(args, {})]
+
+
+def _aux(value):
+    """What ``has_aux`` returns beside the derivative: the second output, or the tuple of
+    the outputs after the first when there are more."""
+    rest = tuple(value[1:])
+    return rest[0] if len(rest) == 1 else rest
+
+
+def _like_outputs(tangent, output):
+    """The output tangents in the outputs' structure, each with its output's shape and
+    dtype (a number for a number)."""
+    if isinstance(output, (tuple, list)):
+        items = [_like_outputs(t, o) for t, o in zip(tangent, output)]
+        return tuple(items) if isinstance(output, tuple) else items
+    return finish_gradient(tangent, output)
+
+
+def _tangent_leaves(arg, tangent, position):
+    """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
+    structure and shapes, in the argument's dtype."""
+    if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
+        return [_numba_ready(tangent, arg.dtype)]
+    if type(arg) is float and type(tangent) in (float, int):
+        return [float(tangent)]
+    arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
+    t_leaves, t_tree = flatten(tangent) if is_tree(tangent) else ([tangent], None)
+    if arg_tree != t_tree:
+        raise GradientArgumentError(
+            f"v[{position}] does not have the structure of inputs[{position}] "
+            f"({_kind(tangent)} for {_kind(arg)}); pass one tangent per input, shaped "
+            "like it")
+    out = []
+    for a, t in zip(arg_leaves, t_leaves):
+        a, t = to_array(a), to_array(t)
+        if isinstance(t, (bool, np.bool_)) or not isinstance(
+                t, (int, float, np.number, np.ndarray)):
+            raise GradientTypeError(
+                f"v[{position}] is {with_article(type(t).__name__)}; a tangent is a float, a float "
+                "array or a Tensor shaped like its input")
+        if np.shape(a) != np.shape(t):
+            raise GradientArgumentError(
+                f"v[{position}] has shape {np.shape(t)} but inputs[{position}] has shape "
+                f"{np.shape(a)}; each tangent must have its input's shape")
+        if isinstance(a, np.ndarray):
+            out.append(_numba_ready(np.asarray(t), a.dtype))
+        elif isinstance(a, np.floating):
+            out.append(a.dtype.type(t))
+        else:
+            out.append(float(t))
+    return out
+
+
+def _numba_ready(tangent, dtype):
+    """An array tangent as the code takes it: of its input's ``dtype``, C-ordered, aligned
+    and writeable (copied if not), so that Numba sees one type for every tangent of an
+    input and the plan key of the inputs alone fixes the types the code runs on."""
+    if tangent.dtype == dtype and \
+            tangent.flags.num & C_ALIGNED_WRITEABLE == C_ALIGNED_WRITEABLE:
+        return tangent
+    return np.array(tangent, dtype=dtype, order="C")
+
+
+def _kind(value):
+    return type(value).__name__
+
+
+def _jacobian(output, columns, generated, leaves, positions, trees, single):
+    """Per output (a tuple for several), per position (a tuple for a tuple
+    grad_position), the Jacobian block of shape ``out.shape + in.shape``."""
+    sizes = [int(np.size(to_array(leaves[k]))) for k in generated.wrt]
+    shapes = [np.shape(to_array(leaves[k])) for k in generated.wrt]
+
+    def blocks(out_index, like):
+        cols = [c if out_index is None else _pick(c, out_index) for c in columns]
+        out_shape = np.shape(like)
+        dtype = np.result_type(np.asarray(like).dtype, np.float32) if \
+            isinstance(like, (np.ndarray, np.generic)) else np.float64
+        stacked = (np.stack([np.asarray(c, dtype=dtype) for c in cols], axis=-1) if cols else
+                   np.zeros(out_shape + (0,), dtype=dtype))
+        per_leaf, start = [], 0
+        for size, shape in zip(sizes, shapes):
+            block = stacked[..., start:start + size].reshape(out_shape + shape)
+            start += size
+            per_leaf.append(block if block.ndim else float(block[()]))
+        per_position, i = [], 0
+        for p in positions:
+            n = len(generated.arg_leaves[p])
+            per_position.append(unflatten(trees[p], per_leaf[i:i + n]) if trees[p] is not None
+                                else per_leaf[i])
+            i += n
+        return per_position[0] if single else tuple(per_position)
+
+    if isinstance(output, (tuple, list)):
+        return tuple(blocks(index, item) for index, item in _output_leaves(output))
+    return blocks(None, output)
+
+
+def _output_leaves(output, prefix=()):
+    return [(prefix + (i,), item) for i, item in enumerate(output)]
+
+
+def _pick(column, index):
+    for i in index:
+        column = column[i]
+    return column
+
+
+# ---------------------------------------------------------------- show
+
+
+def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode):
+    """``s2sgrad.show(fn, ..., mode="jvp"|"jacfwd")``: print and return the forward-mode
+    source (``mode="jvp"``: w.r.t. every argument, as ``jvp`` builds it)."""
+    if mode not in ("jvp", "jacfwd"):
+        raise ValueError(f"show's mode is 'grad', 'jvp' or 'jacfwd', got {mode!r}")
+    check_function(fn, "show")
+    if mode == "jvp":
+        grad_position = every_position(fn, example_args, example_kwargs)
+    f = ForwardFunction(fn, grad_position, has_aux, mode == "jacfwd")
+    return print_built(f, mode, example_args, example_kwargs)
+
+
+SHOW_MODES["jvp"] = SHOW_MODES["jacfwd"] = show_forward
+
+# ---------------------------------------------------------------- public functions
+
+_CACHE = weakref.WeakKeyDictionary()
+
+
+def _forward_function(fn, grad_position, has_aux, jacobian):
+    """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
+    ``jvp`` calls build once)."""
+    key = (grad_position, has_aux, jacobian, backend_mode())
+    owner = fn
+    if inspect.ismethod(fn):   # a bound method is a new object at each access
+        owner, key = fn.__self__, key + (fn.__func__,)
+    per_fn = _CACHE.get(owner)
+    if per_fn is None:
+        try:
+            per_fn = _CACHE.setdefault(owner, {})
+        except TypeError:      # not weak-referenceable: no reuse across calls
+            return ForwardFunction(fn, grad_position, has_aux, jacobian)
+    f = per_fn.get(key)
+    if f is None:
+        f = per_fn[key] = ForwardFunction(fn, grad_position, has_aux, jacobian)
+    return f
+
+
+def jvp(fn, inputs, v, has_aux=False):
+    """The Jacobian-vector product of ``fn`` at ``inputs`` along ``v``.
+
+    ``inputs`` and ``v``: a Tensor (array, float) or a tuple/list of them, ``v`` with one
+    tangent per input of the input's shape.  Returns ``(outputs, jvp_out)``, the
+    tangents in the outputs' structure; with ``has_aux=True``, ``fn`` returns
+    ``(out, aux...)``, only ``out`` is differentiated and the result is
+    ``(out, jvp_out, aux)``.
+    """
+    check_function(fn, "jvp")
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    tangents = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+    if len(args) != len(tangents):
+        raise GradientArgumentError(
+            f"jvp got {len(args)} input{'s' if len(args) != 1 else ''} but {len(tangents)} "
+            f"tangent{'s' if len(tangents) != 1 else ''} in v; pass one tangent per input, "
+            "shaped like it")
+    if not args:
+        raise GradientArgumentError("jvp needs at least one input to differentiate")
+    positions = tuple(range(len(args)))
+    f = _forward_function(fn, positions, has_aux, False)
+    return f.jvp_call(args, tangents)
+
+
+def jacfwd(fn, grad_position=0, has_aux=False):
+    """A function computing the Jacobian of ``fn`` by forward mode.
+
+    Called with ``fn``'s arguments it returns the Jacobian, of shape ``out.shape +
+    in.shape``: a tuple over positions for a tuple ``grad_position``, a tuple over
+    outputs when ``fn`` returns several; with ``has_aux=True`` ``(jacobian, aux)``, the
+    Jacobian of the first output.  The generated code runs one forward-mode pass per
+    basis direction of the inputs, in one compiled loop.
+    """
+    check_function(fn, "jacfwd")
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    if grad_position is None:
+        raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
+    check_positions(grad_position)
+    f = _forward_function(fn, grad_position, has_aux, True)
+    return _Jacfwd(f)
+
+
+class _Jacfwd:
+    """What ``jacfwd`` returns: call it with ``fn``'s arguments."""
+
+    def __init__(self, forward):
+        self.forward = forward
+        self.__name__ = forward.__name__[:-5] + "_jacfwd"
+        self.__wrapped__ = forward.fn
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    @property
+    def source(self):
+        return self.forward.source
+
+    @property
+    def backend(self):
+        return self.forward.backend
+
+    @property
+    def fallback_reason(self):
+        return self.forward.fallback_reason
+
+    def __repr__(self):
+        return repr(self.forward)
+
+
+__all__ = ["jvp", "jacfwd", "ForwardFunction", "OutputStructureError"]

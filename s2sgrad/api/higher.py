@@ -1,0 +1,546 @@
+"""Second derivatives, as forward mode over the generated reverse-mode code.
+
+- ``hvp(fn, inputs, v)``: the Hessian of scalar ``fn`` at ``inputs`` times ``v`` (the
+  gradient's directional derivative along ``v``), by one run of the forward-mode
+  transform of ``fn``'s generated value-and-gradient function (``compiler/pipeline_higher.py``).
+- ``hessian(fn, grad_position=0)``: the Hessian function (jacfwd of the gradient, as in
+  JAX): the generated code loops over the inputs' basis directions; shape
+  ``in.shape + in.shape``, a tuple of tuples ``H[i][j]`` for several positions.
+- ``grad(grad(f))``: the gradient of a gradient object (``grad`` and ``value_and_grad``
+  hand it here): the gradient of the sum of the inner gradient's elements, which by the
+  symmetry of second derivatives is the inner gradient's directional derivative along
+  ones (``H @ 1``) -- forward over reverse again.
+- A gradient object called inside a function being differentiated
+  (``np.sum(grad_f(x) ** 2)``) gets a rule: its vector-Jacobian product is the Hessian
+  times the cotangent, again by symmetry, computed as a Hessian-vector product.
+
+``fn`` must return a scalar (the Hessian of a loss); the arguments are checked as for
+``grad``.
+"""
+import numpy as np
+
+from ..backend import cache
+from ..backend.numba_backend import Compiled
+from ..compiler.pipeline_higher import build_hvp, differentiable_gradient
+from ..compiler.pipeline_split import build_split
+from ..errors import GradientArgumentError, GradientTypeError
+from ..tensor import Tensor
+from ..trees import flatten, is_tree, leaf_paths, unflatten
+from . import reverse as api
+from .reverse import (GradFunction, argument_types, check_function, check_positions,
+                   python_objects_reason, numba_argument)
+from .split import reused
+
+
+def hvp(fn, inputs, v):
+    """``H v``: the Hessian of scalar ``fn`` at ``inputs`` times ``v`` (module doc).
+
+    ``inputs`` is one value (an array, a Tensor, a float) or a tuple of them; ``v`` has
+    the same structure and shapes.  Gives ``H v`` in that structure (every input is
+    differentiated: the Hessian is over all of them together)."""
+    check_function(fn, "hvp")
+    single = not isinstance(inputs, (tuple, list))
+    args = (inputs,) if single else tuple(inputs)
+    vs = (v,) if single else (tuple(v) if isinstance(v, (tuple, list)) else None)
+    if vs is None or len(vs) != len(args):
+        raise GradientArgumentError(
+            f"hvp's v must have the structure of inputs: {len(args)} values in a tuple, "
+            f"got {type(v).__name__}")
+    if not args:
+        raise GradientArgumentError("hvp needs at least one input to differentiate at")
+    function = reused(fn, len(args), lambda: HvpFunction(fn, tuple(range(len(args)))))
+    out = function.tangents_of_gradient(args, vs)
+    return out[0] if single else tuple(out)
+
+
+def hessian(fn=None, grad_position=0):
+    """The Hessian function of scalar ``fn`` w.r.t. the arguments at ``grad_position``
+    (module doc).  A decorator too."""
+    if fn is None:
+        return lambda f: hessian(f, grad_position)
+    check_function(fn, "hessian")
+    if grad_position is None:
+        raise TypeError("hessian's grad_position must be an int or a tuple of ints, got None")
+    check_positions(grad_position)
+    return HessianFunction(fn, grad_position)
+
+
+class HvpFunction(GradFunction):
+    """Forward over reverse of ``fn`` w.r.t. ``grad_position`` (``compiler/pipeline_higher.py``),
+    built per argument signature like a gradient."""
+
+    _jacobian = False
+
+    def __init__(self, fn, grad_position):
+        super().__init__(fn, grad_position, None, False, False, False)
+
+    def _variant(self, key, arrays=None, trees=None, arg_types=None):
+        if key not in self._variants:
+            fn, bound_self = self._target()
+            generated = build_hvp(
+                fn, self.positions, bound_self,
+                arg_types=argument_types(arrays) if arrays is not None else arg_types,
+                arg_trees=trees, jacobian=self._jacobian)
+            objects = [f.obj for f in generated.free] + [f.obj for f in generated.jvp.free]
+            unsupported = [f.path for f in list(generated.free) + list(generated.jvp.free)
+                           if not numba_argument(f.obj)]
+            py_func, path, on_disk = cache.materialise(
+                generated.function_name, generated.source, generated.function_name)
+            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
+                                source=generated.source, on_disk=on_disk,
+                                python_reason=python_objects_reason(unsupported))
+            generated.objects = objects
+            self._variants[key] = (generated, compiled, path)
+        return self._variants[key]
+
+    def _run_code(self, args, extra):
+        """Check and flatten ``args``, build, run the code with ``extra(leaves)`` appended:
+        (generated, leaves, trees, result)."""
+        generated, arrays, leaves, trees = self._prepare(args, {})
+        objects = [np.asarray(o) if isinstance(o, Tensor) else o for o in generated.objects]
+        call = [*arrays, *objects, *extra(generated, arrays)]
+        return generated, leaves, trees, self._run(generated, call)
+
+    def _wrt_leaves(self, generated):
+        return [k for p in self.positions for k in generated.arg_leaves[p]]
+
+    def tangents_of_gradient(self, args, vs):
+        """The gradient's tangent along ``vs`` (one per position, in its argument's
+        structure; None: zeros), per position in the argument's structure."""
+        def tangents(generated, arrays):
+            out = []
+            for p, v in zip(self.positions, vs):
+                idx = generated.arg_leaves[p]
+                if v is None:
+                    out += [_zeros_like(arrays[k]) for k in idx]
+                    continue
+                items = flatten(v)[0] if is_tree(v) else [v]
+                if len(items) != len(idx):
+                    raise GradientArgumentError(
+                        f"the tangent for argument {p} has {len(items)} values, the "
+                        f"argument {len(idx)}: give it the argument's structure")
+                out += [_tangent_like(item, arrays[k], p) for item, k in zip(items, idx)]
+            return out
+
+        generated, leaves, trees, result = self._run_code(args, tangents)
+        (value, _), (_, grads_dot) = result
+        _check_scalar(value, self.__name__[:-5])
+        by_leaf = dict(zip(self._wrt_leaves(generated), _per_wrt(generated, grads_dot)))
+        return [unflatten(trees[p], [_finish(by_leaf[k], leaves[k])
+                                     for k in generated.arg_leaves[p]])
+                for p in self.positions]
+
+
+class HessianFunction(HvpFunction):
+    """The Hessian function ``hessian`` gives: call it like the original."""
+
+    _jacobian = True
+
+    def __init__(self, fn, grad_position):
+        super().__init__(fn, grad_position)
+        self.__name__ = self.__name__[:-5] + "_hess"
+
+    def __repr__(self):
+        return (f"<s2sgrad hessian of {self.__name__[:-5]} (grad_position="
+                f"{self.grad_position!r}), backend {self.backend!r}>")
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._complete(args, kwargs)
+        generated, leaves, trees, (value_and_grads, columns) = self._run_code(
+            args, lambda generated, arrays: [])
+        _check_scalar(value_and_grads[0], self.__name__[:-5])
+        wrt = self._wrt_leaves(generated)
+        sizes = [int(np.size(leaves[k])) for k in wrt]
+        starts = np.cumsum([0] + sizes)
+        # columns[c]: the tangents of (value, grads) along basis direction c
+        grads_by_column = [_per_wrt(generated, column[1]) for column in columns]
+        blocks = {}
+        for i, ki in enumerate(wrt):
+            for j, kj in enumerate(wrt):
+                cols = [np.asarray(grads_by_column[c][i], dtype=float)
+                        for c in range(starts[j], starts[j + 1])]
+                shape_i, shape_j = np.shape(leaves[ki]), np.shape(leaves[kj])
+                block = (np.stack(cols, axis=-1) if cols else
+                         np.zeros(shape_i + (0,))).reshape(shape_i + shape_j)
+                blocks[ki, kj] = _finish(block, leaves[ki], leaves[kj])
+        rows = [[unflatten(trees[p], [unflatten(trees[q], [blocks[ki, kj] for kj in
+                                                          generated.arg_leaves[q]])
+                                      for ki in generated.arg_leaves[p]])
+                 for q in self.positions] for p in self.positions]
+        if isinstance(self.grad_position, int) or len(self.positions) == 1:
+            return rows[0][0]
+        return tuple(tuple(row) for row in rows)
+
+
+def _per_wrt(generated, grads_dot):
+    """The gradient tangents per differentiated leaf (zeros where the code returns no
+    gradient: ``generated.computed``)."""
+    grads_dot = list(grads_dot)
+    return [grads_dot.pop(0) if has else 0.0 for has in generated.computed]
+
+
+def _zeros_like(array):
+    return np.zeros_like(array) if isinstance(array, np.ndarray) else 0.0
+
+
+def _tangent_like(v, like, position):
+    v = np.asarray(v) if isinstance(v, Tensor) else v
+    if np.shape(v) != np.shape(like):
+        raise GradientArgumentError(
+            f"the tangent for argument {position} has shape {np.shape(v)}, the argument "
+            f"{np.shape(like)}: give v the inputs' shapes")
+    if isinstance(like, np.ndarray):
+        return np.asarray(v, dtype=like.dtype if like.dtype.kind == "f" else float)
+    return float(v)
+
+
+def _check_scalar(value, name):
+    if np.ndim(value) != 0:
+        raise GradientTypeError(
+            f"hvp, hessian and gradients of gradients take a function with a scalar "
+            f"output, but {name} returns shape {np.shape(value)}; reduce it (np.sum) or "
+            f"use jacrev/jacfwd")
+
+
+def _finish(value, like, other=None):
+    """``value`` in the kind and floating dtype of ``like`` (a Tensor for a Tensor)."""
+    base = np.asarray(like) if isinstance(like, Tensor) else like
+    out = np.asarray(value, dtype=float)
+    if np.shape(out) == () and other is None and np.shape(base) != ():
+        out = np.zeros(np.shape(base))
+    if isinstance(base, np.ndarray) and base.dtype.kind == "f":
+        out = out.astype(base.dtype)
+    if out.ndim == 0:
+        out = out[()]
+        if isinstance(base, np.floating):
+            out = base.dtype.type(out)
+    return Tensor(np.asarray(out)) if isinstance(like, Tensor) else out
+
+
+# ---------------------------------------------------------------- gradients of gradients
+
+
+class GradOfGrad:
+    """``grad(grad(f), q)`` (``value_and_grad`` too): the gradient of the sum of the inner
+    gradient's elements w.r.t. the arguments at ``q`` (module doc)."""
+
+    def __init__(self, inner, grad_position, with_value):
+        self.inner = inner
+        self.positions = check_positions(grad_position)
+        self.grad_position = grad_position
+        self.with_value = with_value
+        both = tuple(sorted(set(inner.positions) | set(self.positions)))
+        self._function = HvpFunction(inner.fn, both)
+        self.__name__ = inner.__name__ + "_grad"
+        self.__wrapped__ = inner
+
+    def __call__(self, *args):
+        for p in self.positions:
+            if p >= len(args):
+                raise GradientArgumentError(
+                    f"grad_position {p} is out of range: {self.__name__[:-5]} was called "
+                    f"with {len(args)} arguments")
+        f = self._function
+        ones = [_ones_tree(args[p]) if p in self.inner.positions else None
+                for p in f.positions]
+        tangents = f.tangents_of_gradient(args, ones)
+        by_position = dict(zip(f.positions, tangents))
+        grads = [by_position[q] for q in self.positions]
+        result = grads[0] if isinstance(self.grad_position, int) or len(grads) == 1 \
+            else tuple(grads)
+        return (self.inner(*args), result) if self.with_value else result
+
+
+def _ones_tree(value):
+    items, tree = flatten(value) if is_tree(value) else ([value], None)
+    ones = [np.ones_like(np.asarray(i), dtype=float) if np.ndim(i) else 1.0 for i in items]
+    return unflatten(tree, ones) if tree is not None else ones[0]
+
+
+def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_value):
+    """What ``grad``/``value_and_grad`` give for a gradient object ``inner``."""
+    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+             not inner.return_ids and inner.positions)
+    if not plain or weights is not None or has_aux or return_ids or grad_position is None:
+        raise GradientArgumentError(
+            "the gradient of a gradient takes a plain inner gradient (grad(f, "
+            "grad_position)) and positions only (no weights, has_aux or return_ids); "
+            "write the second derivative as hvp(f, x, v) or hessian(f)")
+    return GradOfGrad(inner, grad_position, with_value)
+
+
+# ---------------------------------------------------------------- a gradient inside
+
+
+class _Opaque:
+    """A Python callable generated code calls as it is (no derivative of its own)."""
+
+    __s2sgrad_opaque__ = True
+
+    def __init__(self, fn, name):
+        self.fn = fn
+        self.__name__ = name
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+_RULE_SOURCE = '''"""A gradient called inside a differentiated function: its custom rule (generated by
+s2sgrad.api.higher for gradients of {n} arguments)."""
+
+
+def make(gradient, hessian_times):
+    def forward({params}):
+        return gradient({params})
+
+    def backward({params}, out, dout):
+        return hessian_times({params}, dout)
+
+    return forward, backward
+'''
+
+
+class _GradientRule:
+    """The custom rule of gradient object ``inner``: forward runs it, backward is the
+    Hessian times the cotangent (see the module doc)."""
+
+    def __init__(self, inner, arity):
+        params = ", ".join(f"a{i}" for i in range(arity))
+        source = _RULE_SOURCE.format(n=arity, params=params)
+        make = cache.materialise(f"gradient_rule_{arity}", source, "make")[0]
+        self.inner = inner
+        self._functions = {}      # the differentiated positions -> HvpFunction
+        self.forward, self.backward = make(_Opaque(inner, inner.__name__),
+                                           _Opaque(self.hessian_times,
+                                                   inner.__name__ + "_hessian_times"))
+        self.__name__ = inner.__name__
+
+    def hessian_times(self, *args):
+        *args, dout = args
+        inner = self.inner
+        floats = tuple(i for i, a in enumerate(args) if _is_float(a))
+        function = self._functions.get(floats)
+        if function is None:
+            function = self._functions[floats] = HvpFunction(inner.fn, floats)
+        douts = (dout,) if len(inner.positions) == 1 else tuple(dout)
+        given = dict(zip(inner.positions, douts))
+        tangents = function.tangents_of_gradient(tuple(args), [given.get(p) for p in floats])
+        by_position = dict(zip(floats, tangents))
+        out = tuple(by_position.get(i, 0.0) for i in range(len(args)))
+        return out[0] if len(out) == 1 else out
+
+
+def _is_float(value):
+    items = flatten(value)[0] if is_tree(value) else [value]
+    return all(isinstance(np.asarray(i) if isinstance(i, Tensor) else i,
+                          (float, np.floating)) or
+               (isinstance(i, (np.ndarray, Tensor)) and np.asarray(i).dtype.kind == "f")
+               for i in items)
+
+
+def gradient_rule(inner):
+    """The custom rule of a gradient object called inside a differentiated function, or
+    None where it has none (a gradient with weights, aux, values or ids)."""
+    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+             not inner.return_ids and inner.positions)
+    if not plain:
+        return None
+    fn, bound_self = inner._target()
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    arity = len(params) - (1 if bound_self is not None else 0)
+    return _GradientRule(inner, arity)
+
+
+# ---------------------------------------------------------------- a gradient as a function
+
+
+_GRADIENT_SOURCE = '''"""A gradient object as a function of its arguments, for forward mode over it (generated
+by s2sgrad.api.higher: jvp and jacfwd of grad(f))."""
+import numpy as np
+
+
+def make(value_and_grad{free}):
+    def {name}({params}):
+        grads = value_and_grad({leaves}{free})[1]
+        return {result}
+
+    return {name}
+'''
+
+
+def gradient_as_function(inner, outer, building):
+    """A Python function (with source, so the lowering can read it) computing what the
+    gradient object ``inner`` computes, for the arguments ``building`` (their leaves and
+    trees, as ``GradFunction._build`` has them): its generated value-and-gradient code in
+    the differentiable spelling, called and shaped as ``inner`` shapes its result.  Only
+    forward mode can take it (the generated code's helpers have forward rules)."""
+    from .forward import ForwardFunction
+    from .split import JacobianFunction
+    if isinstance(inner, JacobianFunction) and isinstance(outer, ForwardFunction) and \
+            building[0] is not None and not isinstance(inner.fn, GradFunction):
+        return jacobian_as_function(inner, building)
+    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+             not inner.return_ids and inner.positions and
+             not isinstance(inner.fn, GradFunction) and type(inner) is GradFunction)
+    if not isinstance(outer, ForwardFunction) or not plain:
+        raise GradientArgumentError(
+            f"{type(outer).__name__} of the gradient object {inner.__name__}: a gradient can "
+            f"be differentiated again in forward mode only (jvp, jacfwd, hvp, hessian, "
+            f"grad(grad(f))), and only a plain grad(f, grad_position) (no weights, has_aux, "
+            f"return_ids or value); use s2sgrad.hvp(f, ...) or s2sgrad.hessian(f) for "
+            f"second derivatives")
+    arrays, trees = building
+    if arrays is None:
+        raise GradientArgumentError(
+            f"the code of a derivative of the gradient {inner.__name__} is built for "
+            f"arguments: call it (or show it with example arguments) first")
+    fn, bound_self = inner._target()
+    gradient = differentiable_gradient(fn, inner.positions, bound_self,
+                                       argument_types(arrays), trees)
+    d = gradient.differentiated
+    free = [f"free_{k}" for k in range(len(gradient.free))]
+    params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
+    leaves = [f"a{i}{path}" for i, tree in enumerate(trees or [None] * len(params))
+              for path in leaf_paths(tree)]
+    grads, k = {}, 0
+    for (kind, leaf), has in zip(d.wrt, [r is not None for r in d.returned]):
+        grads[leaf] = f"grads[{k}]" if has else f"np.zeros_like({leaves[leaf]})"
+        k += has
+    per_position = [_structure_text((trees or [None] * len(params))[p],
+                                    [grads[leaf] for leaf in d.lowered.arg_leaves[p]])
+                    for p in inner.positions]
+    result = per_position[0] if len(per_position) == 1 else \
+        "(" + ", ".join(per_position) + ")"
+    name = f"{getattr(fn, '__name__', 'f')}_grad"
+    source = _GRADIENT_SOURCE.format(
+        name=name, params=", ".join(params), leaves=", ".join(leaves),
+        free="".join(", " + f for f in free), result=result)
+    make = cache.materialise(f"{name}_as_function", source, "make")[0]
+    return make(gradient.function, *[f.obj for f in gradient.free])
+
+
+_JACOBIAN_SOURCE = '''"""A jacrev object as a function of its arguments, for forward mode over it (generated
+by s2sgrad.api.higher: jacfwd(jacrev(f)))."""
+import numpy as np
+
+from s2sgrad import runtime as rt
+
+
+def make(jacobian{free}):
+    def {name}({params}):
+        value, rows = jacobian({leaves}{free})
+{body}
+    return {name}
+'''
+
+
+def jacobian_as_function(inner, building):
+    """What ``gradient_as_function`` gives for a ``jacrev`` object: its split module's
+    jacobian function (``compiler/pipeline_split.py``, differentiable spelling), its rows shaped
+    ``out.shape + in.shape`` as the jacrev object shapes them."""
+    arrays, trees = building
+    fn, bound_self = inner._target()
+    generated = build_split(fn, inner.positions, (), inner.has_aux, bound_self,
+                            argument_types(arrays), trees, differentiable=True)
+    jacobian = cache.materialise(generated.forward_name, generated.source,
+                                 generated.jacobian_name)[0]
+    n_args = len(generated.arg_leaves)
+    trees = trees or [None] * n_args
+    free = [f"free_{k}" for k in range(len(generated.free))]
+    params = [f"a{i}" for i in range(n_args)]
+    leaves = [f"a{i}{path}" for i, tree in enumerate(trees) for path in leaf_paths(tree)]
+    out = "value[0]" if inner.has_aux else "value"
+    outputs = ([f"{out}[{k}]" for k in range(generated.n_cotangents)]
+               if generated.output_is_tuple else [out])
+    if generated.output_is_tuple and inner.has_aux:
+        raise GradientArgumentError("jacfwd of a jacrev with has_aux and a tuple first "
+                                    "output: differentiate a function returning one array")
+    pad = " " * 8
+    body = []
+    starts = ["0"]
+    for k, o in enumerate(outputs):
+        body.append(f"{pad}out_{k} = {o}")
+        starts.append(f"{starts[-1]} + rt.tangent_size(out_{k})" if k else
+                      f"rt.tangent_size(out_{k})")
+    rows, slot = {}, 0
+    for (kind, leaf), has in zip(generated.wrt, generated.computed):
+        rows[leaf] = f"rows[{slot}]" if has else None
+        slot += has
+    per_output = []
+    for k in range(len(outputs)):
+        per_position = []
+        for p in inner.positions:
+            items = []
+            for leaf in generated.arg_leaves[p]:
+                shape = f"np.shape(out_{k}) + np.shape({leaves[leaf]})"
+                items.append(f"np.reshape({rows[leaf]}[{starts[k]}:{starts[k + 1]}], {shape})"
+                             if rows[leaf] else f"np.zeros({shape})")
+            per_position.append(_structure_text(trees[p], items))
+        per_output.append(per_position[0] if isinstance(inner.grad_position, int) or
+                          len(per_position) == 1 else "(" + ", ".join(per_position) + ")")
+    result = per_output[0] if not generated.output_is_tuple else \
+        "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
+    body.append(f"{pad}return {result}")
+    name = f"{getattr(fn, '__name__', 'f')}_jacrev"
+    source = _JACOBIAN_SOURCE.format(name=name, params=", ".join(params),
+                                     leaves=", ".join(leaves),
+                                     free="".join(", " + f for f in free),
+                                     body="\n".join(body))
+    make = cache.materialise(f"{name}_as_function", source, "make")[0]
+    return make(jacobian, *[f.obj for f in generated.free])
+
+
+def _structure_text(tree, items):
+    """Source text of ``items`` in the structure ``tree`` (``s2sgrad.trees``)."""
+    if tree is None:
+        return items[0]
+    return _unflatten_text(tree, iter(items))
+
+
+def _unflatten_text(tree, items):
+    if tree is None:
+        return next(items)
+    kind, children = tree[0], tree[1]
+    if kind == "dict":
+        return "{" + ", ".join(f"{k!r}: {_unflatten_text(c, items)}" for k, c in children) + "}"
+    if kind == "namedtuple":
+        raise GradientArgumentError("forward mode over a gradient taking a namedtuple: pass "
+                                    "a tuple or a dict instead")
+    inner = [_unflatten_text(c, items) for c in children]
+    if kind == "list":
+        return "[" + ", ".join(inner) + "]"
+    return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+
+
+api.HIGHER_ORDER.update(grad_of_gradient=grad_of_gradient, gradient_rule=gradient_rule,
+                        gradient_as_function=gradient_as_function)
+
+
+# ---------------------------------------------------------------- show
+
+
+def show_higher(fn, example_args, example_kwargs, grad_position, has_aux, mode):
+    """``s2sgrad.show(fn, ..., mode=...)`` for ``vjp`` and ``jacrev`` (the split module:
+    forward, backward and jacobian functions) and for ``hvp`` and ``hessian`` (forward mode
+    over the gradient); ``vjp`` and ``hvp`` w.r.t. every argument, as they build it."""
+    from .split import JacobianFunction, split_function
+    check_function(fn, "show")
+    if has_aux and mode in ("hvp", "hessian"):
+        raise TypeError(f"show(mode={mode!r}) takes no has_aux: {mode} differentiates a "
+                        f"scalar function")
+    if mode in ("vjp", "hvp"):
+        grad_position = api.every_position(fn, example_args, example_kwargs)
+    f = {"vjp": lambda: split_function(fn, grad_position, has_aux),
+         "jacrev": lambda: JacobianFunction(fn, grad_position, has_aux),
+         "hvp": lambda: HvpFunction(fn, grad_position),
+         "hessian": lambda: HessianFunction(fn, grad_position)}[mode]()
+    return api.print_built(f, mode, example_args, example_kwargs)
+
+
+for _mode in ("vjp", "jacrev", "hvp", "hessian"):
+    api.SHOW_MODES[_mode] = show_higher

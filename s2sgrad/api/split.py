@@ -1,0 +1,360 @@
+"""``vjp`` and ``jacrev``: reverse mode with the forward and adjoint sweeps apart.
+
+``vjp(fn, *inputs, weights=None, has_aux=False)`` runs the forward sweep once and
+gives ``(outputs, vjp_fn)`` (``(outputs, vjp_fn, aux)`` with ``has_aux``), as the
+reference does; ``vjp_fn(cotangent)`` runs only the adjoint sweep, on the values the
+forward sweep stored, and gives the gradients w.r.t. every input (a tuple), and
+``(input gradients, weight gradients)`` with ``weights``.
+
+``jacrev(fn, grad_position=0, has_aux=False)`` gives the Jacobian function: one
+forward sweep, then the adjoint sweep once per output element (in the same compiled
+function), each Jacobian shaped ``output.shape + input.shape``; tuples over outputs
+and positions as the reference gives them.
+
+The code is ``compiler/pipeline_split.py``'s module (forward, backward, jacobian), cached and
+compiled like ``grad``'s (``GradFunction``'s checks, builds and argument handling).
+"""
+import weakref
+
+import numpy as np
+
+from ..backend import cache
+from ..backend.numba_backend import Compiled
+from ..compiler.pipeline_split import build_split
+from ..errors import GradientArgumentError, GradientTypeError
+from ..tensor import Tensor
+from ..trees import flatten, is_tree, unflatten
+from .call_plan import CallPlan, plan_key
+from .reverse import (GradFunction, check_function, check_positions, check_weights, argument_types,
+                   float_dtype, free_values, python_objects_reason, numba_argument, to_array,
+                   wrap_output)
+
+
+def vjp(fn, *inputs, weights=None, has_aux=False):
+    """``(outputs, vjp_fn)`` of ``fn`` at ``inputs`` (``(outputs[0], vjp_fn, aux)`` with
+    ``has_aux``): see the module doc.  Every input is differentiated, so each must be a
+    float, a float array or Tensor, or a tuple, list or dict of them."""
+    check_function(fn, "vjp")
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    check_weights(weights)
+    if not inputs:
+        raise GradientArgumentError(
+            "vjp needs the inputs to differentiate at: vjp(fn, x, ...) (every input is "
+            "differentiated; close over the others: vjp(lambda x: fn(x, n), x))")
+    for p, x in enumerate(inputs):
+        _check_input(p, x)
+    key = (len(inputs), _weights_key(weights), has_aux)
+    split = reused(fn, key, lambda: _SplitFunction(fn, tuple(range(len(inputs))), weights,
+                                                    has_aux, False, True))
+    return split.vjp(inputs)
+
+
+_REUSED = weakref.WeakKeyDictionary()
+
+
+def reused(fn, key, make):
+    """The object ``make()`` gives for ``fn`` and options ``key``, kept while ``fn`` lives,
+    so that repeated calls (``vjp(f, x)`` in a loop) build the code once."""
+    try:
+        per_fn = _REUSED.setdefault(fn, {})
+    except TypeError:          # not weak-referenceable: built for this call only
+        return make()
+    if key not in per_fn:
+        per_fn[key] = make()
+    return per_fn[key]
+
+
+def _weights_key(weights):
+    if weights is None:
+        return None
+    items = weights if isinstance(weights, (list, tuple)) else (weights,)
+    return tuple(id(w) for w in items)
+
+
+def jacrev(fn=None, grad_position=0, has_aux=False):
+    """The Jacobian function of ``fn`` w.r.t. the arguments at ``grad_position`` (an int
+    or a tuple of ints), by reverse mode: see the module doc.  A decorator too."""
+    if fn is None:
+        return lambda f: jacrev(f, grad_position, has_aux)
+    check_function(fn, "jacrev")
+    if grad_position is None:
+        raise TypeError("jacrev's grad_position must be an int or a tuple of ints, got None")
+    check_positions(grad_position)
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    return JacobianFunction(fn, grad_position, has_aux)
+
+
+def split_function(fn, grad_position, has_aux):
+    """The split-module object of ``fn`` (what ``vjp`` runs), for ``show``."""
+    return _SplitFunction(fn, grad_position, None, has_aux, False, True)
+
+
+def _check_input(position, value):
+    """vjp's inputs are all differentiated: refuse one that is not floating point."""
+    items = flatten(value)[0] if is_tree(value) else [value]
+    for item in items:
+        item = np.asarray(item) if isinstance(item, Tensor) else item
+        if isinstance(item, (bool, np.bool_, int, np.integer)) or (
+                isinstance(item, np.ndarray) and item.dtype.kind not in "fc"):
+            what = (f"an array of dtype {item.dtype}" if isinstance(item, np.ndarray)
+                    else f"{type(item).__name__} {item!r}")
+            raise GradientTypeError(
+                f"vjp differentiates every input, and input {position} is {what}; pass a "
+                f"float value or array, or close over it: vjp(lambda x: fn(x, n), x)")
+
+
+class _Parts:
+    """The three loaded functions of a split module, each a ``Compiled``; ``main`` names
+    the one whose backend the owner reports (vjp: the forward; jacrev: the jacobian)."""
+
+    def __init__(self, forward, backward, jacobian, main):
+        self.forward, self.backward, self.jacobian = forward, backward, jacobian
+        self.main = main
+
+    @property
+    def backend(self):
+        return getattr(self, self.main).backend
+
+    def runner(self, inputs):
+        """What a ``CallPlan`` keeps to run the code: the parts themselves (their owner runs
+        them one by one, each a ``Compiled``)."""
+        return self
+
+    @property
+    def fallback_reason(self):
+        return getattr(self, self.main).fallback_reason
+
+
+class _SplitFunction(GradFunction):
+    """A ``GradFunction`` whose code is the split module (``compiler/pipeline_split.py``)."""
+
+    _main_part = "forward"
+
+    def _variant(self, key, arrays=None, trees=None, arg_types=None):
+        if key not in self._variants:
+            fn, bound_self = self._target()
+            generated = build_split(
+                fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
+                arg_types=argument_types(arrays) if arrays is not None else arg_types,
+                arg_trees=trees)
+            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
+            parts = []
+            for name in (generated.forward_name, generated.backward_name,
+                         generated.jacobian_name):
+                py_func, path, on_disk = cache.materialise(generated.forward_name,
+                                                           generated.source, name)
+                parts.append(Compiled(py_func, allow_numba=not unsupported, path=path,
+                                      source=generated.source, on_disk=on_disk,
+                                      python_reason=python_objects_reason(unsupported)))
+            self._variants[key] = (generated, _Parts(*parts, self._main_part), path)
+        return self._variants[key]
+
+    def _run_part(self, part, generated, args):
+        """Run one loaded function; an error gets a note naming the user's line."""
+        try:
+            return part(*args)
+        except Exception as exc:
+            raise self._noted(exc, generated, args, part)
+
+    def _start(self, args, kwargs):
+        """Check and flatten the arguments, build the code (or, for arguments of the types
+        of an earlier call, reuse what it found: its ``CallPlan``): (generated, parts,
+        arrays and free values for the code, leaves, trees, Tensors among the values)."""
+        key = None if kwargs else plan_key(args)
+        plan = self._plans.get(key) if key is not None else None
+        inputs = None
+        if plan is not None:
+            inputs = self._planned_inputs(plan, [to_array(a) for a in args])
+        if inputs is not None:
+            generated, leaves, trees = plan.generated, args, [None] * len(args)
+        else:
+            generated, arrays, leaves, trees = self._prepare(args, kwargs)
+            inputs = [*arrays, *free_values(generated)]
+            self._remember_plan(key, CallPlan, args, leaves, inputs)
+        tensors = [a for a in leaves if isinstance(a, Tensor)] + [
+            f.obj for f in generated.free if isinstance(f.obj, Tensor)]
+        return generated, self._compiled, list(inputs), leaves, trees, tensors
+
+    def _split_output(self, value, generated):
+        """(differentiated output, its leaves, its tree, aux or None)."""
+        aux = None
+        if self.has_aux:
+            aux = value[1] if len(value) == 2 else tuple(value[1:])
+            value = value[0]
+        leaves, tree = flatten(value) if is_tree(value) else ([value], None)
+        if len(leaves) != generated.n_cotangents:   # cannot happen: the code gave it
+            raise AssertionError("output leaves and cotangents differ")
+        return value, leaves, tree, aux
+
+    # ------------------------------------------------------------ vjp
+
+    def vjp(self, inputs):
+        generated, parts, args, leaves, trees, tensors = self._start(inputs, {})
+        value, residuals = self._run_part(parts.forward, generated, args)
+        residuals = _ready_for_numba(parts, args, list(residuals))
+        out, out_leaves, out_tree, aux = self._split_output(value, generated)
+        kept = {id(r) for r in residuals if isinstance(r, np.ndarray)}
+        out = _unshared(out, kept)   # the caller may change the output; the residuals stay
+        dtype = float_dtype(tensors) if tensors else None
+        structure = _OutputStructure(out_leaves, out_tree, self.__name__[:-5])
+
+        def vjp_fn(*cotangent):
+            cts = structure.cotangents(cotangent[0] if len(cotangent) == 1 else cotangent)
+            computed = self._run_part(parts.backward, generated, [*residuals, *cts])
+            return self._gradients(generated, list(computed), leaves, trees)
+
+        vjp_fn.__name__ = f"{self.__name__[:-5]}_vjp"
+        vjp_fn.__doc__ = (f"The cotangent of {self.__name__[:-5]}'s output (shape and dtype "
+                          "of the output) times the Jacobian, from the stored forward sweep.")
+        out = wrap_output(out, dtype)
+        if self.has_aux:
+            return out, vjp_fn, wrap_output(_unshared(aux, kept), dtype)
+        return out, vjp_fn
+
+    def _gradients(self, generated, computed, leaves, trees):
+        """A tuple with each input's gradient (in its structure), and with weights
+        ``(input gradients, weight gradients)``."""
+        inputs, weight_grads = self.shaped_gradients(generated, computed, leaves, trees)
+        inputs = tuple(inputs)
+        return inputs if self.weights is None else (inputs, tuple(weight_grads))
+
+
+class JacobianFunction(_SplitFunction):
+    """The Jacobian function ``jacrev`` gives: call it like the original."""
+
+    _main_part = "jacobian"
+
+    def __init__(self, fn, grad_position, has_aux):
+        super().__init__(fn, grad_position, None, has_aux, False, False)
+        self.__name__ = self.__name__[:-5] + "_jacrev"
+
+    def __repr__(self):
+        return (f"<s2sgrad jacrev of {self.__name__[:-7]} (grad_position="
+                f"{self.grad_position!r}), backend {self.backend!r}>")
+
+    def __call__(self, *args, **kwargs):
+        generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)
+        value, jacs = self._run_part(parts.jacobian, generated, code_args)
+        out, out_leaves, out_tree, aux = self._split_output(value, generated)
+        jacs = list(jacs)
+        rows = sum(int(np.size(o)) for o in out_leaves)
+        by_leaf = {}
+        for (kind, k), has in zip(generated.wrt, generated.computed):
+            jac = jacs.pop(0) if has else np.zeros((rows,) + np.shape(leaves[k]))
+            by_leaf[k] = jac
+        per_output, offset = [], 0
+        for o in out_leaves:
+            size, shape = int(np.size(o)), np.shape(o)
+            per_position = []
+            for p in self.positions:
+                items = [_jacobian_block(by_leaf[k][offset:offset + size], shape, leaves[k])
+                         for k in generated.arg_leaves[p]]
+                per_position.append(unflatten(trees[p], items))
+            offset += size
+            per_output.append(per_position[0] if isinstance(self.grad_position, int) or
+                              len(per_position) == 1 else tuple(per_position))
+        result = per_output[0] if out_tree is None else tuple(per_output)
+        if self.has_aux:
+            dtype = float_dtype(tensors) if tensors else None
+            return result, wrap_output(aux, dtype)
+        return result
+
+
+def _jacobian_block(rows, out_shape, like):
+    """One output's rows of one input's Jacobian, shaped ``out_shape + like.shape``, in
+    ``like``'s floating dtype and kind (a Tensor for a Tensor, a number for two numbers)."""
+    base = np.asarray(like) if isinstance(like, Tensor) else like
+    block = np.asarray(rows).reshape(tuple(out_shape) + np.shape(base))
+    if isinstance(base, np.ndarray) and base.dtype.kind == "f":
+        block = block.astype(base.dtype, copy=False)
+    elif isinstance(base, np.floating):
+        block = block.astype(base.dtype, copy=False)
+    if block.ndim == 0:
+        block = block[()]
+    return Tensor(block) if isinstance(like, Tensor) else block
+
+
+class _OutputStructure:
+    """The differentiated output's leaves and tree, to check and flatten cotangents."""
+
+    def __init__(self, leaves, tree, name):
+        self.leaves, self.tree, self.name = leaves, tree, name
+
+    def cotangents(self, given):
+        if self.tree is None:
+            if is_tree(given):
+                raise GradientArgumentError(
+                    f"{self.name} returns one output, so vjp_fn takes one cotangent of its "
+                    f"shape {np.shape(self.leaves[0])}, got {type(given).__name__} of "
+                    f"{len(given)}")
+            items = [given]
+        else:
+            items, tree = flatten(given) if is_tree(given) else ([given], None)
+            if len(items) != len(self.leaves):
+                raise GradientArgumentError(
+                    f"{self.name} returns {len(self.leaves)} outputs, so vjp_fn takes "
+                    f"{len(self.leaves)} cotangents in the same structure (a tuple: "
+                    f"vjp_fn((v1, v2)) or vjp_fn(v1, v2)), got {len(items)}")
+        return [self._one(k, ct, out) for k, (ct, out) in enumerate(zip(items, self.leaves))]
+
+    def _one(self, k, ct, out):
+        which = "the cotangent" if len(self.leaves) == 1 else f"cotangent {k}"
+        ct = np.asarray(ct) if isinstance(ct, Tensor) else ct
+        shape = np.shape(out)
+        kind = np.asarray(ct).dtype.kind if not isinstance(ct, (int, float)) else "f"
+        if isinstance(ct, bool) or kind not in "fci" or (kind == "i" and np.ndim(ct) > 0):
+            raise GradientTypeError(
+                f"{which} has dtype {np.asarray(ct).dtype}, but it multiplies output "
+                f"{k} of {self.name} ({_describe(out)}): pass a float value of that shape")
+        if np.shape(ct) != shape:
+            raise GradientArgumentError(
+                f"{which} has shape {np.shape(ct)}, but output {k} of {self.name} has shape "
+                f"{shape}: the cotangent has the output's shape and dtype")
+        if isinstance(out, np.ndarray):
+            dtype = out.dtype if out.dtype.kind in "fc" else np.float64
+            return np.ascontiguousarray(ct, dtype=dtype)
+        if isinstance(out, np.floating):
+            return out.dtype.type(ct)
+        return float(np.asarray(ct))
+
+
+def _describe(value):
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}{list(value.shape)}"
+    return type(value).__name__
+
+
+def _unshared(value, kept):
+    """``value`` with every array that is also a residual (``kept``: their ids) copied."""
+    if isinstance(value, tuple):
+        return tuple(_unshared(v, kept) for v in value)
+    if isinstance(value, list):
+        return [_unshared(v, kept) for v in value]
+    if isinstance(value, np.ndarray) and id(value) in kept:
+        return value.copy()
+    return value
+
+
+def _ready_for_numba(parts, args, residuals):
+    """Residuals as the compiled backward takes them: an empty list (a tape of a loop
+    that ran zero times) has no item to type it by, so it becomes an empty typed list of
+    the item type the compiled forward sweep gave it."""
+    if parts.forward.backend != "numba":
+        return residuals
+    empty = [i for i, r in enumerate(residuals) if isinstance(r, list) and not r]
+    if not empty:
+        return residuals
+    import numba
+    dispatcher = parts.forward._jitted
+    signature = tuple(dispatcher.typeof_pyval(a) for a in args)
+    compiled = dispatcher.overloads.get(signature)
+    if compiled is None and len(dispatcher.overloads) == 1:
+        compiled = next(iter(dispatcher.overloads.values()))
+    if compiled is None:
+        return residuals
+    types_ = compiled.signature.return_type[1]
+    for i in empty:
+        residuals[i] = numba.typed.List.empty_list(types_[i].dtype)
+    return residuals

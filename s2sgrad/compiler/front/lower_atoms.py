@@ -1,0 +1,59 @@
+"""Atoms in generated code, and values captured from outside the function: arrays
+read from globals, closures and Cell attributes, and objects that have no literal
+form, become extra arguments of the generated function (``FreeValue``)."""
+import gast
+import numpy as np
+
+from ..analysis.shapes import unit_dimensions
+from ..ir import Const, FreeValue, Var
+from . import literals
+from .lower_state import LoweringState, identifier
+
+
+class AtomLowering(LoweringState):
+    """Atoms -> gast, captured objects -> atoms (a LoweringState mixin)."""
+
+    def capture(self, obj, path=None):
+        """The name of the extra argument that passes ``obj`` (read from outside) to the
+        generated function, registered once per object (``self.free``).  It is named after
+        a Parameter's own name, else ``path`` (how the function reached it), else the
+        path recorded for it, its ``__name__`` or its type; an array's dtype, rank and
+        dimensions of length 1 are recorded as known (the code is specialised on them)."""
+        key = id(obj)
+        if key not in self.free:
+            path = path or self.paths.get(key) or getattr(obj, "__name__", None) or \
+                type(obj).__name__
+            array = literals.is_array_like(obj)
+            label = getattr(obj, "name", None) if array else None   # a Parameter's name
+            label = label if isinstance(label, str) and "#" not in label else path
+            name = self.names.variable(identifier(label))
+            self.free_objects.append(obj)   # keeps the object alive while its id is a key
+            if not array:
+                self.free[key] = FreeValue(name, obj, path)
+                return name
+            data = np.asarray(obj)
+            self.free[key] = FreeValue(name, obj, path, unit_dimensions(data))
+            self.param_types[name] = (data.dtype, data.ndim)
+            self.ndims[name] = data.ndim
+            self.shapes.argument(name, data.ndim, unit_dimensions(data))
+            if data.dtype.kind == "f":
+                self.dtypes[name] = data.dtype
+        return self.free[key].name
+
+    def const_or_free(self, obj, path):
+        """An atom for an object read from outside: arrays and Tensors become free
+        arguments (Vars); everything else is a Const."""
+        if literals.is_array_like(obj):
+            return Var(self.capture(obj, path))
+        return Const(obj)
+
+    def call_expr(self, func, args, kwargs):
+        """``func(*args, **kwargs)`` as a gast Call on atoms."""
+        return gast.Call(func=func, args=[self.atom_node(a) for a in args],
+                         keywords=[gast.keyword(arg=k, value=self.atom_node(v))
+                                   for k, v in kwargs.items()])
+
+    def atom_node(self, atom):
+        """The gast expression that reads an atom in generated code (``literals.atom_node``,
+        capturing what has no literal form)."""
+        return literals.atom_node(atom, self)

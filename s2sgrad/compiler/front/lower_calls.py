@@ -1,0 +1,295 @@
+"""Lowering calls: folding calls on constants, finding what a call reaches (a rule's
+primitive, an s2sgrad op, a Cell, a custom rule, the user's own or a local
+function) and inlining the body of what has no rule."""
+import inspect
+import math
+
+import gast
+import numpy as np
+
+from ... import primitives as prims
+from ...dtype import dtype_to_numpy
+from ...nn import Cell
+from ...ops import stop_gradient
+from ...rules import lookup
+from ...rules.jvp_registry import registered as jvp_registered
+from ..ir import Const, DictAtom, Seq, Var
+from . import literals
+from .custom import lower_custom_call
+from .frontend import is_user_code, parse_function
+from .jumps import lift_loop_returns, remove_early_returns
+from .lower_expressions import DICT_VIEWS
+from .lower_state import Frame, LocalFunction, LoweringState, return_names
+from .spellings import forward_expression
+
+
+#: calls folded while building when every argument is a plain constant
+FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
+            math.sqrt, math.exp, math.log, getattr, hasattr, type, dtype_to_numpy, np.dtype,
+            np.issubdtype}
+
+
+class CallLowering(LoweringState):
+    """Calls -> Ops, or the inlined callee's Ops (a LoweringState mixin)."""
+
+    def expr_Call(self, frame, node, hint):
+        if any(k.arg is None for k in node.keywords):
+            raise self.unsupported(frame, node, "**kwargs in a call", "pass each keyword by "
+                                   "name: f(x, axis=0)")
+        # a method call on a run-time value: x.sum(axis=0)
+        if isinstance(node.func, gast.Attribute):
+            receiver = self.lower_expr(frame, node.func.value)
+            if isinstance(receiver, Var):
+                return self.method_call(frame, node, receiver, hint)
+            if isinstance(receiver, DictAtom) and node.func.attr in DICT_VIEWS and \
+                    not node.args and not node.keywords:
+                return DICT_VIEWS[node.func.attr](receiver.pairs)
+        func = self.lower_expr(frame, node.func)
+        args = tuple(self.splice(frame, node.args))
+        kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
+        if not isinstance(func, Const):
+            raise self.unsupported(frame, node, "a call of a value computed at run time",
+                                   "call functions by their names (a function chosen at run "
+                                   "time cannot be differentiated)")
+        return self.call_object(frame, node, func.value, args, kwargs, hint)
+
+    def expr_Lambda(self, frame, node, hint):
+        fdef = gast.FunctionDef(name="lambda", args=node.args,
+                                body=[gast.copy_location(gast.Return(value=node.body), node)],
+                                decorator_list=[], returns=None, type_comment=None,
+                                type_params=[])
+        return self.local_function(frame, gast.copy_location(fdef, node))
+
+    def local_function(self, frame, node):
+        """A def/lambda inside the function: its defaults are evaluated where it is defined."""
+        if node.decorator_list:
+            raise self.unsupported(frame, node, "a decorated local function",
+                                   "define it at module level")
+        local = LocalFunction(node, frame)
+        local.defaults = [self.lower_expr(frame, d) for d in node.args.defaults]
+        return Const(local)
+
+    def call_object(self, frame, node, obj, args, kwargs, hint):
+        if obj is stop_gradient:
+            return self.stop_gradient(frame, node, args, hint)
+        if (obj in FOLDABLE or isinstance(obj, type) and obj in (slice,)) and \
+                all(isinstance(a, Const) for a in list(args) + list(kwargs.values())):
+            try:
+                return Const(obj(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+            except Exception:  # noqa: BLE001 - fall through to a run-time call
+                pass
+        if obj is len and len(args) == 1 and isinstance(args[0], Seq):
+            return Const(len(args[0].items))
+        if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
+            return Const(len(args[0].pairs))
+        if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
+                args[0], Seq) and len(args[0].items) > 1):
+            # max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule
+            items = args if len(args) > 2 else args[0].items
+            value = items[0]
+            for item in items[1:]:
+                value = self.call_object(frame, node, obj, (value, item), {}, None)
+            return value
+        if isinstance(obj, LocalFunction):
+            return self.inline_local(frame, node, obj, args, kwargs)
+        custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
+        if custom is not None:
+            return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
+                                     kwargs, hint, name=custom.__name__)
+        if getattr(obj, "__s2sgrad_opaque__", False):
+            expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
+            return self.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
+        rule = lookup(obj)
+        if rule is not None or is_library_function(obj):
+            kwargs = _without_defaults(obj, kwargs)
+            args, kwargs = self.scalar_lists_as_arrays(frame, node, obj, rule, args, kwargs)
+            expr = forward_expression(obj, args, kwargs, self.atom_node) or \
+                self.call_expr(literals.reference_node(obj, self), args, kwargs)
+            return self.emit(frame, node, obj, args, kwargs, expr, hint)
+        raw = getattr(obj, "raw", None)
+        if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
+            kwargs = obj.canonical_kwargs(kwargs)    # alias keywords (dim=) renamed (axis=)
+            return self.inline(frame, node, raw, args, kwargs, None)
+        if isinstance(obj, Cell):
+            return self.cell_call(frame, node, obj, args, kwargs, hint)
+        if inspect.ismethod(obj) and inspect.isfunction(obj.__func__):
+            return self.inline(frame, node, obj.__func__, args, kwargs, obj.__self__)
+        if inspect.isfunction(obj) and is_user_code(obj):
+            return self.inline(frame, node, obj, args, kwargs, None)
+        construct = getattr(type(obj), "construct", None)
+        if inspect.isfunction(construct):   # a primitive object such as Dropout2D
+            return self.inline(frame, node, construct, args, kwargs, obj)
+        expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
+        return self.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def scalar_lists_as_arrays(self, frame, node, prim, rule, args, kwargs):
+        """``np.max([x, y])``: a list or tuple of numbers given where a numpy rule
+        differentiates an array becomes ``np.array([x, y])`` first (what numpy does with
+        it), so the rule's adjoint reads an array and ``np.array``'s rule hands each number
+        its part.  Gives the (args, kwargs) to call ``prim`` with."""
+        if rule is None or not rule.differentiable or not is_library_function(prim) or \
+                prim in (np.array, np.asarray):
+            return args, kwargs
+        try:
+            bound = rule.signature.bind(*args, **kwargs).arguments
+        except TypeError:
+            return args, kwargs
+        params = rule.signature.parameters
+        arrays = {}
+        for pname in sorted(rule.diff_params):
+            value = bound.get(pname)
+            if params[pname].kind is not inspect.Parameter.VAR_POSITIONAL and \
+                    self._list_of_numbers(value):
+                expr = self.call_expr(literals.reference_node(np.array, self), (value,), {})
+                arrays[id(value)] = self.emit(frame, node, np.array, (value,), {}, expr, None)
+        if not arrays:
+            return args, kwargs
+        return (tuple(arrays.get(id(a), a) for a in args),
+                {k: arrays.get(id(v), v) for k, v in kwargs.items()})
+
+    def _list_of_numbers(self, atom):
+        """True for a (nested) tuple or list whose items are all numbers, some of them
+        float variables of this function."""
+        def leaves(a):
+            if isinstance(a, Seq):
+                return None if a.kind not in ("tuple", "list") else [
+                    x for item in a.items for x in (leaves(item) or [None])]
+            return [a]
+        if not isinstance(atom, Seq):
+            return False
+        items = leaves(atom)
+        if not items or any(x is None for x in items):
+            return False
+        numbers = all(
+            isinstance(x, Const) and isinstance(x.value, (int, float, np.number))
+            and not isinstance(x.value, bool)
+            or isinstance(x, Var) and self.ndims.get(x.name) == 0 for x in items)
+        return numbers and any(isinstance(x, Var) and x.name not in self.int_vars
+                               for x in items)
+
+    def cell_call(self, frame, node, cell, args, kwargs, hint):
+        construct = type(cell).construct
+        bprop = getattr(type(cell), "bprop", None)
+        if bprop is not None:
+            return lower_custom_call(self, frame, node, construct, bprop, args, kwargs, hint,
+                                     bound_self=cell, name=f"{type(cell).__name__}.bprop",
+                                     internal_params=tuple(getattr(cell, "internal_params", ())
+                                                           or ()))
+        return self.inline(frame, node, construct, args, kwargs, cell)
+
+    def stop_gradient(self, frame, node, args, hint):
+        if len(args) != 1:
+            value = Seq(tuple(args))
+        else:
+            value = args[0]
+        if isinstance(value, Seq):
+            return Seq(tuple(self.stop_gradient(frame, node, (item,), None) for item in value.items),
+                       value.kind)
+        if isinstance(value, Const):
+            return value
+        return self.emit(frame, node, prims.STOP_GRADIENT, (value,), {}, self.atom_node(value),
+                         hint or value.name + "_stopped")
+
+    def inline_local(self, frame, node, local, args, kwargs):
+        """A call to a function defined inside the one being differentiated: its body is
+        lowered with the enclosing function's variables as they are at the call."""
+        if local.node in self.local_stack:
+            raise self.unsupported(frame, node, f"recursion into {local.node.name}",
+                                   "write the recursion as a loop")
+        params = local.node.args
+        if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
+            raise self.unsupported(frame, node, "a local function with *args, **kwargs or "
+                                   "keyword-only parameters", "name its parameters")
+        names = [p.id for p in params.args]
+        defaults = local.defaults
+        values = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names or name in values:
+                raise self.unsupported(frame, node, f"a call of {local.node.name} with "
+                                       f"argument `{name}`, which it does not take or already "
+                                       f"got", f"pass each of its parameters once: "
+                                       f"{', '.join(names)}")
+            values[name] = value
+        for name, default in zip(names[len(names) - len(defaults):], defaults):
+            values.setdefault(name, default)
+        missing = [n for n in names if n not in values]
+        if missing or len(args) > len(names):
+            raise self.unsupported(frame, node, f"a call of {local.node.name} with the wrong "
+                                   f"number of arguments", f"pass one value per parameter: "
+                                   f"{', '.join(names)}")
+        callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
+        callee.caller, callee.closure = frame, local.frame
+        self.local_stack.append(local.node)
+        taken = set(callee.env) | {n.id for n in gast.walk(local.node)
+                                   if isinstance(n, gast.Name)}
+        body = remove_early_returns(lift_loop_returns(local.node.body, *return_names(taken)))
+        self.lower_body(callee, body)
+        self.local_stack.pop()
+        return callee.output if callee.output is not None else Const(None)
+
+    def inline(self, frame, node, fn, args, kwargs, bound_self):
+        """Lower a call to a Python function by lowering its body with the arguments bound."""
+        if fn in self.stack:
+            raise self.unsupported(frame, node, f"recursion into {fn.__qualname__}",
+                                   "write the recursion as a loop")
+        parsed = parse_function(fn)
+        self.names.claim_source(parsed.node)
+        sig = inspect.signature(fn)
+        call_args = ((Const(bound_self),) if bound_self is not None else ()) + tuple(args)
+        try:
+            bound = sig.bind(*call_args, **kwargs)
+        except TypeError as exc:
+            raise self.unsupported(frame, node, f"a call that does not match "
+                                   f"{fn.__qualname__}{sig} ({exc})", f"call {fn.__qualname__} "
+                                   f"with the arguments its signature takes") from None
+        bound.apply_defaults()
+        env = {}
+        for name, value in bound.arguments.items():
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                env[name] = Seq(tuple(value))
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                if value:
+                    raise self.unsupported(frame, node, "a call that fills **kwargs",
+                                           "pass the values as named parameters")
+                env[name] = Const({})
+            elif isinstance(value, (Var, Const, Seq)):
+                env[name] = value
+            else:
+                env[name] = self.const_or_free(value, name)
+        if bound_self is not None:
+            self.paths.setdefault(id(bound_self), self.paths.get(id(bound_self), "self"))
+        library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
+        callee = Frame(parsed, env, frame.location(node) if library else None)
+        callee.caller = frame
+        self.stack.append(fn)
+        self.lower_body(callee, self.function_body(callee, parsed))
+        self.stack.pop()
+        return callee.output if callee.output is not None else Const(None)
+
+
+def _without_defaults(fn, kwargs):
+    """Drop keyword operands that repeat the callee's default (``axis=None``): shorter code."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    def is_default(k, v):
+        if k not in params or not isinstance(v, Const) or not literals.is_literal(v.value):
+            return False
+        default = params[k].default
+        if default is np._NoValue:  # numpy's "not given": keepdims=False, initial=None...
+            return v.value is False or v.value is None
+        return type(v.value) is type(default) and v.value == default
+    return {k: v for k, v in kwargs.items() if not is_default(k, v)}
+
+
+def is_library_function(obj):
+    """numpy and math callables, callables with a forward-mode rule only, and the
+    ``rt.*`` helpers of generated code (read when a generated gradient is differentiated
+    again): primitives even without a VJP rule (an error only if active)."""
+    if isinstance(obj, np.ufunc) or jvp_registered(obj) is not None:
+        return True
+    module = getattr(obj, "__module__", None) or ""
+    return module.split(".")[0] in ("numpy", "math") or obj is math or \
+        module.startswith("s2sgrad.runtime")

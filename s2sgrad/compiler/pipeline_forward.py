@@ -1,0 +1,216 @@
+"""Forward mode end to end: a function -> the source of its JVP (or forward Jacobian) function.
+
+``build_jvp(fn, positions, has_aux, bound_self, arg_types, arg_trees, jacobian)``
+lowers ``fn`` as ``pipeline.build`` does (``Lowerer``), runs the tangent
+pass (``tangents.tangent_sweep``) and writes a module with one function:
+
+- ``<name>_jvp(<args>, <free values>, <tangents>)`` returning ``(outputs,
+  output tangents)``, the tangents in the outputs' structure (with
+  ``has_aux``, the tangent of the first output only); a tangent argument is
+  ``x_dot`` for each leaf parameter ``x`` of the differentiated positions;
+- or, with ``jacobian=True``, ``<name>_jacfwd(<args>, <free values>)``
+  returning ``(outputs, columns)``: one loop over the basis directions of
+  all differentiated leaves runs the same statements once per direction, in
+  the generated (and compiled) code, and ``columns[k]`` is the output
+  tangent of direction ``k`` (leaves in order, each flattened C-wise).
+
+The result is a ``GeneratedJvp``: the module text and what the caller needs
+to run it (free values, which leaves are differentiated).  Higher-order code
+(forward over reverse) can call ``build_jvp`` on any Python function whose
+source is readable, such as a generated gradient.
+"""
+import os
+
+import gast
+
+from ..errors import OutputStructureError
+from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .forward.transform import tangent_sweep
+from .front.literals import atom_node
+from .front.lower import Lowerer
+from .ir import Loop, Seq, Var, atom_vars, walk_statements
+from .syntax.imports import import_lines
+from .syntax.nodes import call, name_node
+from .syntax.source import to_source
+
+
+class GeneratedJvp:
+    """A generated forward-mode function, before it is loaded.
+
+    ``source``: the module text; ``function_name``; ``free``: the FreeValues
+    passed after the user's arguments; ``wrt``: the indices of the leaf parameters
+    whose tangents the function takes (or spans, for a Jacobian); ``n_params``;
+    ``arg_leaves``: per argument, the indices of its leaf parameters; ``jacobian``;
+    ``line_map``: line number in ``source`` -> the user's source line (SourceLocation) it
+    was generated for (as ``pipeline.Generated``'s; there is no adjoint sweep).
+    """
+
+    adjoint_from = None
+
+    def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
+                 loops=True, line_map=None):
+        self.line_map = line_map or {}
+        #: whether the function's own statements loop (a Jacobian's loop over the
+        #: directions aside): loop-free code runs as numpy under the auto backend policy
+        self.loops = loops
+        self.source = source
+        self.function_name = function_name
+        self.free = free
+        self.wrt = wrt
+        self.n_params = n_params
+        self.arg_leaves = arg_leaves
+        self.jacobian = jacobian
+
+
+def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg_trees=None,
+              jacobian=False, title=None):
+    """The forward-mode function of ``fn`` w.r.t. argument ``positions`` (module doc).
+
+    ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
+    (dtype, ndim) or ("const", value), and per argument its treedef."""
+    lowerer = Lowerer(arg_types, arg_trees)
+    lowered = lowerer.lower(fn, bound_self)
+    params = lowered.params
+    wrt = [k for i in positions for k in lowered.arg_leaves[i]]
+    wrt_vars = [params[k] for k in wrt]
+    seeds = _output_seeds(lowered, has_aux)
+    names = lowerer.names
+    tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
+    sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args)
+    lowered.free = list(lowerer.free.values())
+    kind = "jacfwd" if jacobian else "jvp"
+    fname = names.fresh(f"{lowered.name}_{kind}")
+    where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
+    what = "forward-mode Jacobian" if jacobian else "Jacobian-vector product"
+    title = title or (f"{what} of {lowered.name} ({where}) w.r.t. "
+                      f"{', '.join(wrt_vars) or 'nothing'}")
+    emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux)
+    lines = emitter.module(fname, title, jacobian)
+    source = "\n".join(line for line, _ in lines) + "\n"
+    line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+    loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
+    return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
+                        jacobian, loops, line_map)
+
+
+def _output_seeds(lowered, has_aux):
+    """The output Var names whose tangents are returned (the first output's with
+    ``has_aux``, which needs a tuple (out, aux...))."""
+    out = lowered.output
+    if not has_aux:
+        return atom_vars(out)
+    if not isinstance(out, Seq) or out.kind != "tuple" or len(out.items) < 2:
+        raise OutputStructureError(
+            "has_aux=True needs a function that returns a tuple (out, aux...), but "
+            f"{lowered.name} returns {'a list' if isinstance(out, Seq) else 'a single value'}",
+            lowered.origin, None, "return (out, aux) or pass has_aux=False")
+    return atom_vars(out.items[0])
+
+
+class _Emitter:
+    """Writes the module text of a forward-mode function."""
+
+    def __init__(self, lowered, sweep, names, wrt_vars, tangent_args, has_aux):
+        self.lowered = lowered
+        self.sweep = sweep
+        self.names = names
+        self.wrt_vars = wrt_vars
+        self.tangent_args = tangent_args
+        self.has_aux = has_aux
+
+    def _output_tangent(self):
+        out = self.lowered.output
+        if self.has_aux:
+            out = out.items[0]
+        return to_source(self._tangent_atom(out))
+
+    def _tangent_atom(self, atom):
+        sweep = self.sweep
+        if isinstance(atom, Var):
+            if atom.name in sweep.active:
+                return name_node(sweep.tangents[atom.name])
+            return call("rt", "zeros_list" if atom.name in self.lowered.lists
+                        else "zeros_like", [name_node(atom.name)])
+        if isinstance(atom, Seq):
+            elts = [self._tangent_atom(a) for a in atom.items]
+            return (gast.List(elts=elts, ctx=gast.Load()) if atom.kind == "list"
+                    else gast.Tuple(elts=elts, ctx=gast.Load()))
+        return gast.Constant(value=0.0, kind=None)
+
+    def _prologue(self, copies_of=None):
+        """Copies of arrays updated in place, and zero tangents of active arguments that
+        are not differentiated (an array of the caller's the function writes into)."""
+        lowered, sweep = self.lowered, self.sweep
+        args = lowered.params + [f.name for f in lowered.free]
+        lines = []
+        for name in args:
+            if name in lowered.mutated:
+                source = (copies_of or {}).get(name, name)
+                lines.append(f"{name} = np.copy({source})  # updated in place below; the "
+                             "caller's array is kept")
+        for name in args:
+            if name in sweep.active and name not in self.tangent_args:
+                lines.append(f"{sweep.tangents[name]} = rt.zeros_like({name})")
+            elif name in sweep.active and name in lowered.mutated:
+                t = sweep.tangents[name]
+                lines.append(f"{t} = np.copy({t})  # updated in place below")
+        return lines
+
+    def module(self, fname, title, jacobian):
+        """The module as (line, the user's SourceLocation it was generated for or None)."""
+        lowered = self.lowered
+        out = lowered.output
+        value_src = to_source(atom_node(out)) if not isinstance(out, Var) else out.name
+        args = lowered.params + [f.name for f in lowered.free]
+        if not jacobian:
+            signature = args + [self.tangent_args[v] for v in self.wrt_vars]
+            body = [(INDENT + line, None) for line in self._prologue()]
+            body += render_mapped(self.sweep.statements, 1)
+            body.append((f"{INDENT}return {value_src}, {self._output_tangent()}", None))
+            header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
+                      "# (x_dot: the derivative of x along the input tangents).")
+        else:
+            signature, body = self._jacobian_body(args, value_src)
+            header = ("# Generated code: edits are overwritten. One pass per basis direction\n"
+                      "# of the inputs; each value, then its tangent (x_dot).")
+        code = [line for line, _ in body]
+        lines = [*wrap(f"# s2sgrad: {title}"), *header.split("\n"),
+                 *(["import math", ""] if reads_name(code, "math") else []),
+                 "import numpy as np", *import_lines(self.names.modules), "",
+                 "from s2sgrad import runtime as rt", "", "",
+                 *wrap(f"def {fname}({', '.join(signature)}):")]
+        return [(line, None) for line in lines] + [
+            (wrapped, origin) for line, origin in body for wrapped in wrap(line)]
+
+    def _jacobian_body(self, args, value_src):
+        names, lowered = self.names, self.lowered
+        # an argument updated in place is copied afresh for each direction
+        renamed = {a: names.fresh(a + "_arg") for a in args if a in lowered.mutated}
+        signature = [renamed.get(a, a) for a in args]
+        counts, offsets = [], []
+        body = []
+        for v in self.wrt_vars:
+            n = names.fresh("n_" + v)
+            counts.append(n)
+            body.append(f"{INDENT}{n} = rt.tangent_size({renamed.get(v, v)})")
+        columns = names.fresh("columns")
+        k = names.fresh("k")
+        total = " + ".join(counts) if counts else "0"
+        body.append(f"{INDENT}{columns} = []")
+        body.append(f"{INDENT}# one pass per basis direction of {', '.join(self.wrt_vars)}")
+        body.append(f"{INDENT}for {k} in range({total}):")
+        inner = INDENT * 2
+        offset = ""
+        for v, n in zip(self.wrt_vars, counts):
+            shift = f"{k} - {offset[3:]}" if offset else k
+            if offset and "+" in offset[3:]:
+                shift = f"{k} - ({offset[3:]})"
+            body.append(f"{inner}{self.tangent_args[v]} = rt.basis_tangent("
+                        f"{renamed.get(v, v)}, {shift})")
+            offset += f" + {n}"
+            offsets.append(offset)
+        body += [inner + line for line in self._prologue(renamed)]
+        return signature, [(line, None) for line in body] + render_mapped(
+            self.sweep.statements, 2) + [
+            (f"{inner}{columns}.append({self._output_tangent()})", None),
+            (f"{INDENT}return {value_src}, {columns}", None)]

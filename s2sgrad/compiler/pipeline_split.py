@@ -1,0 +1,339 @@
+"""The value-and-gradient code split in two, for ``vjp`` and ``jacrev``.
+
+``build_split(fn, positions, weights, has_aux, ...)`` differentiates ``fn`` as
+``pipeline.build`` does, with the output's adjoints started from cotangent
+parameters instead of ones, and writes one module with three functions:
+
+- ``<f>_forward(args)``: the forward sweep (tape pushes included); returns
+  ``(output, residuals)``, the residuals being exactly the names the adjoint sweep
+  reads that the forward sweep defines (tapes and their tops, iteration counts,
+  forward values), found by ``liveness.exposed_reads``;
+- ``<f>_backward(residuals, cotangents)``: the adjoint sweep; returns the gradients.
+  It copies the residuals it updates in place (a list tape it pops, an array it
+  restores), so it can run any number of times on one forward sweep;
+- ``<f>_jacobian(args)``: the forward sweep once, then the adjoint sweep once per
+  element of the output, seeded with each basis cotangent in turn; returns
+  ``(output, jacobians)``, one ``(rows,) + input.shape`` array per gradient.
+
+A residual that some path of the forward sweep leaves unassigned (a value of one
+branch) travels in a one-item "box" list: the forward sweep appends it where it is
+assigned, the adjoint sweep takes it back where there is one.
+"""
+import copy
+
+import gast
+
+from ..errors import OutputStructureError
+from .analysis.liveness import (assigned_anywhere, exposed_reads, rebound_and_changed,
+                                surely_assigned)
+from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .front.literals import atom_node
+from .ir import Const, Seq, Var
+from .pipeline import differentiate, title_of
+from .pipeline_higher import differentiable_sweeps, pops_as_reads
+from .syntax.imports import import_lines
+from .syntax.nodes import assign, call, name_node
+from .syntax.source import to_source
+
+
+class SplitGenerated:
+    """A generated forward/backward/jacobian module, before it is loaded.
+
+    ``source``, ``free``, ``wrt``, ``computed``, ``n_params``, ``arg_leaves``: as in
+    ``pipeline.Generated``; ``forward_name``, ``backward_name``, ``jacobian_name``: the
+    three functions; ``residuals``: the backward's residual parameters in order (a boxed
+    one by its box's name); ``boxed``: those that are boxes; ``n_cotangents``: how many
+    output leaves (cotangent parameters) the backward takes after the residuals.
+    """
+
+    def __init__(self, source, names, free, wrt, computed, n_params, arg_leaves, residuals,
+                 boxed, n_cotangents):
+        self.source = source
+        self.forward_name, self.backward_name, self.jacobian_name = names
+        self.function_name = self.forward_name
+        self.free, self.wrt, self.computed = free, wrt, computed
+        self.n_params, self.arg_leaves = n_params, arg_leaves
+        self.residuals, self.boxed = residuals, boxed
+        self.n_cotangents = n_cotangents
+        self.line_map, self.adjoint_from = {}, None   # set by the writer
+
+
+def output_leaves(atom, where):
+    """The leaves (Var or Const atoms) of the differentiated output ``atom``, tuples and
+    lists flattened in order; a dict output is refused (``where``: the function's origin)."""
+    if isinstance(atom, Seq):
+        return [leaf for item in atom.items for leaf in output_leaves(item, where)]
+    if isinstance(atom, (Var, Const)):
+        return [atom]
+    raise OutputStructureError(
+        "vjp and jacrev take functions that return arrays, numbers, or tuples and lists of "
+        "them, but this one returns a dict", where, None,
+        "return a tuple of the values instead")
+
+
+def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None,
+                arg_trees=None, differentiable=False):
+    """The split module of ``fn`` (see the module doc) as a ``SplitGenerated``;
+    ``differentiable``: with its tapes in the differentiable spelling
+    (``higher.differentiable_sweeps``), to run forward mode over it."""
+    leaves, cotangents = [], []
+
+    def seeds(lowered, names):
+        out = lowered.output
+        if has_aux:
+            out = out.items[0]   # pipeline's checks have passed: (loss, aux...)
+        leaves.extend(output_leaves(out, lowered.origin))
+        cotangents.extend(names.fresh("ct") for _ in leaves)
+        pairs = [(leaf.name, name_node(ct)) for leaf, ct in zip(leaves, cotangents)
+                 if isinstance(leaf, Var)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees,
+                      seed_values=seeds)
+    if differentiable:
+        d.sweeps = differentiable_sweeps(d)
+    generated = _Writer(d, leaves, cotangents, positions, weights, differentiable).write()
+    generated.output_is_tuple = isinstance(
+        d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
+    return generated
+
+
+class _Writer:
+    """Writes the three functions of one ``Differentiated`` (see ``build_split``)."""
+
+    def __init__(self, d, leaves, cotangents, positions, weights, differentiable=False):
+        self.d, self.leaves, self.cotangents = d, leaves, cotangents
+        self.names = d.names
+        lowered = d.lowered
+        self.args = lowered.params + [f.name for f in lowered.free]
+        self.mutated = [a for a in self.args if a in lowered.mutated]
+        self.decls = [line for tape in d.sweeps.stacks for line in tape.declaration()]
+        declared = {tape.name for tape in d.sweeps.stacks} | {
+            tape.top for tape in d.sweeps.stacks if tape.top}
+        forward, backward = d.sweeps.forward, d.sweeps.backward
+        defined = set(self.args) | declared | assigned_anywhere(forward)
+        self.residuals = [n for n in exposed_reads(backward) if n in defined]
+        surely = surely_assigned(forward, set(self.args) | declared)
+        self.boxes = {r: self.names.fresh(r + "_box") for r in self.residuals
+                      if r not in surely}
+        rebound, arrays, lists = rebound_and_changed(backward)
+        self.copied = {r: ("list" if r in lists else "array") for r in self.residuals
+                       if r in arrays or r in lists}
+        self.rebound = [r for r in self.residuals if r in rebound or r in self.copied]
+        self.grads = [g for g in d.returned if g is not None]
+        # list tapes cross to the backward packed (rt.pack_tape): a few arrays, not a list
+        self.packed = [] if differentiable else [
+            tape.name for tape in d.sweeps.stacks
+            if tape.dtype is None and tape.name in self.residuals and tape.name not in self.boxes]
+        base = lowered.name
+        self.fnames = (self.names.fresh(f"{base}_forward"), self.names.fresh(f"{base}_backward"),
+                       self.names.fresh(f"{base}_jacobian"))
+        self.title = title_of(lowered, positions, weights)
+        self.differentiable = differentiable
+        self.weights = weights
+
+    # ------------------------------------------------------------ the module
+
+    def write(self):
+        d = self.d
+        bodies = [self._forward(), self._backward(), self._jacobian()]
+        code = [line for body in bodies for line, _ in body]
+        header = [*wrap(f"# s2sgrad: {self.title}, split for vjp and jacrev"),
+                 "# Generated code: edits are overwritten. The forward sweep returns what the "
+                 "adjoint sweep reads;",
+                 "# the backward takes it with cotangents of the output; the jacobian runs the "
+                 "adjoint sweep per output element.",
+                 *(["import math", ""] if reads_name(code, "math") else []),
+                 "import numpy as np", *import_lines(self.names.modules), "",
+                 "from s2sgrad import runtime as rt", ""]
+        lines = [(line, None) for line in header]
+        adjoint_from = None
+        for k, body in enumerate(bodies):
+            lines += [("", None)] * (2 if k else 1)
+            if k == 1:    # the backward function: the adjoint sweep (the jacobian's too)
+                adjoint_from = len(lines) + 1
+            lines += body
+        source = "\n".join(line for line, _ in lines) + "\n"
+        line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+        generated = SplitGenerated(source, self.fnames, d.lowered.free, d.wrt,
+                                   [r is not None for r in d.returned], len(d.lowered.params),
+                                   d.lowered.arg_leaves,
+                                   [self.boxes.get(r, r) for r in self.residuals],
+                                   set(self.boxes.values()), len(self.cotangents))
+        generated.line_map, generated.adjoint_from = line_map, adjoint_from
+        return generated
+
+    def _function(self, name, params, body):
+        """(line, the user's line it was generated for or None) pairs of a function from
+        its body's pairs."""
+        return [*((line, None) for line in wrap(f"def {name}({', '.join(params)}):")),
+                *((wrapped, origin) for line, origin in body for wrapped in wrap(line))]
+
+    def _forward_lines(self, boxes):
+        """The forward sweep's lines (depth 1), boxes filled where their value is set."""
+        body = [f"{name} = np.copy({name})  # updated in place below; the caller's array is kept"
+                for name in self.mutated]
+        body += self.decls
+        body += [f"{box} = []  # {r} is set on some paths only" for r, box in boxes.items()]
+        body = [(INDENT + line, None) for line in body]
+        return body + render_mapped(_with_boxes(self.d.sweeps.forward, boxes), 1)
+
+    def _output(self):
+        return to_source(_atom_node(self.d.lowered.output))
+
+    def _forward(self):
+        body = self._forward_lines(self.boxes)
+        residuals = [f"rt.pack_tape({r})" if r in self.packed else self.boxes.get(r, r)
+                     for r in self.residuals]
+        body.append((f"{INDENT}return {self._output()}, {_tuple(residuals)}", None))
+        return self._function(self.fnames[0], self.args, body)
+
+    def _takeback(self, depth, boxes, source=None, packed=()):
+        """Lines making the residuals ready for one adjoint sweep: copies of those it updates
+        in place, boxes opened.  ``source``: per residual, the name holding its value."""
+        pad = INDENT * depth
+        source = source or {}
+        out = []
+        for r in self.residuals:
+            if r in boxes:
+                box = boxes[r]
+                out.append(f"{pad}if len({box}) > 0:")
+                out.append(f"{pad}{INDENT}{r} = {box}[len({box}) - 1]")
+                if r in self.copied:
+                    out.append(f"{pad}{INDENT}{r} = {_copy(r, self.copied[r])}")
+            elif r in self.copied and r not in packed:
+                out.append(f"{pad}{r} = {_copy(source.get(r, r), self.copied[r])}")
+            elif r in source:
+                out.append(f"{pad}{r} = {source[r]}")
+        return out
+
+    def _backward(self):
+        params = [self.boxes.get(r, r) for r in self.residuals] + self.cotangents
+        body = []
+        takeback = self._takeback(1, self.boxes, packed=self.packed)
+        if takeback:
+            body.append((f"{INDENT}# the forward sweep's values: copies of those updated in "
+                         f"place below", None))
+            body += [(line, None) for line in takeback]
+        backward = self.d.sweeps.backward
+        if self.packed:
+            tops = {name: self.names.fresh(name + "_top") for name in self.packed}
+            body.append((f"{INDENT}# the packed tapes (rt.pack_tape): read by index, last "
+                         f"first", None))
+            body += [(f"{INDENT}{top} = rt.tape_length({name})", None)
+                     for name, top in tops.items()]
+            backward = pops_as_reads(backward, tops, packed=True)
+        body += render_mapped(backward, 1)
+        body.append((f"{INDENT}return {_tuple(self.grads)}", None))
+        return self._function(self.fnames[1], params, body)
+
+    def _jacobian(self):
+        names = self.names
+        # one function: the boxes that carry a value set on some paths only across to the
+        # backward are needed here only to start each adjoint sweep from it again (the
+        # differentiable spelling gives such values names of their own in the adjoint sweep)
+        boxes = {} if self.differentiable else self.boxes
+        body = self._forward_lines(boxes)
+        text = []      # lines of s2sgrad's own, for no user line
+        value = names.fresh("value")
+        text.append(f"{INDENT}{value} = {self._output()}")
+        # what each adjoint sweep changes starts from the forward sweep's value again
+        saved = {r: names.fresh(r + "_saved") for r in self.rebound if r not in boxes}
+        text += [f"{INDENT}{s} = {r}" for r, s in saved.items()]
+        likes, sizes = [], []
+        for leaf in self.leaves:
+            like = names.fresh("out")
+            text.append(f"{INDENT}{like} = {to_source(_atom_node(leaf))}")
+            likes.append(like)
+            sizes.append(f"rt.tangent_size({like})")
+        rows, row = names.fresh("rows"), names.fresh("row")
+        text.append(f"{INDENT}{rows} = {' + '.join(sizes)}")
+        jacs = {}
+        for g, (kind, k) in zip(self.d.returned, self.d.wrt):
+            if g is None:
+                continue
+            jacs[g] = names.fresh("jac_" + g)
+            like = self.args[k] if kind == "position" else self._weight_arg(k)
+            text.append(f"{INDENT}{jacs[g]} = rt.jacobian_rows({rows}, {like})")
+        text.append(f"{INDENT}for {row} in range({rows}):")
+        inner = INDENT * 2
+        text.append(f"{inner}# the cotangent: 1 at this row's output element, 0 elsewhere")
+        offset = "0"
+        for like, ct in zip(likes, self.cotangents):
+            at = row if offset == "0" else f"{row} - ({offset})"
+            text.append(f"{inner}{ct} = rt.basis_tangent({like}, {at})")
+            offset = f"rt.tangent_size({like})" if offset == "0" else \
+                f"{offset} + rt.tangent_size({like})"
+        text += self._takeback(2, boxes, saved)
+        body += [(line, None) for line in text] + render_mapped(self.d.sweeps.backward, 2)
+        body += [(f"{inner}{jacs[g]}[{row}] = {g}", None) for g in self.grads]
+        body.append((f"{INDENT}return {value}, {_tuple([jacs[g] for g in self.grads])}",
+                     None))
+        return self._function(self.fnames[2], self.args, body)
+
+    def _weight_arg(self, j):
+        """The argument name of the j-th weight (its free value)."""
+        return next(f.name for f in self.d.lowered.free if f.obj is self.weights[j])
+
+
+def _tuple(names):
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _copy(name, kind):
+    return f"list({name})" if kind == "list" else f"np.copy({name})"
+
+
+def _atom_node(atom):
+    if isinstance(atom, Seq):
+        return gast.Tuple(elts=[_atom_node(a) for a in atom.items], ctx=gast.Load())
+    if isinstance(atom, Var):
+        return name_node(atom.name)
+    return atom_node(atom)
+
+
+def _with_boxes(items, boxes):
+    """``items`` with ``box.append(r)`` after each statement that assigns a boxed ``r``
+    (at the start of a loop body whose target it is)."""
+    if not boxes:
+        return items
+    out = []
+    for item in items:
+        if isinstance(item, gast.If):
+            item = copy.copy(item)
+            item.body = _with_boxes(item.body, boxes)
+            item.orelse = _with_boxes(item.orelse, boxes)
+            out.append(item)
+            continue
+        if isinstance(item, (gast.For, gast.While)):
+            item = copy.copy(item)
+            body = _with_boxes(item.body, boxes)
+            if isinstance(item, gast.For):
+                body = _appends(_stored([item.target]), boxes) + body
+            item.body = body
+            out.append(item)
+            continue
+        out.append(item)
+        if isinstance(item, gast.Assign):
+            out.extend(_appends(_stored(item.targets), boxes))
+        elif isinstance(item, gast.AugAssign):
+            out.extend(_appends(_stored([item.target]), boxes))
+    return out
+
+
+def _stored(targets):
+    names = []
+    for t in targets:
+        if isinstance(t, gast.Name):
+            names.append(t.id)
+        elif isinstance(t, (gast.Tuple, gast.List)):
+            names.extend(_stored(t.elts))
+    return names
+
+
+def _appends(names, boxes):
+    return [gast.Expr(value=gast.Call(func=gast.Attribute(value=name_node(boxes[n]),
+                                                          attr="append", ctx=gast.Load()),
+                                      args=[name_node(n)], keywords=[]))
+            for n in names if n in boxes]
+

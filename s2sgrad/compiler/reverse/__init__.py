@@ -1,0 +1,7 @@
+"""The reverse transform: the IR -> a forward sweep and an adjoint sweep of statements.
+
+``transform`` walks the IR backwards, instantiating each primitive's rule
+(``templates``) into accumulations of adjoints (``adjoints``); ``tape`` decides what a
+loop stores for its reversed iterations (``tape_types``: which scalars go on typed
+tapes; ``witnesses``: shape-only reads moved off the tape); ``ownership`` removes
+copies of adjoint arrays that a move made needless."""

@@ -1,0 +1,117 @@
+"""The adjoint variables of a generated function and the statements that fill them.
+
+``Adjoints`` names each adjoint (``dx`` for ``x``), knows which hold a value
+yet and which arrays the generated code owns (may update in place), and
+writes accumulation: the first contribution is an assignment, later ones add
+(in place into an owned array).  The builders of gast nodes live in
+``compiler/syntax/nodes.py``.
+"""
+import gast
+
+from ..syntax.nodes import assign, call, name_node
+
+
+class Adjoints:
+    """Adjoint variable names, and which of them hold a value yet."""
+
+    def __init__(self, names, lists=frozenset(), single_use=frozenset(), rebound=frozenset()):
+        self.names = names
+        self.lists = lists   # variables that are lists: their adjoints are lists too
+        self.single_use = single_use   # variables with one use that can pass a gradient
+        self.rebound = rebound         # variables whose adjoint is reassigned (loop-carried)
+        self.plain_zero = set()    # adjoints that started as a plain 0.0 (no array yet)
+        self.of = {}
+        self.defined = set()
+        self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
+        self.copied = set()  # adjoints ``own`` copied (to hoist such copies out of loops)
+        #: var -> (its adjoint's source var, that adjoint's name, whether it was owned) for
+        #: an adjoint that took another's array (``dun = du``): see ``own``
+        self.moved = {}
+        #: the copies ``own`` made of an array taken from an owned adjoint: (copy statement,
+        #: adjoint name, source name); ``ownership.drop_moved_copies`` removes those that
+        #: turn out needless
+        self.move_copies = []
+
+    def name(self, var):
+        if var not in self.of:
+            self.of[var] = self.names.adjoint(var)
+        return self.of[var]
+
+    def accumulate(self, var, expr, out):
+        """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
+        this code owns) or ``dvar = dvar + expr``."""
+        self.moved.pop(var, None)
+        if isinstance(expr, gast.Name) and var not in self.defined and var not in self.of \
+                and var in self.single_use and var not in self.lists \
+                and var not in self.rebound:   # a loop reassigns dvar: it cannot be dsource
+            source = [other for other, name in self.of.items() if name == expr.id]
+            if source and not any(other in self.rebound for other in source):
+                # dvar would only copy dsource: read dsource itself
+                self.of[var] = expr.id
+                self.defined.add(var)
+                for other in source + [var]:
+                    self.owned.discard(other)
+                return
+        target = self.name(var)
+        if isinstance(expr, gast.Name):   # dvar now shares another adjoint's array
+            sources = [other for other, name in self.of.items() if name == expr.id]
+            if len(sources) == 1 and var not in self.defined:
+                self.moved[var] = (sources[0], expr.id, sources[0] in self.owned)
+            for other in sources:
+                self.owned.discard(other)
+        if var in self.lists and var in self.defined:
+            out.append(assign(target, call("rt", "add_lists", [name_node(target), expr])))
+            self.owned.add(var)
+            return
+        if var in self.defined and var in self.owned:
+            out.append(gast.AugAssign(target=name_node(target, gast.Store()), op=gast.Add(),
+                                      value=expr))
+            return
+        if var in self.defined:
+            expr = gast.BinOp(left=name_node(target), op=gast.Add(), right=expr)
+            self.owned.add(var)
+        else:
+            self.defined.add(var)
+            self.owned.discard(var)
+        out.append(assign(target, expr))
+
+    def own(self, var, out):
+        """Make ``dvar`` an array of ``var``'s shape this code may update in place (a copy;
+        from a plain 0.0 where ``var`` may have had no value when the adjoint started)."""
+        target = self.name(var)
+        if var in self.plain_zero:
+            value = call("rt", "writable", [name_node(target), name_node(var)])
+        else:
+            value = call("np", "copy", [name_node(target)])
+            self.copied.add(var)
+        statement = assign(target, value)
+        out.append(statement)
+        self.owned.add(var)
+        if var in self.moved and var not in self.plain_zero:
+            source, source_name, was_owned = self.moved[var]
+            if was_owned:       # needless if nothing reads the source's array again
+                self.move_copies.append((statement, target, source_name))
+            else:               # owning the source before a loop may make it needless
+                self.copied.add(source)
+
+    def restart(self, var):
+        """Forget ``dvar``'s value: the next contribution assigns it afresh."""
+        self.moved.pop(var, None)
+        self.defined.discard(var)
+        self.owned.discard(var)
+        self.plain_zero.discard(var)
+
+    def zero(self, var, out, assigned=True):
+        """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero.  Where
+        ``var`` may have no value yet (``assigned`` False: set only on some paths), ``0.0``."""
+        self.moved.pop(var, None)
+        self.defined.add(var)
+        if not assigned:
+            # var may hold no value here: a plain 0.0 adds to anything
+            self.plain_zero.add(var)
+            out.append(assign(self.name(var), gast.Constant(value=0.0, kind=None)))
+            self.owned.discard(var)
+            return
+        maker = "zeros_list" if var in self.lists else "zeros_like"
+        out.append(assign(self.name(var), call("rt", maker, [name_node(var)])))
+        self.owned.add(var)

@@ -1,0 +1,56 @@
+"""Emission: gast statements -> Python source text.
+
+The one place that turns trees into text.  astor writes the source; where
+astor is missing or fails (it is unmaintained), ``ast.unparse`` does.
+Both give the same code for everything s2sgrad generates (a test checks).
+"""
+import ast
+import os
+
+import gast
+
+try:  # pragma: no cover - exercised through to_source
+    import astor
+except ImportError:  # pragma: no cover
+    astor = None
+
+
+INDENT = "    "
+#: the longest line generated code has where it can be split
+LINE_LIMIT = 100
+
+
+def to_source(node, use_astor=True):
+    """Source text of one gast statement or expression, without a trailing newline."""
+    tree = gast.gast_to_ast(node)
+    ast.fix_missing_locations(tree)
+    if use_astor and astor is not None:
+        try:
+            text = astor.to_source(tree, pretty_source="".join)  # one statement, one line
+        except Exception:  # noqa: BLE001 - fall back to the standard library
+            text = ast.unparse(tree)
+    else:
+        text = ast.unparse(tree)
+    text = text.rstrip("\n")
+    if isinstance(node, gast.expr) and not isinstance(node, gast.Tuple) and text.startswith("(") and text.endswith(")") \
+            and _balanced(text[1:-1]):
+        text = text[1:-1]
+    return text
+
+
+def _balanced(text):
+    depth = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def location_comment(origin):
+    """``# <source line>  (file.py:12)`` for an op's origin."""
+    text = origin.text.strip() if origin.text else ""
+    return f"# {text}  ({os.path.basename(origin.filename or '?')}:{origin.lineno})"

@@ -1,0 +1,88 @@
+"""The runtime helpers the other runtime modules build on: undoing broadcasting and
+reductions.  ``s2sgrad.runtime`` re-exports them (generated code reads them as
+``rt.unbroadcast``...); ``arrays``, ``linalg`` and ``surface``
+import them from here, so no runtime module imports another in a cycle."""
+import numpy as np
+
+__all__ = ["unbroadcast", "unreduce", "reduction_count", "extremum_mask", "divide_or_zero",
+           "normalise_axes"]
+
+
+def unbroadcast(g, like):
+    """Sum ``g`` down to the shape of ``like``: the adjoint of numpy broadcasting.
+
+    ``like`` is the operand that was broadcast (array or scalar); a scalar
+    operand gets the total, an array operand gets ``g`` summed over the
+    leading axes numpy added and over its axes of length 1.
+    """
+    if type(g) is np.ndarray and type(like) is np.ndarray and g.ndim:
+        shape = like.shape          # the common case, first: no conversions
+        if g.shape == shape:
+            return g
+        return _summed_to(g, shape)
+    if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
+        return np.sum(g)
+    shape = np.shape(like)
+    g = np.asarray(g)
+    if g.shape == shape:
+        return g
+    if g.ndim == 0:
+        return np.full(shape, g, dtype=np.result_type(g, like))
+    return _summed_to(g, shape)
+
+
+def _summed_to(g, shape):
+    """The array ``g`` (of at least ``len(shape)`` dimensions) summed to ``shape``."""
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    summed = g.sum(axis=axes, keepdims=True) if axes else g
+    return summed.reshape(shape)
+
+
+def unreduce(g, like, axis, keepdims):
+    """Spread the adjoint ``g`` of a reduction over ``axis`` back to ``like``'s shape."""
+    shape = np.shape(like)
+    g = np.asarray(g)
+    if axis is not None and not keepdims:
+        axes = normalise_axes(axis, len(shape))
+        g = np.expand_dims(g, axes)
+    return np.broadcast_to(g, shape)
+
+
+def reduction_count(like, axis):
+    """How many elements of ``like`` each reduction result over ``axis`` combines."""
+    shape = np.shape(like)
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for a in normalise_axes(axis, len(shape)):
+        count *= shape[a]
+    return count
+
+
+def extremum_mask(x, ans, axis, keepdims):
+    """Where ``x`` attains its reduced max/min ``ans``, split evenly between ties.
+
+    Has ``x``'s shape; its dtype is ``x``'s floating dtype (float64 for integer ``x``).
+    """
+    if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
+        ans = np.expand_dims(ans, normalise_axes(axis, np.ndim(x)))
+    hit = (x == ans).astype(np.result_type(x, np.float32))
+    return hit / np.add.reduce(hit, axis=axis, keepdims=True)
+
+
+def divide_or_zero(g, d):
+    """``g / d`` where ``d`` is not 0, and 0 where it is (``np.std``'s adjoint where the
+    deviation is 0: one element, or equal ones, where 0 is the derivative or a
+    subgradient).  Same shape as ``g``."""
+    if np.ndim(d) == 0:
+        return g / d if d != 0 else g * 0.0
+    zero = d == 0
+    return np.where(zero, 0.0, g / np.where(zero, 1.0, d))
+
+
+def normalise_axes(axis, ndim):
+    """``axis`` (an int or a tuple, negative allowed) as sorted non-negative axes."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim for a in axes))
