@@ -274,22 +274,21 @@ class _Tangents:
         diff_vars = {v for p in rule.tangent_params if p in bindings
                      for v in atom_vars(bindings[p])}
         if rule.kind == "linear":
-            return self._linear(op, diff_vars)
+            return self._linear(op, diff_vars, rule)
         if rule.kind == "multilinear":
             return self._multilinear(op, diff_vars)
         return self._template(op, rule, bindings, out)
 
     def _replace_all(self, node, variables):
         """``node`` with each Name of ``variables`` replaced by its tangent (zeros for an
-        inactive one), and the numbers beside them in a tuple or list (``np.array([x,
-        2.5])``: a constant item's tangent) by 0.0."""
+        inactive one), and the numbers of a tuple or list that holds one of them, at any
+        depth, by 0.0 (``np.array([[1.0, 0.5], [c, s]])``: the constant row's tangent is
+        ``[0.0, 0.0]``)."""
         def visit(n):
             if isinstance(n, gast.Name) and n.id in variables and isinstance(n.ctx, gast.Load):
                 return self.tangent_node(Var(n.id))
-            if isinstance(n, (gast.Tuple, gast.List)) and any(
-                    isinstance(e, gast.Name) and e.id in variables for e in n.elts):
-                n.elts = [gast.Constant(value=0.0, kind=None) if _number(e) else e
-                          for e in n.elts]
+            if isinstance(n, (gast.Tuple, gast.List)) and _holds(n, variables):
+                return self._operand_tangent(n, variables)
             for field, value in gast.iter_fields(n):
                 if isinstance(value, list):
                     setattr(n, field, [visit(v) if isinstance(v, gast.AST) else v
@@ -299,10 +298,43 @@ class _Tangents:
             return n
         return visit(copy.deepcopy(node))
 
-    def _linear(self, op, variables):
+    def _operand_tangent(self, node, variables):
+        """The tangent of an operand as written in a call, in a differentiable position:
+        a variable's tangent, a tuple or list item by item, and a zero for a constant
+        (``np.linspace(a, 3.4, 5)``'s stop, ``np.select``'s ``default=7.0``)."""
+        if isinstance(node, gast.Name) and node.id in variables:
+            return self.tangent_node(Var(node.id))
+        if isinstance(node, (gast.Tuple, gast.List)):
+            return type(node)(elts=[self._operand_tangent(e, variables) for e in node.elts],
+                              ctx=gast.Load())
+        if _holds(node, variables):
+            return self._replace_all(node, variables)
+        if isinstance(node, gast.Constant) and (node.value is None or isinstance(node.value, str)):
+            return node
+        if isinstance(node, gast.Call) and len(node.args) == 1 and _number(node.args[0]):
+            return gast.Call(func=node.func, args=[gast.Constant(value=0.0, kind=None)],
+                             keywords=[])          # np.float32(1.0) -> np.float32(0.0)
+        return gast.Constant(value=0.0, kind=None)
+
+    def _linear(self, op, variables, rule=None):
+        """The call itself on the tangents: each argument in a position of the rule's
+        differentiable parameters replaced by its tangent (constants by zeros), the others
+        (axes, sizes, indices) as written.  Without a rule, or where the call's syntax
+        cannot be bound to the rule's signature, every name of ``variables``."""
         if not any(v in self.active for v in variables):
             return None
-        return self._replace_all(op.expr, variables)
+        expr = copy.deepcopy(op.expr)
+        slots = _differentiable_slots(expr, rule, set(op.operand_vars())) if rule else None
+        if slots is None:
+            return self._replace_all(expr, variables)
+        for owner, field, index in slots:
+            node = getattr(owner, field) if index is None else getattr(owner, field)[index]
+            new = self._operand_tangent(node, variables)
+            if index is None:
+                setattr(owner, field, new)
+            else:
+                getattr(owner, field)[index] = new
+        return expr
 
     def _multilinear(self, op, variables):
         """One term per occurrence of an active operand in the call, that occurrence
@@ -415,6 +447,40 @@ def _sum(terms):
         else:
             total = gast.BinOp(left=total, op=gast.Add(), right=term)
     return total
+
+
+def _holds(node, variables):
+    """True when ``node`` reads a Name of ``variables``."""
+    return any(isinstance(n, gast.Name) and n.id in variables for n in gast.walk(node))
+
+
+def _differentiable_slots(call, rule, operands):
+    """Where the arguments of ``call`` (a gast Call as the forward code writes it) bound to
+    ``rule``'s differentiable parameters are: (owner node, field, index or None) each.
+    None when the call cannot be bound: starred arguments, not a call, or arguments that do
+    not fit the signature.  A method call on an operand (``x.sum(axis=1)``) binds its
+    receiver first."""
+    if not isinstance(call, gast.Call) or any(isinstance(a, gast.Starred) for a in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    slots = [(call, "args", i) for i in range(len(call.args))]
+    if isinstance(call.func, gast.Attribute) and isinstance(call.func.value, gast.Name) and \
+            call.func.value.id in operands:
+        slots.insert(0, (call.func, "value", None))
+    keywords = {k.arg: (k, "value", None) for k in call.keywords}
+    try:
+        bound = rule.signature.bind(*range(len(slots)), **keywords)
+    except TypeError:
+        return None
+    out = []
+    for param, value in bound.arguments.items():
+        if param not in rule.tangent_params:
+            continue
+        kind = rule.signature.parameters[param].kind
+        values = value if kind == kind.VAR_POSITIONAL else \
+            value.values() if kind == kind.VAR_KEYWORD else [value]
+        out += [slots[v] if isinstance(v, int) else v for v in values]
+    return out
 
 
 def _number(node):
