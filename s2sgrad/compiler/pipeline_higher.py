@@ -281,18 +281,21 @@ def _is_push(stmt):
             and isinstance(value.func.value, gast.Name) and value.func.value.id == "rt")
 
 
-def _is_add_into(stmt):
-    """``rt.add_into(dx[index], g)``."""
+def _runtime_call(stmt, helper):
+    """``rt.<helper>(...)`` as a statement of its own: the call, else None."""
     value = stmt.value if isinstance(stmt, gast.Expr) else None
-    return (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute)
-            and value.func.attr == "add_into" and isinstance(value.func.value, gast.Name)
-            and value.func.value.id == "rt")
+    if (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute)
+            and value.func.attr == helper and isinstance(value.func.value, gast.Name)
+            and value.func.value.id == "rt"):
+        return value
+    return None
 
 
 def _pushes_as_writes(items):
-    """``top = rt.push(tape, top, v)`` -> ``tape[top] = v; top = top + 1``, and
-    ``rt.add_into(dx[j], g)`` -> ``dx[j] += g`` (an update the forward transform sees),
-    in nested blocks too."""
+    """``top = rt.push(tape, top, v)`` -> ``tape[top] = v; top = top + 1``,
+    ``rt.add_into(dx[j], g)`` -> ``dx[j] += g`` and ``rt.add_at(dx, index, g)`` -> ``dx =
+    rt.add_at(dx, index, g)`` (updates the forward transform sees: the scatter's result
+    is the adjoint from there on), in nested blocks too."""
     out = []
     for item in items:
         if isinstance(item, (gast.If, gast.For, gast.While)):
@@ -300,7 +303,9 @@ def _pushes_as_writes(items):
             item.body = _pushes_as_writes(item.body)
             item.orelse = _pushes_as_writes(item.orelse)
             out.append(item)
-        elif _is_add_into(item):
+        elif _runtime_call(item, "add_at") and isinstance(item.value.args[0], gast.Name):
+            out.append(assign(item.value.args[0].id, copy.deepcopy(item.value)))
+        elif _runtime_call(item, "add_into"):
             view, value = item.value.args
             target = copy.deepcopy(view)
             target.ctx = gast.Store()
