@@ -145,6 +145,44 @@ def test_output_structure_message(tmp_path):
                                           "has_aux=False"])
 
 
+
+#: outputs that have no derivative (issue 19, item 5): refused by every transform, naming
+#: the function's line, never an all-zero gradient
+NO_DERIVATIVE = [
+    ("def f(x):\n    y = np.sum(x ** 2)\n", ["f returns None", "add the missing `return`"]),
+    ("def f(x):\n    return 'loss'\n", ["f returns a str ('loss')", "has_aux=True"]),
+    ("def f(x):\n    return np.sum(x), None\n", ["item 1 of what f returns is None"]),
+    ("def f(x):\n    return [np.sum(x), ('a', x)]\n",
+     ["item 1][0 of what f returns is a str ('a')"]),
+]
+TRANSFORMS = {
+    "grad": lambda f: ms.grad(f)(X),
+    "value_and_grad": lambda f: ms.value_and_grad(f)(X),
+    "jvp": lambda f: ms.jvp(f, (X,), (X,)),
+    "jacfwd": lambda f: ms.jacfwd(f)(X),
+    "vjp": lambda f: ms.vjp(f, X),
+    "jacrev": lambda f: ms.jacrev(f)(X),
+    "hessian": lambda f: ms.hessian(f)(X),
+    "hvp": lambda f: ms.hvp(f, (X,), (X,)),
+}
+
+
+@pytest.mark.parametrize("transform", sorted(TRANSFORMS))
+@pytest.mark.parametrize("source, words", NO_DERIVATIVE, ids=range(len(NO_DERIVATIVE)))
+def test_an_output_without_a_derivative_is_refused(tmp_path, source, words, transform):
+    module = load(tmp_path, source)
+    with pytest.raises(OutputStructureError) as info:
+        TRANSFORMS[transform](module.f)
+    check_user_code_error(info.value, 3, words)
+
+
+def test_none_beside_the_loss_is_aux():
+    def f(x):
+        return np.sum(x ** 2), None
+    (value, aux), grads = ms.value_and_grad(f, has_aux=True)(X)
+    assert aux is None
+    np.testing.assert_allclose(grads, 2 * X)
+
 CUSTOM = [
     ("too few gradients", "@s2sgrad.custom_vjp\ndef h(x, y):\n    return x * y\n"
      "@h.defvjp\ndef _(x, y, out, dout):\n    return (dout * y,)\n"

@@ -14,7 +14,7 @@ from ..errors import OutputStructureError
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import Lowerer
-from .ir import If, Loop, Op, Seq, Var, atom_vars, walk_statements
+from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .optimize.fuse import fused_forward, read_counts
 from .optimize.inline import as_operators, inline_temporaries
@@ -115,7 +115,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
         wrt_vars.append(free.name if free is not None and getattr(w, "requires_grad", True)
                         else None)
         wrt.append(("weight", j))
-    seeds = _seed_names(lowered, has_aux)
+    seeds = output_seeds(lowered, has_aux)
     names = lowerer.names
     values = None
     if seed_values is not None:
@@ -147,18 +147,43 @@ def inline_sweeps(d):
         d.names.invented, keep, d.names.modules.values(), same_shape)
 
 
-def _seed_names(lowered, has_aux):
+def output_seeds(lowered, has_aux):
+    """The output Var names whose derivatives are wanted: the whole output's, or the first
+    item's with ``has_aux`` (which needs a tuple ``(out, aux...)``).  An output that is no
+    number or array (``None`` from a forgotten ``return``, a string) is refused, naming the
+    function: its derivative would be silently zero."""
     out = lowered.output
     if has_aux:
         if not isinstance(out, Seq) or out.kind != "tuple" or len(out.items) < 2:
             what = ("a list" if isinstance(out, Seq) and out.kind != "tuple"
                     else "a single value")
             raise OutputStructureError(
-                "has_aux=True needs a function that returns a tuple (loss, aux...), "
+                "has_aux=True needs a function that returns a tuple (out, aux...), "
                 f"but {lowered.name} returns {what}", lowered.origin, None,
-                "return (loss, aux) or call grad with has_aux=False")
-        return atom_vars(out.items[0])
+                "return (out, aux) or pass has_aux=False")
+        out = out.items[0]
+    for path, leaf in _leaves(out):
+        if isinstance(leaf, Const) and (leaf.value is None or isinstance(leaf.value,
+                                                                         (str, bytes))):
+            what = "None" if leaf.value is None else \
+                f"a {type(leaf.value).__name__} ({leaf.value!r})"
+            whose = f"{lowered.name} returns" if not path else \
+                f"item {']['.join(map(str, path))} of what {lowered.name} returns is"
+            raise OutputStructureError(
+                f"{whose} {what}, which has no derivative: a function to differentiate "
+                "returns numbers or arrays (or tuples and lists of them)",
+                lowered.origin, None,
+                "add the missing `return`" if leaf.value is None and not path else
+                "return the numbers or arrays to differentiate (and the rest as aux, with "
+                "has_aux=True)")
     return atom_vars(out)
+
+
+def _leaves(atom, path=()):
+    """(index path, atom) of each leaf of an output, Seqs flattened."""
+    if not isinstance(atom, Seq):
+        return [(path, atom)]
+    return [leaf for k, item in enumerate(atom.items) for leaf in _leaves(item, path + (k,))]
 
 
 def title_of(lowered, positions, weights):

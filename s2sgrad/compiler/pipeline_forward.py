@@ -23,12 +23,12 @@ import os
 
 import gast
 
-from ..errors import OutputStructureError
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
 from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import Lowerer
 from .ir import Loop, Seq, Var, atom_vars, walk_statements
+from .pipeline import output_seeds
 from .syntax.imports import import_lines
 from .syntax.nodes import call, name_node
 from .syntax.source import to_source
@@ -73,7 +73,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
     wrt_vars = [params[k] for k in wrt]
-    seeds = _output_seeds(lowered, has_aux)
+    seeds = output_seeds(lowered, has_aux)
     names = lowerer.names
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args)
@@ -91,20 +91,6 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
     return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
                         jacobian, loops, line_map)
-
-
-def _output_seeds(lowered, has_aux):
-    """The output Var names whose tangents are returned (the first output's with
-    ``has_aux``, which needs a tuple (out, aux...))."""
-    out = lowered.output
-    if not has_aux:
-        return atom_vars(out)
-    if not isinstance(out, Seq) or out.kind != "tuple" or len(out.items) < 2:
-        raise OutputStructureError(
-            "has_aux=True needs a function that returns a tuple (out, aux...), but "
-            f"{lowered.name} returns {'a list' if isinstance(out, Seq) else 'a single value'}",
-            lowered.origin, None, "return (out, aux) or pass has_aux=False")
-    return atom_vars(out.items[0])
 
 
 class _Emitter:
