@@ -309,6 +309,8 @@ class _Tangents:
                               ctx=gast.Load())
         if _holds(node, variables):
             return self._replace_all(node, variables)
+        if isinstance(node, gast.Name):      # a constant passed in (a list of arrays)
+            return call("rt", "zeros_like", [node])
         if isinstance(node, gast.Constant) and (node.value is None or isinstance(node.value, str)):
             return node
         if isinstance(node, gast.Call) and len(node.args) == 1 and _number(node.args[0]):

@@ -137,3 +137,21 @@ def _captured(obj, lowerer):
     if lowerer is None:
         raise ValueError(f"{obj!r} has no literal form")
     return name_node(lowerer.capture(obj))
+
+
+class Captured:
+    """What the lowering passed in as extra arguments (``LoweredFunction.free``), for the
+    passes after it: a constant with no literal form (a module-level list of arrays, a
+    tuple of them) is read through the argument that passes it, as the forward code
+    reads it.  Stands for the lowerer in ``atom_node(atom, captured)``."""
+
+    def __init__(self, free, names):
+        self.by_id = {id(f.obj): f.name for f in free}
+        self.names = names
+
+    def capture(self, obj):
+        """The argument's name of ``obj``; ValueError when the lowering did not pass it."""
+        try:
+            return self.by_id[id(obj)]
+        except KeyError:
+            raise ValueError(f"{obj!r} has no literal form") from None

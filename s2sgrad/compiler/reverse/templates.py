@@ -75,13 +75,15 @@ def index_expression(node):
     return node
 
 
-def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
+def instantiate(op, adj, active, names, out, ndims=None, shapes=None,
+                captured=None):
     """Append the rule template of ``op`` with its operands substituted.
 
     Where an operand ``x`` is known to have the shape of the result (``ndims``: ranks,
     ``shapes``: symbolic shapes; both scalars, or provably equal shapes), the template's
     ``rt.unbroadcast(e, x)`` is just ``e``: in an elementwise rule ``e`` has the shape of
-    the result, so nothing was broadcast."""
+    the result, so nothing was broadcast.  ``captured`` (``literals.Captured``): how
+    constants with no literal form are read."""
     rule = op.rule
     bound = rule.bind(op.args, op.kwargs)
     bindings = {rule.result: Var(op.targets[0])}
@@ -120,12 +122,13 @@ def instantiate(op, adj, active, names, out, ndims=None, shapes=None):
         if kind == "local":
             if key not in needed:
                 continue
-            expr = _substitute(value, bindings, locals_, adj, rule.globals, names)
+            expr = _substitute(value, bindings, locals_, adj, rule.globals, names, captured)
             locals_[key] = names.temp(expr)   # named from what it holds, not the template
             out.append(gast.Assign(targets=[name_node(locals_[key], gast.Store())], value=expr,
                                    type_comment=None))
             continue
-        expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names))
+        expr = _Fold().visit(_substitute(value, bindings, locals_, adj, rule.globals, names,
+                                         captured))
         if ndims is not None:
             # (an accumulation dW += rt.matmul_*(...) stays, for compiler/optimize/accumulate.py)
             accumulating = isinstance(key, Var) and key.name in adj.defined
@@ -271,8 +274,9 @@ def _transposed(name):
 
 
 class _Substituter(gast.NodeTransformer):
-    def __init__(self, bindings, locals_, adj, globals_=None, names=None):
+    def __init__(self, bindings, locals_, adj, globals_=None, names=None, captured=None):
         self.bindings = bindings
+        self.captured = captured
         self.locals = locals_
         self.adj = adj
         self.globals = globals_ or {}
@@ -288,7 +292,7 @@ class _Substituter(gast.NodeTransformer):
         if node.id in self.locals:
             return name_node(self.locals[node.id])
         if node.id in self.bindings:
-            return atom_node(_lists_as_tuples(self.bindings[node.id]))
+            return atom_node(_lists_as_tuples(self.bindings[node.id]), self.captured)
         if node.id in self.globals:   # a module or function of the rule's module: imported
             return reference(self.globals[node.id], self.names)
         return node
@@ -303,5 +307,6 @@ def _lists_as_tuples(atom):
     return atom
 
 
-def _substitute(expr, bindings, locals_, adj, globals_=None, names=None):
-    return _Substituter(bindings, locals_, adj, globals_, names).visit(copy.deepcopy(expr))
+def _substitute(expr, bindings, locals_, adj, globals_=None, names=None, captured=None):
+    return _Substituter(bindings, locals_, adj, globals_, names,
+                        captured).visit(copy.deepcopy(expr))

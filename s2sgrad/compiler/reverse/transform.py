@@ -26,7 +26,7 @@ from ... import primitives as prims
 from ..analysis.activity import active_names
 from ..analysis.complex_values import check_real_values
 from ..analysis.typeinfo import basic_index
-from ..front.literals import atom_node
+from ..front.literals import Captured, atom_node
 from ..ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
 from ..syntax.nodes import Comment
 from ..syntax.nodes import assign, assign_targets, call, name_node, renamed
@@ -94,6 +94,7 @@ def _backward(lowered, wrt, seeds, active, names, ndims, skip_restores, seed_val
     rev.tape_types.update({s.counter: np.dtype(np.int64) for s in walk_statements(lowered.body)
                            if isinstance(s, Loop)})
     rev.assigned_before = frozenset(lowered.params) | {f.name for f in lowered.free}
+    rev.captured = Captured(lowered.free, names)
     backward = []
     for k, s in enumerate(seeds):
         if s in active:
@@ -133,6 +134,7 @@ class _Reverser:
         self.ndims = ndims
         self.skip_restores = skip_restores   # arrays whose in-place updates need no undo
         self.restores = {}        # id(restore statement) -> array name
+        self.captured = None      # constants passed in as arguments (literals.Captured)
         #: id(statement of a reversed loop) -> the forward variables it assigns again
         self.reassigns = {}
         #: loop variables whose adjoint came from after the loop
@@ -196,7 +198,7 @@ class _Reverser:
             if not op.rule.differentiable:
                 return []  # carries no gradient (comparisons, shapes, a custom rule's forward)
             instantiate(op, self.adj, self.active, self.names, out, self.ndims,
-                        self.shapes)
+                        self.shapes, self.captured)
         if loop is not None and op.targets[0] in loop.carried:
             # the end of an iteration overwrote a loop-carried variable: its adjoint
             # restarts, from the reversed iteration's first contribution (no zeroed
