@@ -5,11 +5,16 @@ and required to give the same gradients.
 
     python benchmarks/fuzz_programs.py --programs 10000 [--backend python] [--seed 0]
     python benchmarks/fuzz_programs.py --grammar alias --programs 5000
+    python benchmarks/fuzz_programs.py --profile forward --programs 10000
+    python benchmarks/fuzz_programs.py --profile second --programs 10000
 
 ``--grammar alias`` draws programs that take views and aliases of arrays and write into
 them in place (tests/alias_programs.py): each must give numpy's value and the
 finite-difference gradients (reverse and forward mode) or be refused with an
 UnsupportedConstructError naming its file; the figures count the refusals too.
+``--profile forward`` checks each program's jvp along a random direction against a
+difference of the function, ``--profile second`` its hvp against a difference of the
+gradient (tests/test_random_programs.py's check_forward and check_second_order).
 
 Prints the figures (programs run, failures) and writes every failing program, ready to
 paste, to fuzz_failures/ (or --out).  Not part of the test suite (it takes a long time);
@@ -36,6 +41,8 @@ def main():
                         help="stop after this long (the figures say how many ran)")
     parser.add_argument("--out", default="fuzz_failures")
     parser.add_argument("--grammar", choices=("programs", "alias"), default="programs")
+    parser.add_argument("--profile", choices=("reverse", "forward", "second"),
+                        default="reverse")
     opts = parser.parse_args()
     os.environ["S2SGRAD_BACKEND"] = opts.backend
     os.environ.setdefault("S2SGRAD_QUIET", "1")     # no line per Numba compile
@@ -64,6 +71,10 @@ def main():
             if opts.grammar == "alias":
                 outcome = grammar.check(source, seed, directory)
                 counts["refused"] += outcome.startswith("refused")
+            elif opts.profile == "forward":
+                grammar.check_forward(source, seed, directory)
+            elif opts.profile == "second":
+                grammar.check_second_order(source, seed, directory)
             elif counts["programs"] % 2:
                 grammar.check(source, seed, directory)
             else:
@@ -79,7 +90,8 @@ def main():
 
     import hypothesis
     hypothesis.seed(opts.seed)(run)()   # the same programs for the same --seed
-    print(f"backend {opts.backend}, grammar {opts.grammar}: {counts['programs']} programs "
+    print(f"backend {opts.backend}, grammar {opts.grammar}, profile {opts.profile}: "
+          f"{counts['programs']} programs "
           f"({counts['renamed']} renamed to generated names, {counts['refused']} refused), "
           f"{counts['failures']} failures, "
           f"{time.time() - start:.0f} s", flush=True)

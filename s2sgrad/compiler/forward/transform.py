@@ -38,7 +38,7 @@ from ..analysis.activity import active_names, differentiable_operands
 from ..analysis.complex_values import check_real_values
 from ..front.literals import atom_node
 from ..ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
-from ..reverse.tape import short_range
+from ..reverse.tape import short_range, without_dead_ops
 from ..reverse.templates import fold_constants
 from ..syntax.imports import reference
 from ..syntax.nodes import Comment
@@ -99,7 +99,9 @@ def tangent_sweep(lowered, wrt, seeds, names, tangent_names=None):
     for w in wrt:
         if w in active:
             sweep.name(w)
-    statements = sweep.block(lowered.body)
+    # what nothing reads is not computed (as in reverse mode): a loop-carried copy of a
+    # loop variable a loop that never ran left unbound would otherwise be read
+    statements = sweep.block(without_dead_ops(lowered.body, [], lowered.output))
     return TangentSweep(statements, sweep.of, active)
 
 
