@@ -1,46 +1,47 @@
-"""Single-use temporaries written into the one statement that reads them.
+"""One substitution engine: a single-use definition ``name = <expression>`` written into
+the one statement that reads it; a policy says which definitions (``candidate``), where
+(``enters``, ``in_loops``, ``crosses``, ``reads_in``) and how it is written (``merged``).
 
-``inline_temporaries(forward, backward, invented, keep)`` takes the two sweeps of a
-generated function (statement lists of gast nodes and ``Comment``), the names the
-generator invented (temporaries and adjoints, never a name of the user's program) and
-the names read outside the sweeps (the output, the returned gradients), and gives the
-two sweeps with each invented name that is assigned once and read once, by a later
-statement of the same list, replaced by the expression it was assigned:
+``substitute(items, policy, modules)`` takes a statement list (gast nodes and
+``Comment``) and gives a new one; a definition moves to the first later statement of
+its list that reads ``name`` where the engine's rules allow it (for both policies):
 
-    x_at_W1 = x @ W1                                x_at_W1_plus_b1 = x @ W1 + b1
-    x_at_W1_plus_b1 = x_at_W1 + b1          ->
+- its expression changes nothing: each call in it is of a numpy, math, runtime (or
+  ``modules``: scipy's ``special``...) function that updates no argument (``out=``,
+  ``np.copyto``, ``np.random``, the helpers of ``RUNTIME_WRITERS``), a pure array
+  method or a pure builtin (``pure``);
+- each statement it moves past assigns a value that changes nothing to names it does
+  not read, or pushes onto a tape it does not read (``top = rt.push(tape, top, v)``,
+  ``x_stack.append(v)``): nothing it reads is rebound or written in place;
+- it stays in its statement list (never into or out of a branch or a loop body, never
+  past a compound statement) and out of lambdas and comprehensions (evaluated later, or
+  many times); which comments it may pass is the policy's (``crosses``).
 
-    dh2 = rt.matmul_left(dz, h2, W3)                dh1 = rt.matmul_left(dz, h2, W3) * (h1 >= 0.0)
-    dh1 = dh2 * (h1 >= 0.0)                 ->
+``StraightLine`` (``inline_temporaries(forward, backward, invented, keep)``), outside
+loops: an invented name (not the user's, nor one of ``keep``, read outside the sweeps)
+assigned once and read once in the two sweeps: ``t = x @ W1; y = t + b1`` -> ``y = x @
+W1 + b1``, where numpy updates the unnamed ``x @ W1`` in place.  In the forward sweep it
+stays in its source line's block (an error there names the user's line); in the adjoint
+sweep it may move into the next line's (the ReLU's mask multiplies the adjoint the
+matmul above gave) unless it is its block's only statement.  A reader stays as it is
+when the result would be longer than a line or hold more than ``OPERATIONS`` operations
+more; the result is spelled as ``spelling.py`` says.
 
-Besides reading closer to the user's source, this is what lets numpy reuse memory:
-a result no variable holds (``x @ W1`` above) is updated in place by the next
-operation of the expression (numpy's temporary elision, for arrays of 256 KiB and
-more), where a named one costs a fresh array, which for large arrays means fresh
-pages from the operating system on every call.  The MLP of ``benchmarks/bench_mlp.py``
-spends about 5% of its gradient on the four arrays this saves.
-
-An assignment moves only past statements that cannot change what it reads: plain
-assignments to other names whose calls are known not to update their arguments
-(``_Inliner.pure``); its own expression must be such too.  In the forward sweep it stays in its
-source line's block (an error there names the user's line); in the adjoint sweep it may
-move into the next line's block (the ReLU's mask multiplies the adjoint the matmul
-above gave), but never takes a block's last statement.  A statement stays as it is when
-the result would be longer than a line, or would hold more than two operations more
-than it did (an expression itself the result of inlining: chains stop there).
-
-Where an adjoint spread over a reduced array (``rt.unreduce``) meets an array of that
-shape (after inlining, or in a rule's own expression), broadcasting does the spreading
-(``_Broadcasting``): the adjoint
-of ``np.sum(np.exp(z), axis=1, keepdims=True)`` times ``np.exp(z)`` is ``g * exp_z``.
+``LoopBody`` (``fused_forward(statements, reads, arrays)``), in the loop bodies of the
+forward sweep (what Numba runs many times): an array (``arrays``) read once in the whole
+function (``reads``: adjoint sweep and return included) assigned an elementwise
+expression (operators, numpy ufuncs, constant-slice views), written into the value of
+the single-target assignment that reads it on the same user line (no location comment
+of another line between): ``u[:-2] - 2.0 * u[1:-1] + u[2:]`` is one loop and one array
+under Numba, not one per operation.
 """
+import copy
 
 import gast
 
-from ..syntax.nodes import Comment
-from ..syntax.nodes import name_uses, substituted
-from ..syntax.source import to_source
-from ..syntax.source import INDENT, LINE_LIMIT
+from ..syntax.nodes import Comment, name_uses, substituted
+from ..syntax.source import INDENT, LINE_LIMIT, to_source
+from .spelling import Broadcasting, without_negations
 
 #: modules generated code calls pure functions of (numpy, math, the runtime helpers)
 _PURE_MODULES = frozenset({"np", "math", "rt"})
@@ -63,66 +64,86 @@ _PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "len", "range", "
 OPERATIONS = 2
 _OPERATION = (gast.Call, gast.BinOp, gast.UnaryOp, gast.Compare, gast.BoolOp)
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)
+#: numpy functions Numba fuses into one loop with the operators around them
+UFUNCS = {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "abs", "absolute",
+          "negative", "square", "log1p", "expm1", "arctan", "arcsin", "arccos", "sign"}
+OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 
 
 def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=(),
                        same_shape=None):
-    """The two sweeps with single-use invented temporaries inlined (see the module doc).
-    ``modules``: the names of other modules whose functions the code calls (scipy's
-    ``special``...): pure, like numpy's.  ``same_shape(a, b)`` (optional): True when the
-    variables named ``a`` and ``b`` are known to have the same shape."""
+    """The two sweeps with single-use invented temporaries inlined (``StraightLine``).
+    ``modules``: the modules the code calls besides np, math and rt (scipy's ``special``...);
+    ``same_shape(a, b)`` (optional): True when variables ``a`` and ``b`` have one shape."""
     loads, stores = name_uses(forward + backward)
     once = {name for name in invented
             if stores.get(name) == 1 and loads.get(name) == 1 and name not in keep}
-    pure_modules = _PURE_MODULES | frozenset(modules)
     same_shape = same_shape or (lambda a, b: a == b)
-    return (_Inliner(once, pure_modules, False, same_shape).block(forward, 1),
-            _Inliner(once, pure_modules, True, same_shape).block(backward, 1))
+    return (substitute(forward, StraightLine(once, same_shape, False), modules),
+            substitute(backward, StraightLine(once, same_shape, True), modules))
 
 
-class _Inliner:
-    """Inlines the names in ``once`` within each statement list of one sweep;
-    ``across_comments``: whether a definition may move into a later line's block."""
+def fused_forward(statements, reads, arrays, modules=()):
+    """A copy of the forward sweep ``statements`` with single-use elementwise temporaries
+    of loop bodies written into their reader (``LoopBody``)."""
+    return substitute(statements, LoopBody(reads, arrays), modules)
 
-    def __init__(self, once, pure_modules, across_comments, same_shape):
-        self.once, self.pure_modules = once, pure_modules
-        self.across_comments = across_comments
-        self.same_shape = same_shape
 
-    def block(self, items, depth):
-        """``items`` (at indentation ``depth``) with the definitions of names in ``once``
-        moved into their readers; the blocks of an ``if`` too (a definition stays in its
-        block).  Loop bodies stay as they are: ``compiler/optimize/fuse.py`` writes their
-        elementwise temporaries back into one expression for Numba."""
-        items = [_Broadcasting(self.same_shape).visit(item) if isinstance(item, _SIMPLE)
-                 else item for item in items]
-        for item in items:
-            if isinstance(item, gast.If):   # (loop bodies are compiler/optimize/fuse.py's)
-                item.body = self.block(item.body, depth + 1)
-                item.orelse = self.block(item.orelse, depth + 1)
-        k = 0
+def substitute(items, policy, modules=()):
+    """``items`` with the definitions ``policy`` picks written into their reader where
+    the engine's rules allow it (see the module doc), as a new list."""
+    return _Engine(policy, _PURE_MODULES | frozenset(modules)).block(items, 1, False)
+
+
+class _Engine:
+    """Substitutes in the statement lists ``policy`` enters; ``pure_modules``: as ``pure``."""
+
+    def __init__(self, policy, pure_modules):
+        self.policy, self.pure_modules = policy, pure_modules
+
+    def block(self, items, depth, in_loop):
+        """``items`` (at indentation ``depth``, in a loop or not) with definitions moved
+        into their readers, in the blocks of the compound statements the policy enters too."""
+        items = [self._entered(item, depth, in_loop) for item in self.policy.prepared(items)]
+        if in_loop != self.policy.in_loops:
+            return items
+        k, line = 0, None     # line: the user's line the statements at hand come from
         while k < len(items):
-            name = self._definition(items[k])
-            j = self._reader(items, k, name) if name is not None else None
-            merged = None if j is None else _Broadcasting(self.same_shape).visit(
-                _replaced(items[j], name, items[k].value))
-            if merged is None or not _fits(items[j], merged, depth):
+            item = items[k]
+            if isinstance(item, Comment):
+                line = item.origin if item.origin is not None else line
+                k += 1
+                continue
+            name = self._definition(item)
+            j = self._reader(items, k, name, line) if name is not None else None
+            merged = None if j is None else self.policy.merged(items[j], name, item.value,
+                                                                depth)
+            if merged is None:
                 k += 1
                 continue
             items[j] = merged
             del items[k]
         return items
 
+    def _entered(self, item, depth, in_loop):
+        if not isinstance(item, self.policy.enters):
+            return item
+        item = copy.copy(item)
+        inside = in_loop or not isinstance(item, gast.If)
+        item.body = self.block(item.body, depth + 1, inside)
+        item.orelse = self.block(item.orelse, depth + 1, inside)
+        return item
+
     def _definition(self, item):
-        """The name ``item`` assigns, when it is ``name = <pure expression>`` for a name
-        in ``once``; else None."""
+        """The name ``item`` assigns, when it is ``name = <pure expression>`` and the
+        policy picks it; else None."""
         if isinstance(item, gast.Assign) and len(item.targets) == 1 \
-                and isinstance(item.targets[0], gast.Name) and item.targets[0].id in self.once \
-                and self.pure(item.value):
+                and isinstance(item.targets[0], gast.Name) and self.pure(item.value) \
+                and self.policy.candidate(item.targets[0].id, item.value):
             return item.targets[0].id
         return None
 
-    def _reader(self, items, k, name):
+    def _reader(self, items, k, name, line):
         """The index of the statement after ``items[k]`` that reads ``name``, when the
         definition can move there unchanged in meaning (see the module doc); else None."""
         reads = {n.id for n in gast.walk(items[k].value) if isinstance(n, gast.Name)}
@@ -131,24 +152,32 @@ class _Inliner:
         for j in range(k + 1, len(items)):
             item = items[j]
             if isinstance(item, Comment):
-                if not self.across_comments or alone:
+                if not self.policy.crosses(item, line, alone):
                     return None
                 continue
             if any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(item)):
-                if not isinstance(item, _SIMPLE) or _nested_scope_reads(item, name):
+                if not self.policy.reads_in(item, name) or _nested_scope_reads(item, name):
                     return None
                 return j
-            if not (isinstance(item, gast.Assign) and self.pure(item.value)
-                    and all(isinstance(t, gast.Name) and t.id not in reads
-                            for t in item.targets)):
+            if not self._passable(item, reads):
                 return None
         return None
 
+    def _passable(self, item, reads):
+        """True when moving an expression reading the names ``reads`` past ``item``
+        keeps its value: ``item`` rebinds none of them and writes nothing in place but a
+        tape the expression does not read."""
+        tape = _tape_pushed(item)
+        if tape in reads or not (isinstance(item, gast.Expr) and tape is not None) and not (
+                isinstance(item, gast.Assign) and all(isinstance(t, gast.Name)
+                                                      and t.id not in reads for t in item.targets)):
+            return False
+        return self.pure(item.value) if tape is None else all(
+            self.pure(a) for a in item.value.args)
+
     def pure(self, expr):
-        """True when evaluating ``expr`` changes nothing: every call in it is of a numpy,
-        math, runtime (or ``modules``) function that updates no argument, a pure array
-        method, or a pure builtin (a call of anything else may have effects, or read
-        state that moves)."""
+        """True when evaluating ``expr`` changes nothing (see the module doc: a call of
+        anything else may have effects, or read state that moves)."""
         for node in gast.walk(expr):
             if isinstance(node, (gast.Lambda, gast.Yield, gast.YieldFrom, gast.Await,
                                  gast.NamedExpr)):
@@ -175,6 +204,21 @@ class _Inliner:
         return len(path) == 1 and path[0] in _PURE_METHODS
 
 
+def _tape_pushed(item):
+    """The tape ``top = rt.push(tape, top, v)`` or ``x_stack.append(v)`` writes; else None."""
+    call = item.value if isinstance(item, (gast.Assign, gast.Expr)) else None
+    func = call.func if isinstance(call, gast.Call) else None
+    if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)):
+        return None
+    if isinstance(item, gast.Assign) and func.value.id == "rt" and func.attr == "push":
+        tape = call.args[0] if call.args else None
+        return tape.id if isinstance(tape, gast.Name) else None
+    if isinstance(item, gast.Expr) and func.attr == "append" \
+            and func.value.id.endswith("_stack"):
+        return func.value.id
+    return None
+
+
 def _nested_scope_reads(item, name):
     """True when ``item`` reads ``name`` inside a lambda or a comprehension (evaluated
     later, or many times)."""
@@ -184,143 +228,83 @@ def _nested_scope_reads(item, name):
         for scope in gast.walk(item))
 
 
-def _fits(reader, merged, depth):
-    """True when ``merged`` (``reader`` with a definition inlined) still reads at a
-    glance: at most ``OPERATIONS`` operations more than ``reader``, on one line."""
-    if _operations(merged) - _operations(reader) > OPERATIONS:
-        return False
-    text = to_source(merged)
-    return "\n" not in text and len(INDENT * depth) + len(text) <= LINE_LIMIT
+class StraightLine:
+    """``inline_temporaries``' policy: the names in ``once``, in straight-line code and
+    ``if`` blocks; ``across_lines``: whether a definition may move into a later line's
+    block (the adjoint sweep); ``same_shape`` as ``spelling.Broadcasting`` takes it."""
+    enters, in_loops = (gast.If,), False
+
+    def __init__(self, once, same_shape, across_lines):
+        self.once, self.across_lines = once, across_lines
+        self.broadcasting = Broadcasting(same_shape)
+
+    def prepared(self, items):
+        return [self.broadcasting.visit(item) if isinstance(item, _SIMPLE) else item
+                for item in items]
+
+    def candidate(self, name, value):
+        return name in self.once
+
+    def crosses(self, comment, line, alone):
+        return self.across_lines and not alone
+
+    def reads_in(self, item, name):
+        return isinstance(item, _SIMPLE)
+
+    def merged(self, reader, name, value, depth):
+        """``reader`` with ``value`` for ``name``, when it still reads at a glance: at
+        most ``OPERATIONS`` operations more than ``reader``, on one line; else None."""
+        merged = self.broadcasting.visit(without_negations(substituted(reader, {name: value})))
+        added = sum(isinstance(n, _OPERATION) for n in gast.walk(merged)) - sum(
+            isinstance(n, _OPERATION) for n in gast.walk(reader))
+        text = to_source(merged) if added <= OPERATIONS else "\n"
+        return merged if "\n" not in text and len(INDENT * depth + text) <= LINE_LIMIT else None
 
 
-def _operations(node):
-    return sum(isinstance(n, _OPERATION) for n in gast.walk(node))
+class LoopBody:
+    """``fused_forward``'s policy: in loop bodies, the names of ``arrays`` read once in
+    all (``reads``: name -> count) assigned an elementwise expression, written into the
+    single-target assignment that reads them, on the same user line."""
+    enters, in_loops = (gast.For, gast.While, gast.If), True
+
+    def __init__(self, reads, arrays):
+        self.reads, self.arrays = reads, arrays
+
+    def prepared(self, items):
+        return items
+
+    def candidate(self, name, value):
+        return name in self.arrays and self.reads.get(name) == 1 and _elementwise(value)
+
+    def crosses(self, comment, line, alone):
+        return comment.origin is None or comment.origin == line
+
+    def reads_in(self, item, name):
+        return isinstance(item, gast.Assign) and len(item.targets) == 1 and any(
+            isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
+            for n in gast.walk(item.value))
+
+    def merged(self, reader, name, value, depth):
+        return substituted(reader, {name: value})
 
 
-class _Broadcasting(gast.NodeTransformer):
-    """``rt.unreduce(g, x, axis, True) * y`` -> ``g * y`` (also ``/``, either side, and
-    through a number: ``rt.unreduce(...) * 2 * y``; and ``rt.unreduce(g, x, None,
-    False)``, ``g`` then a scalar) where ``y`` has ``x``'s
-    shape: numpy's broadcasting spreads ``g`` over ``x``'s shape as ``rt.unreduce``
-    would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
-    (``same_shape``) or ``rt.extremum_mask(x, ...)``."""
-
-    def __init__(self, same_shape):
-        self.same_shape = same_shape
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        if not isinstance(node.op, (gast.Mult, gast.Div)):
-            return node
-        for side, other in (("left", node.right), ("right", node.left)):
-            spread = _unreduce_over(getattr(node, side))
-            if spread is not None and self._shape_of(other, spread[1]):
-                setattr(node, side, spread[0])
-                break
-        return node
-
-    def _shape_of(self, other, like):
-        """True when ``other`` has the shape of the variable ``like``: it is ``like``, a
-        variable of its shape, ``rt.extremum_mask(like, ...)``, or arithmetic on such
-        values and numbers with at least one of them (``1 - t * t``)."""
-        if isinstance(other, gast.Name):
-            return other.id == like or self.same_shape(other.id, like)
-        if isinstance(other, gast.Call):
-            return _is_rt(other.func, "extremum_mask") and bool(other.args) \
-                and isinstance(other.args[0], gast.Name) and other.args[0].id == like
-        if isinstance(other, gast.UnaryOp):
-            return self._shape_of(other.operand, like)
-        if isinstance(other, gast.BinOp) and not isinstance(other.op, gast.MatMult):
-            parts = [p for p in (other.left, other.right) if _number(p) is None]
-            return bool(parts) and all(self._shape_of(p, like) for p in parts)
-        return False
-
-
-def _unreduce_over(node):
-    """(``g``, the name ``x``) for ``rt.unreduce(g, x, axis, True)`` or ``rt.unreduce(g,
-    x, None, False)``; (``g * 2``, ``x``) for that times (or over) a number; else None."""
-    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)) \
-            and _number(node.right) is not None:
-        inner = _unreduce_over(node.left)
-        return None if inner is None else (
-            gast.BinOp(left=inner[0], op=node.op, right=node.right), inner[1])
-    if not (isinstance(node, gast.Call) and _is_rt(node.func, "unreduce")
-            and len(node.args) == 4 and not node.keywords
-            and isinstance(node.args[1], gast.Name)):
-        return None
-    axis, keepdims = node.args[2], node.args[3]
-    if not isinstance(keepdims, gast.Constant):
-        return None
-    if keepdims.value is True or (keepdims.value is False and isinstance(axis, gast.Constant)
-                                  and axis.value is None):
-        return node.args[0], node.args[1].id
-    return None
-
-
-def _number(node):
-    value = node.value if isinstance(node, gast.Constant) else None
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _is_rt(func, name):
-    return isinstance(func, gast.Attribute) and func.attr == name \
-        and isinstance(func.value, gast.Name) and func.value.id == "rt"
-
-
-def _replaced(reader, name, value):
-    """A copy of ``reader`` reading ``value`` where it read ``name`` (``a + -b`` written
-    ``a - b``, ``a += -b * c`` written ``a -= b * c``: the same numbers)."""
-    merged = substituted(reader, {name: value})
-    if isinstance(merged, gast.AugAssign) and isinstance(merged.op, gast.Add):
-        positive = _negated(merged.value)
-        if positive is not None:
-            merged.op, merged.value = gast.Sub(), positive
-    for node in gast.walk(merged):
-        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
-            positive = _negated(node.right)
-            if positive is not None:
-                node.op, node.right = gast.Sub(), positive
-    return merged
-
-
-def _negated(node):
-    """``b`` for ``-b``, ``b * c`` for ``-b * c``; else None."""
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
-        return node.operand
-    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
-        left = _negated(node.left)
-        if left is not None and isinstance(node.left, gast.UnaryOp):
-            return gast.BinOp(left=left, op=node.op, right=node.right)
-    return None
-
-
-#: numpy's functions of two arrays that an operator calls (``a + b`` is ``np.add(a, b)``)
-_OPERATOR_OF = {"add": gast.Add, "subtract": gast.Sub, "multiply": gast.Mult,
-                "divide": gast.Div, "true_divide": gast.Div, "matmul": gast.MatMult}
-
-
-def as_operators(items, is_array):
-    """``items`` (a sweep) with ``np.add(a, b)`` written ``a + b`` (also subtract,
-    multiply, divide, matmul) where ``is_array(name)`` says an operand is an array: the
-    same call (numpy's operators call these functions), and, for a result no variable
-    holds, one numpy may update in place (``np.add(x @ w, b)`` allocates where
-    ``x @ w + b`` does not).  Statements in blocks too."""
-    return [_Operators(is_array).visit(item) if not isinstance(item, Comment) else item
-            for item in items]
-
-
-class _Operators(gast.NodeTransformer):
-    def __init__(self, is_array):
-        self.is_array = is_array
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
+def _elementwise(node):
+    """An expression of names, numbers, constant-slice views, operators and ufuncs."""
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.BinOp):
+        return isinstance(node.op, OPERATORS) and _elementwise(node.left) and \
+            _elementwise(node.right)
+    if isinstance(node, gast.UnaryOp):
+        return isinstance(node.op, gast.USub) and _elementwise(node.operand)
+    if isinstance(node, gast.Subscript):
+        return isinstance(node.value, gast.Name) and isinstance(node.slice, gast.Slice) and \
+            all(part is None or isinstance(part, gast.Constant) or (
+                isinstance(part, gast.UnaryOp) and isinstance(part.operand, gast.Constant))
+                for part in (node.slice.lower, node.slice.upper, node.slice.step))
+    if isinstance(node, gast.Call):
         func = node.func
-        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.value.id == "np" and func.attr in _OPERATOR_OF \
-                and len(node.args) == 2 and not node.keywords \
-                and not any(isinstance(a, gast.Starred) for a in node.args) \
-                and any(isinstance(a, gast.Name) and self.is_array(a.id) for a in node.args):
-            return gast.BinOp(left=node.args[0], op=_OPERATOR_OF[func.attr](),
-                              right=node.args[1])
-        return node
+        return (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id == "np" and func.attr in UFUNCS and not node.keywords
+                and all(_elementwise(a) for a in node.args))
+    return False
