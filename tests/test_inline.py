@@ -1,4 +1,5 @@
-"""Single-use temporaries inlined into their reader (s2sgrad/compiler/optimize/inline.py).
+"""Single-use temporaries written into their reader (s2sgrad/compiler/optimize/substitute.py):
+inlining in straight-line code, fusion of elementwise temporaries in loop bodies.
 
 The MLP class of programs (dense layers, an activation, a loss) gets no named array
 that numpy could have reused: ``x @ W + b`` is one statement, and the adjoint a matmul
@@ -19,9 +20,10 @@ import pytest
 import s2sgrad
 from s2sgrad import nn
 from s2sgrad import runtime
-from s2sgrad.compiler.syntax.nodes import Comment
+from s2sgrad.compiler.syntax.nodes import Comment, name_uses
 from s2sgrad.compiler.syntax.source import to_source
-from s2sgrad.compiler.optimize.inline import RUNTIME_WRITERS, inline_temporaries
+from s2sgrad.compiler.optimize.substitute import RUNTIME_WRITERS, fused_forward, \
+    inline_temporaries
 from s2sgrad.testing import check_grad
 
 
@@ -243,6 +245,70 @@ def test_a_definition_is_not_inlined_into_a_lambda_or_a_compound_statement():
     assert fw[0] == "t1 = x * 3.0"
 
 
+def test_a_definition_is_not_inlined_into_a_comprehension_nor_past_a_line_s_end():
+    fw, _ = _inline("""
+        t1 = x * 3.0
+        ys = [t1 + v for v in vs]
+    """, invented={"t1"})
+    assert fw[0] == "t1 = x * 3.0"
+    long = "a_rather_long_variable_name_that_fills_the_line"
+    fw, _ = _inline(f"""
+        t1 = {long} * 3.0
+        y = {long} + t1 + {long}
+    """, invented={"t1"})
+    assert fw[0] == f"t1 = {long} * 3.0", fw
+    fw, _ = _inline("""
+        t1 = -b * c
+        a += t1
+    """, invented={"t1"})
+    assert fw == ["a -= b * c"]
+
+
+def _inline_block(text, invented):
+    fw, _ = inline_temporaries(gast.parse(inspect.cleandoc(text)).body, [], invented)
+    return ast.unparse(gast.gast_to_ast(gast.Module(body=fw, type_ignores=[])))
+
+
+def test_a_definition_moves_within_its_if_block_only_and_loop_bodies_are_left_alone():
+    assert _inline_block("""
+        t1 = x * 3.0
+        if c:
+            t2 = x * 2.0
+            y = t2 + 1.0
+            z = t1 + 1.0
+        for i in r:
+            t3 = x * 2.0
+            w = t3 + 1.0
+    """, {"t1", "t2", "t3"}) == inspect.cleandoc("""
+        t1 = x * 3.0
+        if c:
+            y = x * 2.0 + 1.0
+            z = t1 + 1.0
+        for i in r:
+            t3 = x * 2.0
+            w = t3 + 1.0
+    """)
+
+
+def test_a_definition_moves_past_a_tape_s_push_unless_it_reads_the_tape():
+    fw, _ = _inline("""
+        t1 = x * 3.0
+        top = rt.push(tape, top, x)
+        x_stack.append(x)
+        y = t1 + b
+    """, invented={"t1"})
+    assert fw == ["top = rt.push(tape, top, x)", "x_stack.append(x)", "y = x * 3.0 + b"]
+    for read, push in [("tape[0]", "top = rt.push(tape, top, x)"),    # writes tape
+                       ("top", "top = rt.push(tape, top, x)"),        # rebinds top
+                       ("tape_stack[0]", "tape_stack.append(x)")]:
+        fw, _ = _inline(f"""
+            t1 = {read} * 3.0
+            {push}
+            y = t1 + b
+        """, invented={"t1"})
+        assert fw[0] == f"t1 = {read} * 3.0", fw
+
+
 def test_runtime_writers_lists_every_helper_that_updates_an_argument():
     """A helper that writes into an argument must be in RUNTIME_WRITERS: the inliner
     never moves a definition past a call of one."""
@@ -381,3 +447,57 @@ def test_a_cell_network_adds_its_biases_to_unnamed_products():
     np.testing.assert_allclose(value, want_value, rtol=1e-6)
     for got, expected in zip(grads, want):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- fusion of loop bodies
+
+
+def _fuse(body, arrays=None, loop=True):
+    """``body`` (lines; ``# @N``: the location comment of user line N) fused as the body
+    of a loop (or as straight-line code) with every name an array (or ``arrays``)."""
+    items = [Comment("", int(i.text[1:])) if isinstance(i, Comment) and i.text[:1] == "@"
+             else i for i in _statements(body)]
+    names = {n.id for s in items if not isinstance(s, Comment)
+             for n in gast.walk(s) if isinstance(n, gast.Name)}
+    if loop:
+        loop = gast.parse("for i in r:\n    pass").body[0]
+        loop.body, items = items, [loop]
+    out = fused_forward(items, name_uses(items)[0], names if arrays is None else arrays)
+    return _text(out[0].body if loop else out)
+
+
+CHAIN = """
+    t1 = u[1:] * k
+    t2 = np.sin(t1)
+    y = t2 + u[:-1]
+"""
+
+
+def test_a_loop_body_s_elementwise_chain_is_one_expression_in_its_reader():
+    assert _fuse(CHAIN) == ["y = np.sin(u[1:] * k) + u[:-1]"]
+    assert _fuse(CHAIN, loop=False) == _text(_statements(CHAIN))      # loop-free: numpy
+    assert _fuse(CHAIN, arrays={"t2", "u", "y"}) == ["t1 = u[1:] * k", "y = np.sin(t1) + u[:-1]"]
+    assert _fuse("t1 = u @ w\ny = t1 + 1.0") == ["t1 = u @ w", "y = t1 + 1.0"]
+
+
+@pytest.mark.parametrize("between, crossed", [
+    ("# @1", True), ("# a remark", True), ("# @2", False),     # the same user line only
+    ("z = v * 2.0", True),
+    ("top = rt.push(tape, top, v)", True), ("v_stack.append(v)", True),
+    ("u = v * 2.0", False), ("u[0] = 1.0", False), ("u += 1.0", False), ("np.sum(u)", False),
+    ("z = rt.add_at(u, i, g)", False), ("z = helper(u)", False), ("if c: z = 1.0", False),
+])
+def test_a_loop_body_s_temporary_moves_past_what_leaves_its_operands_be(between, crossed):
+    fused = _fuse(f"""
+        # @1
+        t1 = u * k
+        {between}
+        y = t1 + 1.0
+    """)
+    assert ("t1 = u * k" not in fused) == crossed, fused
+
+
+@pytest.mark.parametrize("reader", ["total += t1", "y = t1 + t1", "f = lambda: t1 + 1.0",
+                                    "ys = [t1 + v for v in vs]"])
+def test_a_loop_body_s_temporary_goes_into_one_assignment_s_value_only(reader):
+    assert _fuse(f"t1 = u * k\n{reader}")[0] == "t1 = u * k"

@@ -80,7 +80,7 @@ def linspace_loss(lo, hi):
 def test_generated_code_names_temporaries_from_what_they_hold():
     g = ms.grad(matmul_loss, (0, 1))
     g(np.ones((2, 3)), np.ones((3, 2)))
-    # x @ w is read once, by np.tanh: written inside it (compiler/optimize/inline.py)
+    # x @ w is read once, by np.tanh: written inside it (compiler/optimize/substitute.py)
     assert "tanh_x_at_w = np.tanh(x @ w)" in g.source and "dx_at_w = " in g.source
 
 

@@ -16,10 +16,11 @@ from .front.literals import atom_node
 from .front.lower import Lowerer
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
-from .optimize.fuse import fused_forward, read_counts
-from .optimize.inline import as_operators, inline_temporaries
+from .optimize.spelling import as_operators
+from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
+from .syntax.nodes import name_uses
 from .syntax.source import to_source
 
 
@@ -67,11 +68,11 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
     sweeps.backward = products_in_place(d.sweeps.backward)
-    reads = read_counts(d.sweeps.forward + d.sweeps.backward)
+    reads = name_uses(d.sweeps.forward + d.sweeps.backward)[0]
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
-    sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays)
+    sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values())
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
@@ -127,7 +128,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
 
 
 def inline_sweeps(d):
-    """Inline the single-use temporaries of ``d``'s sweeps (``compiler/optimize/inline.py``): all
+    """Inline the single-use temporaries of ``d``'s sweeps (``compiler/optimize/substitute.py``): all
     but the names read outside them (the output, the parameters, the gradients returned);
     ``np.add(a, b)`` of arrays written ``a + b`` first."""
     lowered, sweeps = d.lowered, d.sweeps

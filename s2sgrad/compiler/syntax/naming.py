@@ -121,7 +121,7 @@ class NameAllocator:
         #: it reads them by (see ``module`` and ``compiler/syntax/imports.py``)
         self.modules = {}
         #: the names the generator invented (``fresh``, ``temp``, ``adjoint``...): no
-        #: user's variable is one (``compiler/optimize/inline.py`` may inline them away)
+        #: user's variable is one (``compiler/optimize/substitute.py`` may inline them away)
         self.invented = set()
 
     def claim_source(self, node):

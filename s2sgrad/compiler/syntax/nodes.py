@@ -57,7 +57,7 @@ def renamed(node, names):
 def substituted(node, values):
     """A copy of ``node`` in which every read of a name that is a key of ``values`` is a
     copy of the expression it maps to (a single-use temporary written into its reader:
-    ``compiler/optimize/inline.py``, ``compiler/optimize/fuse.py``)."""
+    ``compiler/optimize/substitute.py``)."""
     return _Substitute(values).visit(copy.deepcopy(node))
 
 

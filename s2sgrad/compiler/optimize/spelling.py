@@ -1,0 +1,133 @@
+"""Spellings of generated expressions that give the same numbers with fewer arrays, on
+gast statements: ``as_operators`` (``np.add(a, b)`` of arrays written ``a + b``),
+``Broadcasting`` (``rt.unreduce(g, x, axis, True) * y`` written ``g * y`` where ``y``
+has ``x``'s shape) and ``without_negations`` (``a + -b`` written ``a - b``).
+"""
+import gast
+
+from ..syntax.nodes import Comment
+
+#: numpy's functions of two arrays that an operator calls (``a + b`` is ``np.add(a, b)``)
+_OPERATOR_OF = {"add": gast.Add, "subtract": gast.Sub, "multiply": gast.Mult,
+                "divide": gast.Div, "true_divide": gast.Div, "matmul": gast.MatMult}
+
+
+def as_operators(items, is_array):
+    """``items`` (a sweep, blocks too) with ``np.add(a, b)`` written ``a + b`` (also
+    subtract, multiply, divide, matmul) where ``is_array(name)`` says an operand is an
+    array: the same call, which numpy may do in place on a result no variable holds."""
+    return [_Operators(is_array).visit(item) if not isinstance(item, Comment) else item
+            for item in items]
+
+
+class _Operators(gast.NodeTransformer):
+    def __init__(self, is_array):
+        self.is_array = is_array
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and func.value.id == "np" and func.attr in _OPERATOR_OF \
+                and len(node.args) == 2 and not node.keywords \
+                and not any(isinstance(a, gast.Starred) for a in node.args) \
+                and any(isinstance(a, gast.Name) and self.is_array(a.id) for a in node.args):
+            return gast.BinOp(left=node.args[0], op=_OPERATOR_OF[func.attr](),
+                              right=node.args[1])
+        return node
+
+
+class Broadcasting(gast.NodeTransformer):
+    """``rt.unreduce(g, x, axis, True) * y`` -> ``g * y`` (also ``/``, either side, and
+    through a number: ``rt.unreduce(...) * 2 * y``; and ``rt.unreduce(g, x, None,
+    False)``, ``g`` then a scalar) where ``y`` has ``x``'s
+    shape: numpy's broadcasting spreads ``g`` over ``x``'s shape as ``rt.unreduce``
+    would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
+    (``same_shape``) or ``rt.extremum_mask(x, ...)``."""
+
+    def __init__(self, same_shape):
+        self.same_shape = same_shape
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, (gast.Mult, gast.Div)):
+            return node
+        for side, other in (("left", node.right), ("right", node.left)):
+            spread = _unreduce_over(getattr(node, side))
+            if spread is not None and self._shape_of(other, spread[1]):
+                setattr(node, side, spread[0])
+                break
+        return node
+
+    def _shape_of(self, other, like):
+        """True when ``other`` has the shape of the variable ``like``: it is ``like``, a
+        variable of its shape, ``rt.extremum_mask(like, ...)``, or arithmetic on such
+        values and numbers with at least one of them (``1 - t * t``)."""
+        if isinstance(other, gast.Name):
+            return other.id == like or self.same_shape(other.id, like)
+        if isinstance(other, gast.Call):
+            return _is_rt(other.func, "extremum_mask") and bool(other.args) \
+                and isinstance(other.args[0], gast.Name) and other.args[0].id == like
+        if isinstance(other, gast.UnaryOp):
+            return self._shape_of(other.operand, like)
+        if isinstance(other, gast.BinOp) and not isinstance(other.op, gast.MatMult):
+            parts = [p for p in (other.left, other.right) if _number(p) is None]
+            return bool(parts) and all(self._shape_of(p, like) for p in parts)
+        return False
+
+
+def _unreduce_over(node):
+    """(``g``, the name ``x``) for ``rt.unreduce(g, x, axis, True)`` or ``rt.unreduce(g,
+    x, None, False)``; (``g * 2``, ``x``) for that times (or over) a number; else None."""
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)) \
+            and _number(node.right) is not None:
+        inner = _unreduce_over(node.left)
+        return None if inner is None else (
+            gast.BinOp(left=inner[0], op=node.op, right=node.right), inner[1])
+    if not (isinstance(node, gast.Call) and _is_rt(node.func, "unreduce")
+            and len(node.args) == 4 and not node.keywords
+            and isinstance(node.args[1], gast.Name)):
+        return None
+    axis, keepdims = node.args[2], node.args[3]
+    if not isinstance(keepdims, gast.Constant):
+        return None
+    if keepdims.value is True or (keepdims.value is False and isinstance(axis, gast.Constant)
+                                  and axis.value is None):
+        return node.args[0], node.args[1].id
+    return None
+
+
+def _number(node):
+    value = node.value if isinstance(node, gast.Constant) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _is_rt(func, name):
+    return isinstance(func, gast.Attribute) and func.attr == name \
+        and isinstance(func.value, gast.Name) and func.value.id == "rt"
+
+
+def without_negations(statement):
+    """``statement`` (changed in place, and given back) with ``a + -b`` written ``a -
+    b`` and ``a += -b * c`` written ``a -= b * c``: the same numbers."""
+    if isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add):
+        positive = _negated(statement.value)
+        if positive is not None:
+            statement.op, statement.value = gast.Sub(), positive
+    for node in gast.walk(statement):
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
+            positive = _negated(node.right)
+            if positive is not None:
+                node.op, node.right = gast.Sub(), positive
+    return statement
+
+
+def _negated(node):
+    """``b`` for ``-b``, ``b * c`` for ``-b * c``; else None."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return node.operand
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+        left = _negated(node.left)
+        if left is not None and isinstance(node.left, gast.UnaryOp):
+            return gast.BinOp(left=left, op=node.op, right=node.right)
+    return None
