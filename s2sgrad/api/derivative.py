@@ -24,7 +24,8 @@ What a mode provides (the hooks below, and nothing else of the base is overridde
 compiler pipeline it runs), ``load_code`` (how the module is loaded: by default its one
 function, compiled by Numba where it can), ``bind_to`` (the same derivative of a method
 bound to an instance; None: not bound), ``rule_inside`` (its rule inside a
-differentiated function; None: none), and its own ``__call__`` and ``__repr__``.
+differentiated function; None: none), and its own ``__init__`` (its options),
+``__call__`` and ``__repr__``.
 
 A derivative of a derivative (``jvp(grad(f), ...)``) differentiates the inner one's
 generated code, as ``api.nested`` writes it.
@@ -167,6 +168,7 @@ class Derivative:
 
     @property
     def differentiates_a_derivative(self):
+        """Whether ``fn`` is itself a derivative object (``api.nested`` asks)."""
         return isinstance(self.fn, Derivative)
 
     def _weight_list(self):
