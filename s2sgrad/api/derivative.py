@@ -430,7 +430,10 @@ def derivative_for(owner, key, make):
     loop) build the code once; made for this call only when ``owner`` cannot be
     weakly referenced."""
     try:
-        per_owner = _KEPT.setdefault(owner, {})
+        # a get first: setdefault makes a weak reference with a callback, and a dict
+        per_owner = _KEPT.get(owner)
+        if per_owner is None:
+            per_owner = _KEPT.setdefault(owner, {})
     except TypeError:
         return make()
     found = per_owner.get(key)
