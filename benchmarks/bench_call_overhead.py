@@ -20,7 +20,7 @@ import numpy as np
 import s2sgrad
 from harness import table
 from bench_workloads import heat_copy_after, huber_path, rk4
-from s2sgrad.api.forward import _forward_function
+from s2sgrad.api.forward import forward_function
 
 CALLS, ROUNDS = 3000, 15
 
@@ -63,7 +63,7 @@ def jvp_levels(fn, args):
     v = tuple(np.ones_like(a) if np.ndim(a) else 1.0 for a in args)
     s2sgrad.jvp(fn, args, v)
     s2sgrad.jvp(fn, args, v)
-    f = _forward_function(fn, tuple(range(len(args))), False, False)
+    f = forward_function(fn, tuple(range(len(args))), False, False)
     code = [*args, *v]
     compiled, raw = f._compiled, f._compiled._jitted
     return [lambda: s2sgrad.jvp(fn, args, v), lambda: compiled(*code), lambda: raw(*code)]

@@ -19,7 +19,7 @@ import numpy as np
 import s2sgrad
 from harness import median_time, table
 from bench_workloads import huber_path, newton_roots, pairwise, recurrence, rk4
-from s2sgrad.api.forward import _forward_function
+from s2sgrad.api.forward import forward_function
 
 
 def mix(x):
@@ -66,7 +66,7 @@ def main(words):
         value, tangent = s2sgrad.jvp(fn, args, v)
         np.testing.assert_allclose(value, forward(*args), rtol=1e-10)
         np.testing.assert_allclose(tangent, _central(fn, args, v), rtol=1e-5, atol=1e-8)
-        compiled = _forward_function(fn, tuple(range(len(args))), False, False)
+        compiled = forward_function(fn, tuple(range(len(args))), False, False)
         direct = compiled._compiled
         t_fwd = median_time(forward, *args)
         t_api = median_time(s2sgrad.jvp, fn, args, v)
@@ -84,7 +84,7 @@ def main(words):
     fd = np.stack([_central(mix, (x,), (e,)) for e in np.eye(10)], axis=-1)
     np.testing.assert_allclose(J, fd, rtol=1e-5, atol=1e-8)
     forward = numba.njit(mix)
-    one = _forward_function(mix, (0,), False, False)
+    one = forward_function(mix, (0,), False, False)
     s2sgrad.jvp(mix, x, np.ones(10))
     direct = one._compiled
     basis = list(np.eye(10))

@@ -8,10 +8,11 @@ from .dtype import (DType, float16, float32, float64, int8, int16, int32, int64,
                     dtype_to_numpy)
 from .tensor import Tensor, Parameter, ParameterTuple, set_seed
 from . import ops, nn
-from .api.reverse import grad, value_and_grad, show, custom_vjp
+from .api.reverse import grad, value_and_grad, custom_vjp
 from .api.forward import jvp, jacfwd
 from .api.split import vjp, jacrev
 from .api.higher import hvp, hessian
+from .api.show import show
 
 __version__ = "0.1.0"
 

@@ -98,7 +98,7 @@ def _parser():
 
 
 def _show(args):
-    from .api import reverse as api
+    from .api.show import show
     from .errors import S2sgradError
     try:
         positions = _positions(args.grad_position)
@@ -108,8 +108,7 @@ def _show(args):
         print(f"s2sgrad show: {exc}", file=sys.stderr)
         return 2
     try:
-        api.show(fn, *examples, grad_position=positions, has_aux=args.has_aux,
-                 mode=args.mode)
+        show(fn, *examples, grad_position=positions, has_aux=args.has_aux, mode=args.mode)
     except (S2sgradError, ValueError, TypeError) as exc:
         print(f"s2sgrad show: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

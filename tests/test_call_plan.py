@@ -7,11 +7,11 @@ import pytest
 
 import s2sgrad
 from s2sgrad import Tensor
-from s2sgrad.api.forward import ForwardFunction, _forward_function
+from s2sgrad.api.forward import ForwardFunction, forward_function
 from s2sgrad.backend.numba_backend import restorer_like
 from s2sgrad.api.call_plan import plan_key
 from s2sgrad.errors import GradientTypeError
-from s2sgrad.api.split import _SplitFunction
+from s2sgrad.api.split import SplitFunction
 
 
 def scaled_sum(x, w, mode=None):
@@ -185,7 +185,7 @@ def planned(monkeypatch):
     """The plans run (each a CallPlan: by ``_run_plan`` for grad and jvp, by
     ``_planned_inputs`` alone for vjp), and the arguments of each full-path call."""
     runs, full, inside = [], [], []
-    cls = s2sgrad.api.reverse.GradFunction
+    cls = s2sgrad.api.derivative.Derivative
     run_plan, planned_inputs, prepare = cls._run_plan, cls._planned_inputs, cls._prepare
 
     def counting_run(self, plan, arrays, extra=()):
@@ -403,7 +403,7 @@ def test_every_tangent_of_an_input_reaches_the_code_as_one_numba_type():
     for v in tangents:
         value, tangent = s2sgrad.jvp(loop_sum, (x, 2.0), (v, 0.5))
         _same((value, tangent), _fresh_jvp(loop_sum, (x, 2.0), (v, 0.5)))
-    compiled = _forward_function(loop_sum, (0, 1), False, False)._compiled
+    compiled = forward_function(loop_sum, (0, 1), False, False)._compiled
     assert compiled.backend == "numba"
     # (x, w, x's tangent, w's tangent): every x's tangent had one type (other tests may
     # have run the same code on other kinds of x)
@@ -478,8 +478,7 @@ def _vjp_both(fn, args, cotangent):
 
 
 def _fresh_vjp(fn, args, cotangent):
-    out, vjp_fn = _SplitFunction(fn, tuple(range(len(args))), None, False, False,
-                                 True).vjp(args)
+    out, vjp_fn = SplitFunction(fn, tuple(range(len(args)))).vjp(args)
     return out, vjp_fn(cotangent)
 
 

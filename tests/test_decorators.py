@@ -97,6 +97,30 @@ def test_decorated_method_binds_self():
     assert repr(s.both).startswith("<s2sgrad value_and_grad of both (grad_position=(0, 1))")
 
 
+class Curves:
+    """jacrev and hessian on methods: each binds as its own kind of derivative."""
+
+    def __init__(self, k):
+        self.k = k
+
+    @ms.jacrev
+    def scaled(self, x):
+        return self.k * np.sin(x)
+
+    @ms.hessian
+    def energy(self, x):
+        return self.k * np.sum(x ** 3)
+
+
+def test_jacrev_and_hessian_on_methods_bind_as_themselves():
+    c = Curves(2.0)
+    assert isinstance(c.scaled, ms.api.split.JacrevFunction)
+    assert isinstance(c.energy, ms.api.higher.HessianFunction)
+    np.testing.assert_allclose(c.scaled(X), np.diag(2.0 * np.cos(X)))
+    np.testing.assert_allclose(c.energy(X), np.diag(12.0 * X))
+    assert c.scaled is c.scaled
+
+
 class Classifier(nn.Cell):
     """A Cell whose loss method is differentiated w.r.t. its trainable parameters."""
 

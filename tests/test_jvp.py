@@ -12,7 +12,7 @@ import pytest
 
 import s2sgrad
 from s2sgrad import nn, ops
-from s2sgrad.api.forward import _forward_function
+from s2sgrad.api.forward import forward_function
 from s2sgrad.errors import GradientArgumentError, GradientTypeError, MissingRuleError
 from examples_loader import load_functional_autodiff
 from test_control_flow import CASES as FLOW_CASES
@@ -54,7 +54,7 @@ def run_jvp(fn, args, positions, v):
     tangents = [None] * len(args)
     for p, t in zip(positions, v):
         tangents[p] = t
-    forward = _forward_function(fn, positions, False, False)
+    forward = forward_function(fn, positions, False, False)
     return forward, forward.jvp_call(tuple(args), tuple(tangents))
 
 
@@ -122,7 +122,7 @@ def test_scalar_loop_jvp_and_jacfwd(backend):
     assert jac.shape == (6, 6)
     fd = np.stack([central(scalar_loop, (x, a), (0,), [e])[0] for e in np.eye(6)], axis=-1)
     np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-8)
-    forward = _forward_function(scalar_loop, 0, False, True)
+    forward = forward_function(scalar_loop, 0, False, True)
     if backend == "numba":
         assert forward.backend == "numba", forward.fallback_reason
 
@@ -405,7 +405,7 @@ def test_backend_policy(monkeypatch):
     loop(x, 0.5)
     assert loop.backend == "numba", loop.fallback_reason
     s2sgrad.jvp(sine, x, x)
-    assert _forward_function(sine, (0,), False, False).backend == "numpy"
+    assert forward_function(sine, (0,), False, False).backend == "numpy"
 
 
 class Model:
@@ -421,5 +421,5 @@ def test_bound_method_is_built_once():
     x, v = np.array([0.5, -1.0]), np.array([1.0, 1.0])
     out, tangent = s2sgrad.jvp(model.energy, x, v)
     assert tangent == pytest.approx(np.sum(2 * model.scale * x * v))
-    first = _forward_function(model.energy, (0,), False, False)
-    assert _forward_function(model.energy, (0,), False, False) is first
+    first = forward_function(model.energy, (0,), False, False)
+    assert forward_function(model.energy, (0,), False, False) is first

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
-from s2sgrad.api.forward import _forward_function
+from s2sgrad.api.forward import forward_function
 from s2sgrad.errors import MissingRuleError
 from s2sgrad.rules import all_rules
 from s2sgrad.rules.jvp_registry import jvp_lookup
@@ -92,7 +92,7 @@ def test_jvp_rule(case, cache_dir, monkeypatch):
     tangents = [None] * len(args)
     for p, t in zip(positions, v):
         tangents[p] = t
-    forward = _forward_function(case.fn, positions, False, False)
+    forward = forward_function(case.fn, positions, False, False)
     try:
         out, tangent = forward.jvp_call(tuple(args), tuple(tangents))
     except MissingRuleError as exc:

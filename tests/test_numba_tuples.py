@@ -124,11 +124,11 @@ def linalg_tangents(a):
 
 
 def test_linalg_tangents_run_compiled(monkeypatch):
-    from s2sgrad.api.forward import _forward_function
+    from s2sgrad.api.forward import forward_function
     monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
     a = rng.uniform(-1, 1, (3, 3))
     direction = rng.uniform(-1, 1, (3, 3))
-    forward = _forward_function(linalg_tangents, 0, False, False)
+    forward = forward_function(linalg_tangents, 0, False, False)
     value, tangent = forward.jvp_call((a,), (direction,))
     assert forward.backend == "numba", forward.fallback_reason
     eps = 1e-6

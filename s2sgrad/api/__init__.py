@@ -1,10 +1,31 @@
-"""The public entry points, one module per mode (``import s2sgrad`` re-exports them):
+"""The public entry points, one module per mode (``import s2sgrad`` re-exports them).
 
-- ``reverse``: ``grad``, ``value_and_grad``, ``custom_vjp``, ``show`` and
-  ``GradFunction``, the derivative object the other modes build on;
-- ``split``: ``vjp`` and ``jacrev`` (reverse mode with the two sweeps apart);
-- ``forward``: ``jvp`` and ``jacfwd``;
-- ``higher``: ``hvp`` and ``hessian`` (forward over reverse) and the compositions of
-  the transforms above;
+Every transform gives (or runs) a derivative object, a subclass of
+``derivative.Derivative``: the base builds the code once per argument signature,
+caches and loads it, keeps a call plan per argument types, runs it and reports
+``source``, ``path``, ``backend`` and ``fallback_reason``; a mode provides the
+compiler pipeline it runs and the shape of its results, through the hooks the base
+documents.
+
+- ``reverse``: ``grad``, ``value_and_grad``, ``custom_vjp`` and ``GradFunction``;
+- ``split``: ``vjp`` and ``jacrev`` (reverse mode with the two sweeps apart:
+  ``SplitFunction``, ``JacrevFunction``);
+- ``forward``: ``jvp`` and ``jacfwd`` (``ForwardFunction``, ``JacfwdFunction``);
+- ``higher``: ``hvp`` and ``hessian`` (forward over reverse: ``HvpFunction``,
+  ``HessianFunction``), the gradient of a gradient (``GradOfGradFunction``) and a
+  gradient's rule inside a differentiated function (``GradientRule``);
+- ``show``: ``show``, with every mode's derivative object declared in ``MODES``;
+- ``derivative``: ``Derivative`` and ``derivative_for`` (a derivative kept per function
+  and options); ``loading``: generated code loaded (``load_function``) and an error in
+  it traced to the user's line;
+- ``nested``: a derivative object as a Python function, for a derivative of it;
+- ``arguments``: the checks of options and arguments every mode shares, and what code
+  is specialised on; ``results``: gradients and outputs in the form of their inputs;
 - ``call_plan``: what a repeated call of a derivative skips.
+
+Imports run one way: ``arguments``, ``results``, ``call_plan`` and ``nested`` import no
+other module of the package but ``arguments``; ``loading`` and ``derivative`` import those; ``higher`` imports
+``derivative``; ``reverse``, ``split`` and ``forward`` import ``derivative``
+(``reverse`` and ``split`` ``higher`` too, for a gradient's rule); ``show`` imports
+every mode.
 """

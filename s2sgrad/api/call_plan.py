@@ -4,8 +4,9 @@ A derivative's first call with arguments of some types checks them (positions in
 floating-point values where it differentiates), flattens containers, builds or finds
 the code for their signature and learns which results are gradients of what.  A later
 call whose arguments have the same ``plan_key`` passes the same checks and runs the same
-code, so ``GradFunction`` (and ``ForwardFunction`` for ``jvp`` and ``jacfwd``,
-``_SplitFunction`` for ``vjp`` and ``jacrev``) keeps a ``CallPlan`` per key and, on a hit,
+code, so a derivative (``api.derivative.Derivative``: ``GradFunction``, and
+``ForwardFunction`` for ``jvp`` and ``jacfwd``, ``SplitFunction`` for ``vjp`` and
+``jacrev``) keeps a ``CallPlan`` per key and, on a hit,
 only takes the arrays out of Tensors, reads the values the code reads from outside, runs
 the code (for gradients and jvp the Numba dispatcher itself, ``Compiled.runner``) and
 shapes the results: microseconds less per call, which matters for small derivatives
@@ -73,7 +74,7 @@ def free_units_changed(free_values, arrays):
 
 class CallPlan:
     """What calls with one ``plan_key`` reuse: the code built for them (``signature``, the
-    key of ``GradFunction._variants``, and its ``variant``: Generated, Compiled, path),
+    key of ``Derivative._variants``, and its ``variant``: Generated, Compiled, path),
     whether Tensors are among the arguments or the values the code reads from outside
     (``free``), and ``run``: what runs the code for these argument types.
 

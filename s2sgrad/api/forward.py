@@ -11,22 +11,25 @@ generated code loops over the inputs' basis directions itself, compiled
 with the rest.  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
 numpy).  Arguments are checked as for ``grad``.
+
+``ForwardFunction`` is the derivative object of the forward-mode code (of a JVP, or of
+a Jacobian's loop over directions), kept per function and options
+(``forward_function``); ``JacfwdFunction`` is what ``jacfwd`` gives.
 """
 import inspect
-import weakref
 
 import numpy as np
 
-from ..backend import cache
-from ..backend.numba_backend import UNDECIDED, Compiled, backend_mode
+from ..backend.numba_backend import UNDECIDED, backend_mode
 from ..compiler.pipeline_forward import build_jvp
 from ..errors import GradientArgumentError, GradientTypeError, OutputStructureError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
+from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
+                        with_article)
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
-from .reverse import (SHOW_MODES, GradFunction, argument_types, check_function, check_positions,
-                   every_position, finish_gradient, float_dtype, free_values, numba_argument,
-                   print_built, python_objects_reason, to_array, with_article, wrap_output)
+from .derivative import Derivative, derivative_for
+from .results import finish_gradient, float_dtype, wrap_output
 
 
 JACOBIAN_LOOP_FREE_REASON = (
@@ -35,47 +38,35 @@ JACOBIAN_LOOP_FREE_REASON = (
     "anyway.")
 
 
-class ForwardFunction(GradFunction):
+class ForwardFunction(Derivative):
     """The forward-mode code of ``fn`` w.r.t. ``grad_position``: ``jvp_call`` runs a
-    JVP, calling the object computes the Jacobian (``jacfwd``).  Shares the argument
-    checks, building per signature and backends of ``GradFunction``."""
+    JVP, calling the object computes the Jacobian (``jacfwd``).  Not bound as a method
+    (``bind_to``: None), no rule inside a differentiated function."""
+
+    derivative_mode = "forward"
 
     def __init__(self, fn, grad_position, has_aux, jacobian):
-        super().__init__(fn, grad_position, None, has_aux, False, with_value=True)
         self.jacobian = jacobian
-        base = getattr(fn, "__name__", type(fn).__name__)
-        # GradFunction's messages read the function's name as __name__[:-5]
-        self.__name__ = base + ("_jacf" if jacobian else "_jvp_")
-        self.__qualname__ = self.__name__
+        self.name_suffix = "_jacfwd" if jacobian else "_jvp"
+        super().__init__(fn, grad_position, None, has_aux)
 
     def __repr__(self):
         what = "jacfwd" if self.jacobian else "jvp"
-        return (f"<s2sgrad {what} of {self.__name__[:-5]} (grad_position="
+        return (f"<s2sgrad {what} of {self.name} (grad_position="
                 f"{self.grad_position!r}{', has_aux=True' if self.has_aux else ''}), "
                 f"backend {self.backend!r}>")
 
-    def __get__(self, instance, owner=None):
-        return self
+    def build_code(self, fn, bound_self, arg_types, trees):
+        return build_jvp(fn, self.positions, self.has_aux, bound_self, arg_types=arg_types,
+                         arg_trees=trees, jacobian=self.jacobian)
 
-    def _variant(self, key, arrays=None, trees=None, arg_types=None):
-        if key not in self._variants:
-            fn, bound_self = self._target()
-            types_ = argument_types(arrays) if arrays is not None else arg_types
-            generated = build_jvp(fn, self.positions, self.has_aux, bound_self,
-                                  arg_types=types_, arg_trees=trees, jacobian=self.jacobian)
-            py_func, path, on_disk = cache.materialise(
-                generated.function_name, generated.source, generated.function_name)
-            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
-            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
-                                source=generated.source, on_disk=on_disk,
-                                python_reason=python_objects_reason(unsupported))
-            if not generated.loops and backend_mode() == "auto" and \
-                    compiled.backend == UNDECIDED:
-                # a Jacobian of loop-free code loops over the directions only: numpy's own
-                # kernels run each pass, as for the function's gradient (no compile)
-                compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
-            self._variants[key] = (generated, compiled, path)
-        return self._variants[key]
+    def load_code(self, generated):
+        compiled, path = super().load_code(generated)
+        if not generated.loops and backend_mode() == "auto" and compiled.backend == UNDECIDED:
+            # a Jacobian of loop-free code loops over the directions only: numpy's own
+            # kernels run each pass, as for the function's gradient (no compile)
+            compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
+        return compiled, path
 
     # ------------------------------------------------------------ running
 
@@ -242,45 +233,17 @@ def _pick(column, index):
     return column
 
 
-# ---------------------------------------------------------------- show
-
-
-def show_forward(fn, example_args, example_kwargs, grad_position, has_aux, mode):
-    """``s2sgrad.show(fn, ..., mode="jvp"|"jacfwd")``: print and return the forward-mode
-    source (``mode="jvp"``: w.r.t. every argument, as ``jvp`` builds it)."""
-    if mode not in ("jvp", "jacfwd"):
-        raise ValueError(f"show's mode is 'grad', 'jvp' or 'jacfwd', got {mode!r}")
-    check_function(fn, "show")
-    if mode == "jvp":
-        grad_position = every_position(fn, example_args, example_kwargs)
-    f = ForwardFunction(fn, grad_position, has_aux, mode == "jacfwd")
-    return print_built(f, mode, example_args, example_kwargs)
-
-
-SHOW_MODES["jvp"] = SHOW_MODES["jacfwd"] = show_forward
-
 # ---------------------------------------------------------------- public functions
 
-_CACHE = weakref.WeakKeyDictionary()
-
-
-def _forward_function(fn, grad_position, has_aux, jacobian):
+def forward_function(fn, grad_position, has_aux, jacobian):
     """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
-    ``jvp`` calls build once)."""
-    key = (grad_position, has_aux, jacobian, backend_mode())
+    ``jvp`` calls build once; a bound method: while its instance lives)."""
+    key = ("forward", grad_position, has_aux, jacobian, backend_mode())
     owner = fn
     if inspect.ismethod(fn):   # a bound method is a new object at each access
         owner, key = fn.__self__, key + (fn.__func__,)
-    per_fn = _CACHE.get(owner)
-    if per_fn is None:
-        try:
-            per_fn = _CACHE.setdefault(owner, {})
-        except TypeError:      # not weak-referenceable: no reuse across calls
-            return ForwardFunction(fn, grad_position, has_aux, jacobian)
-    f = per_fn.get(key)
-    if f is None:
-        f = per_fn[key] = ForwardFunction(fn, grad_position, has_aux, jacobian)
-    return f
+    return derivative_for(owner, key,
+                          lambda: ForwardFunction(fn, grad_position, has_aux, jacobian))
 
 
 def jvp(fn, inputs, v, has_aux=False):
@@ -293,8 +256,7 @@ def jvp(fn, inputs, v, has_aux=False):
     ``(out, jvp_out, aux)``.
     """
     check_function(fn, "jvp")
-    if not isinstance(has_aux, bool):
-        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    check_has_aux(has_aux)
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     tangents = tuple(v) if isinstance(v, (tuple, list)) else (v,)
     if len(args) != len(tangents):
@@ -305,7 +267,7 @@ def jvp(fn, inputs, v, has_aux=False):
     if not args:
         raise GradientArgumentError("jvp needs at least one input to differentiate")
     positions = tuple(range(len(args)))
-    f = _forward_function(fn, positions, has_aux, False)
+    f = forward_function(fn, positions, has_aux, False)
     return f.jvp_call(args, tangents)
 
 
@@ -319,21 +281,21 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     basis direction of the inputs, in one compiled loop.
     """
     check_function(fn, "jacfwd")
-    if not isinstance(has_aux, bool):
-        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    check_has_aux(has_aux)
     if grad_position is None:
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
     check_positions(grad_position)
-    f = _forward_function(fn, grad_position, has_aux, True)
-    return _Jacfwd(f)
+    f = forward_function(fn, grad_position, has_aux, True)
+    return JacfwdFunction(f)
 
 
-class _Jacfwd:
-    """What ``jacfwd`` returns: call it with ``fn``'s arguments."""
+class JacfwdFunction:
+    """What ``jacfwd`` returns: call it with ``fn``'s arguments.  A new one per ``jacfwd``
+    call, running the ``ForwardFunction`` kept for ``fn``'s options (``forward``)."""
 
     def __init__(self, forward):
         self.forward = forward
-        self.__name__ = forward.__name__[:-5] + "_jacfwd"
+        self.__name__ = forward.name + "_jacfwd"
         self.__wrapped__ = forward.fn
 
     def __call__(self, *args, **kwargs):
@@ -355,4 +317,4 @@ class _Jacfwd:
         return repr(self.forward)
 
 
-__all__ = ["jvp", "jacfwd", "ForwardFunction", "OutputStructureError"]
+__all__ = ["jvp", "jacfwd", "ForwardFunction", "JacfwdFunction", "OutputStructureError"]

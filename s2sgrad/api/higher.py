@@ -15,21 +15,24 @@
   times the cotangent, again by symmetry, computed as a Hessian-vector product.
 
 ``fn`` must return a scalar (the Hessian of a loss); the arguments are checked as for
-``grad``.
+``grad``.  ``HvpFunction`` is the derivative object of the forward-over-reverse code
+(kept per function for ``hvp``), ``HessianFunction`` what ``hessian`` gives,
+``GradOfGradFunction`` what ``grad`` gives for a gradient object and ``GradientRule``
+the rule of one called inside a differentiated function.  A derivative of a gradient in
+forward mode (``jvp(grad(f), ...)``) is ``api.nested``'s.
 """
+import inspect
+
 import numpy as np
 
 from ..backend import cache
-from ..backend.numba_backend import Compiled
-from ..compiler.pipeline_higher import build_hvp, differentiable_gradient
-from ..compiler.pipeline_split import build_split
+from ..compiler.pipeline_higher import build_hvp
 from ..errors import GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
-from ..trees import flatten, is_tree, leaf_paths, unflatten
-from . import reverse as api
-from .reverse import (GradFunction, argument_types, check_function, check_positions,
-                   python_objects_reason, numba_argument)
-from .split import reused
+from ..trees import flatten, is_tree, unflatten
+from .arguments import check_function, check_positions
+from .derivative import Derivative, derivative_for
+from .loading import load_function
 
 
 def hvp(fn, inputs, v):
@@ -48,9 +51,15 @@ def hvp(fn, inputs, v):
             f"got {type(v).__name__}")
     if not args:
         raise GradientArgumentError("hvp needs at least one input to differentiate at")
-    function = reused(fn, len(args), lambda: HvpFunction(fn, tuple(range(len(args)))))
-    out = function.tangents_of_gradient(args, vs)
+    out = hvp_function(fn, len(args)).tangents_of_gradient(args, vs)
     return out[0] if single else tuple(out)
+
+
+def hvp_function(fn, count):
+    """The HvpFunction ``hvp`` runs for ``fn`` and ``count`` inputs, kept while ``fn``
+    lives (so repeated ``hvp`` calls build once)."""
+    return derivative_for(fn, ("hvp", count),
+                          lambda: HvpFunction(fn, tuple(range(count))))
 
 
 def hessian(fn=None, grad_position=0):
@@ -65,33 +74,32 @@ def hessian(fn=None, grad_position=0):
     return HessianFunction(fn, grad_position)
 
 
-class HvpFunction(GradFunction):
+class HvpFunction(Derivative):
     """Forward over reverse of ``fn`` w.r.t. ``grad_position`` (``compiler/pipeline_higher.py``),
-    built per argument signature like a gradient."""
+    built per argument signature like a gradient: what ``hvp`` runs
+    (``tangents_of_gradient``)."""
 
-    _jacobian = False
+    derivative_mode = "hvp"
+    #: whether the code loops over the basis directions (a Hessian) or takes one tangent
+    jacobian = False
 
     def __init__(self, fn, grad_position):
-        super().__init__(fn, grad_position, None, False, False, False)
+        super().__init__(fn, grad_position)
 
-    def _variant(self, key, arrays=None, trees=None, arg_types=None):
-        if key not in self._variants:
-            fn, bound_self = self._target()
-            generated = build_hvp(
-                fn, self.positions, bound_self,
-                arg_types=argument_types(arrays) if arrays is not None else arg_types,
-                arg_trees=trees, jacobian=self._jacobian)
-            objects = [f.obj for f in generated.free] + [f.obj for f in generated.jvp.free]
-            unsupported = [f.path for f in list(generated.free) + list(generated.jvp.free)
-                           if not numba_argument(f.obj)]
-            py_func, path, on_disk = cache.materialise(
-                generated.function_name, generated.source, generated.function_name)
-            compiled = Compiled(py_func, allow_numba=not unsupported, path=path,
-                                source=generated.source, on_disk=on_disk,
-                                python_reason=python_objects_reason(unsupported))
-            generated.objects = objects
-            self._variants[key] = (generated, compiled, path)
-        return self._variants[key]
+    def rule_inside(self):
+        return gradient_rule(self)
+
+    def build_code(self, fn, bound_self, arg_types, trees):
+        return build_hvp(fn, self.positions, bound_self, arg_types=arg_types,
+                         arg_trees=trees, jacobian=self.jacobian)
+
+    def load_code(self, generated):
+        """The module's function, taking the values both the gradient and its forward
+        mode read from outside (``generated.objects``)."""
+        free = list(generated.free) + list(generated.jvp.free)
+        generated.objects = [f.obj for f in free]
+        return load_function(generated.function_name, generated.source,
+                             generated.function_name, free)
 
     def _run_code(self, args, extra):
         """Check and flatten ``args``, build, run the code with ``extra(leaves)`` appended:
@@ -124,7 +132,7 @@ class HvpFunction(GradFunction):
 
         generated, leaves, trees, result = self._run_code(args, tangents)
         (value, _), (_, grads_dot) = result
-        _check_scalar(value, self.__name__[:-5])
+        _check_scalar(value, self.name)
         by_leaf = dict(zip(self._wrt_leaves(generated), _per_wrt(generated, grads_dot)))
         return [unflatten(trees[p], [_finish(by_leaf[k], leaves[k])
                                      for k in generated.arg_leaves[p]])
@@ -134,22 +142,23 @@ class HvpFunction(GradFunction):
 class HessianFunction(HvpFunction):
     """The Hessian function ``hessian`` gives: call it like the original."""
 
-    _jacobian = True
-
-    def __init__(self, fn, grad_position):
-        super().__init__(fn, grad_position)
-        self.__name__ = self.__name__[:-5] + "_hess"
+    derivative_mode = "hessian"
+    name_suffix = "_hess"
+    jacobian = True
 
     def __repr__(self):
-        return (f"<s2sgrad hessian of {self.__name__[:-5]} (grad_position="
+        return (f"<s2sgrad hessian of {self.name} (grad_position="
                 f"{self.grad_position!r}), backend {self.backend!r}>")
+
+    def bind_to(self, method, weights):
+        return HessianFunction(method, self.grad_position)
 
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._complete(args, kwargs)
         generated, leaves, trees, (value_and_grads, columns) = self._run_code(
             args, lambda generated, arrays: [])
-        _check_scalar(value_and_grads[0], self.__name__[:-5])
+        _check_scalar(value_and_grads[0], self.name)
         wrt = self._wrt_leaves(generated)
         sizes = [int(np.size(leaves[k])) for k in wrt]
         starts = np.cumsum([0] + sizes)
@@ -221,7 +230,7 @@ def _finish(value, like, other=None):
 # ---------------------------------------------------------------- gradients of gradients
 
 
-class GradOfGrad:
+class GradOfGradFunction:
     """``grad(grad(f), q)`` (``value_and_grad`` too): the gradient of the sum of the inner
     gradient's elements w.r.t. the arguments at ``q`` (module doc)."""
 
@@ -267,7 +276,7 @@ def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_va
             "the gradient of a gradient takes a plain inner gradient (grad(f, "
             "grad_position)) and positions only (no weights, has_aux or return_ids); "
             "write the second derivative as hvp(f, x, v) or hessian(f)")
-    return GradOfGrad(inner, grad_position, with_value)
+    return GradOfGradFunction(inner, grad_position, with_value)
 
 
 # ---------------------------------------------------------------- a gradient inside
@@ -301,7 +310,7 @@ def make(gradient, hessian_times):
 '''
 
 
-class _GradientRule:
+class GradientRule:
     """The custom rule of gradient object ``inner``: forward runs it, backward is the
     Hessian times the cotangent (see the module doc)."""
 
@@ -347,200 +356,9 @@ def gradient_rule(inner):
     if not plain:
         return None
     fn, bound_self = inner._target()
-    import inspect
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return None
     arity = len(params) - (1 if bound_self is not None else 0)
-    return _GradientRule(inner, arity)
-
-
-# ---------------------------------------------------------------- a gradient as a function
-
-
-_GRADIENT_SOURCE = '''"""A gradient object as a function of its arguments, for forward mode over it (generated
-by s2sgrad.api.higher: jvp and jacfwd of grad(f))."""
-import numpy as np
-
-
-def make(value_and_grad{free}):
-    def {name}({params}):
-        grads = value_and_grad({leaves}{free})[1]
-        return {result}
-
-    return {name}
-'''
-
-
-def gradient_as_function(inner, outer, building):
-    """A Python function (with source, so the lowering can read it) computing what the
-    gradient object ``inner`` computes, for the arguments ``building`` (their leaves and
-    trees, as ``GradFunction._build`` has them): its generated value-and-gradient code in
-    the differentiable spelling, called and shaped as ``inner`` shapes its result.  Only
-    forward mode can take it (the generated code's helpers have forward rules)."""
-    from .forward import ForwardFunction
-    from .split import JacobianFunction
-    if isinstance(inner, JacobianFunction) and isinstance(outer, ForwardFunction) and \
-            building[0] is not None and not isinstance(inner.fn, GradFunction):
-        return jacobian_as_function(inner, building)
-    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
-             not inner.return_ids and inner.positions and
-             not isinstance(inner.fn, GradFunction) and type(inner) is GradFunction)
-    if not isinstance(outer, ForwardFunction) or not plain:
-        raise GradientArgumentError(
-            f"{type(outer).__name__} of the gradient object {inner.__name__}: a gradient can "
-            f"be differentiated again in forward mode only (jvp, jacfwd, hvp, hessian, "
-            f"grad(grad(f))), and only a plain grad(f, grad_position) (no weights, has_aux, "
-            f"return_ids or value); use s2sgrad.hvp(f, ...) or s2sgrad.hessian(f) for "
-            f"second derivatives")
-    arrays, trees = building
-    if arrays is None:
-        raise GradientArgumentError(
-            f"the code of a derivative of the gradient {inner.__name__} is built for "
-            f"arguments: call it (or show it with example arguments) first")
-    fn, bound_self = inner._target()
-    gradient = differentiable_gradient(fn, inner.positions, bound_self,
-                                       argument_types(arrays), trees)
-    d = gradient.differentiated
-    free = [f"free_{k}" for k in range(len(gradient.free))]
-    params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
-    leaves = [f"a{i}{path}" for i, tree in enumerate(trees or [None] * len(params))
-              for path in leaf_paths(tree)]
-    grads, k = {}, 0
-    for (kind, leaf), has in zip(d.wrt, [r is not None for r in d.returned]):
-        grads[leaf] = f"grads[{k}]" if has else f"np.zeros_like({leaves[leaf]})"
-        k += has
-    per_position = [_structure_text((trees or [None] * len(params))[p],
-                                    [grads[leaf] for leaf in d.lowered.arg_leaves[p]])
-                    for p in inner.positions]
-    result = per_position[0] if len(per_position) == 1 else \
-        "(" + ", ".join(per_position) + ")"
-    name = f"{getattr(fn, '__name__', 'f')}_grad"
-    source = _GRADIENT_SOURCE.format(
-        name=name, params=", ".join(params), leaves=", ".join(leaves),
-        free="".join(", " + f for f in free), result=result)
-    make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(gradient.function, *[f.obj for f in gradient.free])
-
-
-_JACOBIAN_SOURCE = '''"""A jacrev object as a function of its arguments, for forward mode over it (generated
-by s2sgrad.api.higher: jacfwd(jacrev(f)))."""
-import numpy as np
-
-from s2sgrad import runtime as rt
-
-
-def make(jacobian{free}):
-    def {name}({params}):
-        value, rows = jacobian({leaves}{free})
-{body}
-    return {name}
-'''
-
-
-def jacobian_as_function(inner, building):
-    """What ``gradient_as_function`` gives for a ``jacrev`` object: its split module's
-    jacobian function (``compiler/pipeline_split.py``, differentiable spelling), its rows shaped
-    ``out.shape + in.shape`` as the jacrev object shapes them."""
-    arrays, trees = building
-    fn, bound_self = inner._target()
-    generated = build_split(fn, inner.positions, (), inner.has_aux, bound_self,
-                            argument_types(arrays), trees, differentiable=True)
-    jacobian = cache.materialise(generated.forward_name, generated.source,
-                                 generated.jacobian_name)[0]
-    n_args = len(generated.arg_leaves)
-    trees = trees or [None] * n_args
-    free = [f"free_{k}" for k in range(len(generated.free))]
-    params = [f"a{i}" for i in range(n_args)]
-    leaves = [f"a{i}{path}" for i, tree in enumerate(trees) for path in leaf_paths(tree)]
-    out = "value[0]" if inner.has_aux else "value"
-    outputs = ([f"{out}[{k}]" for k in range(generated.n_cotangents)]
-               if generated.output_is_tuple else [out])
-    if generated.output_is_tuple and inner.has_aux:
-        raise GradientArgumentError("jacfwd of a jacrev with has_aux and a tuple first "
-                                    "output: differentiate a function returning one array")
-    pad = " " * 8
-    body = []
-    starts = ["0"]
-    for k, o in enumerate(outputs):
-        body.append(f"{pad}out_{k} = {o}")
-        starts.append(f"{starts[-1]} + rt.tangent_size(out_{k})" if k else
-                      f"rt.tangent_size(out_{k})")
-    rows, slot = {}, 0
-    for (kind, leaf), has in zip(generated.wrt, generated.computed):
-        rows[leaf] = f"rows[{slot}]" if has else None
-        slot += has
-    per_output = []
-    for k in range(len(outputs)):
-        per_position = []
-        for p in inner.positions:
-            items = []
-            for leaf in generated.arg_leaves[p]:
-                shape = f"np.shape(out_{k}) + np.shape({leaves[leaf]})"
-                items.append(f"np.reshape({rows[leaf]}[{starts[k]}:{starts[k + 1]}], {shape})"
-                             if rows[leaf] else f"np.zeros({shape})")
-            per_position.append(_structure_text(trees[p], items))
-        per_output.append(per_position[0] if isinstance(inner.grad_position, int) or
-                          len(per_position) == 1 else "(" + ", ".join(per_position) + ")")
-    result = per_output[0] if not generated.output_is_tuple else \
-        "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
-    body.append(f"{pad}return {result}")
-    name = f"{getattr(fn, '__name__', 'f')}_jacrev"
-    source = _JACOBIAN_SOURCE.format(name=name, params=", ".join(params),
-                                     leaves=", ".join(leaves),
-                                     free="".join(", " + f for f in free),
-                                     body="\n".join(body))
-    make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(jacobian, *[f.obj for f in generated.free])
-
-
-def _structure_text(tree, items):
-    """Source text of ``items`` in the structure ``tree`` (``s2sgrad.trees``)."""
-    if tree is None:
-        return items[0]
-    return _unflatten_text(tree, iter(items))
-
-
-def _unflatten_text(tree, items):
-    if tree is None:
-        return next(items)
-    kind, children = tree[0], tree[1]
-    if kind == "dict":
-        return "{" + ", ".join(f"{k!r}: {_unflatten_text(c, items)}" for k, c in children) + "}"
-    if kind == "namedtuple":
-        raise GradientArgumentError("forward mode over a gradient taking a namedtuple: pass "
-                                    "a tuple or a dict instead")
-    inner = [_unflatten_text(c, items) for c in children]
-    if kind == "list":
-        return "[" + ", ".join(inner) + "]"
-    return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
-
-
-api.HIGHER_ORDER.update(grad_of_gradient=grad_of_gradient, gradient_rule=gradient_rule,
-                        gradient_as_function=gradient_as_function)
-
-
-# ---------------------------------------------------------------- show
-
-
-def show_higher(fn, example_args, example_kwargs, grad_position, has_aux, mode):
-    """``s2sgrad.show(fn, ..., mode=...)`` for ``vjp`` and ``jacrev`` (the split module:
-    forward, backward and jacobian functions) and for ``hvp`` and ``hessian`` (forward mode
-    over the gradient); ``vjp`` and ``hvp`` w.r.t. every argument, as they build it."""
-    from .split import JacobianFunction, split_function
-    check_function(fn, "show")
-    if has_aux and mode in ("hvp", "hessian"):
-        raise TypeError(f"show(mode={mode!r}) takes no has_aux: {mode} differentiates a "
-                        f"scalar function")
-    if mode in ("vjp", "hvp"):
-        grad_position = api.every_position(fn, example_args, example_kwargs)
-    f = {"vjp": lambda: split_function(fn, grad_position, has_aux),
-         "jacrev": lambda: JacobianFunction(fn, grad_position, has_aux),
-         "hvp": lambda: HvpFunction(fn, grad_position),
-         "hessian": lambda: HessianFunction(fn, grad_position)}[mode]()
-    return api.print_built(f, mode, example_args, example_kwargs)
-
-
-for _mode in ("vjp", "jacrev", "hvp", "hessian"):
-    api.SHOW_MODES[_mode] = show_higher
+    return GradientRule(inner, arity)

@@ -12,22 +12,22 @@ function), each Jacobian shaped ``output.shape + input.shape``; tuples over outp
 and positions as the reference gives them.
 
 The code is ``compiler/pipeline_split.py``'s module (forward, backward, jacobian), cached and
-compiled like ``grad``'s (``GradFunction``'s checks, builds and argument handling).
+compiled like ``grad``'s (``Derivative``'s checks, builds and argument handling):
+``SplitFunction`` is what ``vjp`` runs, ``JacrevFunction`` what ``jacrev`` gives.
 """
-import weakref
-
 import numpy as np
 
-from ..backend import cache
-from ..backend.numba_backend import Compiled
 from ..compiler.pipeline_split import build_split
 from ..errors import GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
+from .arguments import (check_function, check_has_aux, check_positions, check_weights,
+                        free_values, to_array)
 from .call_plan import CallPlan, plan_key
-from .reverse import (GradFunction, check_function, check_positions, check_weights, argument_types,
-                   float_dtype, free_values, python_objects_reason, numba_argument, to_array,
-                   wrap_output)
+from .derivative import Derivative, derivative_for
+from .higher import gradient_rule
+from .loading import load_function
+from .results import float_dtype, wrap_output
 
 
 def vjp(fn, *inputs, weights=None, has_aux=False):
@@ -35,8 +35,7 @@ def vjp(fn, *inputs, weights=None, has_aux=False):
     ``has_aux``): see the module doc.  Every input is differentiated, so each must be a
     float, a float array or Tensor, or a tuple, list or dict of them."""
     check_function(fn, "vjp")
-    if not isinstance(has_aux, bool):
-        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+    check_has_aux(has_aux)
     check_weights(weights)
     if not inputs:
         raise GradientArgumentError(
@@ -44,25 +43,15 @@ def vjp(fn, *inputs, weights=None, has_aux=False):
             "differentiated; close over the others: vjp(lambda x: fn(x, n), x))")
     for p, x in enumerate(inputs):
         _check_input(p, x)
-    key = (len(inputs), _weights_key(weights), has_aux)
-    split = reused(fn, key, lambda: _SplitFunction(fn, tuple(range(len(inputs))), weights,
-                                                    has_aux, False, True))
-    return split.vjp(inputs)
+    return split_function(fn, len(inputs), weights, has_aux).vjp(inputs)
 
 
-_REUSED = weakref.WeakKeyDictionary()
-
-
-def reused(fn, key, make):
-    """The object ``make()`` gives for ``fn`` and options ``key``, kept while ``fn`` lives,
-    so that repeated calls (``vjp(f, x)`` in a loop) build the code once."""
-    try:
-        per_fn = _REUSED.setdefault(fn, {})
-    except TypeError:          # not weak-referenceable: built for this call only
-        return make()
-    if key not in per_fn:
-        per_fn[key] = make()
-    return per_fn[key]
+def split_function(fn, count, weights, has_aux):
+    """The SplitFunction ``vjp`` runs for ``fn``, ``count`` inputs and these options, kept
+    while ``fn`` lives (so repeated ``vjp`` calls, in a loop, build once)."""
+    key = ("split", count, _weights_key(weights), has_aux)
+    return derivative_for(fn, key, lambda: SplitFunction(fn, tuple(range(count)), weights,
+                                                         has_aux))
 
 
 def _weights_key(weights):
@@ -81,14 +70,8 @@ def jacrev(fn=None, grad_position=0, has_aux=False):
     if grad_position is None:
         raise TypeError("jacrev's grad_position must be an int or a tuple of ints, got None")
     check_positions(grad_position)
-    if not isinstance(has_aux, bool):
-        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
-    return JacobianFunction(fn, grad_position, has_aux)
-
-
-def split_function(fn, grad_position, has_aux):
-    """The split-module object of ``fn`` (what ``vjp`` runs), for ``show``."""
-    return _SplitFunction(fn, grad_position, None, has_aux, False, True)
+    check_has_aux(has_aux)
+    return JacrevFunction(fn, grad_position, has_aux)
 
 
 def _check_input(position, value):
@@ -105,7 +88,7 @@ def _check_input(position, value):
                 f"float value or array, or close over it: vjp(lambda x: fn(x, n), x)")
 
 
-class _Parts:
+class SplitParts:
     """The three loaded functions of a split module, each a ``Compiled``; ``main`` names
     the one whose backend the owner reports (vjp: the forward; jacrev: the jacobian)."""
 
@@ -127,29 +110,26 @@ class _Parts:
         return getattr(self, self.main).fallback_reason
 
 
-class _SplitFunction(GradFunction):
-    """A ``GradFunction`` whose code is the split module (``compiler/pipeline_split.py``)."""
+class SplitFunction(Derivative):
+    """What ``vjp`` runs: a derivative whose code is the split module
+    (``compiler/pipeline_split.py``): ``vjp`` runs its forward sweep and gives the
+    function running its adjoint sweep."""
 
-    _main_part = "forward"
+    derivative_mode = "split"
+    #: the part whose backend the object reports
+    reported_part = "forward"
 
-    def _variant(self, key, arrays=None, trees=None, arg_types=None):
-        if key not in self._variants:
-            fn, bound_self = self._target()
-            generated = build_split(
-                fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
-                arg_types=argument_types(arrays) if arrays is not None else arg_types,
-                arg_trees=trees)
-            unsupported = [f.path for f in generated.free if not numba_argument(f.obj)]
-            parts = []
-            for name in (generated.forward_name, generated.backward_name,
-                         generated.jacobian_name):
-                py_func, path, on_disk = cache.materialise(generated.forward_name,
-                                                           generated.source, name)
-                parts.append(Compiled(py_func, allow_numba=not unsupported, path=path,
-                                      source=generated.source, on_disk=on_disk,
-                                      python_reason=python_objects_reason(unsupported)))
-            self._variants[key] = (generated, _Parts(*parts, self._main_part), path)
-        return self._variants[key]
+    def build_code(self, fn, bound_self, arg_types, trees):
+        return build_split(fn, self.positions or (), self._weight_list(), self.has_aux,
+                           bound_self, arg_types=arg_types, arg_trees=trees)
+
+    def load_code(self, generated):
+        """The module's forward, backward and jacobian functions (``SplitParts``)."""
+        parts = [load_function(generated.forward_name, generated.source, name,
+                               generated.free)
+                 for name in (generated.forward_name, generated.backward_name,
+                              generated.jacobian_name)]
+        return SplitParts(*[c for c, _ in parts], self.reported_part), parts[-1][1]
 
     def _run_part(self, part, generated, args):
         """Run one loaded function; an error gets a note naming the user's line."""
@@ -198,15 +178,15 @@ class _SplitFunction(GradFunction):
         kept = {id(r) for r in residuals if isinstance(r, np.ndarray)}
         out = _unshared(out, kept)   # the caller may change the output; the residuals stay
         dtype = float_dtype(tensors) if tensors else None
-        structure = _OutputStructure(out_leaves, out_tree, self.__name__[:-5])
+        structure = _OutputStructure(out_leaves, out_tree, self.name)
 
         def vjp_fn(*cotangent):
             cts = structure.cotangents(cotangent[0] if len(cotangent) == 1 else cotangent)
             computed = self._run_part(parts.backward, generated, [*residuals, *cts])
             return self._gradients(generated, list(computed), leaves, trees)
 
-        vjp_fn.__name__ = f"{self.__name__[:-5]}_vjp"
-        vjp_fn.__doc__ = (f"The cotangent of {self.__name__[:-5]}'s output (shape and dtype "
+        vjp_fn.__name__ = f"{self.name}_vjp"
+        vjp_fn.__doc__ = (f"The cotangent of {self.name}'s output (shape and dtype "
                           "of the output) times the Jacobian, from the stored forward sweep.")
         out = wrap_output(out, dtype)
         if self.has_aux:
@@ -221,18 +201,25 @@ class _SplitFunction(GradFunction):
         return inputs if self.weights is None else (inputs, tuple(weight_grads))
 
 
-class JacobianFunction(_SplitFunction):
+class JacrevFunction(SplitFunction):
     """The Jacobian function ``jacrev`` gives: call it like the original."""
 
-    _main_part = "jacobian"
+    derivative_mode = "jacrev"
+    name_suffix = "_jacrev"
+    reported_part = "jacobian"
 
     def __init__(self, fn, grad_position, has_aux):
-        super().__init__(fn, grad_position, None, has_aux, False, False)
-        self.__name__ = self.__name__[:-5] + "_jacrev"
+        super().__init__(fn, grad_position, None, has_aux)
 
     def __repr__(self):
-        return (f"<s2sgrad jacrev of {self.__name__[:-7]} (grad_position="
+        return (f"<s2sgrad jacrev of {self.name} (grad_position="
                 f"{self.grad_position!r}), backend {self.backend!r}>")
+
+    def bind_to(self, method, weights):
+        return JacrevFunction(method, self.grad_position, self.has_aux)
+
+    def rule_inside(self):
+        return gradient_rule(self)
 
     def __call__(self, *args, **kwargs):
         generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)

@@ -1,0 +1,199 @@
+"""The checks and conversions of what a derivative takes, shared by every mode.
+
+Takes the options a transform is given (``grad_position``, ``weights``, ``has_aux``,
+``return_ids``) and the values a derivative is called with; gives the reference's
+errors for bad ones (see docs/mindspore-semantics.md), and for good ones what the code
+is specialised on (``argument_signature``, ``argument_types``) and what it takes
+(``to_array``, ``free_values``, whether Numba can take a value: ``numba_argument``).
+"""
+import numpy as np
+
+from ..compiler.analysis.shapes import unit_dimensions
+from ..errors import GradientTypeError
+from ..tensor import Parameter, Tensor
+
+# ---------------------------------------------------------------- options
+
+
+def check_function(fn, api):
+    """``fn`` must be callable; an int or tuple there is a grad_position passed as the
+    function (``@grad(1)``)."""
+    if callable(fn):
+        return
+    if isinstance(fn, (int, tuple)) and not isinstance(fn, bool):
+        raise TypeError(
+            f"{api}'s first argument is the function to differentiate, got {fn!r}; as a "
+            f"decorator with options, name them: @{api}(grad_position={fn!r})")
+    raise TypeError(f"{api} differentiates a function, a method or a Cell, got "
+                    f"{with_article(type(fn).__name__)}: {fn!r}")
+
+
+def check_options(grad_position, weights, has_aux, return_ids):
+    """The reference's checks of ``grad``'s options, before any function is seen."""
+    if grad_position is None and weights is None:
+        raise ValueError("grad_position and weights can not both be None")
+    check_has_aux(has_aux)
+    if not isinstance(return_ids, bool):
+        raise TypeError(f"return_ids must be a bool, got {type(return_ids).__name__}")
+    check_positions(grad_position)
+    if not is_weights_function(weights):
+        check_weights(weights)
+
+
+def check_has_aux(has_aux):
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"has_aux must be a bool, got {type(has_aux).__name__}")
+
+
+def check_positions(grad_position):
+    """``grad_position`` as a tuple of positions (None stays None), or the reference's
+    error for a bad one."""
+    if grad_position is None:
+        return None
+    if isinstance(grad_position, bool) or not isinstance(grad_position, (int, tuple)):
+        raise TypeError(f"grad_position must be an int or a tuple of ints, got "
+                        f"{type(grad_position).__name__}: {grad_position!r}")
+    positions = (grad_position,) if isinstance(grad_position, int) else grad_position
+    for p in positions:
+        if not isinstance(p, int):
+            raise TypeError(f"every element of grad_position must be an int, got "
+                            f"{type(p).__name__}: {p!r}")
+        if p < 0:
+            raise ValueError(f"grad_position must be non-negative, got {p}")
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"grad_position must not repeat a position, got {grad_position!r}")
+    return positions
+
+
+def check_weights(weights):
+    """``weights`` as a Parameter or a tuple of them (None stays None), or an error."""
+    if weights is None:
+        return None
+    if isinstance(weights, Parameter):
+        return weights
+    if isinstance(weights, (list, tuple)):
+        for w in weights:
+            if not isinstance(w, Parameter):
+                raise TypeError(f"weights must hold Parameters, got "
+                                f"{with_article(type(w).__name__)} ({w!r}); wrap the value "
+                                f"as Parameter(Tensor(...), name=...)")
+        return tuple(weights)
+    raise TypeError(f"weights must be a Parameter, a list or a tuple of Parameters, got "
+                    f"{type(weights).__name__}")
+
+
+def is_weights_function(weights):
+    """A function giving the weights from the instance (``nn.Cell.trainable_params``)."""
+    return callable(weights) and not isinstance(weights, (Parameter, list, tuple))
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def check_differentiable(position, value, path=""):
+    """Refuse a value at a differentiated position (``path``: where it sits inside a tuple,
+    list or dict argument, e.g. ``[1]``) that is not floating point, saying what to pass."""
+    what = f"the argument at grad_position {position}" + (f", item {path}," if path else "")
+    if isinstance(value, (bool, np.bool_)):
+        raise GradientTypeError(
+            f"{what} is a bool ({bool(value)!r}); only floating-point values can be "
+            f"differentiated: pass a float (e.g. 1.0) or a float array")
+    if isinstance(value, (int, np.integer)):
+        raise GradientTypeError(
+            f"{what} is an integer ({int(value)!r}); only floating-point values can be "
+            f"differentiated: pass a float (e.g. {float(value)!r}) or a float array")
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "fc":
+        raise GradientTypeError(
+            f"{what} is an array of dtype {value.dtype}; only floating-point arrays can be "
+            f"differentiated: cast it with .astype(np.float32) or .astype(np.float64)")
+    if not isinstance(value, (float, complex, np.floating, np.complexfloating, np.ndarray)):
+        raise GradientTypeError(
+            f"{what} is {with_article(type(value).__name__)}; s2sgrad differentiates floats, "
+            f"float arrays and Tensors, and tuples, lists and dicts of them: pass one of those")
+
+
+def is_option(value):
+    """None, a bool or a string argument: an option the code is built for, by value (so
+    ``if mask is None`` and ``if mode == 'sum'`` fold while building)."""
+    return value is None or isinstance(value, (bool, np.bool_, str))
+
+
+def argument_signature(value):
+    """What the code is specialised on: an array's dtype, rank and which dimensions are 1
+    (so broadcasting is decided while building), an option's value, else the type."""
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.ndim, unit_dimensions(value))
+    if is_option(value):
+        return ("option", type(value), value)
+    return type(value)
+
+
+def argument_types(arrays):
+    """Per argument: (numpy dtype, ndim, which dimensions are 1) for arrays, ("const",
+    value) for options (None, bools, strings), None for anything else: the argument
+    types the compiler builds for."""
+    if arrays is None:
+        return None
+    out = []
+    for a in arrays:
+        if is_option(a):
+            out.append(("const", a))
+        elif isinstance(a, np.ndarray):
+            out.append((a.dtype, a.ndim, unit_dimensions(a)))
+        elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+            out.append(("int", 0))
+        elif isinstance(a, np.floating):
+            out.append((a.dtype, 0))
+        elif isinstance(a, float):
+            out.append((None, 0))
+        else:
+            out.append(None)
+    return out
+
+
+def is_array(obj):
+    return isinstance(obj, (np.ndarray, Tensor))
+
+
+def to_array(obj):
+    """A Tensor's array; anything else as it is."""
+    return np.asarray(obj) if isinstance(obj, Tensor) else obj
+
+
+def free_values(generated):
+    """The values the code of ``generated`` reads from outside (Parameters, globals), read
+    now: arrays out of Tensors, other objects as they are."""
+    return [to_array(f.obj) if is_array(f.obj) else f.obj for f in generated.free]
+
+
+def numba_argument(obj):
+    """Whether compiled code can take ``obj`` as an argument."""
+    return is_array(obj) or isinstance(obj, (int, float, bool, np.generic))
+
+
+def python_objects_reason(paths):
+    """Why code reading the Python objects at ``paths`` runs as Python (None if none)."""
+    if not paths:
+        return None
+    return (f"The function reads {', '.join(paths)}, which compiled code cannot take as "
+            f"{'an argument' if len(paths) == 1 else 'arguments'} (only arrays, Tensors and "
+            f"numbers), so the gradient runs as Python (correct, slower). To run it "
+            f"compiled, read arrays or numbers there instead.")
+
+
+# ---------------------------------------------------------------- words for messages
+
+
+def with_article(noun):
+    """``noun`` with its indefinite article: 'a float', 'an int'."""
+    return ("an " if noun[:1].lower() in "aeiou" or noun == "ndarray" else "a ") + noun
+
+
+def count_text(n, noun):
+    """'1 argument', '2 arguments'."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def positions_text(n):
+    """The argument positions of a call with ``n`` arguments: 'none', '0', '0 to 2'."""
+    return "none" if n == 0 else "0" if n == 1 else f"0 to {n - 1}"
