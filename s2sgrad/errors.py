@@ -76,3 +76,9 @@ class GradientTypeError(S2sgradError, TypeError):
 
 class OutputStructureError(UserCodeError, ValueError):
     """The function's outputs do not fit what was asked (has_aux with a single output)."""
+
+
+class DerivativeCompositionError(S2sgradError, ValueError):
+    """A transform of a derivative object that s2sgrad cannot build (it never falls back
+    to differentiating the function the derivative wraps: that would be a derivative of
+    a lower order)."""

@@ -293,6 +293,9 @@ class JacfwdFunction:
     """What ``jacfwd`` returns: call it with ``fn``'s arguments.  A new one per ``jacfwd``
     call, running the ``ForwardFunction`` kept for ``fn``'s options (``forward``)."""
 
+    #: a derivative object: the front end never reads the function it wraps
+    derivative_mode = "jacfwd"
+
     def __init__(self, forward):
         self.forward = forward
         self.__name__ = forward.name + "_jacfwd"

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..backend import cache
 from ..compiler.pipeline_higher import build_hvp
-from ..errors import GradientArgumentError, GradientTypeError
+from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import check_function, check_positions
@@ -234,6 +234,9 @@ class GradOfGradFunction:
     """``grad(grad(f), q)`` (``value_and_grad`` too): the gradient of the sum of the inner
     gradient's elements w.r.t. the arguments at ``q`` (module doc)."""
 
+    #: a derivative object: the front end never reads the function it wraps
+    derivative_mode = "grad_of_grad"
+
     def __init__(self, inner, grad_position, with_value):
         self.inner = inner
         self.positions = check_positions(grad_position)
@@ -269,6 +272,12 @@ def _ones_tree(value):
 
 def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_value):
     """What ``grad``/``value_and_grad`` give for a gradient object ``inner``."""
+    if getattr(inner, "derivative_mode", None) != "grad" or inner.differentiates_a_derivative:
+        raise DerivativeCompositionError(
+            f"the gradient of {inner.name if hasattr(inner, 'name') else inner!r} "
+            f"({type(inner).__name__}) is not supported: s2sgrad takes the gradient of a "
+            f"plain gradient (grad(grad(f))) only; write the derivative you want directly "
+            f"(hessian(f), jacfwd(jacrev(f)), hvp(f, x, v))")
     plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
              not inner.return_ids and inner.positions)
     if not plain or weights is not None or has_aux or return_ids or grad_position is None:

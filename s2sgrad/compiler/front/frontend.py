@@ -16,7 +16,7 @@ import textwrap
 
 import gast
 
-from ...errors import SourceLocation, SourceUnavailableError
+from ...errors import DerivativeCompositionError, SourceLocation, SourceUnavailableError
 
 _MISSING = object()
 
@@ -85,16 +85,36 @@ def _lambdas_in_fragment(text):
     return gast.Module(body=found, type_ignores=[]) if found else None
 
 
+def _transparent(obj):
+    """True for s2sgrad's own wrappers whose wrapped function is what runs: an op
+    (``__s2sgrad_op__``: its raw numpy body) and a ``custom_vjp`` function (its forward).
+    Another wrapper (a user's decorator with ``functools.wraps``, a derivative object)
+    does more than call what it wraps, so its own code is read, not the wrapped one's."""
+    return bool(getattr(obj, "__s2sgrad_op__", False)) or \
+        getattr(obj, "__s2sgrad_custom_vjp__", None) is obj
+
+
 def parse_function(fn):
-    """Read and parse ``fn``'s source. Raises SourceUnavailableError when it cannot be read."""
-    fn = inspect.unwrap(fn)
+    """Read and parse ``fn``'s source. Raises SourceUnavailableError when it cannot be read,
+    and DerivativeCompositionError for a derivative object (``grad(f)``...), whose source
+    is not the user's function's: the transforms of a derivative are built from its
+    generated code (``s2sgrad/api/nested.py``), never from the function it wraps."""
+    if getattr(fn, "derivative_mode", None) is not None:
+        raise DerivativeCompositionError(
+            f"{getattr(fn, '__name__', fn)!r} is a derivative object ({type(fn).__name__}); "
+            f"this transform of it is not supported: s2sgrad differentiates a derivative "
+            f"through the code generated for it, which it has for grad and jacrev only "
+            f"(under jvp, jacfwd, hvp, hessian and grad). Write the derivative you want "
+            f"directly (hessian(f), jacfwd(jacrev(f)), grad(grad(f)))")
+    fn = inspect.unwrap(fn, stop=lambda f: not _transparent(f))
     if not inspect.isfunction(fn):
         raise SourceUnavailableError(
             f"s2sgrad can only read Python functions, got {fn!r}; wrap it in a def, or "
             f"register a rule for it with s2sgrad.custom_vjp")
     try:
-        lines, first_line = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        # (a code object: inspect would follow a wrapper's __wrapped__ to the wrapped one)
+        lines, first_line = inspect.getsourcelines(fn.__code__)
+        filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} ({exc}); s2sgrad differentiates "
