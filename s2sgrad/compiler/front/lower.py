@@ -4,7 +4,7 @@ Takes the root function (or a Cell's construct) and gives a
 ``LoweredFunction``: one primitive operation per ``Op``, every operand an
 atom, every name resolved; run-time ``if``, ``for`` and ``while`` (with
 ``break``, ``continue``, early ``return`` and comprehensions) become ``If`` and
-``Loop`` statements (``lower_flow.py``).  On the way it
+``Loop`` statements (``lower_loops.py``).  On the way it
 
 - inlines calls to the user's own functions, to bound methods, to s2sgrad
   ops (their raw numpy body) and to Cells (their ``construct``), so that
@@ -29,7 +29,7 @@ from .frontend import parse_function
 from .lower_atoms import AtomLowering
 from .lower_calls import CallLowering
 from .lower_expressions import ExpressionLowering
-from .lower_flow import FlowLowering
+from .lower_loops import FlowLowering
 from .lower_ops import OpEmission
 from .lower_state import Frame, LoweringState
 from .lower_statements import StatementLowering

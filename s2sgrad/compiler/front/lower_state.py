@@ -4,7 +4,7 @@
 name allocator, what is known of each variable); the mixins that lower
 statements (``lower_statements``), expressions (``lower_expressions``), calls
 (``lower_calls``), Ops (``lower_ops``), atoms and captured values
-(``lower_atoms``) and control flow (``lower_flow``) read and write it, and
+(``lower_atoms``) and control flow (``lower_loops``) read and write it, and
 ``lower.Lowerer`` combines them.
 """
 import gast
@@ -13,7 +13,7 @@ from ...errors import UnsupportedConstructError
 from ..analysis.shapes import ShapeTable
 from ..syntax.naming import NameAllocator
 from ..syntax.source import to_source
-from .lower_flow import unused_name
+from .lower_loops import unused_name
 
 
 class LocalFunction:

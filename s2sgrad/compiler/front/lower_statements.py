@@ -1,6 +1,6 @@
 """Lowering statements: assignments, returns, ``if`` on known values, local ``def``s,
 and binding values to targets (names, tuples, ``x[i] = v``).  Run-time ``if``,
-``for`` and ``while`` go to ``lower_flow``."""
+``for`` and ``while`` go to ``lower_loops``."""
 import copy
 
 import gast
@@ -9,7 +9,7 @@ from ...errors import UserCodeError
 from ..ir import Const, Seq, SetItem, Var
 from ..syntax.nodes import name_node
 from .jumps import expand_loop_else, lift_loop_returns, remove_early_returns
-from .lower_flow import is_append, unused_name
+from .lower_loops import is_append, unused_name
 from .lower_state import LoweringState, name_of, return_names, source_segment
 from .messages import statement_name
 
