@@ -39,3 +39,31 @@ def test_the_length_check_can_fail():
     tree = ast.parse(f"def long():\n{body}\n")
     (f,) = _functions(tree)
     assert f.end_lineno - f.lineno + 1 > LONGEST
+
+
+def _own_bases(package):
+    """{class: its bases defined in s2sgrad} for every class of ``s2sgrad.compiler.<package>``."""
+    import importlib
+    import inspect
+    import pkgutil
+    root = importlib.import_module(f"s2sgrad.compiler.{package}")
+    found = {}
+    for info in pkgutil.iter_modules(root.__path__):
+        module = importlib.import_module(f"{root.__name__}.{info.name}")
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__:
+                found[f"{module.__name__}.{name}"] = [
+                    b.__qualname__ for b in cls.__bases__
+                    if (b.__module__ or "").split(".")[0] == "s2sgrad"]
+    return found
+
+
+@pytest.mark.parametrize("package", ["front", "analysis"])
+def test_lowering_is_composed_not_mixed_in(package):
+    """The lowering's pieces hold their collaborators (front/lower.py composes them): no
+    class of front/ or analysis/ inherits from a class of s2sgrad (a mixin reads state
+    another file declares)."""
+    classes = _own_bases(package)
+    assert any(name.endswith("lower.Lowerer") for name in classes) or package != "front"
+    inherited = {name: bases for name, bases in classes.items() if bases}
+    assert not inherited, f"classes built from s2sgrad classes: {inherited}"

@@ -117,7 +117,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
                         else None)
         wrt.append(("weight", j))
     seeds = output_seeds(lowered, has_aux)
-    names = lowerer.names
+    names = lowerer.state.names
     values = None
     if seed_values is not None:
         seeds, values = seed_values(lowered, names)

@@ -74,10 +74,10 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
     wrt_vars = [params[k] for k in wrt]
     seeds = output_seeds(lowered, has_aux)
-    names = lowerer.names
+    names = lowerer.state.names
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args)
-    lowered.free = list(lowerer.free.values())
+    lowered.free = list(lowerer.state.free.values())
     kind = "jacfwd" if jacobian else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")
     where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"

@@ -1,5 +1,6 @@
-"""Which variables may share memory, mixed into the Lowerer: writes through views
-and reads of values an in-place update changed behind their name are refused.
+"""Which variables may share memory (``AliasTracking``, one per lowering): writes
+through views and reads of values an in-place update changed behind their name are
+refused.
 
 The IR gives every value a name and follows in-place updates (``SetItem``) on
 that name only.  numpy arrays share memory in many more ways: basic indexing
@@ -28,6 +29,7 @@ import numpy as np
 
 from ... import primitives as prims
 from ..ir import Const, DictAtom, Seq, Var, atom_vars
+from ..syntax.source import unsupported
 from .typeinfo import ELEMENTWISE
 
 _LIKE_MAKERS = None
@@ -99,10 +101,19 @@ def _item_atoms(index):
 
 
 class AliasTracking:
-    """Memory sharing between variables; see the module doc.  Mixed into ``Lowerer``
-    (reads ``self.views``, ``self.memory``, ``self.stale_views`` of ``LoweringState``)."""
+    """Memory sharing between the variables of one lowering; see the module doc.  Reads
+    what ``types`` (a ``TypeInfo``) knows of ranks, ints, dtypes and run-time lists; owns
+    its own tables (Var name -> ...)."""
 
-    # ------------------------------------------------------------ what shares memory
+    def __init__(self, types):
+        self.types = types
+        self.views = {}         # Var name -> the roots (fresh arrays) it may be a view of
+        self.memory = {}        # Var name -> the roots whose memory it may share
+        self.stale_views = set()  # variables whose memory was updated in place behind them
+        self.made_ranks = {}    # Var name -> rank of an array made by np.zeros((2, 3)) & co
+        self.item_ranks = {}    # Var name of a run-time list -> the rank of its items
+        self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
+        self.shared_at_write = {}  # Var name -> what shared its memory when it was written
 
     def roots(self, name):
         """The fresh arrays whose memory variable ``name`` may share (itself for a root)."""
@@ -132,8 +143,8 @@ class AliasTracking:
                     basic_view = True
                 elif isinstance(value, (bool, np.bool_, list, np.ndarray)):
                     advanced = True
-            elif isinstance(item, Var) and item.name not in self.int_vars and \
-                    (self.ndims.get(item.name) or 0) >= 1:
+            elif isinstance(item, Var) and item.name not in self.types.int_vars and \
+                    (self.types.ndims.get(item.name) or 0) >= 1:
                 advanced = True            # an index array
         if advanced:
             return True
@@ -145,9 +156,9 @@ class AliasTracking:
     def rank_for_views(self, atom):
         """The rank of an array variable where it is known: ``ndim_of``, or the rank an
         array-making call gave it (``np.zeros((2, 3))``, recorded by ``record_memory``)."""
-        if not isinstance(atom, Var) or atom.name in self.lists:
+        if not isinstance(atom, Var) or atom.name in self.types.lists:
             return None
-        rank = self.ndim_of(atom)
+        rank = self.types.ndim_of(atom)
         return rank if rank is not None else self.made_ranks.get(atom.name)
 
     def view_sources(self, prim, args, kwargs):
@@ -168,7 +179,7 @@ class AliasTracking:
         if not args or not isinstance(args[0], Var):
             return False
         if prim == prims.GETITEM:
-            return args[0].name in self.lists or not self.element_read(args[0], args[1])
+            return args[0].name in self.types.lists or not self.element_read(args[0], args[1])
         if isinstance(prim, str):
             if prim.startswith(prims.ATTRIBUTE_PREFIX):
                 return prim not in PLAIN_ATTRIBUTES
@@ -185,7 +196,7 @@ class AliasTracking:
 
     def record_memory(self, name, prim, args, kwargs):
         """After an Op assigned ``name``: note what memory it may share."""
-        if prim == prims.GETITEM and self.ndim_of(Var(name)) is None:
+        if prim == prims.GETITEM and self.types.ndim_of(Var(name)) is None:
             self.getitem_rank(name, *args)
         sources = self.view_sources(prim, args, kwargs)
         if sources:
@@ -200,16 +211,16 @@ class AliasTracking:
                 self.made_ranks[name] = len(shape.value)
             elif isinstance(shape, Seq):
                 self.made_ranks[name] = len(shape.items)
-            elif self.is_int(shape):
+            elif self.types.is_int(shape):
                 self.made_ranks[name] = 1
         elif _member(prim, self.like_makers()) and not kwargs.get("shape"):
             k = self.like_makers()[prim]
             rank = self.rank_for_views(args[k]) if len(args) > k else None
             if rank is not None:
                 self.made_ranks[name] = rank
-        elif self.ndim_of(Var(name)) is None and (
+        elif self.types.ndim_of(Var(name)) is None and (
                 isinstance(prim, np.ufunc) or _member(prim, ELEMENTWISE)):
-            ranks = [self.rank_for_views(a) if isinstance(a, Var) else self.ndim_of(a)
+            ranks = [self.rank_for_views(a) if isinstance(a, Var) else self.types.ndim_of(a)
                      for a in list(args) + list(kwargs.values())]
             if ranks and None not in ranks:
                 self.made_ranks[name] = max(ranks)
@@ -219,14 +230,14 @@ class AliasTracking:
         a run-time list (a tape), or integers into an array of a rank ``made_ranks`` knows."""
         if not isinstance(base, Var):
             return
-        if base.name in self.lists:
+        if base.name in self.types.lists:
             if not (isinstance(index, Seq) or isinstance(index, Const) and isinstance(
                     index.value, slice)) and self.item_ranks.get(base.name) is not None:
                 self.made_ranks[name] = self.item_ranks[base.name]
             return
         rank = self.rank_for_views(base)
         items = _item_atoms(index)
-        if rank is not None and len(items) <= rank and all(self.is_int(i) for i in items):
+        if rank is not None and len(items) <= rank and all(self.types.is_int(i) for i in items):
             self.made_ranks[name] = rank - len(items)
 
     def like_makers(self):
@@ -243,7 +254,7 @@ class AliasTracking:
         for n in (n for a in atoms for n in atom_vars(a)):
             roots |= self.roots(n)
         for atom in atoms:
-            rank = self.rank_for_views(atom) if isinstance(atom, Var) else self.ndim_of(atom)
+            rank = self.rank_for_views(atom) if isinstance(atom, Var) else self.types.ndim_of(atom)
             if container not in self.item_ranks:
                 self.item_ranks[container] = rank
             elif self.item_ranks[container] != rank:
@@ -255,7 +266,7 @@ class AliasTracking:
     def record_alias(self, target, atom):
         """``target = atom`` in generated code (a branch's or a loop's copy): ``target`` is
         the same array as ``atom``, a view when ``atom`` is, stale when ``atom`` is."""
-        rank = self.rank_for_views(atom) if isinstance(atom, Var) else self.ndim_of(atom)
+        rank = self.rank_for_views(atom) if isinstance(atom, Var) else self.types.ndim_of(atom)
         if target not in self.made_ranks:
             self.made_ranks[target] = rank
         elif self.made_ranks[target] != rank:
@@ -275,7 +286,13 @@ class AliasTracking:
         self.stale_views.update(shared)
         return frozenset(shared)
 
-    # ------------------------------------------------------------ refusals
+    def record_write(self, name):
+        """``name[index] = value``: ``name`` and whatever shares its memory (a view, the
+        array a branch or loop copied it from) are updated, their old values restored for
+        adjoints that read them (``mutated``, ``shared_at_write``); the others are stale."""
+        shared = self.mark_written(name)
+        self.mutated.update(shared | {name})
+        self.shared_at_write[name] = self.shared_at_write.get(name, frozenset()) | shared
 
     def check_fresh(self, frame, node, atoms):
         """Refuse reading a variable that an in-place update changed behind its name (not
@@ -286,7 +303,7 @@ class AliasTracking:
             return
         stale = [n for a in atoms for n in _deep_vars(a) if n in self.stale_views]
         if stale:
-            raise self.unsupported(
+            raise unsupported(
                 frame, node, f"{self.shown(frame, stale[0])} is a view of an array that was "
                 f"updated in place after the view was taken, or shares its memory (an alias, "
                 f"or `x += ...` on an array, which numpy does in place)",
@@ -298,7 +315,7 @@ class AliasTracking:
         array another write changed behind its name."""
         if var in self.views and not own_code(frame):
             bases = ", ".join(sorted(self.shown(frame, b) for b in self.views[var]))
-            raise self.unsupported(
+            raise unsupported(
                 frame, node, f"writing into `{shown}`, which may be a view of "
                 f"{bases} (numpy would change that array too)",
                 "write into the array itself, e.g. y[1:3] = ... instead of v = y[1:3]; "
@@ -311,13 +328,13 @@ class AliasTracking:
         if isinstance(prim, np.ufunc) and len(args) > prim.nin:
             out = args[prim.nin]       # np.add(a, b, a): the third operand is out
         if out is not None and not (isinstance(out, Const) and out.value is None):
-            raise self.unsupported(frame, node, "a call with out= (it writes into an array "
-                                   "in place)", "use the result instead: y = np.add(a, b)")
+            raise unsupported(frame, node, "a call with out= (it writes into an array "
+                              "in place)", "use the result instead: y = np.add(a, b)")
         if isinstance(prim, str) and prim.startswith(prims.METHOD_PREFIX):
             name = prim[len(prims.METHOD_PREFIX):]
             if name in MUTATING_METHODS:
-                raise self.unsupported(frame, node, f"x.{name}(...) changes the array in place",
-                                       f"make a new array instead: {MUTATING_METHODS[name]}")
+                raise unsupported(frame, node, f"x.{name}(...) changes the array in place",
+                                  f"make a new array instead: {MUTATING_METHODS[name]}")
             return
         hint = MUTATING_FUNCTIONS.get(prim) if _member(prim, MUTATING_FUNCTIONS) else None
         owner = getattr(prim, "__self__", None)
@@ -331,8 +348,8 @@ class AliasTracking:
             hint = "leave copy=True (the default)"
         if hint is not None:
             name = getattr(prim, "__name__", str(prim))
-            raise self.unsupported(frame, node, f"{name}(...) writes into an array in place",
-                                   f"make a new array instead: {hint}")
+            raise unsupported(frame, node, f"{name}(...) writes into an array in place",
+                              f"make a new array instead: {hint}")
 
     def user_name(self, frame, var):
         """The user's name for variable ``var`` in ``frame`` (or a caller) where it has one,
@@ -348,8 +365,6 @@ class AliasTracking:
         """``var`` in a message: its user's name in backquotes, or what it is."""
         name = self.user_name(frame, var)
         return f"`{name}`" if name is not None else "an array computed in an expression"
-
-    # ------------------------------------------------------------ x += y
 
     def observers(self, frame, name):
         """Variables, other than the one ``name`` is bound to, that some name of this
@@ -383,13 +398,13 @@ class AliasTracking:
         view.  Else ``name`` is rebound to a new array, and whatever else a name reaches
         that shares the old one's memory is stale from here on (reading it is refused)."""
         atom = frame.env.get(name)
-        if not isinstance(atom, Var) or atom.name in self.int_vars or \
+        if not isinstance(atom, Var) or atom.name in self.types.int_vars or \
                 self.rank_for_views(atom) == 0:
             return False                    # a number: += makes a new one in Python too
         observers = self.observers(frame, name)
         if atom.name in observers and atom.name not in self.views and \
                 atom.name not in self.stale_views and (self.rank_for_views(atom) or 0) >= 1 \
-                and atom.name in self.dtypes:
+                and atom.name in self.types.dtypes:
             return True
         self.stale_views.update(observers)
         return False

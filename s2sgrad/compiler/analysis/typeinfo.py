@@ -1,5 +1,5 @@
-"""What is known while building about the rank and float dtype of values, mixed into the
-Lowerer.
+"""What is known while building about each variable: its rank, float dtype, symbolic
+shape, whether it is a Python int or a run-time list (``TypeInfo``, one per lowering).
 
 From the arguments' ranks and dtypes (the generated code is specialised on
 them), ranks and dtypes follow through elementwise operations, full
@@ -9,12 +9,11 @@ keep Python numbers from promoting float32 code to float64 under Numba.
 """
 import operator
 
-import gast
 import numpy as np
 
 from ... import primitives as prims
 from ..ir import Const, Seq, Var
-from ..syntax.nodes import name_node
+from .shapes import ShapeTable
 
 
 #: primitives whose result has the largest rank of their operands
@@ -52,7 +51,7 @@ def basic_index(index, int_vars):
         return index.name in int_vars
     if isinstance(index, Seq):
         return index.kind in ("index", "slice") and all(basic_index(i, int_vars)
-                                                         for i in index.items)
+                                                        for i in index.items)
     value = index.value
     if isinstance(value, tuple):
         return all(basic_index(Const(v), int_vars) for v in value)
@@ -74,7 +73,19 @@ def _constant_ints(atom):
 
 
 class TypeInfo:
-    """Rank and dtype inference; see the module doc.  Mixed into ``Lowerer``."""
+    """What lowering one root function knows of its variables (Var name -> fact), and
+    the inference of a new Op's rank, dtype and shape from its operands'.  The lowering
+    writes the tables as it learns (arguments, loop indexes, merged values); the
+    ``LoweredFunction`` hands them on to the transforms."""
+
+    def __init__(self):
+        self.param_types = {}   # Var name -> (dtype, ndim) of arguments, known while building
+        self.ndims = {}         # Var name -> rank, where it is known while building
+        self.dtypes = {}        # Var name -> float dtype, where it is known while building
+        self.shapes = ShapeTable()  # Var name -> symbolic shape, where it is known
+        self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
+        self.lists = set()      # Var names of lists extended at run time (xs.append)
+        self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
 
     def ndim_of(self, atom):
         """The rank of an atom when it is known while building (None otherwise)."""
@@ -281,12 +292,11 @@ class TypeInfo:
             return tuple(value.shape) if isinstance(value, np.ndarray) else None
         return None
 
-    def infer_shape(self, prim, args, kwargs):
+    def infer_shape(self, prim, args, kwargs, certain):
         """The symbolic shape of ``prim``'s result, for the primitives whose shape rule is
         plain (see ``compiler/analysis/shapes.py``; a reshape to constant sizes, one of them -1,
         and a transpose with constant axes too); else None.  Broadcasts outside any branch or
-        loop body unify the dimensions they equate."""
-        certain = self.nesting == 0
+        loop body unify the dimensions they equate (``certain``: outside them)."""
         if prim == prims.GETITEM:
             base = self.shape_of(args[0])
             if isinstance(args[0], Var) and args[0].name in self.lists:
@@ -347,17 +357,3 @@ class TypeInfo:
         if isinstance(atom, Const):
             return isinstance(atom.value, int) and not isinstance(atom.value, bool)
         return isinstance(atom, Var) and atom.name in self.int_vars
-
-    def typed_node(self, atom, other):
-        """``atom`` in generated code; a Python number next to a float32 (float16) value is
-        written as ``np.float32(...)``: Numba would otherwise compute in float64."""
-        dtype = self.dtypes.get(other.name) if isinstance(other, Var) else None
-        if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
-                and not isinstance(atom.value, bool) and dtype is not None \
-                and dtype in (np.float32, np.float16):
-            return gast.Call(func=gast.Attribute(value=name_node("np"),
-                                                 attr=np.dtype(dtype).name, ctx=gast.Load()),
-                             args=[gast.Constant(value=float(atom.value), kind=None)],
-                             keywords=[])
-        return self.atom_node(atom)
-

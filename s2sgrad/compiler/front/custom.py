@@ -6,7 +6,8 @@ tuple, or a bare value for a single input), used as returned (it must apply
 ``dout`` itself).  A Cell's bprop may also return ``(input_grads, {param:
 grad})`` for the Parameters listed in ``self.internal_params``.
 
-``lower_custom_call`` takes the lowerer at a call of such a function and gives
+``lower_custom_call`` takes the call lowerer (``lower_calls.CallLowering``: its
+state, atoms and ``inline``) at a call of such a function and gives
 the call's result atom: it inlines the forward body with its operations marked
 as inside the custom rule (they carry no gradient of their own), lowers the
 backward body right there into a ``CustomBackward`` (ir.py), its incoming
@@ -56,7 +57,7 @@ class custom_vjp:  # noqa: N801 - a decorator, named like JAX's
         return self.forward(*args, **kwargs)
 
 
-def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hint,
+def lower_custom_call(calls, frame, node, forward, backward, args, kwargs, hint,
                       bound_self=None, name=None, internal_params=()):
     """Inline ``forward`` as gradient-free code, lower ``backward`` as a ``CustomBackward``
     and add the link Op that carries it; gives the forward's result atom."""
@@ -69,43 +70,44 @@ def lower_custom_call(lowerer, frame, node, forward, backward, args, kwargs, hin
         bound = sig.bind(*(((Const(bound_self),) if bound_self is not None else ()) + args),
                          **kwargs)
         args = tuple(bound.args[1:] if bound_self is not None else bound.args)
-    start = len(lowerer.ops)
-    output = lowerer.inline(frame, node, forward, args, {}, bound_self)
+    start = len(calls.state.ops)
+    output = calls.inline(frame, node, forward, args, {}, bound_self)
     nondiff = Rule("custom forward", None, "custom forward")
     produced = set()
-    _straight_line(lowerer.ops[start:], frame, node, f"the forward of {name}")
-    for op in lowerer.ops[start:]:
+    _straight_line(calls.state.ops[start:], frame, node, f"the forward of {name}")
+    for op in calls.state.ops[start:]:
         op.rule = nondiff
         produced.update(op.targets)
     # a result that is an input itself gets its own variable, so its adjoint is separate
-    output = _own_results(lowerer, frame, node, output, produced, nondiff, hint)
+    output = _own_results(calls, frame, node, output, produced, nondiff, hint)
     leaves = atom_vars(output)
     if not leaves:
         return output
-    params = [lowerer.const_or_free(p, getattr(p, "name", "param")) for p in internal_params]
-    custom = _lower_backward(lowerer, frame, node, backward, bound_self, list(args), output,
+    params = [calls.atoms.const_or_free(p, getattr(p, "name", "param")) for p in internal_params]
+    custom = _lower_backward(calls, frame, node, backward, bound_self, list(args), output,
                              [p for p in params if isinstance(p, Var)], name,
                              bool(internal_params))
-    lowerer.ops.append(Op(tuple(leaves), forward, tuple(args), {}, None, frame.location(node),
-                          None, custom))
+    calls.state.ops.append(Op(tuple(leaves), forward, tuple(args), {}, None, frame.location(node),
+                              None, custom))
     return output
 
 
-def _lower_backward(lowerer, frame, node, backward, bound_self, inputs, output, params, name,
+def _lower_backward(calls, frame, node, backward, bound_self, inputs, output, params, name,
                     has_params):
     """The backward of one custom call, lowered into its own Op list: called as
     ``backward(*inputs, output, dout)`` with ``dout`` placeholders for the incoming
     gradient (one per result variable)."""
     incoming = {}
-    dout = _placeholders(lowerer, output, incoming)
-    saved_ops, saved_cse = lowerer.ops, lowerer.cse
-    lowerer.ops, lowerer.cse = [], dict(saved_cse)   # what the backward computes stays its own
+    dout = _placeholders(calls, output, incoming)
+    saved_ops, saved_cse = calls.state.ops, calls.state.cse
+    # what the backward computes stays its own
+    calls.state.ops, calls.state.cse = [], dict(saved_cse)
     try:
-        result = lowerer.inline(frame, node, backward, tuple(inputs) + (output, dout), {},
-                                bound_self)
-        body = lowerer.ops
+        result = calls.inline(frame, node, backward, tuple(inputs) + (output, dout), {},
+                              bound_self)
+        body = calls.state.ops
     finally:
-        lowerer.ops, lowerer.cse = saved_ops, saved_cse
+        calls.state.ops, calls.state.cse = saved_ops, saved_cse
     _straight_line(body, frame, node, f"the backward of {name}")
     input_grads, param_grads = _split_result(result, has_params)
     if len(input_grads) < len(inputs):
@@ -119,13 +121,13 @@ def _lower_backward(lowerer, frame, node, backward, bound_self, inputs, output, 
                           input_grads[:len(inputs)], grads)
 
 
-def _placeholders(lowerer, atom, incoming):
+def _placeholders(calls, atom, incoming):
     """``atom`` (the call's result) with each variable replaced by a placeholder for its
     incoming gradient, recorded in ``incoming`` (placeholder name -> variable name)."""
     if isinstance(atom, Seq):
-        return Seq(tuple(_placeholders(lowerer, a, incoming) for a in atom.items), atom.kind)
+        return Seq(tuple(_placeholders(calls, a, incoming) for a in atom.items), atom.kind)
     if isinstance(atom, Var):
-        placeholder = lowerer.names.placeholder(atom.name + "_incoming")
+        placeholder = calls.state.names.placeholder(atom.name + "_incoming")
         incoming[placeholder] = atom.name
         return Var(placeholder)
     return atom
@@ -158,14 +160,14 @@ def _straight_line(statements, frame, node, what):
                 "keep custom forwards and backwards straight-line numpy (np.where for choices)")
 
 
-def _own_results(lowerer, frame, node, atom, produced, nondiff, hint):
+def _own_results(calls, frame, node, atom, produced, nondiff, hint):
     if isinstance(atom, Seq):
-        return Seq(tuple(_own_results(lowerer, frame, node, a, produced, nondiff, None)
+        return Seq(tuple(_own_results(calls, frame, node, a, produced, nondiff, None)
                          for a in atom.items), atom.kind)
     if isinstance(atom, Var) and atom.name not in produced:
-        name = lowerer.names.variable(hint or atom.name + "_out")
-        lowerer.ops.append(Op((name,), prims.COPY, (atom,), {}, lowerer.atom_node(atom),
-                              frame.location(node), nondiff, None))
+        name = calls.state.names.variable(hint or atom.name + "_out")
+        calls.state.ops.append(Op((name,), prims.COPY, (atom,), {}, calls.atoms.atom_node(atom),
+                                  frame.location(node), nondiff, None))
         produced.add(name)
         return Var(name)
     return atom

@@ -8,6 +8,7 @@ import numpy as np
 from ... import primitives as prims
 from ..ir import Const, Seq
 from ..syntax.nodes import attribute
+from ..syntax.source import unsupported
 
 #: the index-trick objects and their primitive names
 TRICKS = {id(np.r_): prims.INDEX_R, id(np.c_): prims.INDEX_C}
@@ -18,17 +19,18 @@ def is_index_trick(obj):
     return id(obj) in TRICKS and (obj is np.r_ or obj is np.c_)
 
 
-def lower_index_trick(lowerer, frame, node, obj, index, hint):
-    """The Var of ``np.r_[index]`` / ``np.c_[index]`` (``index`` an atom or an index Seq)."""
+def lower_index_trick(emitter, frame, node, obj, index, hint):
+    """The Var of ``np.r_[index]`` / ``np.c_[index]`` (``index`` an atom or an index Seq),
+    appended by ``emitter`` (``lower_ops.Emitter``)."""
     name = TRICKS[id(obj)]
     items = index.items if isinstance(index, Seq) and index.kind == "index" else (index,)
     for item in items:
         if isinstance(item, Seq) or (isinstance(item, Const) and (
                 isinstance(item.value, bool) or not isinstance(item.value, (int, float)))):
-            raise lowerer.unsupported(frame, node, f"{name}[...] with a slice, a string or a "
-                                      "tuple item", "join arrays and numbers only, or call "
-                                      "np.concatenate / np.arange")
+            raise unsupported(frame, node, f"{name}[...] with a slice, a string or a "
+                              "tuple item", "join arrays and numbers only, or call "
+                              "np.concatenate / np.arange")
     expr = gast.Subscript(value=attribute("np", name[3:]),
-                          slice=gast.Tuple(elts=[lowerer.atom_node(i) for i in items],
+                          slice=gast.Tuple(elts=[emitter.atoms.atom_node(i) for i in items],
                                            ctx=gast.Load()), ctx=gast.Load())
-    return lowerer.emit(frame, node, name, tuple(items), {}, expr, hint)
+    return emitter.emit(frame, node, name, tuple(items), {}, expr, hint)

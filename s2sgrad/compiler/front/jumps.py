@@ -10,6 +10,8 @@ branches that do not jump.
 - ``remove_early_returns(body)``: a function body in which every ``return``
   is the last statement of its path (so branches merge the returned values).
 Nested loops keep their own jumps: each loop is handled when it is lowered.
+``structured_body(fdef)`` runs both on a function's body (returns inside loops
+first lifted out by ``lift_loop_returns``), with names from ``unused_name``.
 """
 import copy
 
@@ -96,6 +98,36 @@ def assigned_names(statements):
                     and node.id not in names:
                 names.append(node.id)
     return names
+
+
+def unused_name(name, taken):
+    """``name``, or ``name_1``, ``name_2``... whichever the function does not use."""
+    candidate, i = name, 0
+    while candidate in taken:
+        i += 1
+        candidate = f"{name}_{i}"
+    return candidate
+
+
+def return_names(taken):
+    """The flag and a maker of per-loop result names for ``lift_loop_returns``."""
+    taken = set(taken)
+    flag = unused_name("returned", taken)
+    taken.add(flag)
+
+    def values():
+        name = unused_name("result", taken)
+        taken.add(name)
+        return name
+    return flag, values
+
+
+def structured_body(fdef, taken=()):
+    """The body of the function ``fdef`` with early returns made structured (returns in
+    loops lifted out, then every return the last statement of its path); the names made
+    avoid ``taken`` and every name ``fdef`` uses."""
+    taken = set(taken) | {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)}
+    return remove_early_returns(lift_loop_returns(fdef.body, *return_names(taken)))
 
 
 def returns_inside_loops(statements):

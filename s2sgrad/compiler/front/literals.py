@@ -6,9 +6,9 @@ expression that reads it: a Var by its name, a Seq as a tuple, list or
 strings, None, tuples and slices of them, dtypes) are written as literals;
 numpy, math and builtin callables by their public name (``np.exp``,
 ``math.sin``, ``len``).  Anything else (an array, a user object) cannot be a
-literal: while lowering (``lowerer`` given) it is captured, that is passed to the
-generated function as an extra argument (``LoweringState.capture``); after
-lowering it is an error.
+literal: while lowering (``lowerer`` given: a ``lower_atoms.Atoms``) it is captured,
+that is passed to the generated function as an extra argument (``Atoms.capture``);
+after lowering it is an error.
 """
 import math
 
@@ -133,7 +133,7 @@ def is_literal(value):
 
 
 def _captured(obj, lowerer):
-    """The argument that passes ``obj`` in (see ``LoweringState.capture``)."""
+    """The argument that passes ``obj`` in (see ``lower_atoms.Atoms.capture``)."""
     if lowerer is None:
         raise ValueError(f"{obj!r} has no literal form")
     return name_node(lowerer.capture(obj))

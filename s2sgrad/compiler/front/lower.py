@@ -4,7 +4,7 @@ Takes the root function (or a Cell's construct) and gives a
 ``LoweredFunction``: one primitive operation per ``Op``, every operand an
 atom, every name resolved; run-time ``if``, ``for`` and ``while`` (with
 ``break``, ``continue``, early ``return`` and comprehensions) become ``If`` and
-``Loop`` statements (``lower_flow.py``).  On the way it
+``Loop`` statements (``lower_branches``, ``lower_loops``, ``lower_for``).  On the way it
 
 - inlines calls to the user's own functions, to bound methods, to s2sgrad
   ops (their raw numpy body) and to Cells (their ``construct``), so that
@@ -17,6 +17,13 @@ atom, every name resolved; run-time ``if``, ``for`` and ``while`` (with
   code never holds data;
 - raises ``UnsupportedConstructError`` naming the user's line and saying
   what to do for what it cannot lower (``messages.py`` names the constructs).
+
+``Lowerer`` composes the pieces, each an object that holds exactly what it uses:
+the state of this lowering (``lower_state.LoweringState``: Ops, names, captured
+values), what is known of each variable (``analysis.typeinfo.TypeInfo``) and of
+their memory (``analysis.aliasing.AliasTracking``), and the lowerers of atoms
+(``lower_atoms``), Ops (``lower_ops``), expressions, calls, statements, branches,
+loops and ``for`` loops, which recurse into one another through their ``connect``.
 """
 import gast
 
@@ -24,13 +31,17 @@ from ...errors import UnsupportedConstructError
 from ..analysis.aliasing import AliasTracking
 from ..analysis.typeinfo import TypeInfo
 from ..ir import Const, DictAtom, LoweredFunction, Seq, Var
+from ..syntax.source import unsupported
 from . import literals
 from .frontend import parse_function
-from .lower_atoms import AtomLowering
+from .jumps import structured_body
+from .lower_atoms import Atoms
+from .lower_branches import BranchLowering
 from .lower_calls import CallLowering
 from .lower_expressions import ExpressionLowering
-from .lower_flow import FlowLowering
-from .lower_ops import OpEmission
+from .lower_for import ForLowering
+from .lower_loops import LoopLowering
+from .lower_ops import Emitter
 from .lower_state import Frame, LoweringState
 from .lower_statements import StatementLowering
 
@@ -51,16 +62,39 @@ def _leaf_hint(hint, key):
     return f"{hint}_{text}" if text else hint
 
 
-class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, AtomLowering,
-              FlowLowering, AliasTracking, TypeInfo, LoweringState):
+class Lowerer:
     """Lowers one root function and everything it calls into one LoweredFunction.
 
-    The state is ``LoweringState``'s; each mixin lowers one kind of thing into it."""
+    ``arg_types``: per leaf parameter, (dtype, ndim[, unit dimensions]), ("const",
+    value) or None; ``arg_trees``: per argument, its treedef (s2sgrad.trees), None for a
+    leaf.  One Lowerer lowers one function (``lower``)."""
+
+    def __init__(self, arg_types=None, arg_trees=None):
+        self.arg_types = arg_types
+        self.arg_trees = arg_trees
+        self.state = LoweringState()
+        self.types = TypeInfo()
+        self.aliases = AliasTracking(self.types)
+        atoms = Atoms(self.state, self.types)
+        emitter = Emitter(self.state, self.types, self.aliases, atoms)
+        expressions = ExpressionLowering(self.state, self.types, atoms, emitter)
+        self.calls = CallLowering(self.state, self.types, atoms, emitter, expressions)
+        self.statements = StatementLowering(self.state, self.types, self.aliases, atoms,
+                                            emitter)
+        branches = BranchLowering(self.state, self.types, self.aliases, emitter)
+        loops = LoopLowering(self.state, self.types, self.aliases, atoms, emitter)
+        fors = ForLowering(self.state, self.types, atoms, emitter, loops)
+        expressions.connect(self.calls, self.statements, branches)
+        self.calls.connect(self.statements)
+        self.statements.connect(expressions, self.calls, branches, loops, fors)
+        branches.connect(self.statements)
+        loops.connect(expressions, self.statements)
+        fors.connect(expressions, self.statements)
 
     def lower(self, fn, bound_self=None):
         """Lower ``fn`` (a function; ``bound_self`` when it is a method such as construct)."""
         parsed = parse_function(fn)
-        self.names.claim_source(parsed.node)
+        self.state.names.claim_source(parsed.node)
         args = parsed.node.args
         if args.vararg is not None or args.kwarg is not None:
             raise UnsupportedConstructError(
@@ -73,7 +107,7 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
         if bound_self is not None:
             self_node, arg_nodes = arg_nodes[0], arg_nodes[1:]
             env[self_node.id] = Const(bound_self)
-            self.paths[id(bound_self)] = ""
+            self.state.paths[id(bound_self)] = ""
         arg_leaves, atoms = [], []
         for i, node in enumerate(arg_nodes + list(args.kwonlyargs)):
             tree = self.arg_trees[i] if self.arg_trees and i < len(self.arg_trees) else None
@@ -85,20 +119,21 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None \
                 and fn is getattr(type(bound_self), "construct", None):
             # a Cell with its own backward, differentiated as a whole
-            frame.output = self.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
-                                          None)
+            frame.output = self.calls.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
+                                                None)
         else:
-            self.stack.append(parsed.fn)
-            self.lower_body(frame, self.function_body(frame, parsed))
-            self.stack.pop()
+            self.state.stack.append(parsed.fn)
+            self.statements.lower_body(frame, structured_body(parsed.node))
+            self.state.stack.pop()
         self.check_output(frame, parsed)
+        types = self.types
         return LoweredFunction(
-            parsed.name, parsed.location(parsed.node), params, list(self.free.values()),
-            self.ops, frame.output if frame.output is not None else Const(None),
-            parsed=parsed, arg_leaves=arg_leaves, ndims=self.ndims, dtypes=self.dtypes,
-            shapes=self.shapes,
-            param_types=self.param_types, int_vars=self.int_vars, mutated=self.mutated,
-            lists=self.lists, shared_at_write=self.shared_at_write, tuples=self.tuples)
+            parsed.name, parsed.location(parsed.node), params, list(self.state.free.values()),
+            self.state.ops, frame.output if frame.output is not None else Const(None),
+            parsed=parsed, arg_leaves=arg_leaves, ndims=types.ndims, dtypes=types.dtypes,
+            shapes=types.shapes, param_types=types.param_types, int_vars=types.int_vars,
+            mutated=self.aliases.mutated, lists=types.lists,
+            shared_at_write=self.aliases.shared_at_write, tuples=types.tuples)
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a
@@ -120,9 +155,9 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
             return
         returns = [n for n in _own_nodes(parsed.node) if isinstance(n, gast.Return)]
         node = returns[-1] if returns else parsed.node
-        raise self.unsupported(frame, node, f"returning {what} from the differentiated "
-                               f"function", "return a number, an array, or a tuple of them "
-                               "(e.g. return loss, aux with has_aux=True)")
+        raise unsupported(frame, node, f"returning {what} from the differentiated "
+                          f"function", "return a number, an array, or a tuple of them "
+                          "(e.g. return loss, aux with has_aux=True)")
 
     def argument_atom(self, tree, hint, params):
         """The atom of one argument: a parameter Var for a leaf; for a tuple, list or dict
@@ -130,7 +165,7 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
         function's ``p[0]``, ``p['w']`` and ``a, b = p`` resolve while building.  The
         parameters are appended to ``params``."""
         if tree is None:
-            name = self.names.variable(hint)
+            name = self.state.names.variable(hint)
             i = len(params)
             params.append(name)
             known = self.arg_types[i] if self.arg_types and i < len(self.arg_types) else None
@@ -147,7 +182,7 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
                                            params) for i, child in enumerate(children)),
                   "list" if kind == "list" else "tuple")
         if fields:
-            self.fields[seq] = fields   # p.w reads the item named w
+            self.state.fields[seq] = fields   # p.w reads the item named w
         return seq
 
     def type_parameter(self, name, i):
@@ -156,12 +191,12 @@ class Lowerer(StatementLowering, ExpressionLowering, CallLowering, OpEmission, A
         if self.arg_types is None or i >= len(self.arg_types) or not self.arg_types[i]:
             return
         dtype, ndim = self.arg_types[i][:2]
-        self.ndims[name] = ndim
+        self.types.ndims[name] = ndim
         if len(self.arg_types[i]) > 2:
-            self.shapes.argument(name, ndim, self.arg_types[i][2])
+            self.types.shapes.argument(name, ndim, self.arg_types[i][2])
         if isinstance(dtype, str) and dtype == "int":   # a Python int argument
-            self.int_vars.add(name)
+            self.types.int_vars.add(name)
         elif dtype is not None:
-            self.param_types[name] = (dtype, ndim)
+            self.types.param_types[name] = (dtype, ndim)
             if dtype.kind == "f":
-                self.dtypes[name] = dtype
+                self.types.dtypes[name] = dtype

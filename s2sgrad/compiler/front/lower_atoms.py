@@ -7,38 +7,49 @@ import numpy as np
 from ..analysis.shapes import unit_dimensions
 from ..ir import Const, FreeValue, Var
 from . import literals
-from .lower_state import LoweringState, identifier
+from .lower_state import identifier
 
 
-class AtomLowering(LoweringState):
-    """Atoms -> gast, captured objects -> atoms (a LoweringState mixin)."""
+class Atoms:
+    """Atoms -> gast, captured objects -> atoms.  Writes the captured values into
+    ``state`` (a ``LoweringState``: ``free``, ``paths``, ``names``) and what is known of
+    a captured array into ``types`` (a ``TypeInfo``)."""
+
+    def __init__(self, state, types):
+        self.state = state
+        self.types = types
+
+    @property
+    def names(self):
+        """The name allocator (``literals.atom_node`` imports names through it)."""
+        return self.state.names
 
     def capture(self, obj, path=None):
         """The name of the extra argument that passes ``obj`` (read from outside) to the
-        generated function, registered once per object (``self.free``).  It is named after
+        generated function, registered once per object (``self.state.free``).  It is named after
         a Parameter's own name, else ``path`` (how the function reached it), else the
         path recorded for it, its ``__name__`` or its type; an array's dtype, rank and
         dimensions of length 1 are recorded as known (the code is specialised on them)."""
         key = id(obj)
-        if key not in self.free:
-            path = path or self.paths.get(key) or getattr(obj, "__name__", None) or \
+        if key not in self.state.free:
+            path = path or self.state.paths.get(key) or getattr(obj, "__name__", None) or \
                 type(obj).__name__
             array = literals.is_array_like(obj)
             label = getattr(obj, "name", None) if array else None   # a Parameter's name
             label = label if isinstance(label, str) and "#" not in label else path
-            name = self.names.variable(identifier(label))
-            self.free_objects.append(obj)   # keeps the object alive while its id is a key
+            name = self.state.names.variable(identifier(label))
+            self.state.free_objects.append(obj)   # keeps the object alive while its id is a key
             if not array:
-                self.free[key] = FreeValue(name, obj, path)
+                self.state.free[key] = FreeValue(name, obj, path)
                 return name
             data = np.asarray(obj)
-            self.free[key] = FreeValue(name, obj, path, unit_dimensions(data))
-            self.param_types[name] = (data.dtype, data.ndim)
-            self.ndims[name] = data.ndim
-            self.shapes.argument(name, data.ndim, unit_dimensions(data))
+            self.state.free[key] = FreeValue(name, obj, path, unit_dimensions(data))
+            self.types.param_types[name] = (data.dtype, data.ndim)
+            self.types.ndims[name] = data.ndim
+            self.types.shapes.argument(name, data.ndim, unit_dimensions(data))
             if data.dtype.kind == "f":
-                self.dtypes[name] = data.dtype
-        return self.free[key].name
+                self.types.dtypes[name] = data.dtype
+        return self.state.free[key].name
 
     def const_or_free(self, obj, path):
         """An atom for an object read from outside: arrays and Tensors become free

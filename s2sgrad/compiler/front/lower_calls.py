@@ -1,6 +1,6 @@
 """Lowering calls: folding calls on constants, finding what a call reaches (a rule's
 primitive, an s2sgrad op, a Cell, a custom rule, the user's own or a local
-function) and inlining the body of what has no rule."""
+function) and inlining the body of what has no rule (``CallLowering``)."""
 import inspect
 import math
 
@@ -14,12 +14,13 @@ from ...ops import stop_gradient
 from ...rules import lookup
 from ...rules.jvp_registry import registered as jvp_registered
 from ..ir import Const, DictAtom, Seq, Var
+from ..syntax.source import unsupported
 from . import literals
 from .custom import lower_custom_call
 from .frontend import is_user_code, parse_function
-from .jumps import lift_loop_returns, remove_early_returns
+from .jumps import structured_body
 from .lower_expressions import DICT_VIEWS
-from .lower_state import Frame, LocalFunction, LoweringState, return_names
+from .lower_state import Frame, LocalFunction
 from .spellings import forward_expression
 
 
@@ -29,31 +30,47 @@ FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str,
             np.issubdtype}
 
 
-class CallLowering(LoweringState):
-    """Calls -> Ops, or the inlined callee's Ops (a LoweringState mixin)."""
+class CallLowering:
+    """Calls -> Ops, or the inlined callee's Ops.  Reads and writes ``state``
+    (``LoweringState``: the inlining stacks, paths, ops), reads ``types``
+    (``TypeInfo``), captures with ``atoms``, appends Ops with ``emitter``; lowers the
+    arguments with ``expressions`` and an inlined body with the statement lowerer given
+    to ``connect``."""
 
-    def expr_Call(self, frame, node, hint):
+    def __init__(self, state, types, atoms, emitter, expressions):
+        self.state = state
+        self.types = types
+        self.atoms = atoms
+        self.emitter = emitter
+        self.expressions = expressions
+        self.statements = None
+
+    def connect(self, statements):
+        """The lowerer of an inlined callee's body (``StatementLowering``)."""
+        self.statements = statements
+
+    def lower_call(self, frame, node, hint):
         if any(k.arg is None for k in node.keywords):
-            raise self.unsupported(frame, node, "**kwargs in a call", "pass each keyword by "
-                                   "name: f(x, axis=0)")
+            raise unsupported(frame, node, "**kwargs in a call", "pass each keyword by "
+                              "name: f(x, axis=0)")
         # a method call on a run-time value: x.sum(axis=0)
         if isinstance(node.func, gast.Attribute):
-            receiver = self.lower_expr(frame, node.func.value)
+            receiver = self.expressions.lower_expr(frame, node.func.value)
             if isinstance(receiver, Var):
-                return self.method_call(frame, node, receiver, hint)
+                return self.expressions.method_call(frame, node, receiver, hint)
             if isinstance(receiver, DictAtom) and node.func.attr in DICT_VIEWS and \
                     not node.args and not node.keywords:
                 return DICT_VIEWS[node.func.attr](receiver.pairs)
-        func = self.lower_expr(frame, node.func)
-        args = tuple(self.splice(frame, node.args))
-        kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
+        func = self.expressions.lower_expr(frame, node.func)
+        args = tuple(self.expressions.splice(frame, node.args))
+        kwargs = {k.arg: self.expressions.lower_expr(frame, k.value) for k in node.keywords}
         if not isinstance(func, Const):
-            raise self.unsupported(frame, node, "a call of a value computed at run time",
-                                   "call functions by their names (a function chosen at run "
-                                   "time cannot be differentiated)")
+            raise unsupported(frame, node, "a call of a value computed at run time",
+                              "call functions by their names (a function chosen at run "
+                              "time cannot be differentiated)")
         return self.call_object(frame, node, func.value, args, kwargs, hint)
 
-    def expr_Lambda(self, frame, node, hint):
+    def lower_lambda(self, frame, node, hint):
         fdef = gast.FunctionDef(name="lambda", args=node.args,
                                 body=[gast.copy_location(gast.Return(value=node.body), node)],
                                 decorator_list=[], returns=None, type_comment=None,
@@ -63,10 +80,10 @@ class CallLowering(LoweringState):
     def local_function(self, frame, node):
         """A def/lambda inside the function: its defaults are evaluated where it is defined."""
         if node.decorator_list:
-            raise self.unsupported(frame, node, "a decorated local function",
-                                   "define it at module level")
+            raise unsupported(frame, node, "a decorated local function",
+                              "define it at module level")
         local = LocalFunction(node, frame)
-        local.defaults = [self.lower_expr(frame, d) for d in node.args.defaults]
+        local.defaults = [self.expressions.lower_expr(frame, d) for d in node.args.defaults]
         return Const(local)
 
     def call_object(self, frame, node, obj, args, kwargs, hint):
@@ -97,15 +114,15 @@ class CallLowering(LoweringState):
             return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
                                      kwargs, hint, name=custom.__name__)
         if getattr(obj, "__s2sgrad_opaque__", False):
-            expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
-            return self.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
+            expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
+            return self.emitter.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
         rule = lookup(obj)
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
             args, kwargs = self.scalar_lists_as_arrays(frame, node, obj, rule, args, kwargs)
-            expr = forward_expression(obj, args, kwargs, self.atom_node) or \
-                self.call_expr(literals.reference_node(obj, self), args, kwargs)
-            return self.emit(frame, node, obj, args, kwargs, expr, hint)
+            expr = forward_expression(obj, args, kwargs, self.atoms.atom_node) or \
+                self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
+            return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
             kwargs = obj.canonical_kwargs(kwargs)    # alias keywords (dim=) renamed (axis=)
@@ -119,8 +136,8 @@ class CallLowering(LoweringState):
         construct = getattr(type(obj), "construct", None)
         if inspect.isfunction(construct):   # a primitive object such as Dropout2D
             return self.inline(frame, node, construct, args, kwargs, obj)
-        expr = self.call_expr(literals.reference_node(obj, self), args, kwargs)
-        return self.emit(frame, node, obj, args, kwargs, expr, hint)
+        expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
+        return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
 
     def scalar_lists_as_arrays(self, frame, node, prim, rule, args, kwargs):
         """``np.max([x, y])``: a list or tuple of numbers given where a numpy rule
@@ -140,8 +157,10 @@ class CallLowering(LoweringState):
             value = bound.get(pname)
             if params[pname].kind is not inspect.Parameter.VAR_POSITIONAL and \
                     self._list_of_numbers(value):
-                expr = self.call_expr(literals.reference_node(np.array, self), (value,), {})
-                arrays[id(value)] = self.emit(frame, node, np.array, (value,), {}, expr, None)
+                expr = self.atoms.call_expr(literals.reference_node(np.array, self.atoms),
+                                            (value,), {})
+                arrays[id(value)] = self.emitter.emit(frame, node, np.array, (value,), {}, expr,
+                                                      None)
         if not arrays:
             return args, kwargs
         return (tuple(arrays.get(id(a), a) for a in args),
@@ -163,8 +182,8 @@ class CallLowering(LoweringState):
         numbers = all(
             isinstance(x, Const) and isinstance(x.value, (int, float, np.number))
             and not isinstance(x.value, bool)
-            or isinstance(x, Var) and self.ndims.get(x.name) == 0 for x in items)
-        return numbers and any(isinstance(x, Var) and x.name not in self.int_vars
+            or isinstance(x, Var) and self.types.ndims.get(x.name) == 0 for x in items)
+        return numbers and any(isinstance(x, Var) and x.name not in self.types.int_vars
                                for x in items)
 
     def cell_call(self, frame, node, cell, args, kwargs, hint):
@@ -183,65 +202,64 @@ class CallLowering(LoweringState):
         else:
             value = args[0]
         if isinstance(value, Seq):
-            return Seq(tuple(self.stop_gradient(frame, node, (item,), None) for item in value.items),
+            return Seq(tuple(self.stop_gradient(frame, node, (item,), None)
+                             for item in value.items),
                        value.kind)
         if isinstance(value, Const):
             return value
-        return self.emit(frame, node, prims.STOP_GRADIENT, (value,), {}, self.atom_node(value),
-                         hint or value.name + "_stopped")
+        return self.emitter.emit(frame, node, prims.STOP_GRADIENT, (value,), {},
+                                 self.atoms.atom_node(value),
+                                 hint or value.name + "_stopped")
 
     def inline_local(self, frame, node, local, args, kwargs):
         """A call to a function defined inside the one being differentiated: its body is
         lowered with the enclosing function's variables as they are at the call."""
-        if local.node in self.local_stack:
-            raise self.unsupported(frame, node, f"recursion into {local.node.name}",
-                                   "write the recursion as a loop")
+        if local.node in self.state.local_stack:
+            raise unsupported(frame, node, f"recursion into {local.node.name}",
+                              "write the recursion as a loop")
         params = local.node.args
         if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
-            raise self.unsupported(frame, node, "a local function with *args, **kwargs or "
-                                   "keyword-only parameters", "name its parameters")
+            raise unsupported(frame, node, "a local function with *args, **kwargs or "
+                              "keyword-only parameters", "name its parameters")
         names = [p.id for p in params.args]
         defaults = local.defaults
         values = dict(zip(names, args))
         for name, value in kwargs.items():
             if name not in names or name in values:
-                raise self.unsupported(frame, node, f"a call of {local.node.name} with "
-                                       f"argument `{name}`, which it does not take or already "
-                                       f"got", f"pass each of its parameters once: "
-                                       f"{', '.join(names)}")
+                raise unsupported(frame, node, f"a call of {local.node.name} with "
+                                  f"argument `{name}`, which it does not take or already "
+                                  f"got", f"pass each of its parameters once: "
+                                  f"{', '.join(names)}")
             values[name] = value
         for name, default in zip(names[len(names) - len(defaults):], defaults):
             values.setdefault(name, default)
         missing = [n for n in names if n not in values]
         if missing or len(args) > len(names):
-            raise self.unsupported(frame, node, f"a call of {local.node.name} with the wrong "
-                                   f"number of arguments", f"pass one value per parameter: "
-                                   f"{', '.join(names)}")
+            raise unsupported(frame, node, f"a call of {local.node.name} with the wrong "
+                              f"number of arguments", f"pass one value per parameter: "
+                              f"{', '.join(names)}")
         callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
         callee.caller, callee.closure = frame, local.frame
-        self.local_stack.append(local.node)
-        taken = set(callee.env) | {n.id for n in gast.walk(local.node)
-                                   if isinstance(n, gast.Name)}
-        body = remove_early_returns(lift_loop_returns(local.node.body, *return_names(taken)))
-        self.lower_body(callee, body)
-        self.local_stack.pop()
+        self.state.local_stack.append(local.node)
+        self.statements.lower_body(callee, structured_body(local.node, callee.env))
+        self.state.local_stack.pop()
         return callee.output if callee.output is not None else Const(None)
 
     def inline(self, frame, node, fn, args, kwargs, bound_self):
         """Lower a call to a Python function by lowering its body with the arguments bound."""
-        if fn in self.stack:
-            raise self.unsupported(frame, node, f"recursion into {fn.__qualname__}",
-                                   "write the recursion as a loop")
+        if fn in self.state.stack:
+            raise unsupported(frame, node, f"recursion into {fn.__qualname__}",
+                              "write the recursion as a loop")
         parsed = parse_function(fn)
-        self.names.claim_source(parsed.node)
+        self.state.names.claim_source(parsed.node)
         sig = inspect.signature(fn)
         call_args = ((Const(bound_self),) if bound_self is not None else ()) + tuple(args)
         try:
             bound = sig.bind(*call_args, **kwargs)
         except TypeError as exc:
-            raise self.unsupported(frame, node, f"a call that does not match "
-                                   f"{fn.__qualname__}{sig} ({exc})", f"call {fn.__qualname__} "
-                                   f"with the arguments its signature takes") from None
+            raise unsupported(frame, node, f"a call that does not match "
+                              f"{fn.__qualname__}{sig} ({exc})", f"call {fn.__qualname__} "
+                              f"with the arguments its signature takes") from None
         bound.apply_defaults()
         env = {}
         for name, value in bound.arguments.items():
@@ -250,21 +268,22 @@ class CallLowering(LoweringState):
                 env[name] = Seq(tuple(value))
             elif kind is inspect.Parameter.VAR_KEYWORD:
                 if value:
-                    raise self.unsupported(frame, node, "a call that fills **kwargs",
-                                           "pass the values as named parameters")
+                    raise unsupported(frame, node, "a call that fills **kwargs",
+                                      "pass the values as named parameters")
                 env[name] = Const({})
             elif isinstance(value, (Var, Const, Seq)):
                 env[name] = value
             else:
-                env[name] = self.const_or_free(value, name)
+                env[name] = self.atoms.const_or_free(value, name)
         if bound_self is not None:
-            self.paths.setdefault(id(bound_self), self.paths.get(id(bound_self), "self"))
+            paths = self.state.paths
+            paths.setdefault(id(bound_self), paths.get(id(bound_self), "self"))
         library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
         callee = Frame(parsed, env, frame.location(node) if library else None)
         callee.caller = frame
-        self.stack.append(fn)
-        self.lower_body(callee, self.function_body(callee, parsed))
-        self.stack.pop()
+        self.state.stack.append(fn)
+        self.statements.lower_body(callee, structured_body(parsed.node))
+        self.state.stack.pop()
         return callee.output if callee.output is not None else Const(None)
 
 

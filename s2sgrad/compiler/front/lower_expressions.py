@@ -1,5 +1,8 @@
-"""Lowering expressions: names, constants, containers, operators, comparisons,
-attributes, subscripts and method calls -> atoms (Ops appended for what runs)."""
+"""Lowering expressions (``ExpressionLowering``): names, constants, containers,
+operators, comparisons, attributes, subscripts and method calls -> atoms (Ops appended
+for what runs).  Calls and lambdas go to ``lower_calls``, comprehensions to the
+statement lowerer (a loop that appends), ``x if c else y`` on a run-time ``c`` to
+``lower_branches``."""
 import operator
 
 import gast
@@ -8,11 +11,12 @@ import numpy as np
 from ... import primitives as prims
 from ..ir import Const, DictAtom, Seq, Var
 from ..syntax.nodes import name_node
+from ..syntax.source import unsupported
 from . import literals
 from .frontend import MISSING
 from .index_tricks import is_index_trick, lower_index_trick
 from .jumps import comprehension_as_loop
-from .lower_state import LoweringState, join_path
+from .lower_state import join_path
 from .messages import expression_name
 from .spellings import forward_expression
 
@@ -46,14 +50,32 @@ DICT_VIEWS = {"keys": lambda pairs: Seq(tuple(k for k, _ in pairs)),
               "items": lambda pairs: Seq(tuple(Seq((k, v)) for k, v in pairs))}
 
 
-class ExpressionLowering(LoweringState):
-    """Expressions -> atoms (a LoweringState mixin)."""
+class ExpressionLowering:
+    """Expressions -> atoms.  Reads and writes ``state`` (``LoweringState``: paths,
+    fields, names), reads ``types`` (``TypeInfo``), writes operands with ``atoms`` and
+    appends Ops with ``emitter``.  What an expression holds that is not one (a call, a
+    comprehension, a run-time ``if``) goes to the lowerers given to ``connect``."""
+
+    def __init__(self, state, types, atoms, emitter):
+        self.state = state
+        self.types = types
+        self.atoms = atoms
+        self.emitter = emitter
+        self.calls = self.statements = self.branches = None
+
+    def connect(self, calls, statements, branches):
+        """The lowerers an expression recurses into: ``calls`` (``CallLowering``),
+        ``statements`` (``StatementLowering``: comprehensions), ``branches``
+        (``BranchLowering``: ``x if c else y``)."""
+        self.calls = calls
+        self.statements = statements
+        self.branches = branches
 
     def lower_expr(self, frame, node, hint=None):
         """Lower an expression; returns its atom. ``hint`` names the value's variable."""
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.unsupported(frame, node, *expression_name(node))
+            raise unsupported(frame, node, *expression_name(node))
         return method(frame, node, hint)
 
     def expr_Constant(self, frame, node, hint):
@@ -64,20 +86,20 @@ class ExpressionLowering(LoweringState):
             return frame.env[node.id]
         obj, where = frame.parsed.scope.lookup(node.id)
         if obj is MISSING:
-            raise self.unsupported(frame, node, f"the name `{node.id}` is not defined",
-                                   "define it before building the gradient")
-        self.paths.setdefault(id(obj), node.id)
-        return self.const_or_free(obj, node.id)
+            raise unsupported(frame, node, f"the name `{node.id}` is not defined",
+                              "define it before building the gradient")
+        self.state.paths.setdefault(id(obj), node.id)
+        return self.atoms.const_or_free(obj, node.id)
 
     def expr_ListComp(self, frame, node, hint):
         """A list comprehension is a loop that appends (its variables stay local to it)."""
         if len(node.generators) != 1 or node.generators[0].is_async:
-            raise self.unsupported(frame, node, "a comprehension with several for clauses",
-                                   "write it as nested for loops that append to a list")
-        key = self.names.fresh(hint or "items")
+            raise unsupported(frame, node, "a comprehension with several for clauses",
+                              "write it as nested for loops that append to a list")
+        key = self.state.names.fresh(hint or "items")
         local = {n.id for n in gast.walk(node.generators[0].target) if isinstance(n, gast.Name)}
         outer = {n: frame.env[n] for n in local if n in frame.env}
-        self.lower_body(frame, comprehension_as_loop(node, key))
+        self.statements.lower_body(frame, comprehension_as_loop(node, key))
         for n in local:
             frame.env.pop(n, None)
         frame.env.update(outer)
@@ -87,8 +109,8 @@ class ExpressionLowering(LoweringState):
 
     def expr_Dict(self, frame, node, hint):
         if any(k is None for k in node.keys):
-            raise self.unsupported(frame, node, "** in a dict", "write the dict's items out: "
-                                   "{'a': x, 'b': y}")
+            raise unsupported(frame, node, "** in a dict", "write the dict's items out: "
+                              "{'a': x, 'b': y}")
         return DictAtom([(self.lower_expr(frame, k), self.lower_expr(frame, v))
                          for k, v in zip(node.keys, node.values)])
 
@@ -104,8 +126,8 @@ class ExpressionLowering(LoweringState):
             if isinstance(elt, gast.Starred):
                 value = self.lower_expr(frame, elt.value)
                 if not isinstance(value, Seq):
-                    raise self.unsupported(frame, elt, "* on a value whose length is known only "
-                                           "at run time", "pass the items one by one")
+                    raise unsupported(frame, elt, "* on a value whose length is known only "
+                                      "at run time", "pass the items one by one")
                 items.extend(value.items)
             else:
                 items.append(self.lower_expr(frame, elt))
@@ -117,28 +139,28 @@ class ExpressionLowering(LoweringState):
             try:
                 obj = getattr(base.value, node.attr)
             except AttributeError:
-                raise self.unsupported(frame, node, f"`{node.attr}` is not an attribute of "
-                                       f"this {type(base.value).__name__}", "check the spelling, "
-                                       "or set the attribute before building the gradient") \
+                raise unsupported(frame, node, f"`{node.attr}` is not an attribute of "
+                                  f"this {type(base.value).__name__}", "check the spelling, "
+                                  "or set the attribute before building the gradient") \
                     from None
-            path = join_path(self.paths.get(id(base.value), ""), node.attr)
-            self.paths.setdefault(id(obj), path)
-            return self.const_or_free(obj, path)
+            path = join_path(self.state.paths.get(id(base.value), ""), node.attr)
+            self.state.paths.setdefault(id(obj), path)
+            return self.atoms.const_or_free(obj, path)
         if isinstance(base, Var):
-            if base.name in self.param_types and node.attr in ("dtype", "ndim"):
-                dtype, ndim = self.param_types[base.name]
+            if base.name in self.types.param_types and node.attr in ("dtype", "ndim"):
+                dtype, ndim = self.types.param_types[base.name]
                 return Const(dtype if node.attr == "dtype" else ndim)
-            expr = gast.Attribute(value=self.atom_node(base), attr=node.attr, ctx=gast.Load())
+            expr = gast.Attribute(value=self.atoms.atom_node(base), attr=node.attr, ctx=gast.Load())
             prim = np.transpose if node.attr == "T" else prims.attribute(node.attr)
-            return self.emit(frame, node, prim, (base,), {}, expr, hint)
+            return self.emitter.emit(frame, node, prim, (base,), {}, expr, hint)
         if isinstance(base, DictAtom):
-            raise self.unsupported(frame, node, f"`.{node.attr}` of a dict",
-                                   "read a dict with constant keys (p['w']), or loop over "
-                                   "p.items(), p.keys() or p.values()")
-        if isinstance(base, Seq) and node.attr in self.fields.get(base, ()):
-            return base.items[self.fields[base].index(node.attr)]
-        raise self.unsupported(frame, node, f"`.{node.attr}` of a tuple or list",
-                               "index it first (p[0]) or unpack it (a, b = p)")
+            raise unsupported(frame, node, f"`.{node.attr}` of a dict",
+                              "read a dict with constant keys (p['w']), or loop over "
+                              "p.items(), p.keys() or p.values()")
+        if isinstance(base, Seq) and node.attr in self.state.fields.get(base, ()):
+            return base.items[self.state.fields[base].index(node.attr)]
+        raise unsupported(frame, node, f"`.{node.attr}` of a tuple or list",
+                          "index it first (p[0]) or unpack it (a, b = p)")
 
     def expr_BinOp(self, frame, node, hint):
         left = self.lower_expr(frame, node.left)
@@ -152,11 +174,11 @@ class ExpressionLowering(LoweringState):
                 return Seq(left.items + right.items, left.kind)
             # a shape computed at run time plus a fixed tuple is fine; other arithmetic is not
             if not (prim is operator.add and all(isinstance(a, (Seq, Var)) for a in (left, right))):
-                raise self.unsupported(frame, node, "arithmetic on a tuple or list",
-                                       "use np.array(...) or index the items")
+                raise unsupported(frame, node, "arithmetic on a tuple or list",
+                                  "use np.array(...) or index the items")
         expr = gast.BinOp(left=self.typed_node(left, right), op=node.op,
                           right=self.typed_node(right, left))
-        return self.emit(frame, node, prim, (left, right), {}, expr, hint)
+        return self.emitter.emit(frame, node, prim, (left, right), {}, expr, hint)
 
     def expr_UnaryOp(self, frame, node, hint):
         operand = self.lower_expr(frame, node.operand)
@@ -166,8 +188,8 @@ class ExpressionLowering(LoweringState):
             return folded
         if prim is operator.pos:
             return operand
-        expr = gast.UnaryOp(op=node.op, operand=self.atom_node(operand))
-        return self.emit(frame, node, prim, (operand,), {}, expr, hint)
+        expr = gast.UnaryOp(op=node.op, operand=self.atoms.atom_node(operand))
+        return self.emitter.emit(frame, node, prim, (operand,), {}, expr, hint)
 
     def expr_Compare(self, frame, node, hint):
         if len(node.ops) != 1:
@@ -187,17 +209,17 @@ class ExpressionLowering(LoweringState):
             if isinstance(left, Const) and isinstance(right, Const):
                 found = left.value in right.value
                 return Const(found if prim is operator.contains else not found)
-            raise self.unsupported(frame, node, "`in` on values known only at run time",
-                                   "compare explicitly (x == 1.0 or x == 2.0), or use np.isin")
+            raise unsupported(frame, node, "`in` on values known only at run time",
+                              "compare explicitly (x == 1.0 or x == 2.0), or use np.isin")
         folded = self.fold(prim, (left, right))
         if folded is not None:
             return folded
         if prim in (operator.is_, operator.is_not) and Const(None) in (left, right):
             # a run-time value is an array or a number, never None
             return Const(prim is operator.is_not)
-        expr = gast.Compare(left=self.atom_node(left), ops=node.ops,
-                            comparators=[self.atom_node(right)])
-        return self.emit(frame, node, prim, (left, right), {}, expr, hint)
+        expr = gast.Compare(left=self.atoms.atom_node(left), ops=node.ops,
+                            comparators=[self.atoms.atom_node(right)])
+        return self.emitter.emit(frame, node, prim, (left, right), {}, expr, hint)
 
     def expr_BoolOp(self, frame, node, hint):
         values = [self.lower_expr(frame, v) for v in node.values]
@@ -206,14 +228,14 @@ class ExpressionLowering(LoweringState):
             for v in values[1:]:
                 result = (result and v.value) if isinstance(node.op, gast.And) else (result or v.value)
             return Const(result)
-        expr = gast.BoolOp(op=node.op, values=[self.atom_node(v) for v in values])
-        return self.emit(frame, node, prims.BOOLOP, tuple(values), {}, expr, hint)
+        expr = gast.BoolOp(op=node.op, values=[self.atoms.atom_node(v) for v in values])
+        return self.emitter.emit(frame, node, prims.BOOLOP, tuple(values), {}, expr, hint)
 
     def expr_IfExp(self, frame, node, hint):
         test = self.lower_expr(frame, node.test)
         if isinstance(test, Const):
             return self.lower_expr(frame, node.body if test.value else node.orelse, hint)
-        key = self.names.fresh(hint or "choice")
+        key = self.state.names.fresh(hint or "choice")
         branches = []
         for value in (node.body, node.orelse):
             assign = gast.Assign(targets=[name_node(key, gast.Store())],
@@ -221,7 +243,7 @@ class ExpressionLowering(LoweringState):
             branches.append([gast.copy_location(assign, node)])
         stmt = gast.copy_location(gast.If(test=node.test, body=branches[0], orelse=branches[1]),
                                   node)
-        self.lower_if(frame, stmt, test)
+        self.branches.lower_if(frame, stmt, test)
         return frame.env.pop(key)
 
     def expr_Subscript(self, frame, node, hint):
@@ -238,35 +260,37 @@ class ExpressionLowering(LoweringState):
                 if isinstance(key, Const) and isinstance(index, Const) and \
                         key.value == index.value:
                     return value
-            raise self.unsupported(frame, node, "a dict read with a key that is not one of its "
-                                   "constant keys", "index the dict with one of its keys, "
-                                   "written as a constant (d['w'])")
+            raise unsupported(frame, node, "a dict read with a key that is not one of its "
+                              "constant keys", "index the dict with one of its keys, "
+                              "written as a constant (d['w'])")
         if isinstance(base, Const) and is_index_trick(base.value) and not isinstance(index, Const):
-            return lower_index_trick(self, frame, node, base.value, index, hint)   # np.r_[x, y]
+            # np.r_[x, y]
+            return lower_index_trick(self.emitter, frame, node, base.value, index, hint)
         if isinstance(base, (Seq, Const)) and isinstance(index, Const):
             seq = base.items if isinstance(base, Seq) else base.value
             try:
                 item = seq[index.value]
             except (IndexError, KeyError, TypeError) as exc:
                 size = f" of {len(seq)} items" if hasattr(seq, "__len__") else ""
-                raise self.unsupported(frame, node, f"the index {index.value!r} does not fit "
-                                       f"this {type(seq).__name__}{size} ({exc})",
-                                       "index within its items") from None
+                raise unsupported(frame, node, f"the index {index.value!r} does not fit "
+                                  f"this {type(seq).__name__}{size} ({exc})",
+                                  "index within its items") from None
             if isinstance(base, Seq):
                 return Seq(tuple(item), base.kind) if isinstance(index.value, slice) else item
-            return self.const_or_free(item, join_path(self.paths.get(id(base.value), ""), "item"))
+            path = join_path(self.state.paths.get(id(base.value), ""), "item")
+            return self.atoms.const_or_free(item, path)
         if isinstance(base, Seq):
             kind = "list" if base.kind == "list" else "tuple"
-            raise self.unsupported(frame, node, f"indexing a {kind} with an index known only at "
-                                   f"run time", "use np.stack(...) to make an array of the "
-                                   "items and index that")
+            raise unsupported(frame, node, f"indexing a {kind} with an index known only at "
+                              f"run time", "use np.stack(...) to make an array of the "
+                              "items and index that")
         if isinstance(base, Const):
-            base = self.const_or_free(base.value, "const")
+            base = self.atoms.const_or_free(base.value, "const")
             if isinstance(base, Const):
-                raise self.unsupported(frame, node, "indexing a constant with a run-time index",
-                                       "make the constant an array")
-        expr = gast.Subscript(value=self.atom_node(base), slice=index_node, ctx=gast.Load())
-        return self.emit(frame, node, prims.GETITEM, (base, index), {}, expr, hint)
+                raise unsupported(frame, node, "indexing a constant with a run-time index",
+                                  "make the constant an array")
+        expr = gast.Subscript(value=self.atoms.atom_node(base), slice=index_node, ctx=gast.Load())
+        return self.emitter.emit(frame, node, prims.GETITEM, (base, index), {}, expr, hint)
 
     def lower_index(self, frame, node):
         """An index expression -> (gast node with atoms, atom). Slices become Const slices
@@ -275,7 +299,7 @@ class ExpressionLowering(LoweringState):
             parts = [self.lower_expr(frame, p) if p is not None else Const(None)
                      for p in (node.lower, node.upper, node.step)]
             rebuilt = gast.Slice(*[None if (isinstance(p, Const) and p.value is None)
-                                   else self.atom_node(p) for p in parts])
+                                   else self.atoms.atom_node(p) for p in parts])
             if all(isinstance(p, Const) for p in parts):
                 return rebuilt, Const(slice(*[p.value for p in parts]))
             return rebuilt, Seq(tuple(parts), "slice")
@@ -287,7 +311,7 @@ class ExpressionLowering(LoweringState):
                 return rebuilt, Const(tuple(a.value for a in atoms))
             return rebuilt, Seq(tuple(atoms), "index")
         atom = self.lower_expr(frame, node)
-        return self.atom_node(atom), atom
+        return self.atoms.atom_node(atom), atom
 
     def method_call(self, frame, node, receiver, hint):
         name = node.func.attr
@@ -295,15 +319,15 @@ class ExpressionLowering(LoweringState):
         kwargs = {k.arg: self.lower_expr(frame, k.value) for k in node.keywords}
         if name == "asnumpy" and not args:
             return receiver
-        expr = self.call_expr(gast.Attribute(value=self.atom_node(receiver), attr=name,
-                                             ctx=gast.Load()), args, kwargs)
+        expr = self.atoms.call_expr(gast.Attribute(value=self.atoms.atom_node(receiver), attr=name,
+                                                   ctx=gast.Load()), args, kwargs)
         prim = METHODS.get(name, prims.method(name))
         if name in SHAPE_METHODS and len(args) > 1:
             args = (Seq(tuple(args)),)
         if name == "astype" and args and isinstance(args[0], Const):
             expr.args[0] = literals.literal_node(literals.as_numpy_dtype(args[0].value))
-        expr = forward_expression(prim, (receiver,) + args, kwargs, self.atom_node) or expr
-        return self.emit(frame, node, prim, (receiver,) + args, kwargs, expr, hint)
+        expr = forward_expression(prim, (receiver,) + args, kwargs, self.atoms.atom_node) or expr
+        return self.emitter.emit(frame, node, prim, (receiver,) + args, kwargs, expr, hint)
 
     def fold(self, prim, atoms):
         """The constant result of ``prim`` on constant operands, or None."""
@@ -316,3 +340,49 @@ class ExpressionLowering(LoweringState):
             return Const(prim(*values))
         except Exception:  # noqa: BLE001 - leave it to run time
             return None
+
+    def typed_node(self, atom, other):
+        """``atom`` in generated code; a Python number next to a float32 (float16) value is
+        written as ``np.float32(...)``: Numba would otherwise compute in float64."""
+        dtype = self.types.dtypes.get(other.name) if isinstance(other, Var) else None
+        if isinstance(atom, Const) and isinstance(atom.value, (int, float)) \
+                and not isinstance(atom.value, bool) and dtype is not None \
+                and dtype in (np.float32, np.float16):
+            return gast.Call(func=gast.Attribute(value=name_node("np"),
+                                                 attr=np.dtype(dtype).name, ctx=gast.Load()),
+                             args=[gast.Constant(value=float(atom.value), kind=None)],
+                             keywords=[])
+        return self.atoms.atom_node(atom)
+
+    def is_row_then_item(self, frame, target):
+        """True for ``a[i][j]`` (``a`` an array, not a list, ``i`` an int and not a slice:
+        ``a[i]`` is then a view of row i, and ``a[i][j]`` is ``a[i, j]``), read or written."""
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript)
+                and isinstance(target.value.value, gast.Name)):
+            return False
+        base = frame.env.get(target.value.value.id)
+        if not isinstance(base, Var) or base.name in self.types.lists or \
+                not self.types.ndim_of(base):
+            return False
+        inner = target.value.slice
+        if not _plain_index(inner):
+            return False
+        return self.types.is_int(self.lower_expr(frame, inner))
+
+    def expr_Call(self, frame, node, hint):
+        return self.calls.lower_call(frame, node, hint)
+
+    def expr_Lambda(self, frame, node, hint):
+        return self.calls.lower_lambda(frame, node, hint)
+
+
+def _plain_index(node):
+    """True for an index made of names, constants and arithmetic on them (``i``, ``i - 1``):
+    cheap to lower twice (the second time finds the first's values)."""
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.BinOp):
+        return _plain_index(node.left) and _plain_index(node.right)
+    if isinstance(node, gast.UnaryOp):
+        return _plain_index(node.operand)
+    return False

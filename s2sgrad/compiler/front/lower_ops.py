@@ -1,5 +1,9 @@
-"""Appending one Op: its rule, reuse of a repeated pure operation (common
-subexpressions), view tracking, and what is known of its result (rank, dtype, int)."""
+"""Appending one Op (``Emitter``): its rule, reuse of a repeated pure operation (common
+subexpressions), view tracking, and what is known of its result (rank, dtype, int);
+and the Ops lowering makes itself (integer arithmetic on loop bounds, the copies
+that merge branches and carry loop values)."""
+import operator
+
 import gast
 import numpy as np
 
@@ -8,27 +12,35 @@ from ...rules import lookup
 from ..analysis.typeinfo import INTEGER_OPS, basic_index
 from ..ir import Const, Op, Seq, Var
 from . import literals
-from .lower_state import LoweringState
 
 
 #: primitives never reused: effects, run-time objects, fresh containers
 NOT_REUSED = {prims.EFFECT, prims.OPAQUE, prims.LIST, prims.COPY}
 
 
-class OpEmission(LoweringState):
-    """Appends Ops to ``self.ops`` (a LoweringState mixin)."""
+class Emitter:
+    """Builds Ops into ``state.ops`` (a ``LoweringState``); records what is known of
+    each result in ``types`` (``TypeInfo``) and what memory it shares in ``aliases``
+    (``AliasTracking``), which refuses reads of stale values; writes operands with
+    ``atoms`` (``Atoms``)."""
+
+    def __init__(self, state, types, aliases, atoms):
+        self.state = state
+        self.types = types
+        self.aliases = aliases
+        self.atoms = atoms
 
     def emit(self, frame, node, prim, args, kwargs, expr, hint, custom=None):
         """Append an Op computing ``expr``; returns the Var it assigns."""
-        self.check_fresh(frame, node, list(args) + list(kwargs.values()))
-        self.check_call(frame, node, prim, args, kwargs)
+        self.aliases.check_fresh(frame, node, list(args) + list(kwargs.values()))
+        self.aliases.check_call(frame, node, prim, args, kwargs)
         rule = lookup(prim) if custom is None else None
         if custom is None and _integer_result(prim, args, kwargs):
             rule = lookup(prims.INTEGER_DTYPE)   # piecewise constant: it carries no gradient
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
-        if key is not None and key in self.cse:
-            return self.cse[key]      # the same pure operation on the same values: reuse it
-        name = self.names.variable(hint) if hint else self.names.temp(expr)
+        if key is not None and key in self.state.cse:
+            return self.state.cse[key]      # the same pure operation on the same values: reuse it
+        name = self.state.names.variable(hint) if hint else self.state.names.temp(expr)
         bind_error = None
         if rule is not None and rule.differentiable:
             try:
@@ -39,47 +51,79 @@ class OpEmission(LoweringState):
                 custom, bind_error=bind_error)
         if prim == prims.GETITEM:
             base, index = args
-            op.basic_index = basic_index(index, self.int_vars)
-            op.list_base = isinstance(base, Var) and base.name in self.lists
-        self.ops.append(op)
-        self.producers[name] = prim
+            op.basic_index = basic_index(index, self.types.int_vars)
+            op.list_base = isinstance(base, Var) and base.name in self.types.lists
+        self.state.ops.append(op)
+        self.state.producers[name] = prim
         if rule is not None and rule.tuple_result:
-            self.lists.add(name)   # read by index like a list; its adjoint is a list
-            self.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
-        self.record_memory(name, prim, args, kwargs)
+            self.types.lists.add(name)   # read by index like a list; its adjoint is a list
+            self.types.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
+        self.aliases.record_memory(name, prim, args, kwargs)
         # a tuple (divmod's, eigh's...) has no rank, shape or dtype of its own
-        tuple_valued = name in self.tuples or (isinstance(prim, np.ufunc) and prim.nout > 1)
-        ndim = None if tuple_valued else self.infer_ndim(prim, args, kwargs)
+        tuple_valued = name in self.types.tuples or (isinstance(prim, np.ufunc) and prim.nout > 1)
+        ndim = None if tuple_valued else self.types.infer_ndim(prim, args, kwargs)
         if ndim is not None:
-            self.ndims[name] = ndim
-        shape = None if tuple_valued else self.infer_shape(prim, args, kwargs)
+            self.types.ndims[name] = ndim
+        shape = None if tuple_valued else self.types.infer_shape(prim, args, kwargs,
+                                                                 self.state.nesting == 0)
         if shape is not None:
-            self.shapes.of[name] = shape
-            self.ndims.setdefault(name, len(shape))
-        if prim == prims.GETITEM and self.producers.get(getattr(args[0], "name", None)) == \
+            self.types.shapes.of[name] = shape
+            self.types.ndims.setdefault(name, len(shape))
+        if prim == prims.GETITEM and self.state.producers.get(getattr(args[0], "name", None)) == \
                 prims.SHAPE and isinstance(args[1], Const) and type(args[1].value) is int:
-            self.int_vars.add(name)      # x.shape[k]: a Python int
-            self.ndims[name] = 0
-            dims = self.shapes.tuples.get(args[0].name)
+            self.types.int_vars.add(name)      # x.shape[k]: a Python int
+            self.types.ndims[name] = 0
+            dims = self.types.shapes.tuples.get(args[0].name)
             if dims is not None and -len(dims) <= args[1].value < len(dims):
-                self.shapes.ints[name] = dims[args[1].value]
+                self.types.shapes.ints[name] = dims[args[1].value]
         if prim == prims.SHAPE and isinstance(args[0], Var) and not kwargs:
-            if self.shape_of(args[0]) is not None:
-                self.shapes.tuples[name] = self.shape_of(args[0])
-        dtype = None if tuple_valued else self.infer_dtype(prim, args, kwargs)
+            if self.types.shape_of(args[0]) is not None:
+                self.types.shapes.tuples[name] = self.types.shape_of(args[0])
+        dtype = None if tuple_valued else self.types.infer_dtype(prim, args, kwargs)
         if dtype is not None:
-            self.dtypes[name] = dtype
-        if prim in INTEGER_OPS and all(self.is_int(a) for a in args):
-            self.int_vars.add(name)
-            self.ndims[name] = 0
-        if key is not None and (self.ndims.get(name) == 0 or name in self.int_vars):
-            self.cse[key] = Var(name)   # scalars only: an array result could be updated in place
+            self.types.dtypes[name] = dtype
+        if prim in INTEGER_OPS and all(self.types.is_int(a) for a in args):
+            self.types.int_vars.add(name)
+            self.types.ndims[name] = 0
+        if key is not None and (self.types.ndims.get(name) == 0 or name in self.types.int_vars):
+            # scalars only: an array result could be updated in place
+            self.state.cse[key] = Var(name)
         return Var(name)
 
     def emit_getitem(self, frame, node, value, index, hint):
-        expr = gast.Subscript(value=self.atom_node(value), slice=self.atom_node(index),
+        expr = gast.Subscript(value=self.atoms.atom_node(value), slice=self.atoms.atom_node(index),
                               ctx=gast.Load())
         return self.emit(frame, node, prims.GETITEM, (value, index), {}, expr, hint)
+
+    def int_arith(self, frame, node, op, a, b):
+        """``a <op> b`` on integers (loop bounds): folded when both are constants, else an
+        Op whose result is known to be an int."""
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(op(a.value, b.value))
+        if op is operator.add and isinstance(b, Const) and b.value == 0:
+            return a
+        if op is operator.mul and isinstance(b, Const) and b.value == 1:
+            return a
+        if op is operator.floordiv and isinstance(b, Const) and b.value == 1:
+            return a
+        binop = {operator.add: gast.Add, operator.sub: gast.Sub, operator.mul: gast.Mult,
+                 operator.floordiv: gast.FloorDiv}[op]()
+        result = self.emit(frame, node, op, (a, b), {}, gast.BinOp(
+            left=self.atoms.atom_node(a), op=binop, right=self.atoms.atom_node(b)), None)
+        self.types.int_vars.add(result.name)
+        self.types.ndims[result.name] = 0
+        return result
+
+    def assign_op(self, target, atom, location):
+        """``target = atom``: a copy that passes the gradient through."""
+        if self.types.ndim_of(atom) is not None and target not in self.types.ndims:
+            self.types.ndims[target] = self.types.ndim_of(atom)
+        if isinstance(atom, Var) and atom.name in self.types.dtypes and \
+                target not in self.types.dtypes:
+            self.types.dtypes[target] = self.types.dtypes[atom.name]
+        self.aliases.record_alias(target, atom)   # the same array in generated code
+        return Op((target,), prims.ASSIGN, (atom,), {}, self.atoms.atom_node(atom), location,
+                  lookup(prims.ASSIGN))
 
 
 def _cse_key(prim, args, kwargs):

@@ -1,19 +1,15 @@
-"""The state the lowering mixins share, and the frames of the functions being lowered.
+"""The state of lowering one root function, and the frames of the functions inlined.
 
-``LoweringState`` holds what lowering one root function builds up (the Ops, the
-name allocator, what is known of each variable); the mixins that lower
-statements (``lower_statements``), expressions (``lower_expressions``), calls
-(``lower_calls``), Ops (``lower_ops``), atoms and captured values
-(``lower_atoms``) and control flow (``lower_flow``) read and write it, and
-``lower.Lowerer`` combines them.
+``LoweringState`` is what lowering one root function builds up besides what is known
+of each variable (``analysis.typeinfo.TypeInfo``) and of their memory
+(``analysis.aliasing.AliasTracking``): the Ops, the name allocator, the values
+captured from outside, the functions being inlined.  ``Frame`` is one function being
+lowered (its variables, its result).  Each lowerer of ``lower.py`` is handed the
+state, and says in its constructor what else it reads.
 """
 import gast
 
-from ...errors import UnsupportedConstructError
-from ..analysis.shapes import ShapeTable
 from ..syntax.naming import NameAllocator
-from ..syntax.source import to_source
-from .lower_flow import unused_name
 
 
 class LocalFunction:
@@ -50,52 +46,34 @@ class Frame:
 
 
 class LoweringState:
-    """What lowering one root function builds up; every mixin reads and writes it."""
+    """The Ops of one lowering and what they are built with: the block being lowered
+    (``ops``, its reusable values ``cse``, ``nesting``), names, captured values."""
 
-    def __init__(self, arg_types=None, arg_trees=None):
-        self.arg_types = arg_types    # per leaf parameter: (dtype, ndim), ("const", v) or None
-        self.arg_trees = arg_trees    # per argument: its treedef (s2sgrad.trees), None = leaf
-        self.param_types = {}   # Var name -> (dtype, ndim) of arguments, known while building
-        self.ndims = {}         # Var name -> rank, where it is known while building
-        self.dtypes = {}        # Var name -> float dtype, where it is known while building
-        self.shapes = ShapeTable()  # Var name -> symbolic shape, where it is known
-        self.nesting = 0        # > 0 inside a branch or loop body (code that may not run)
+    def __init__(self):
         self.names = NameAllocator()
-        self.ops = []
+        self.ops = []           # the block being lowered (a branch or loop body: ``collect``)
+        self.cse = {}           # (primitive, operands) -> Var computed earlier in this block
+        self.nesting = 0        # > 0 inside a branch or loop body (code that may not run)
         self.free = {}          # id(obj) -> FreeValue
         self.free_objects = []  # keeps the objects alive while ids are in use
         self.paths = {}         # id(obj) -> a readable path to a resolved object
         self.stack = []         # the functions being inlined, to catch recursion
-        self.mutated = set()    # Var names of arrays updated in place (x[i] = v)
         self.local_stack = []   # local functions (def/lambda inside) being inlined
-        self.cse = {}           # (primitive, operands) -> Var computed earlier in this block
-        self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
-        self.lists = set()      # Var names of lists extended at run time (xs.append)
-        self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
-        self.views = {}         # Var name -> the roots (fresh arrays) it may be a view of
-        self.memory = {}        # Var name -> the roots whose memory it may share (aliasing.py)
-        self.shared_at_write = {}  # Var name -> what shared its memory when it was written
-        self.item_ranks = {}    # Var name of a run-time list -> the rank of its items
-        self.made_ranks = {}    # Var name -> rank of an array made by np.zeros((2, 3)) & co
-        self.entry_shapes = {}  # loop-carried Var name -> the shape it enters the loop with
-        self.unassumed_shapes = set()  # loop-carried Var names whose shape changes in the loop
-        self.varying_shapes = set()  # loop-carried Var names whose sizes may change in the loop
-        self.stale_views = set()  # variables whose memory was updated in place behind them
-        self.fields = {}          # Seq of a namedtuple argument -> its field names
-        self.producers = {}       # Var name -> the primitive of the Op that assigned it
+        self.fields = {}        # Seq of a namedtuple argument -> its field names
+        self.producers = {}     # Var name -> the primitive of the Op that assigned it
 
-    def unsupported(self, frame, node, what, hint):
-        return UnsupportedConstructError(what, frame.parsed.location(node),
-                                         source_segment(frame, node), hint)
-
-
-def source_segment(frame, node):
-    """The construct's own text (its first line), for messages; None if it has none."""
-    try:
-        text = to_source(node)
-    except Exception:  # noqa: BLE001 - a message detail only
-        return None
-    return text.splitlines()[0] if text else None
+    def collect(self, lower):
+        """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
+        branch or a loop body); returns the ops it appended."""
+        saved, self.ops = self.ops, []
+        saved_cse, self.cse = self.cse, {}
+        self.nesting += 1
+        try:
+            lower()
+            return self.ops
+        finally:
+            self.ops, self.cse = saved, saved_cse
+            self.nesting -= 1
 
 
 def name_of(node):
@@ -114,16 +92,3 @@ def identifier(path):
     if name.startswith("self_"):
         name = name[5:]
     return name if not name[0].isdigit() else "v" + name
-
-
-def return_names(taken):
-    """The flag and a maker of per-loop result names for ``lift_loop_returns``."""
-    taken = set(taken)
-    flag = unused_name("returned", taken)
-    taken.add(flag)
-
-    def values():
-        name = unused_name("result", taken)
-        taken.add(name)
-        return name
-    return flag, values

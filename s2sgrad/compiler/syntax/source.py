@@ -9,6 +9,8 @@ import os
 
 import gast
 
+from ...errors import UnsupportedConstructError
+
 try:  # pragma: no cover - exercised through to_source
     import astor
 except ImportError:  # pragma: no cover
@@ -48,6 +50,22 @@ def _balanced(text):
             if depth < 0:
                 return False
     return depth == 0
+
+
+def source_segment(node):
+    """The construct's own text (its first line), for messages; None if it has none."""
+    try:
+        text = to_source(node)
+    except Exception:  # noqa: BLE001 - a message detail only
+        return None
+    return text.splitlines()[0] if text else None
+
+
+def unsupported(frame, node, what, hint):
+    """The ``UnsupportedConstructError`` that refuses ``node`` of the function ``frame``
+    lowers (anything with ``parsed.location``): its line, its text, what and what to do."""
+    return UnsupportedConstructError(what, frame.parsed.location(node), source_segment(node),
+                                     hint)
 
 
 def location_comment(origin):
