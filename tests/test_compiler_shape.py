@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 COMPILER = pathlib.Path(__file__).resolve().parent.parent / "s2sgrad" / "compiler"
-MODULES = sorted(COMPILER.glob("*.py"))
+MODULES = sorted(COMPILER.rglob("*.py"))
 #: the longest function (its whole text, decorators aside) the compiler may hold
 LONGEST = 80
 

@@ -414,6 +414,8 @@ class _Tangents:
         sweep = self
 
         class Substitute(gast.NodeTransformer):
+            """The template's ``t[p]`` as p's tangent, its operands and locals as bound."""
+
             def visit_Subscript(self, node):
                 if is_tangent_subscript(node):
                     return sweep.tangent_node(bindings[node.slice.id])
