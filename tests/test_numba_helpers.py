@@ -48,11 +48,21 @@ FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.eins
                         "matrix_norm_axes_adjoint": "np.linalg.matrix_norm",
                         "logsumexp_adjoint": "scipy.special.logsumexp",
                         "index_trick_adjoints": "np.r_ / np.c_",
-                        "drop_initial": "np.cumulative_sum / np.cumulative_prod"}
+                        "drop_initial": "np.cumulative_sum / np.cumulative_prod",
+                        "operand_adjoints_tangent": "np.einsum / np.linalg.multi_dot",
+                        "vector_norm_adjoint_tangent": "np.linalg.vector_norm",
+                        "logsumexp_adjoint_tangent": "scipy.special.logsumexp"}
 
 #: helpers with no Numba version yet although their forward call compiles: gradients
 #: using them run as Python with a fallback reason.  Known debt; a NEW helper still fails.
-NO_NUMBA_VERSION_YET = frozenset()
+NO_NUMBA_VERSION_YET = frozenset({
+    # the tangents of smooth adjoint helpers (runtime/second.py): hessian / hvp through
+    # det, slogdet, norm, cholesky, eigh, eigvalsh, pinv, matrix_power and sinc run as
+    # Python (issue 19, item 7 gave them forward rules; their Numba versions are to come)
+    "inv_tangent", "norm_adjoint_tangent", "cholesky_adjoint_tangent",
+    "eigh_adjoint_tangent", "eigvalsh_adjoint_tangent", "pinv_adjoint_tangent",
+    "matrix_power_adjoint_tangent", "sinc_second_derivative",
+})
 
 
 def _helpers_generated_code_calls():

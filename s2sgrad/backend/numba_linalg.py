@@ -26,7 +26,7 @@ def _matrix(t):
 
 
 def _tie_tolerance(dtype):
-    """100 ulps of ``dtype`` (at least float32's), as ``runtime.linalg._inverse_gaps``."""
+    """100 ulps of ``dtype`` (at least float32's), as ``runtime.linalg.inverse_gaps``."""
     eps = np.finfo(np.result_type(getattr(dtype, "name", "float64"), np.float32)).eps
     return 100.0 * float(eps)
 

@@ -27,6 +27,7 @@ import re
 import gast
 
 from ..backend import cache
+from ..errors import SourceLocation, UserCodeError
 from .analysis.liveness import (assigned_anywhere, exposed_reads, rebound_and_changed,
                                 surely_assigned)
 from .emit.layout import wrap
@@ -67,9 +68,12 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     arg_types = list(arg_types) + [None] * (n_args - len(arg_types)) if arg_types else None
     what = "Hessian" if jacobian else "Hessian-vector product"
     where = title_of(d.lowered, positions, ()).split("value and gradient of ", 1)[-1]
-    jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
-                    jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
-                                             f"gradient {fname}")
+    try:
+        jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
+                        jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
+                                                 f"gradient {fname}")
+    except UserCodeError as exc:
+        raise at_user_line(exc, gradient) from None
     user_comments(jvp, gradient)
     generated = GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
                                 len(d.lowered.params), d.lowered.arg_leaves,
@@ -79,6 +83,32 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
                           if origin.filename == gradient.path
                           and origin.lineno in gradient.line_map}
     return generated
+
+
+#: what a refusal met while differentiating generated gradient code advises
+SECOND_ORDER_HINT = (
+    "second derivatives (hessian, hvp, grad of grad, jacfwd of a gradient) need a "
+    "forward-mode rule for each function the gradient calls: use grad / value_and_grad "
+    "for this function, or compute the Hessian by differences of the gradient, or "
+    "register a forward rule with s2sgrad.rules.jvp_registry.jvp_rule(<function>) (see "
+    "s2sgrad/rules/runtime_jvp.py); or wrap the value in ops.stop_gradient if no "
+    "derivative should flow")
+
+
+def at_user_line(exc, gradient):
+    """``exc`` (a UserCodeError raised while differentiating ``gradient``'s generated
+    code) at the user's line that the generated statement came from, with the advice of
+    second order; unchanged when it names no line of the gradient module."""
+    where = exc.location
+    if where is None or where.filename != gradient.path:
+        return exc
+    origin = gradient.line_map.get(where.lineno)
+    if origin is None:
+        origin = SourceLocation(f"{gradient.function_name} (generated gradient)",
+                                where.lineno, where.text)
+    adjoint = where.lineno >= gradient.adjoint_from
+    what = exc.what + (" (in the gradient of this line)" if adjoint else "")
+    return type(exc)(what, origin, exc.construct, SECOND_ORDER_HINT)
 
 
 def user_comments(jvp, gradient):

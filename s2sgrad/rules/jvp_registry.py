@@ -56,8 +56,12 @@ reduction): then ``t[ans] += rt.sum(t[x] * factor, axis, keepdims)``.  ``all_jvp
 the registered rules; ``tests/test_jvp_rules.py`` checks every rule (derived
 ones too) against central finite differences.
 
+``jvp_linear_in("g", rt.roll_adjoint, ...)`` does the same for helpers without a VJP rule
+(the adjoint helpers of generated gradient code, linear in the incoming adjoint ``g``):
+the named parameters' tangents replace them, the others stay as written.
+
 Stable interface (the forward pass and higher-order code build on it):
-``t``, ``jvp_rule``, ``jvp_linear``, ``jvp_multilinear``, ``jvp_reduction``,
+``t``, ``jvp_rule``, ``jvp_linear``, ``jvp_linear_in``, ``jvp_multilinear``, ``jvp_reduction``,
 ``jvp_lookup``, ``registered``, ``all_jvp_rules``, ``JvpRule``.  A callable with
 a registered JVP rule (an ``rt`` helper of generated gradient code) is a
 primitive of the lowering even without a VJP rule.
@@ -237,6 +241,26 @@ def jvp_multilinear(*primitives):
     non-zero tangent, the call with that operand replaced by its tangent
     (``a_dot @ b + a @ b_dot``)."""
     _operand_rule("multilinear", primitives)
+
+
+def jvp_linear_in(params, *helpers):
+    """Declare helpers (``rt.*`` functions of generated gradient code, which have no VJP
+    rule) linear in the parameters named in ``params`` (a name or a tuple of names, taken
+    together) and constant in the others (shapes, axes, masks, indices, a sort order):
+    the tangent is the same call with those operands replaced by their tangents
+    (``rt.roll_adjoint(g, 1, None)`` -> ``rt.roll_adjoint(g_dot, 1, None)``).  The
+    signature is the helper's own."""
+    params = (params,) if isinstance(params, str) else tuple(params)
+    for helper in helpers:
+        sig = inspect.signature(helper)
+        unknown = [p for p in params if p not in sig.parameters]
+        if unknown:
+            raise TypeError(f"jvp_linear_in({display_name(helper)}): no parameter {unknown}")
+        result = "ans" if "ans" not in sig.parameters else "_ans"
+        rule = JvpRule(helper, display_name(helper), sig, result, [], {})
+        rule.kind = "linear"
+        rule.tangent_params = tuple(p for p in sig.parameters if p in params)
+        _RULES[_key(helper)] = (helper, rule)
 
 
 class _DToOnes(gast.NodeTransformer):

@@ -208,12 +208,12 @@ def _(ans, x1, x2):
               - rt.broadcast_like(t[x2] * ans[0], ans[1]))
 
 
-@jvp_rule(np.modf, tuple_result=True)
+@jvp_rule(np.modf, rt.modf, tuple_result=True)
 def _(ans, x):
     t[ans] = (t[x], ans[1] * 0.0)
 
 
-@jvp_rule(np.frexp, tuple_result=True)
+@jvp_rule(np.frexp, rt.frexp, tuple_result=True)
 def _(ans, x):
     t[ans] = (t[x] * np.exp2(-ans[1]), ans[1] * 0)
 

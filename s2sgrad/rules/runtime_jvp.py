@@ -9,18 +9,28 @@ give constants or shapes (``ones_like``, ``reduction_count``, a mask) have no ta
 template with no term.  The forward spellings (``rt.sum(x, axis, keepdims)``...) follow
 numpy's own rules.  Tapes are written with plain indexing in differentiable code (see
 ``compiler/pipeline_higher.py``), so ``rt.push`` needs no rule; ``rt.reserve`` copies a tape into
-a larger one, which is linear.  ``tests/test_higher.py`` checks these rules against
-central finite differences of the helpers.
+a larger one, which is linear.  The adjoint helpers of the rule tables (``roll_adjoint``,
+``select_adjoints``...) are declared linear in ``g`` where they read their other operands
+for shapes, indices or masks only (``jvp_linear_in``); the adjoints of one operand of a
+product are bilinear; where a helper depends smoothly on a primal operand
+(``det_adjoint``, ``eigh_adjoint``, ``norm_adjoint``...) its rule adds that term, computed
+by ``runtime/second.py``.  ``tests/test_higher.py`` checks the rules of the tape and
+broadcast helpers against central differences of the helpers, and
+``tests/test_second_order_rules.py`` every rule-table case's ``hvp`` against differences
+of its gradient.
 """
+import numpy as np
+
 from .. import primitives as prims
 from .. import runtime as rt
-from .jvp_registry import jvp_rule, t
+from .jvp_registry import jvp_linear_in, jvp_rule, t
 
 # ---------------------------------------------------------------- constants
 
 
 @jvp_rule(rt.ones_like, rt.zeros_like, rt.zeros_list, rt.reduction_count, rt.extremum_mask,
-          rt.trip_count, rt.tangent_size, rt.basis_tangent, rt.jacobian_rows)
+          rt.trip_count, rt.tangent_size, rt.basis_tangent, rt.jacobian_rows,
+          rt.nan_extremum_mask)
 def _(ans, *args):
     """A seed, a count, a mask or a shape: no tangent."""
 
@@ -191,3 +201,180 @@ def _(ans, x, axis):
 @jvp_rule(rt.atleast_1d)
 def _(ans, x):
     t[ans] = rt.atleast_1d(t[x])
+
+
+# rt.var / rt.std take (x, axis, keepdims, ddof), numpy's (a, axis, ddof, keepdims): rules
+# of their own, with np.var's and np.std's terms (jvp_rules.py)
+
+
+@jvp_rule(rt.var)
+def _(ans, x, axis, keepdims, ddof=0):
+    t[ans] = (rt.sum((x - rt.mean(x, axis, True)) * t[x], axis, keepdims) * 2
+              / (rt.reduction_count(x, axis) - ddof))
+
+
+@jvp_rule(rt.std)
+def _(ans, x, axis, keepdims, ddof=0):
+    t[ans] = rt.divide_or_zero(rt.sum((x - rt.mean(x, axis, True)) * t[x], axis, keepdims)
+                               / (rt.reduction_count(x, axis) - ddof), ans)
+
+
+jvp_linear_in("a", rt.tile)
+
+# ---------------------------------------------------------------- adjoints linear in g
+# Each adjoint helper below is linear in the incoming adjoint ``g`` and reads its other
+# operands only for shapes, axes, indices, masks or an order (a sort, a quantile's two
+# neighbours: piecewise constant), so its tangent is the helper on ``g``'s tangent.
+
+jvp_linear_in(
+    "g", rt.roll_adjoint, rt.rollaxis_adjoint, rt.diag_adjoint, rt.diagonal_adjoint,
+    rt.trace_adjoint, rt.diff_adjoint, rt.pad_adjoint, rt.repeat_adjoint, rt.take_adjoint,
+    rt.take_along_axis_adjoint, rt.split_adjoint, rt.stacked_adjoints,
+    rt.index_trick_adjoints, rt.select_adjoints, rt.select_default_adjoint,
+    rt.append_adjoint, rt.item_adjoint, rt.sort_adjoint, rt.permutation_adjoint,
+    rt.tile_adjoint, rt.linspace_adjoints, rt.arange_adjoints, rt.block_adjoints,
+    rt.broadcast_arrays_adjoints, rt.meshgrid_adjoints, rt.compress_adjoint,
+    rt.choose_adjoints, rt.resize_adjoint, rt.delete_adjoint, rt.insert_adjoint,
+    rt.trim_zeros_adjoint, rt.right_aligned, rt.drop_initial, rt.affine_adjoint,
+    rt.quantile_adjoint, rt.nan_quantile_adjoint,
+)
+
+# ---------------------------------------------------------------- bilinear adjoints
+# The adjoint of one operand of a product (``wrt``) is linear in ``g`` and in the other
+# operand, and reads its own operand for the shape only: the second term, with every
+# operand replaced by its tangent, is the other operand's term (the own operand's
+# tangent, or zeros, only gives the shape).
+
+
+@jvp_rule(rt.inner_adjoint)
+def _(ans, g, a, b, wrt):
+    t[ans] = rt.inner_adjoint(t[g], a, b, wrt)
+    t[ans] += rt.inner_adjoint(g, t[a], t[b], wrt)
+
+
+@jvp_rule(rt.kron_adjoint)
+def _(ans, g, a, b, wrt):
+    t[ans] = rt.kron_adjoint(t[g], a, b, wrt)
+    t[ans] += rt.kron_adjoint(g, t[a], t[b], wrt)
+
+
+@jvp_rule(rt.matvec_adjoint)
+def _(ans, g, x1, x2, wrt):
+    t[ans] = rt.matvec_adjoint(t[g], x1, x2, wrt)
+    t[ans] += rt.matvec_adjoint(g, t[x1], t[x2], wrt)
+
+
+@jvp_rule(rt.tensordot_adjoint)
+def _(ans, g, a, b, axes, wrt):
+    t[ans] = rt.tensordot_adjoint(t[g], a, b, axes, wrt)
+    t[ans] += rt.tensordot_adjoint(g, t[a], t[b], axes, wrt)
+
+
+@jvp_rule(rt.vecdot_adjoint)
+def _(ans, g, x1, x2, axis, wrt):
+    t[ans] = rt.vecdot_adjoint(t[g], x1, x2, axis, wrt)
+    t[ans] += rt.vecdot_adjoint(g, t[x1], t[x2], axis, wrt)
+
+
+@jvp_rule(rt.convolve_adjoint)
+def _(ans, g, a, v, mode, wrt):
+    t[ans] = rt.convolve_adjoint(t[g], a, v, mode, wrt)
+    t[ans] += rt.convolve_adjoint(g, t[a], t[v], mode, wrt)
+
+
+@jvp_rule(rt.correlate_adjoint)
+def _(ans, g, a, v, mode, wrt):
+    t[ans] = rt.correlate_adjoint(t[g], a, v, mode, wrt)
+    t[ans] += rt.correlate_adjoint(g, t[a], t[v], mode, wrt)
+
+
+@jvp_rule(rt.solve_a_adjoint)
+def _(ans, gb, x, b):
+    t[ans] = rt.solve_a_adjoint(t[gb], x, b)
+    t[ans] += rt.solve_a_adjoint(gb, t[x], b)
+
+
+@jvp_rule(rt.einsum_adjoints)
+def _(ans, g, operands):
+    t[ans] = rt.operand_adjoints_tangent(rt.einsum_adjoints, g, operands, t[g], t[operands])
+
+
+@jvp_rule(rt.multi_dot_adjoints)
+def _(ans, g, arrays):
+    t[ans] = rt.operand_adjoints_tangent(rt.multi_dot_adjoints, g, arrays, t[g], t[arrays])
+
+
+# ---------------------------------------------------------------- smooth in a primal
+
+
+@jvp_rule(rt.sinc_derivative)
+def _(ans, x):
+    t[ans] = t[x] * rt.sinc_second_derivative(x)
+
+
+@jvp_rule(rt.det_adjoint)
+def _(res, g, ans, a):
+    t[res] = rt.det_adjoint(t[g], ans, a)
+    t[res] += rt.det_adjoint(g, t[ans], a)
+    t[res] += np.asarray(g * ans)[..., None, None] * np.swapaxes(rt.inv_tangent(a, t[a]), -1, -2)
+
+
+@jvp_rule(rt.slogdet_adjoint)
+def _(res, g, a):
+    t[res] = rt.slogdet_adjoint(t[g], a)
+    t[res] += np.asarray(g[1])[..., None, None] * np.swapaxes(rt.inv_tangent(a, t[a]), -1, -2)
+
+
+@jvp_rule(rt.solve_adjoint)
+def _(res, a, g, b):
+    t[res] = rt.solve_adjoint(a, t[g], b)
+    t[res] += -rt.solve_adjoint(a, np.swapaxes(t[a], -1, -2) @ res, b)
+
+
+@jvp_rule(rt.logsumexp_adjoint)
+def _(res, g, ans, a, axis, b, keepdims, wrt):
+    t[res] = rt.logsumexp_adjoint(t[g], ans, a, axis, b, keepdims, wrt)
+    t[res] += rt.logsumexp_adjoint_tangent(g, ans, a, axis, b, keepdims, wrt, t[ans], t[a],
+                                           t[b])
+
+
+@jvp_rule(rt.norm_adjoint)
+def _(res, g, ans, x, ord, axis, keepdims):
+    t[res] = rt.norm_adjoint(t[g], ans, x, ord, axis, keepdims)
+    t[res] += rt.norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, t[ans], t[x])
+
+
+@jvp_rule(rt.vector_norm_adjoint)
+def _(res, g, ans, x, ord, axis, keepdims):
+    t[res] = rt.vector_norm_adjoint(t[g], ans, x, ord, axis, keepdims)
+    t[res] += rt.vector_norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, t[ans], t[x])
+
+
+@jvp_rule(rt.cholesky_adjoint)
+def _(res, g, L):
+    t[res] = rt.cholesky_adjoint(t[g], L)
+    t[res] += rt.cholesky_adjoint_tangent(g, L, t[L])
+
+
+@jvp_rule(rt.eigh_adjoint)
+def _(res, g, ans, a):
+    t[res] = rt.eigh_adjoint(t[g], ans, a)
+    t[res] += rt.eigh_adjoint_tangent(g, ans, t[ans])
+
+
+@jvp_rule(rt.eigvalsh_adjoint)
+def _(res, g, a):
+    t[res] = rt.eigvalsh_adjoint(t[g], a)
+    t[res] += rt.eigvalsh_adjoint_tangent(g, a, t[a])
+
+
+@jvp_rule(rt.pinv_adjoint)
+def _(res, g, ans, a):
+    t[res] = rt.pinv_adjoint(t[g], ans, a)
+    t[res] += rt.pinv_adjoint_tangent(g, ans, a, t[ans], t[a])
+
+
+@jvp_rule(rt.matrix_power_adjoint)
+def _(res, g, a, n):
+    t[res] = rt.matrix_power_adjoint(t[g], a, n)
+    t[res] += rt.matrix_power_adjoint_tangent(g, a, n, t[a])

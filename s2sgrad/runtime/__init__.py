@@ -14,6 +14,7 @@ from .linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.l
 from .surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 from .forward import *  # noqa: F401,F403  (rt.broadcast_like... : forward mode)
 from .split import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
+from .second import *  # noqa: F401,F403  (rt.inv_tangent... : second order)
 
 
 def ones_like(value):

@@ -22,7 +22,7 @@ def _t(x):
     return np.swapaxes(x, -1, -2)
 
 
-def _lower_only(j):
+def lower_only(j):
     """The adjoint of a function that reads only ``a``'s lower triangle, from ``j`` the
     adjoint of the symmetric matrix it stands for: the diagonal of ``j`` and, below it,
     ``j + j^T``."""
@@ -48,10 +48,10 @@ def cholesky_adjoint(g, L):
     phi = np.tril(_t(L) @ g) / (1.0 + np.eye(n))
     x = solve_triangular(L, phi, lower=True, trans="T")        # L^-T Phi
     s = _t(solve_triangular(L, _t(x), lower=True, trans="T"))  # (L^-T (L^-T Phi)^T)^T
-    return _lower_only((s + _t(s)) / 2.0)
+    return lower_only((s + _t(s)) / 2.0)
 
 
-def _inverse_gaps(gap, scale, dtype):
+def inverse_gaps(gap, scale, dtype):
     """``1 / gap`` off the diagonal, 0 on it and where two values coincide (``|gap|`` within
     100 ulps of ``scale``, the largest value's magnitude, per matrix)."""
     n = gap.shape[-1]
@@ -76,16 +76,16 @@ def eigh_adjoint(g, ans, a):
     j = (v * np.asarray(gw)[..., None, :]) @ _t(v)
     if np.any(gv):
         gap = w[..., None, :] - w[..., :, None]
-        f = _inverse_gaps(gap, np.max(np.abs(w), axis=-1), w.dtype)
+        f = inverse_gaps(gap, np.max(np.abs(w), axis=-1), w.dtype)
         j = j + v @ (f * (_t(v) @ gv)) @ _t(v)
-    return _lower_only(j)
+    return lower_only(j)
 
 
 def eigvalsh_adjoint(g, a):
     """The adjoint of ``a`` in ``w = np.linalg.eigvalsh(a)``: ``v diag(g) v^T`` (lower
     triangle)."""
     _, v = np.linalg.eigh(a)
-    return _lower_only((v * np.asarray(g)[..., None, :]) @ _t(v))
+    return lower_only((v * np.asarray(g)[..., None, :]) @ _t(v))
 
 
 def matrix_power_adjoint(g, a, n):
@@ -161,7 +161,7 @@ def svd_adjoint(g, ans, a, full_matrices):
     v, gv = _t(vh), _t(gvh)
     k = min(m, n)
     eye = np.eye(k)
-    f = _inverse_gaps(s[..., None, :] ** 2 - s[..., :, None] ** 2,
+    f = inverse_gaps(s[..., None, :] ** 2 - s[..., :, None] ** 2,
                       np.max(s, axis=-1) ** 2, s.dtype)
     utgu = _t(u) @ gu
     vtgv = _t(v) @ gv

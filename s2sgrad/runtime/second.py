@@ -1,0 +1,200 @@
+"""Tangents of the adjoint helpers that depend smoothly on a primal operand: what
+forward mode over generated gradient code (``hessian``, ``hvp``, ``grad(grad)``) calls,
+as ``rt.<name>``, from the JVP rules of ``rules/runtime_jvp.py``.
+
+Each ``<helper>_tangent`` gives the part of ``<helper>``'s tangent that comes from its
+primal operands (the adjoint's own tangent ``g_dot`` is the helper on ``g_dot``, written
+in the rule); the operands' tangents come after the helper's own arguments.  Plain
+numpy, by the product rule on each helper's formula (``runtime/linalg.py``,
+``runtime/arrays.py``); ``tests/test_second_order_rules.py`` checks them against
+central differences of the gradients.
+"""
+import numpy as np
+
+from .core import unbroadcast, unreduce
+from .linalg import inverse_gaps, lower_only, is_matrix_norm
+
+__all__ = ["inv_tangent", "sinc_second_derivative", "logsumexp_adjoint_tangent",
+           "norm_adjoint_tangent", "vector_norm_adjoint_tangent", "cholesky_adjoint_tangent",
+           "eigh_adjoint_tangent", "eigvalsh_adjoint_tangent", "pinv_adjoint_tangent",
+           "matrix_power_adjoint_tangent", "operand_adjoints_tangent"]
+
+
+def _t(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def inv_tangent(a, a_dot):
+    """The tangent of ``inv(a)`` along ``a_dot``: ``-inv(a) a_dot inv(a)``."""
+    b = np.linalg.inv(a)
+    return -(b @ a_dot @ b)
+
+
+def sinc_second_derivative(x):
+    """d/dx of ``rt.sinc_derivative``: ``(-pi sin(pi x) - 2 sinc'(x)) / x``, ``-pi^2 / 3``
+    at 0."""
+    arr = np.asarray(x, dtype=np.result_type(x, np.float64))
+    safe = np.where(arr == 0, 1.0, arr)
+    first = (np.cos(np.pi * safe) - np.sinc(safe)) / safe
+    out = np.where(arr == 0, -np.pi ** 2 / 3.0,
+                   (-np.pi * np.sin(np.pi * safe) - 2.0 * first) / safe)
+    return out if isinstance(x, np.ndarray) else out[()]
+
+
+def logsumexp_adjoint_tangent(g, ans, a, axis, b, keepdims, wrt, ans_dot, a_dot, b_dot):
+    """The tangent of ``rt.logsumexp_adjoint(g, ans, a, axis, b, keepdims, wrt)`` along the
+    tangents of ``ans``, ``a`` and ``b`` (``b`` None: no weights)."""
+    full = np.broadcast_shapes(np.shape(a), np.shape(b)) if b is not None else np.shape(a)
+    like = np.empty(full)
+    spread = np.broadcast_to(unreduce(g, like, axis, keepdims), full)
+    weights = np.exp(np.asarray(a) - unreduce(ans, like, axis, keepdims))
+    moved = np.asarray(a_dot) - unreduce(ans_dot, like, axis, keepdims)
+    if b is None:
+        return unbroadcast(spread * weights * moved, a)
+    if wrt == 0:
+        return unbroadcast(spread * weights * (b * moved + b_dot), a)
+    return unbroadcast(spread * weights * moved, b)
+
+
+def vector_norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, ans_dot, x_dot):
+    """The tangent of ``rt.vector_norm_adjoint`` along the tangents of ``ans`` and ``x``
+    (p-norms; inf and -inf pick elements, whose weights do not move)."""
+    spread = unreduce(g, x, axis, keepdims)
+    if ord in (np.inf, -np.inf):
+        return np.zeros(np.shape(x), dtype=np.result_type(x, np.float32))
+    full = unreduce(ans, x, axis, keepdims)
+    full_dot = unreduce(ans_dot, x, axis, keepdims)
+    ratio = np.abs(x) / full
+    ratio_dot = np.sign(x) * x_dot / full - np.abs(x) * full_dot / full ** 2
+    return spread * np.sign(x) * (ord - 1) * ratio ** (ord - 2) * ratio_dot
+
+
+def norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, ans_dot, x_dot):
+    """The tangent of ``rt.norm_adjoint(g, ans, x, ord, axis, keepdims)`` along the
+    tangents of ``ans`` and ``x``: the 2-norm and Frobenius norm, ord 1 and the p-norms of
+    vectors, the matrix norms that pick elements (1, -1, inf, -inf: no term).  The
+    singular-value norms of a matrix (2, -2, 'nuc') have none: NotImplementedError."""
+    if is_matrix_norm(x, ord, axis):
+        if ord in (1, -1, np.inf, -np.inf):
+            return np.zeros(np.shape(x), dtype=np.result_type(x, np.float32))
+        if ord not in (None, "fro"):
+            raise NotImplementedError(
+                f"second derivatives of np.linalg.norm of a matrix with ord={ord!r} (s2sgrad "
+                "has them for 'fro', 1, -1, inf and -inf): use grad for this function")
+    if ord is None or ord == 2 or ord == "fro":
+        scale = unreduce(g / ans, x, axis, keepdims)
+        return scale * x_dot - unreduce(g * ans_dot / ans ** 2, x, axis, keepdims) * x
+    if ord == 1:
+        return np.zeros(np.shape(x), dtype=np.result_type(x, np.float32))
+    return vector_norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, ans_dot, x_dot)
+
+
+def cholesky_adjoint_tangent(g, L, L_dot):
+    """The tangent of ``rt.cholesky_adjoint(g, L)`` along ``L_dot``: with ``S = L^-T Phi
+    L^-1`` and ``Phi`` the lower triangle of ``L^T g`` (diagonal halved), ``dS = -L^-T
+    dL^T S + L^-T dPhi L^-1 - S dL L^-1``; the adjoint's tangent is the lower part of
+    ``dS``'s symmetric part."""
+    n = L.shape[-1]
+    li = np.linalg.inv(L)
+    half = 1.0 + np.eye(n)
+    phi = np.tril(_t(L) @ g) / half
+    phi_dot = np.tril(_t(L_dot) @ g) / half
+    s = _t(li) @ phi @ li
+    s_dot = -_t(li) @ _t(L_dot) @ s + _t(li) @ phi_dot @ li - s @ L_dot @ li
+    return lower_only((s_dot + _t(s_dot)) / 2.0)
+
+
+def _eigen_gaps(w):
+    gap = w[..., None, :] - w[..., :, None]
+    return inverse_gaps(gap, np.max(np.abs(w), axis=-1), w.dtype)
+
+
+def eigh_adjoint_tangent(g, ans, ans_dot):
+    """The tangent of ``rt.eigh_adjoint(g, ans, a)`` along the tangent ``(w_dot, v_dot)``
+    of ``ans = (w, v)``: the product rule on ``v diag(gw) v^T + v (F * v^T gv) v^T``, with
+    ``dF_ij = -F_ij^2 (w_dot_j - w_dot_i)`` (0 for equal eigenvalues, as ``F``)."""
+    gw, gv = g
+    w, v = ans
+    w_dot, v_dot = ans_dot
+    gw = np.asarray(gw)[..., None, :]
+    j = (v_dot * gw) @ _t(v) + (v * gw) @ _t(v_dot)
+    if np.any(gv):
+        f = _eigen_gaps(w)
+        f_dot = -f * f * (w_dot[..., None, :] - w_dot[..., :, None])
+        m = f * (_t(v) @ gv)
+        m_dot = f_dot * (_t(v) @ gv) + f * (_t(v_dot) @ gv)
+        j = j + v_dot @ m @ _t(v) + v @ m_dot @ _t(v) + v @ m @ _t(v_dot)
+    return lower_only(j)
+
+
+def eigvalsh_adjoint_tangent(g, a, a_dot):
+    """The tangent of ``rt.eigvalsh_adjoint(g, a)`` along ``a_dot`` (``a``'s lower triangle
+    read, as eigvalsh does): ``v`` moves by ``v (F * v^T a_dot v)``."""
+    w, v = np.linalg.eigh(a)
+    sym = np.tril(a_dot) + _t(np.tril(a_dot, -1))
+    v_dot = v @ (_eigen_gaps(w) * (_t(v) @ sym @ v))
+    gw = np.asarray(g)[..., None, :]
+    return lower_only((v_dot * gw) @ _t(v) + (v * gw) @ _t(v_dot))
+
+
+def pinv_adjoint_tangent(g, ans, a, ans_dot, a_dot):
+    """The tangent of ``rt.pinv_adjoint(g, ans, a)`` along the tangents of ``ans`` (``p``)
+    and ``a``: the product rule on its three terms."""
+    p, pd = ans, ans_dot
+    m, n = np.shape(a)[-2:]
+    left, right = np.eye(m) - a @ p, np.eye(n) - p @ a
+    gt = _t(g)
+    return (-(_t(pd) @ g @ _t(p) + _t(p) @ g @ _t(pd))
+            - (a_dot @ p + a @ pd) @ gt @ p @ _t(p)
+            + left @ gt @ (pd @ _t(p) + p @ _t(pd))
+            + (_t(pd) @ p + _t(p) @ pd) @ gt @ right
+            - _t(p) @ p @ gt @ (pd @ a + p @ a_dot))
+
+
+def _power_terms_tangent(g, b, b_dot, n):
+    """The tangent along ``b_dot`` of ``sum_k (b^T)^k g (b^T)^(n-1-k)``, n >= 1."""
+    bt, bt_dot = _t(np.asarray(b)), _t(np.asarray(b_dot))
+    powers = [np.broadcast_to(np.eye(bt.shape[-1]), bt.shape)]
+    tangents = [np.zeros(bt.shape)]
+    for _ in range(n - 1):
+        tangents.append(tangents[-1] @ bt + powers[-1] @ bt_dot)
+        powers.append(powers[-1] @ bt)
+    out = np.zeros(np.shape(b), dtype=np.result_type(g, b, np.float32))
+    for k in range(n):
+        out = out + tangents[k] @ g @ powers[n - 1 - k] + powers[k] @ g @ tangents[n - 1 - k]
+    return out
+
+
+def matrix_power_adjoint_tangent(g, a, n, a_dot):
+    """The tangent of ``rt.matrix_power_adjoint(g, a, n)`` along ``a_dot`` (negative ``n``:
+    through the inverse, as the adjoint)."""
+    from .linalg import matrix_power_adjoint
+    if n == 0:
+        return np.zeros(np.shape(a), dtype=np.result_type(g, a, np.float32))
+    if n > 0:
+        return _power_terms_tangent(g, a, a_dot, n)
+    b = np.linalg.inv(a)
+    b_dot = -(b @ a_dot @ b)
+    inner = matrix_power_adjoint(g, b, -n)
+    inner_dot = _power_terms_tangent(g, b, b_dot, -n)
+    return -(_t(b_dot) @ inner @ _t(b) + _t(b) @ inner_dot @ _t(b) + _t(b) @ inner @ _t(b_dot))
+
+
+def operand_adjoints_tangent(adjoints, g, operands, g_dot, operands_dot):
+    """The tangent of ``adjoints(g, operands)`` (``rt.einsum_adjoints``,
+    ``rt.multi_dot_adjoints``: one adjoint per operand, each linear in ``g`` and in every
+    other operand, None for an operand that is not an array) along ``g_dot`` and the
+    operands' tangents: ``adjoints(g_dot, operands)`` plus, for each operand ``k``, the
+    adjoints of the others with ``k`` replaced by its tangent."""
+    operands, operands_dot = list(operands), list(operands_dot)
+    out = [None if d is None else np.array(d, dtype=np.result_type(d, np.float32))
+           for d in adjoints(g_dot, operands)]
+    for k, tangent in enumerate(operands_dot):
+        if out[k] is None or not np.any(tangent):
+            continue
+        moved = operands[:k] + [np.broadcast_to(tangent, np.shape(operands[k]))] + \
+            operands[k + 1:]
+        for i, d in enumerate(adjoints(g, moved)):
+            if i != k and d is not None:
+                out[i] = out[i] + d
+    return out
