@@ -28,7 +28,7 @@ class OpEmission(LoweringState):
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
         if key is not None and key in self.cse:
             return self.cse[key]      # the same pure operation on the same values: reuse it
-        name = self.names.variable(hint) if hint else self.names.temp(expr)
+        name = self.names.variable(hint) if hint else self.names.temp(expr, self.words.get(node))
         bind_error = None
         if rule is not None and rule.differentiable:
             try:

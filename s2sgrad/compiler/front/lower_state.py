@@ -43,6 +43,10 @@ class Frame:
         #: defined in: their names still reach arrays this frame may update in place
         self.caller = None
         self.closure = None
+        #: the word an inlined callee's result is known by at the call (the parameter of
+        #: the outer callee it is passed to): its temporary's name where the result's
+        #: own description is taken (``NameAllocator.temp``)
+        self.word = None
 
     def location(self, node):
         """Where an op made from ``node`` comes from, as the user would name it."""
@@ -83,6 +87,7 @@ class LoweringState:
         self.stale_views = set()  # variables whose memory was updated in place behind them
         self.fields = {}          # Seq of a namedtuple argument -> its field names
         self.producers = {}       # Var name -> the primitive of the Op that assigned it
+        self.words = {}           # expression node -> the parameter its value is passed to
 
     def unsupported(self, frame, node, what, hint):
         return UnsupportedConstructError(what, frame.parsed.location(node),

@@ -72,7 +72,10 @@ class StatementLowering(LoweringState):
                 return
             self.bind(frame, stmt.target, self.lower_expr(frame, binop, name_of(stmt.target)))
         elif isinstance(stmt, gast.Return):
+            if frame.word is not None and stmt.value is not None:
+                self.words[stmt.value] = frame.word   # passed on: the result is known so
             frame.output = self.lower_expr(frame, stmt.value) if stmt.value is not None else Const(None)
+            self.words.pop(stmt.value, None)
             self.check_fresh(frame, stmt, [frame.output])
             frame.returned = True
         elif isinstance(stmt, gast.If):
