@@ -128,6 +128,12 @@ def test_a_value_passed_to_an_inlined_callee_is_named_after_its_parameter():
     check_grad(twice_passed, (np.linspace(0.1, 0.5, 3),))
 
 
+def test_the_tutorials_two_ones_like_are_weight_and_pos_weight():
+    source = (ROOT / "generated" / "examples" / "function.py").read_text()
+    assert "ones_like_z = np.ones_like(z)" in source
+    assert "pos_weight = np.ones_like(z)" in source
+
+
 def _temporaries_of(program):
     """The temporaries (``NameAllocator.temp``) that reach the generated code of
     ``program()`` (which builds and runs a gradient and gives its source)."""
