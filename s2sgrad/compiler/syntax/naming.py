@@ -1,15 +1,19 @@
 """One naming scheme, and one allocator, for the generated function.
 
 Forward values keep the user's names (a reassigned name gets ``_1``, ``_2``...: the
-SSA versions of a user's variable, and nothing else ends in ``_<digits>``).  A temporary
-is named (``temp``), in this order:
+SSA versions of a user's variable; no temporary ends in ``_<digits>``, though a name
+the generator invents for its own bookkeeping, ``n_iter`` or a tape, still gets ``_1``
+when it repeats, and the adjoint of ``loss_1`` is ``dloss_1``).  A temporary is named
+(``temp``), in this order:
 
 1. from what it holds where that is short and free (``x_at_w`` for ``x @ w``,
    ``exp_z``, ``z_ge0``; ``describe``, which speaks of a version ``x_1`` as ``x``, the
    name in the user's line);
 2. else by the word the caller knows it by: the parameter of the inlined callee the
    value is bound to (``ones_like(z)`` passed twice to ``f(logits, label, weight,
-   pos_weight)``: ``ones_like_z``, then ``pos_weight``), where that is free;
+   pos_weight)``: ``ones_like_z``, then ``pos_weight``), where that is free (the
+   callee's source is claimed after its arguments are lowered: the word is the callee's
+   own name for the value, never a name of the source claimed before);
 3. else ``t1``, ``t2``...
 
 never ``<description>_<n>``, which would read as a version of a user's variable.  The
