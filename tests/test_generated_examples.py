@@ -1,5 +1,7 @@
-"""The generated code of the functional-autodiff tutorial is committed under
-generated/examples/; this test fails when the code generator's output drifts from it.
+"""The generated code of the functional-autodiff tutorial, and of the other programs
+README.md shows generated code of, is committed under generated/examples/; this test
+fails when the code generator's output drifts from it (and tests/test_readme_examples.py
+when README's excerpts drift from the committed files).
 
 After an intended change to the generated code, refresh the snapshots with
     S2SGRAD_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_generated_examples.py
@@ -9,9 +11,12 @@ import os
 
 import pytest
 
+import numpy as np
+
 import s2sgrad as ms
+import readme_programs
 from s2sgrad.api.forward import ForwardFunction
-from examples_loader import ROOT, load_functional_autodiff
+from examples_loader import ROOT, load_bench_workloads, load_functional_autodiff
 from s2sgrad.api.higher import HvpFunction
 
 SNAPSHOTS = ROOT / "generated" / "examples"
@@ -31,14 +36,19 @@ CASES = {
     "function_jacfwd": (lambda: ms.jacfwd(EX.function, (2, 3)), ARGS),
     # forward over reverse: the code ms.hvp(lambda w, b: function(x, y, w, b), (w, b), v) runs
     "function_hvp": (lambda: _Hvp(EX.function), ARGS),
+    # README's other excerpts: its forward-mode example, and the recurrence benchmark
+    "readme_f_jvp": (lambda: _Jvp(readme_programs.f, (0, 1)),
+                     (np.linspace(-1.0, 1.0, 5), 0.5)),
+    "recurrence": (lambda: ms.grad(load_bench_workloads().recurrence, (0, 1)),
+                   (0.7, np.linspace(-1.0, 1.0, 8))),
 }
 
 
 class _Jvp:
     """``ms.jvp(fn, args, v)`` as an object to call and read the source of (v: the args)."""
 
-    def __init__(self, fn):
-        self.forward = ForwardFunction(fn, (0, 1, 2, 3), False, False)
+    def __init__(self, fn, positions=(0, 1, 2, 3)):
+        self.forward = ForwardFunction(fn, positions, False, False)
 
     def __call__(self, *args):
         return self.forward.jvp_call(args, args)

@@ -260,8 +260,9 @@ def test_elementwise_array_updates_need_no_unbroadcast_nor_their_temporaries(fn,
     loop = _reversed_loop(g.source)
     likes = [n.args[1].id for n in gast.walk(loop) if isinstance(n, gast.Call)
              and isinstance(n.func, gast.Attribute) and n.func.attr == "unbroadcast"]
-    # only Verlet's scalar -k is summed down to (a scalar broadcast over x)
-    assert all(like.startswith("neg_k") for like in likes), g.source
+    # only Verlet's scalar -k is summed down to (a scalar broadcast over x; the loop's
+    # -k repeats the description neg_k of the one before it, so it has a t<n> name)
+    assert all(f"{like} = -k" in g.source for like in likes), g.source
     # what the reversed iteration pops: the loop-carried arrays (and, for Verlet, the
     # intermediate v), not the temporaries t1, t2... of each line
     popped = [n for n in gast.walk(loop) if isinstance(n, gast.Attribute) and n.attr == "pop"]

@@ -135,7 +135,7 @@ def logsumexp_values(a):
 
 @pytest.mark.parametrize("fn,arg,call", [
     (kron_left, np.ones((2, 2)), "rt.kron_adjoint(dkron_a_B34, a, B34, 0)"),
-    (tensordot_right, np.ones((4, 2)), "rt.tensordot_adjoint(dt1, B34, b, 1, 1)"),
+    (tensordot_right, np.ones((4, 2)), "rt.tensordot_adjoint(dtensordot_B34_b1, B34, b, 1, 1)"),
     (logsumexp_values, np.ones(4), ", 0)"),
 ])
 def test_only_the_active_operands_adjoint_is_computed(fn, arg, call):

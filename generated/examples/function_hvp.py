@@ -15,9 +15,9 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     z_dot = x_at_w_dot + b_dot
     # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:27)
     ones_like_z = np.ones_like(z)
-    ones_like_z_1 = np.ones_like(z)
-    maximum_z_0 = np.maximum(z, 0)
-    maximum_z_0_dot = z_dot * (z >= 0)
+    pos_weight = np.ones_like(z)
+    maximum_z0 = np.maximum(z, 0)
+    maximum_z0_dot = z_dot * (z >= 0)
     absolute_z = np.absolute(z)
     absolute_z_dot = z_dot * np.sign(z)
     neg_absolute_z = -absolute_z
@@ -26,16 +26,16 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     t1_dot = neg_absolute_z_dot * t1
     t2 = np.log1p(t1)
     t2_dot = t1_dot / (1 + t1)
-    softplus = maximum_z_0 + t2
-    softplus_dot = maximum_z_0_dot + t2_dot
+    softplus = maximum_z0 + t2
+    softplus_dot = maximum_z0_dot + t2_dot
     t9 = np.float32(1.0)
-    t3 = ones_like_z_1 - t9
+    t3 = pos_weight - t9
     t4 = t3 * y
     t10 = np.float32(1.0)
     t5 = t10 + t4
     t6 = t5 * softplus
     t6_dot = t5 * softplus_dot
-    t7 = ones_like_z_1 * y
+    t7 = pos_weight * y
     t8 = t7 * z
     t8_dot = t7 * z_dot
     loss = t6 - t8
@@ -54,10 +54,10 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     dt8 = -dloss
     dz = dt8 * t7
     dsoftplus = dloss * t5
-    t1_plus_1 = 1 + t1
-    t1_plus_1_dot = t1_dot
-    dt1 = dsoftplus / t1_plus_1
-    dt1_dot = -t1_plus_1_dot * dt1 / t1_plus_1
+    t1_plus1 = 1 + t1
+    t1_plus1_dot = t1_dot
+    dt1 = dsoftplus / t1_plus1
+    dt1_dot = -t1_plus1_dot * dt1 / t1_plus1
     dneg_absolute_z = dt1 * t1
     dneg_absolute_z_dot = dt1_dot * t1 + dt1 * t1_dot
     dabsolute_z = -dneg_absolute_z
@@ -67,8 +67,8 @@ def function_value_and_grad_jvp(x, y, w, b, w_dot, b_dot):
     t13_dot = dabsolute_z_dot * sign_z
     dz_1 = dz + t13
     dz_1_dot = rt.broadcast_like(t13_dot, dz_1)
-    z_ge_0 = z >= 0
-    t14 = dsoftplus * z_ge_0
+    z_ge0 = z >= 0
+    t14 = dsoftplus * z_ge0
     dz_2 = dz_1 + t14
     dz_2_dot = rt.broadcast_like(dz_1_dot, dz_2)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:26)

@@ -21,9 +21,9 @@ def function_jacfwd(x, y, w, b):
         z_dot = x_at_w_dot + b_dot
         # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:27)
         ones_like_z = np.ones_like(z)
-        ones_like_z_1 = np.ones_like(z)
-        maximum_z_0 = np.maximum(z, 0)
-        maximum_z_0_dot = z_dot * (z >= 0)
+        pos_weight = np.ones_like(z)
+        maximum_z0 = np.maximum(z, 0)
+        maximum_z0_dot = z_dot * (z >= 0)
         absolute_z = np.absolute(z)
         absolute_z_dot = z_dot * np.sign(z)
         neg_absolute_z = -absolute_z
@@ -32,14 +32,14 @@ def function_jacfwd(x, y, w, b):
         t1_dot = neg_absolute_z_dot * t1
         t2 = np.log1p(t1)
         t2_dot = t1_dot / (1 + t1)
-        softplus = maximum_z_0 + t2
-        softplus_dot = maximum_z_0_dot + t2_dot
-        t3 = ones_like_z_1 - np.float32(1.0)
+        softplus = maximum_z0 + t2
+        softplus_dot = maximum_z0_dot + t2_dot
+        t3 = pos_weight - np.float32(1.0)
         t4 = t3 * y
         t5 = np.float32(1.0) + t4
         t6 = t5 * softplus
         t6_dot = t5 * softplus_dot
-        t7 = ones_like_z_1 * y
+        t7 = pos_weight * y
         t8 = t7 * z
         t8_dot = t7 * z_dot
         loss = t6 - t8

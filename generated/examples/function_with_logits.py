@@ -10,12 +10,12 @@ def function_with_logits_value_and_grad(x, y, w, b):
     z = x @ w + b
     # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:33)
     ones_like_z = np.ones_like(z)
-    ones_like_z_1 = np.ones_like(z)
+    pos_weight = np.ones_like(z)
     t1 = np.exp(-np.absolute(z))
     softplus = np.maximum(z, 0) + np.log1p(t1)
-    t4 = (ones_like_z_1 - np.float32(1.0)) * y
+    t4 = (pos_weight - np.float32(1.0)) * y
     t5 = np.float32(1.0) + t4
-    t7 = ones_like_z_1 * y
+    t7 = pos_weight * y
     loss = t5 * softplus - t7 * z
     loss_1 = loss * ones_like_z
     out = np.mean(loss_1)

@@ -62,8 +62,14 @@ class CallLowering:
                     not node.args and not node.keywords:
                 return DICT_VIEWS[node.func.attr](receiver.pairs)
         func = self.expressions.lower_expr(frame, node.func)
-        args = tuple(self.expressions.splice(frame, node.args))
-        kwargs = {k.arg: self.expressions.lower_expr(frame, k.value) for k in node.keywords}
+        words = _parameter_words(func.value, node) if isinstance(func, Const) else {}
+        self.state.words.update(words)   # a temporary passed in may be named after its parameter
+        try:
+            args = tuple(self.expressions.splice(frame, node.args))
+            kwargs = {k.arg: self.expressions.lower_expr(frame, k.value) for k in node.keywords}
+        finally:
+            for arg in words:
+                self.state.words.pop(arg, None)
         if not isinstance(func, Const):
             raise unsupported(frame, node, "a call of a value computed at run time",
                               "call functions by their names (a function chosen at run "
@@ -280,11 +286,38 @@ class CallLowering:
             paths.setdefault(id(bound_self), paths.get(id(bound_self), "self"))
         library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
         callee = Frame(parsed, env, frame.location(node) if library else None)
-        callee.caller = frame
+        callee.caller, callee.word = frame, self.state.words.pop(node, None)
         self.state.stack.append(fn)
         self.statements.lower_body(callee, structured_body(parsed.node))
         self.state.stack.pop()
         return callee.output if callee.output is not None else Const(None)
+
+
+def _parameter_words(obj, node):
+    """For a call ``node`` of ``obj`` that is inlined (the user's function or method, an
+    s2sgrad op or Cell), each argument expression -> the parameter it is passed to (the
+    name the callee knows its value by); {} for a primitive (numpy's parameter names,
+    ``x1``, ``a``, say nothing of the value) or where the signature is unknown."""
+    if getattr(obj, "__s2sgrad_op__", False):
+        obj = getattr(obj, "raw", None)
+    elif isinstance(obj, Cell):
+        obj = getattr(obj, "construct", None)
+    if not (inspect.isfunction(obj) or inspect.ismethod(obj)) or lookup(obj) is not None \
+            or is_library_function(obj):
+        return {}
+    try:
+        params = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    positional = [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                       inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    words = {}
+    for arg, name in zip(node.args, positional):
+        if isinstance(arg, gast.Starred):
+            break
+        words[arg] = name
+    words.update((k.value, k.arg) for k in node.keywords if k.arg is not None)
+    return words
 
 
 def _without_defaults(fn, kwargs):

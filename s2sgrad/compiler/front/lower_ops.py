@@ -40,7 +40,8 @@ class Emitter:
         key = _cse_key(prim, args, kwargs) if rule is not None and custom is None else None
         if key is not None and key in self.state.cse:
             return self.state.cse[key]      # the same pure operation on the same values: reuse it
-        name = self.state.names.variable(hint) if hint else self.state.names.temp(expr)
+        name = self.state.names.variable(hint) if hint else \
+            self.state.names.temp(expr, self.state.words.get(node))
         bind_error = None
         if rule is not None and rule.differentiable:
             try:

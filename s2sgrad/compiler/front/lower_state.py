@@ -39,6 +39,10 @@ class Frame:
         #: defined in: their names still reach arrays this frame may update in place
         self.caller = None
         self.closure = None
+        #: the word an inlined callee's result is known by at the call (the parameter of
+        #: the outer callee it is passed to): its temporary's name where the result's
+        #: own description is taken (``NameAllocator.temp``)
+        self.word = None
 
     def location(self, node):
         """Where an op made from ``node`` comes from, as the user would name it."""
@@ -61,6 +65,7 @@ class LoweringState:
         self.local_stack = []   # local functions (def/lambda inside) being inlined
         self.fields = {}        # Seq of a namedtuple argument -> its field names
         self.producers = {}     # Var name -> the primitive of the Op that assigned it
+        self.words = {}         # expression node -> the parameter its value is passed to
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a

@@ -96,8 +96,11 @@ class StatementLowering:
             self.bind(frame, stmt.target,
                       self.expressions.lower_expr(frame, binop, name_of(stmt.target)))
         elif isinstance(stmt, gast.Return):
+            if frame.word is not None and stmt.value is not None:
+                self.state.words[stmt.value] = frame.word   # passed on: the result is named so
             frame.output = self.expressions.lower_expr(frame, stmt.value) \
                 if stmt.value is not None else Const(None)
+            self.state.words.pop(stmt.value, None)
             self.aliases.check_fresh(frame, stmt, [frame.output])
             frame.returned = True
         elif isinstance(stmt, gast.If):

@@ -1,10 +1,24 @@
 """One naming scheme, and one allocator, for the generated function.
 
-Forward values keep the user's names (a reassigned name gets ``_1``, ``_2``...),
-a temporary is named from what it holds where that is short (``x_at_w`` for
-``x @ w``, ``exp_z``, ``z_ge_0``; ``describe``) and ``t1``, ``t2``... otherwise,
-and the adjoint of ``x`` is ``dx``.  A rule template's own locals are
-temporaries too: their names in the template never reach generated code.
+Forward values keep the user's names (a reassigned name gets ``_1``, ``_2``...: the
+SSA versions of a user's variable; no temporary ends in ``_<digits>``, though a name
+the generator invents for its own bookkeeping, ``n_iter`` or a tape, still gets ``_1``
+when it repeats, and the adjoint of ``loss_1`` is ``dloss_1``).  A temporary is named
+(``temp``), in this order:
+
+1. from what it holds where that is short and free (``x_at_w`` for ``x @ w``,
+   ``exp_z``, ``z_ge0``; ``describe``, which speaks of a version ``x_1`` as ``x``, the
+   name in the user's line);
+2. else by the word the caller knows it by: the parameter of the inlined callee the
+   value is bound to (``ones_like(z)`` passed twice to ``f(logits, label, weight,
+   pos_weight)``: ``ones_like_z``, then ``pos_weight``), where that is free (the
+   callee's source is claimed after its arguments are lowered: the word is the callee's
+   own name for the value, never a name of the source claimed before);
+3. else ``t1``, ``t2``...
+
+never ``<description>_<n>``, which would read as a version of a user's variable.  The
+adjoint of ``x`` is ``dx``.  A rule template's own locals are temporaries too: their
+names in the template never reach generated code.
 
 Every name the generated code holds comes from the function's ``NameAllocator``:
 
@@ -25,6 +39,7 @@ Names of builtins and of the modules generated code imports (``np``, ``math``,
 """
 import builtins
 import keyword
+import re
 
 import gast
 
@@ -37,24 +52,42 @@ _OPERATORS = {gast.Add: "plus", gast.Sub: "minus", gast.Mult: "times", gast.Div:
               gast.Lt: "lt", gast.LtE: "le", gast.Gt: "gt", gast.GtE: "ge", gast.Eq: "eq",
               gast.NotEq: "ne"}
 _COMMUTATIVE = (gast.Add, gast.Mult)
+#: how a version of a user's variable ends (``loss_1``): no other name ends so
+_VERSION = re.compile(r"_[0-9]+$")
 
 
-def describe(expr, opaque=frozenset()):
+def describe(expr, opaque=frozenset(), versions=None):
     """A short name for what ``expr`` (a gast expression over names and constants)
     computes: ``x @ w`` -> ``x_at_w``, ``np.exp(z)`` -> ``exp_z``, ``-a`` -> ``neg_a``,
-    ``z >= 0`` -> ``z_ge_0``, ``x.T`` -> ``x_T``, ``xs[i]`` -> ``xs_i``; None when it has
-    no such name (a slice, keywords, a float, a name in ``opaque``) or the name would be
-    longer than ``DESCRIPTION_LIMIT``."""
-    text = _describe(expr, opaque) if not isinstance(expr, gast.Name) else None
-    if text is None or len(text) > DESCRIPTION_LIMIT or not text.isidentifier():
+    ``z >= 0`` -> ``z_ge0``, ``x.T`` -> ``x_T``, ``xs[i]`` -> ``xs_i``, ``x.shape[0]`` ->
+    ``x_shape0`` (a number joins the word before it); a version of a user's variable
+    (``versions``: ``{"x_1": "x"}``) is spoken of by the user's name, ``x_1 * x_1`` ->
+    ``x_times_x``.  None when it has no such name (a slice, keywords, a float, a name in
+    ``opaque``), the name would be longer than ``DESCRIPTION_LIMIT`` or would end in
+    ``_<digits>`` (the mark of a version: ``exp_x_0`` for a user's ``x_0``)."""
+    text = _describe(expr, opaque, versions or {}) if not isinstance(expr, gast.Name) \
+        else None
+    if text is None or len(text) > DESCRIPTION_LIMIT or not text.isidentifier() or \
+            _VERSION.search(text):
         return None
     return text
 
 
-def _describe(node, opaque):
+def _joined(parts):
+    """``parts`` joined by ``_``, a number joined to the part before it (``x_minus1``)."""
+    if None in parts:
+        return None
+    text = parts[0]
+    for part in parts[1:]:
+        text += part if part.isdigit() and text else "_" + part
+    return text
+
+
+def _describe(node, opaque, versions):
     """``describe`` without the limits (None where a part has no name)."""
     if isinstance(node, gast.Name):
-        return None if node.id in opaque else node.id.strip("_") or None
+        name = versions.get(node.id, node.id)
+        return None if node.id in opaque else name.strip("_") or None
     if isinstance(node, gast.Constant):
         value = node.value
         return str(value) if isinstance(value, int) and not isinstance(value, bool) and \
@@ -65,26 +98,25 @@ def _describe(node, opaque):
         left, op, right = (node.left, node.op, node.right) if isinstance(node, gast.BinOp) \
             else (node.left, node.ops[0], node.comparators[0])
         if isinstance(op, _COMMUTATIVE) and isinstance(left, gast.Constant):
-            left, right = right, left   # 2 * x -> x_times_2
-        parts = [_describe(left, opaque), _OPERATORS.get(type(op)), _describe(right, opaque)]
-        return "_".join(parts) if None not in parts else None
+            left, right = right, left   # 2 * x -> x_times2
+        return _joined([_describe(left, opaque, versions), _OPERATORS.get(type(op)),
+                        _describe(right, opaque, versions)])
     if isinstance(node, gast.UnaryOp):
-        inner = _describe(node.operand, opaque)
+        inner = _describe(node.operand, opaque, versions)
         prefix = {gast.USub: "neg_", gast.Not: "not_", gast.UAdd: ""}.get(type(node.op))
         return prefix + inner if inner is not None and prefix is not None else None
     if isinstance(node, gast.Attribute):
-        base = _describe(node.value, opaque)
+        base = _describe(node.value, opaque, versions)
         return None if base is None else f"{base}_{node.attr}"
     if isinstance(node, gast.Subscript):
-        base, index = _describe(node.value, opaque), _describe(node.slice, opaque)
-        if base is None or index is None or isinstance(node.slice, (gast.BinOp, gast.Call)):
+        if isinstance(node.slice, (gast.BinOp, gast.Call)):
             return None
-        return f"{base}_{index}"
+        return _joined([_describe(node.value, opaque, versions),
+                        _describe(node.slice, opaque, versions)])
     if isinstance(node, gast.Call) and not node.keywords:
         func = node.func.attr if isinstance(node.func, gast.Attribute) else \
             node.func.id if isinstance(node.func, gast.Name) else None
-        parts = [func] + [_describe(a, opaque) for a in node.args]
-        return "_".join(parts) if None not in parts else None
+        return _joined([func] + [_describe(a, opaque, versions) for a in node.args])
     return None
 
 
@@ -123,6 +155,9 @@ class NameAllocator:
         #: the names the generator invented (``fresh``, ``temp``, ``adjoint``...): no
         #: user's variable is one (``compiler/optimize/substitute.py`` may inline them away)
         self.invented = set()
+        #: versions of a user's variable (``variable``) -> the user's name: ``loss_1`` ->
+        #: ``loss``; a description speaks of the user's name
+        self.versions = {}
 
     def claim_source(self, node):
         """Claim every identifier of the user's function ``node`` (a gast FunctionDef or
@@ -146,8 +181,11 @@ class NameAllocator:
 
     def variable(self, hint):
         """A name for a value of the user's program: ``hint`` itself (the user's name)
-        when free, else ``hint_1``, ``hint_2``..."""
-        return self._pick(hint, ())
+        when free, else ``hint_1``, ``hint_2``... (its versions)."""
+        name = self._pick(hint, ())
+        if name != hint and hint.isidentifier():
+            self.versions[name] = hint
+        return name
 
     def fresh(self, hint):
         """A name the generator invents: like ``hint`` and never a name of the user's
@@ -172,13 +210,14 @@ class NameAllocator:
     def snapshot(self):
         """The allocator's state, to undo names handed out by a discarded attempt."""
         return (set(self.used), set(self.user), self._temp, dict(self.modules),
-                set(self.opaque), set(self.invented))
+                set(self.opaque), set(self.invented), dict(self.versions))
 
     def restore(self, state):
-        used, user, temp, modules, opaque, invented = state
+        used, user, temp, modules, opaque, invented, versions = state
         self.used, self.user, self._temp, self.modules = set(used), set(user), temp, \
             dict(modules)
         self.opaque, self.invented = set(opaque), set(invented)
+        self.versions = dict(versions)
 
     def module(self, path):
         """The name generated code reads module ``path`` (``'scipy.special'``) by: its last
@@ -187,13 +226,18 @@ class NameAllocator:
             self.modules[path] = self.fresh(path.rsplit(".", 1)[-1])
         return self.modules[path]
 
-    def temp(self, expr=None):
+    def temp(self, expr=None, word=None):
         """A new temporary for the value of ``expr`` (a gast expression): named from what
-        it holds where that is short (``describe``), else ``t1``, ``t2``...; never a
-        name of the user's source."""
-        described = describe(expr, self.opaque) if expr is not None else None
-        if described is not None:
-            return self.fresh(described)
+        it holds where that is short and free (``describe``), else ``word`` (the name the
+        value is bound to where it is used: an inlined callee's parameter) where that is
+        free, else ``t1``, ``t2``...; never a name of the user's source claimed so far,
+        never ``<description>_<n>`` (see the module doc)."""
+        described = describe(expr, self.opaque, self.versions) if expr is not None else None
+        for name in (described, word):
+            if name is not None and self._free(name):
+                self.used.add(name)
+                self.invented.add(name)
+                return name
         while True:
             self._temp += 1
             name = f"t{self._temp}"
@@ -202,6 +246,13 @@ class NameAllocator:
                 self.opaque.add(name)
                 self.invented.add(name)
                 return name
+
+    def _free(self, name):
+        """True when ``name`` is an identifier nobody holds: neither the allocator, the
+        user's source claimed so far nor the reserved names, and no version's mark."""
+        return name.isidentifier() and not keyword.iskeyword(name) and \
+            not _VERSION.search(name) and name not in self.used and \
+            name not in self.user and name not in RESERVED
 
     def adjoint(self, name):
         """The adjoint name of forward variable ``name``: ``d<name>``, made unique."""
