@@ -250,14 +250,14 @@ def test_random_program_compiled_by_numba(source, seed, program_dir, monkeypatch
     check(source, seed, program_dir)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=RELAXED)
+@settings(max_examples=40, deadline=None, suppress_health_check=RELAXED)
 @given(source=programs(), seed=st.integers(0, 2 ** 16))
 def test_random_program_jvp_matches_finite_differences(source, seed, program_dir, monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     check_forward(source, seed, program_dir)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=RELAXED)
+@settings(max_examples=25, deadline=None, suppress_health_check=RELAXED)
 @given(source=programs(), seed=st.integers(0, 2 ** 16))
 def test_random_program_hvp_matches_differences_of_the_gradient(source, seed, program_dir,
                                                                  monkeypatch):

@@ -291,13 +291,7 @@ class _Tangents:
                 return self.tangent_node(Var(n.id))
             if isinstance(n, (gast.Tuple, gast.List)) and _holds(n, variables):
                 return self._operand_tangent(n, variables)
-            for field, value in gast.iter_fields(n):
-                if isinstance(value, list):
-                    setattr(n, field, [visit(v) if isinstance(v, gast.AST) else v
-                                       for v in value])
-                elif isinstance(value, gast.AST):
-                    setattr(n, field, visit(value))
-            return n
+            return _children_mapped(n, visit)
         return visit(copy.deepcopy(node))
 
     def _operand_tangent(self, node, variables):
@@ -355,13 +349,7 @@ class _Tangents:
                     if seen[0] - 1 == k:
                         return name_node(self.of[n.id])
                     return n
-                for field, value in gast.iter_fields(n):
-                    if isinstance(value, list):
-                        setattr(n, field, [visit(v) if isinstance(v, gast.AST) else v
-                                           for v in value])
-                    elif isinstance(value, gast.AST):
-                        setattr(n, field, visit(value))
-                return n
+                return _children_mapped(n, visit)
             terms.append(visit(copy.deepcopy(op.expr)))
         return _sum(terms)
 
@@ -453,6 +441,16 @@ def _sum(terms):
         else:
             total = gast.BinOp(left=total, op=gast.Add(), right=term)
     return total
+
+
+def _children_mapped(node, visit):
+    """``node`` with each child node replaced by ``visit(child)`` (in place); ``node``."""
+    for field, value in gast.iter_fields(node):
+        if isinstance(value, list):
+            setattr(node, field, [visit(v) if isinstance(v, gast.AST) else v for v in value])
+        elif isinstance(value, gast.AST):
+            setattr(node, field, visit(value))
+    return node
 
 
 def _holds(node, variables):
