@@ -88,3 +88,17 @@ def test_a_decorator_that_does_more_than_call_is_differentiated_as_written():
     def square(t):
         return t * t
     assert ms.grad(square)(1.5) == pytest.approx(6.0)      # not 3.0: the wrapper counts
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: ms.grad(ms.grad(ms.grad(sin3)))(T), ["sin3_grad_grad", "GradOfGradFunction",
+                                                  "hessian(f)"]),
+    (lambda: ms.jacfwd(ms.jacfwd(sin3))(T), ["sin3_jacfwd", "JacfwdFunction",
+                                             "jacfwd(jacrev(f))"]),
+    (lambda: ms.grad(ms.hessian(sin3))(T), ["HessianFunction", "grad(grad(f))"]),
+])
+def test_a_refused_composition_names_the_object_and_what_to_write(make, words):
+    with pytest.raises(DerivativeCompositionError) as info:
+        make()
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))

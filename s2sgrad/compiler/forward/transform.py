@@ -41,8 +41,7 @@ from ..ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, atom_vars
 from ..reverse.tape import short_range, without_dead_ops
 from ..reverse.templates import fold_constants
 from ..syntax.imports import reference
-from ..syntax.nodes import Comment
-from ..syntax.nodes import assign, call, name_node
+from ..syntax.nodes import Comment, assign, call, name_node
 from ..syntax.source import location_comment
 
 #: primitives whose tangent is the operation itself on the operands' tangents

@@ -28,8 +28,7 @@ from ..analysis.complex_values import check_real_values
 from ..analysis.typeinfo import basic_index
 from ..front.literals import Captured, atom_node
 from ..ir import Const, If, ListAppend, Loop, Op, Seq, SetItem, Var, walk_statements
-from ..syntax.nodes import Comment
-from ..syntax.nodes import assign, assign_targets, call, name_node, renamed
+from ..syntax.nodes import Comment, assign, assign_targets, call, name_node, renamed
 from ..syntax.source import location_comment
 from .adjoints import Adjoints
 from .ownership import drop_moved_copies
