@@ -160,10 +160,16 @@ def to_array(obj):
     return np.asarray(obj) if isinstance(obj, Tensor) else obj
 
 
-def free_values(generated):
-    """The values the code of ``generated`` reads from outside (Parameters, globals), read
-    now: arrays out of Tensors, other objects as they are."""
-    return [to_array(f.obj) if is_array(f.obj) else f.obj for f in generated.free]
+def free_values(generated, free=None):
+    """The values the code of ``generated`` (or the FreeValues ``free``) reads from
+    outside (Parameters, globals), read now: an array from where the function read it
+    (``FreeValue.source``: a global rebound to a new array is seen), arrays out of
+    Tensors, other objects as they are."""
+    values = []
+    for f in (generated.free if free is None else free):
+        obj = f.obj if f.source is None else f.source.read()
+        values.append(to_array(obj) if is_array(obj) else obj)
+    return values
 
 
 def numba_argument(obj):

@@ -90,6 +90,8 @@ class CallPlan:
         generated, compiled, _ = variant
         self.generated = generated
         self.free = tuple(generated.free)
+        #: whether the code took values from outside that are checked at each call
+        self.guarded = bool(getattr(generated, "guards", ()))
         self.tensor_args = any(isinstance(a, Tensor) for a in args)
         self.tensor_free = any(isinstance(f.obj, Tensor) for f in self.free)
         self.run = compiled if self.free else compiled.runner(inputs)

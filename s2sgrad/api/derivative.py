@@ -44,10 +44,15 @@ from .arguments import (argument_signature, argument_types, check_differentiable
                         free_values, is_option, is_weights_function, positions_text,
                         to_array)
 from .call_plan import free_units_changed
+from .guards import holds
 from .loading import load_function, user_line_of
 from .nested import derivative_as_function
 from .results import finish_gradient
 
+
+#: how many earlier builds of one signature a derivative keeps for values that change
+#: back (``net.set_train(True)`` / ``set_train(False)`` alternating)
+KEPT_VERSIONS = 8
 
 class Derivative:
     """A differentiated function: call it like the original (see the module doc).
@@ -76,6 +81,7 @@ class Derivative:
         self._generated = None
         self._compiled = None
         self._variants = {}   # argument signature -> (Generated, loaded code, path)
+        self._earlier = {}    # argument signature -> variants whose guards failed, newest first
         self._plans = {}      # plan_key of a call's arguments -> CallPlan
         self._last = None     # the signature of the last call
         self._signature = None  # the differentiated function's signature (its own params)
@@ -184,13 +190,32 @@ class Derivative:
     def _variant(self, key, arrays=None, trees=None, arg_types=None):
         """The (Generated, loaded code, path) for argument signature ``key``, built once
         (``arg_types``: as ``argument_types`` gives, when there are no arrays)."""
-        if key not in self._variants:
+        variant = self._variants.get(key)
+        if variant is not None and not holds(variant[0]):
+            self._set_aside(key)
+            variant = None
+        if variant is None:
+            variant = next((v for v in self._earlier.get(key, ()) if holds(v[0])), None)
+        if variant is None:
             fn, bound_self = self._target()
             generated = self.build_code(
                 fn, bound_self, argument_types(arrays) if arrays is not None else arg_types,
                 trees)
-            self._variants[key] = (generated, *self.load_code(generated))
-        return self._variants[key]
+            variant = (generated, *self.load_code(generated))
+        self._variants[key] = variant
+        return variant
+
+    def _set_aside(self, key):
+        """The code built for signature ``key`` read a value from outside that has changed
+        since (a global, ``self.k``, a sub-cell: ``api/guards.py``): keep it aside (a
+        change back finds it again; at most ``KEPT_VERSIONS``), and forget the call plans
+        that run it."""
+        earlier = self._earlier.setdefault(key, [])
+        earlier.insert(0, self._variants.pop(key))
+        del earlier[KEPT_VERSIONS:]
+        self._plans = {k: p for k, p in self._plans.items() if p.signature != key}
+        if self._last == key:
+            self._last = None
 
     def _build(self, arrays=None, trees=None):
         """Generate, store and load the code for arguments like ``arrays``.
@@ -232,6 +257,7 @@ class Derivative:
         """Drop the code built so far: an array it reads from outside (a global, a
         Parameter) no longer has the unit dimensions it was specialised on."""
         self._variants.clear()
+        self._earlier.clear()
         self._plans.clear()
         self._last = None
 
@@ -350,6 +376,9 @@ class Derivative:
         arguments' arrays), then the values it reads from outside, read now; None when
         one of those no longer has the unit dimensions the code was built for (the builds
         are dropped: the caller takes the full path, which builds again)."""
+        if plan.guarded and not holds(plan.generated):
+            self._set_aside(plan.signature)
+            return None
         if self._last is not plan.signature:
             self._last = plan.signature
             self._generated, self._compiled, self.path = plan.variant
@@ -366,8 +395,8 @@ class Derivative:
         ``extra``; None when it must be built again (``_planned_inputs``)."""
         # (the common case inline: the plan's code is the current one and reads nothing
         # from outside)
-        inputs = arrays if self._last is plan.signature and not plan.free else \
-            self._planned_inputs(plan, arrays)
+        inputs = arrays if self._last is plan.signature and not plan.free and \
+            not plan.guarded else self._planned_inputs(plan, arrays)
         if inputs is None:
             return None
         compiled = plan.variant[1]

@@ -30,7 +30,7 @@ from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
-from .arguments import check_function, check_positions
+from .arguments import check_function, check_positions, free_values
 from .derivative import Derivative, derivative_for
 from .loading import load_function
 
@@ -95,9 +95,9 @@ class HvpFunction(Derivative):
 
     def load_code(self, generated):
         """The module's function, taking the values both the gradient and its forward
-        mode read from outside (``generated.objects``)."""
+        mode read from outside (``generated.all_free``)."""
         free = list(generated.free) + list(generated.jvp.free)
-        generated.objects = [f.obj for f in free]
+        generated.all_free = free
         return load_function(generated.function_name, generated.source,
                              generated.function_name, free)
 
@@ -105,7 +105,7 @@ class HvpFunction(Derivative):
         """Check and flatten ``args``, build, run the code with ``extra(leaves)`` appended:
         (generated, leaves, trees, result)."""
         generated, arrays, leaves, trees = self._prepare(args, {})
-        objects = [np.asarray(o) if isinstance(o, Tensor) else o for o in generated.objects]
+        objects = free_values(generated, generated.all_free)
         call = [*arrays, *objects, *extra(generated, arrays)]
         return generated, leaves, trees, self._run(generated, call)
 

@@ -122,6 +122,9 @@ class FreeValue:
     #: for an array: which of its dimensions were 1 when the code was built (the code is
     #: specialised on it, like the arguments'; ``shapes.unit_dimensions``)
     units: tuple | None = None
+    #: where a later call reads it again (``front/guards.py``: a global or closure name,
+    #: an attribute); None: the object itself is passed at every call
+    source: object = None
 
 
 @dataclass(slots=True)
@@ -163,6 +166,9 @@ class LoweredFunction:
     #: the Var names in ``lists`` that are tuple results (``w, v = np.linalg.eigh(a)``):
     #: their adjoint is a tuple, updated functionally (``rt.item_added``) so Numba types it
     tuples: set = field(default_factory=set)
+    #: what was read from outside while lowering, checked again at each call
+    #: (``front/guards.py``: Guard, in the order read)
+    guards: list = field(default_factory=list)
 
 
 @dataclass(slots=True)

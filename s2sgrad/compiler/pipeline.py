@@ -45,6 +45,8 @@ class Generated:
         self.adjoint_from = adjoint_from
         self.function_name = function_name
         self.free = free
+        #: what the code took from outside, to check at each call (``front/guards.py``)
+        self.guards = []
         self.wrt = wrt
         self.computed = computed
         self.n_params = n_params
@@ -79,9 +81,11 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
         import_lines(d.names.modules))
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
-    return Generated(source, fname, d.lowered.free, d.wrt,
-                     [r is not None for r in d.returned], len(d.lowered.params),
-                     d.lowered.arg_leaves, line_map, adjoint_from)
+    generated = Generated(source, fname, d.lowered.free, d.wrt,
+                          [r is not None for r in d.returned], len(d.lowered.params),
+                          d.lowered.arg_leaves, line_map, adjoint_from)
+    generated.guards = d.lowered.guards
+    return generated
 
 
 class Differentiated:

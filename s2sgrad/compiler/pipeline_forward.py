@@ -46,6 +46,8 @@ class GeneratedJvp:
     """
 
     adjoint_from = None
+    #: what the code took from outside, to check at each call (``front/guards.py``)
+    guards = ()
 
     def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
                  loops=True, line_map=None):
@@ -89,8 +91,10 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
     loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
-    return GeneratedJvp(source, fname, lowered.free, wrt, len(params), lowered.arg_leaves,
-                        jacobian, loops, line_map)
+    generated = GeneratedJvp(source, fname, lowered.free, wrt, len(params),
+                             lowered.arg_leaves, jacobian, loops, line_map)
+    generated.guards = lowered.guards
+    return generated
 
 
 class _Emitter:

@@ -53,6 +53,8 @@ class GeneratedHigher:
         self.function_name = jvp.function_name
         self.free, self.n_params, self.arg_leaves = free, n_params, arg_leaves
         self.computed = computed
+        #: what the code took from outside, to check at each call (``front/guards.py``)
+        self.guards = []
         # no map from this module's lines to the user's: errors name the generated line
         self.line_map, self.adjoint_from = {}, None
 
@@ -78,6 +80,7 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
     generated = GeneratedHigher(gradient.source, gradient.path, jvp, d.lowered.free,
                                 len(d.lowered.params), d.lowered.arg_leaves,
                                 [r is not None for r in d.returned])
+    generated.guards = list(d.lowered.guards) + list(jvp.guards)
     generated.line_map = {k: gradient.line_map[origin.lineno]
                           for k, origin in jvp.line_map.items()
                           if origin.filename == gradient.path
@@ -152,6 +155,7 @@ class DifferentiableGradient:
         self.adjoint_from = adjoint_from   # the first line of the adjoint sweep
         self.differentiated = differentiated
         self.free = differentiated.lowered.free
+        self.guards = differentiated.lowered.guards
 
 
 def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_trees=None):

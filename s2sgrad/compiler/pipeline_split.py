@@ -56,6 +56,8 @@ class SplitGenerated:
         self.residuals, self.boxed = residuals, boxed
         self.n_cotangents = n_cotangents
         self.line_map, self.adjoint_from = {}, None   # set by the writer
+        #: what the code took from outside, to check at each call (``front/guards.py``)
+        self.guards = []
 
 
 def output_leaves(atom, where):
@@ -93,6 +95,7 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
     if differentiable:
         d.sweeps = differentiable_sweeps(d)
     generated = _Writer(d, leaves, cotangents, positions, weights, differentiable).write()
+    generated.guards = d.lowered.guards
     generated.output_is_tuple = isinstance(
         d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
     return generated

@@ -51,6 +51,16 @@ class Cell:
                 self._cells.pop(name, None)
             object.__setattr__(self, name, value)
 
+    def __s2sgrad_attribute_home__(self, name):
+        """The dict holding attribute ``name`` (the Cell's own attributes, its Parameters,
+        its sub-cells; None when it is none of them): assigning or deleting ``name``
+        replaces or removes its entry there, so s2sgrad's check that a gradient's Cell is
+        unchanged reads that dict (``s2sgrad/compiler/front/guards.py``)."""
+        for home in (self.__dict__, self._params, self._cells):
+            if name in home:
+                return home
+        return None
+
     def __getattr__(self, name):
         """Find a registered Parameter or sub-cell (called only when normal
         attribute lookup fails)."""

@@ -17,6 +17,7 @@ import textwrap
 import gast
 
 from ...errors import DerivativeCompositionError, SourceLocation, SourceUnavailableError
+from .guards import ClosureName, GlobalName
 
 _MISSING = object()
 
@@ -27,11 +28,12 @@ class Scope:
     def __init__(self, fn):
         self.globals = getattr(fn, "__globals__", {})
         code = fn.__code__
-        self.closure = {}
+        self.closure, self.cells = {}, {}
         if fn.__closure__:
             for name, cell in zip(code.co_freevars, fn.__closure__):
                 try:
                     self.closure[name] = cell.cell_contents
+                    self.cells[name] = cell
                 except ValueError:  # an empty cell: the name is not bound yet
                     pass
 
@@ -45,6 +47,15 @@ class Scope:
         if value is not _MISSING:
             return value, "builtin"
         return _MISSING, None
+
+    def source(self, name, where):
+        """Where a later call reads ``name`` again (``where``: as ``lookup`` said), as a
+        ``guards`` source; None for a builtin (not guarded)."""
+        if where == "closure":
+            return ClosureName(self.cells[name], name)
+        if where == "global":
+            return GlobalName(self.globals, name)
+        return None
 
 
 class ParsedFunction:

@@ -133,7 +133,8 @@ class Lowerer:
             parsed=parsed, arg_leaves=arg_leaves, ndims=types.ndims, dtypes=types.dtypes,
             shapes=types.shapes, param_types=types.param_types, int_vars=types.int_vars,
             mutated=self.aliases.mutated, lists=types.lists,
-            shared_at_write=self.aliases.shared_at_write, tuples=types.tuples)
+            shared_at_write=self.aliases.shared_at_write, tuples=types.tuples,
+            guards=list(self.state.guards))
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a

@@ -89,7 +89,9 @@ class ExpressionLowering:
             raise unsupported(frame, node, f"the name `{node.id}` is not defined",
                               "define it before building the gradient")
         self.state.paths.setdefault(id(obj), node.id)
-        return self.atoms.const_or_free(obj, node.id)
+        source = frame.parsed.scope.source(node.id, where)
+        self.state.guards.read_name(source, obj)
+        return self.atoms.const_or_free(obj, node.id, source)
 
     def expr_ListComp(self, frame, node, hint):
         """A list comprehension is a loop that appends (its variables stay local to it)."""
@@ -145,7 +147,8 @@ class ExpressionLowering:
                     from None
             path = join_path(self.state.paths.get(id(base.value), ""), node.attr)
             self.state.paths.setdefault(id(obj), path)
-            return self.atoms.const_or_free(obj, path)
+            guard = self.state.guards.read_attribute(base.value, node.attr, obj, path)
+            return self.atoms.const_or_free(obj, path, guard and guard.source)
         if isinstance(base, Var):
             if base.name in self.types.param_types and node.attr in ("dtype", "ndim"):
                 dtype, ndim = self.types.param_types[base.name]

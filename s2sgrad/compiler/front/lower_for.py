@@ -22,6 +22,10 @@ from ..syntax.source import unsupported
 from .lower_loops import RangeSpec, row_value
 
 
+#: a loop over a tuple or list of numbers read from outside is unrolled up to this
+#: length; a longer one runs over the numbers as an array
+UNROLLED_NUMBERS = 32
+
 class ForLowering:
     """``for`` -> an unrolled body or a run-time ``Loop`` (built by ``loops``, a
     ``LoopLowering``).  Reads ``state`` (``LoweringState``: names, paths, producers)
@@ -56,9 +60,14 @@ class ForLowering:
             iterable = self.expressions.lower_expr(frame, stmt.iter)
             if isinstance(iterable, DictAtom):   # a dict known while building: its keys
                 iterable = Seq(tuple(k for k, _ in iterable.pairs))
+            if isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple)) \
+                    and len(iterable.value) > UNROLLED_NUMBERS and \
+                    all(isinstance(v, (int, float)) for v in iterable.value):
+                # a long list of numbers read from outside: a loop over it as an array
+                iterable = Var(self.atoms.capture(np.asarray(iterable.value, dtype=float),
+                                                  self.state.paths.get(id(iterable.value))))
             if isinstance(iterable, Seq) or (
-                    isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple))
-                    and not all(isinstance(v, (int, float)) for v in iterable.value)):
+                    isinstance(iterable, Const) and isinstance(iterable.value, (list, tuple))):
                 return self.lower_unrolled_for(frame, stmt, iterable)
         if isinstance(func, Const) and func.value is range:
             bounds = self.range_bounds(frame, call.args)

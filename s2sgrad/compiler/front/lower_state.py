@@ -10,6 +10,7 @@ state, and says in its constructor what else it reads.
 import gast
 
 from ..syntax.naming import NameAllocator
+from .guards import Guards
 
 
 class LocalFunction:
@@ -60,6 +61,7 @@ class LoweringState:
         self.nesting = 0        # > 0 inside a branch or loop body (code that may not run)
         self.free = {}          # id(obj) -> FreeValue
         self.free_objects = []  # keeps the objects alive while ids are in use
+        self.guards = Guards()  # what was read from outside, to check at each call
         self.paths = {}         # id(obj) -> a readable path to a resolved object
         self.stack = []         # the functions being inlined, to catch recursion
         self.local_stack = []   # local functions (def/lambda inside) being inlined

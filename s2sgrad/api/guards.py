@@ -1,0 +1,66 @@
+"""The check run at every call that what generated code took from outside is unchanged.
+
+Takes the guards lowering recorded (``compiler/front/guards.py``: a global, closure or
+attribute read, and how its value must compare); gives ``check_of(guards)``: one Python
+function of no arguments, True while every guard holds, compiled from source so that
+each guard costs a dictionary or attribute read and a comparison (about 30-60 ns; see
+benchmarks/bench_call_overhead.py), or None when there is nothing to check.  A failed
+check makes the derivative build its code again for the new values
+(``Derivative._variant``; the build it replaces is kept aside for a change back).
+"""
+from ..compiler.front.guards import GONE, array_spec, cell_value, freeze, same_scalar
+
+#: types compared inline as ``type(v) is T and v == e`` (others through ``same_scalar``)
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _test(guard, k):
+    """The Python expression testing ``guard`` (its owner is ``o<k>``, its expected value
+    ``e<k>``, the type of that value ``t<k>``)."""
+    read = guard.source.expression(f"o{k}")
+    if guard.kind == "same":
+        return f"{read} is e{k}"
+    if guard.kind == "snapshot":
+        return f"freeze({read}) == e{k}"
+    if guard.kind == "array":
+        return f"array_spec({read}) == e{k}"
+    value = guard.expected
+    if type(value) in _PLAIN and value == value:      # (not NaN)
+        return f"type(v{k} := {read}) is t{k} and v{k} == e{k}"
+    return f"same_scalar({read}, e{k})"
+
+
+def check_of(guards):
+    """A function of no arguments that is True while every one of ``guards`` holds (in
+    order: an owner's guard comes before its attributes'), or None for no guards."""
+    guards = list(guards)
+    if not guards:
+        return None
+    tests = " and\n            ".join(f"({_test(g, k)})" for k, g in enumerate(guards))
+    params = ", ".join(f"o{k}, e{k}, t{k}" for k in range(len(guards)))
+    source = (f"def make({params}):\n"
+              f"    def holds():\n"
+              f"        return ({tests})\n"
+              f"    return holds\n")
+    namespace = {"GONE": GONE, "cell_value": cell_value, "freeze": freeze,
+                 "array_spec": array_spec, "same_scalar": same_scalar}
+    exec(compile(source, "<s2sgrad guards>", "exec"), namespace)   # noqa: S102
+    values = []
+    for g in guards:
+        values += [getattr(g.source, "owner", None), g.expected, type(g.expected)]
+    return namespace["make"](*values)
+
+
+def holds(generated):
+    """Whether what the code of ``generated`` took from outside is unchanged (its check,
+    compiled once and kept on it)."""
+    check = getattr(generated, "guard_check", False)
+    if check is False:
+        check = generated.guard_check = check_of(getattr(generated, "guards", ()))
+    if check is None:
+        return True
+    try:
+        return check()
+    except Exception:   # noqa: BLE001 - a property that raises now: build again (and
+        return False    # meet the error where the function reads it)
+
