@@ -105,6 +105,9 @@ class Vmap:
         """(GeneratedVmap, the loaded batched function, the results' structure, path) for
         arguments like ``args``: one example is run first to learn the outputs."""
         params = self._params(len(args))
+        if any(t is not None and "namedtuple" in repr(t) for t in trees):
+            raise VmapAxisError(f"{self._where}: a namedtuple argument; pass a tuple or a "
+                                f"dict instead")
         example = [_example(arg, tree, ax) for arg, tree, ax in zip(args, trees, axes)]
         result = self.fn(*example)
         out_tree, ranks, dtypes, out_axes = output_axes(self.out_axes, result, self._where)

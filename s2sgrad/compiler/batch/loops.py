@@ -71,10 +71,13 @@ def example_args(batching, index, rows=None):
 
 
 def structure_text(tree, leaves):
-    """Source text of the structure ``tree`` around the texts ``leaves`` (an iterator)."""
+    """Source text of the structure ``tree`` around the texts ``leaves`` (an iterator);
+    TypeError for a namedtuple (its type has no name generated code can write)."""
     if tree is None:
         return next(leaves)
     kind, children = tree[0], tree[1]
+    if kind == "namedtuple":
+        raise TypeError("a namedtuple cannot be written as source text")
     if kind == "dict":
         return "{" + ", ".join(f"{k!r}: {structure_text(c, leaves)}" for k, c in children) + "}"
     items = [structure_text(c, leaves) for c in children]
