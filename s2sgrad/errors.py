@@ -82,3 +82,8 @@ class DerivativeCompositionError(S2sgradError, ValueError):
     """A transform of a derivative object that s2sgrad cannot build (it never falls back
     to differentiating the function the derivative wraps: that would be a derivative of
     a lower order)."""
+
+
+class VmapAxisError(S2sgradError, ValueError):
+    """``vmap``'s ``in_axes`` or ``out_axes`` do not fit the arguments or the outputs, or
+    the mapped axes differ in size; the message names the user's line."""

@@ -130,10 +130,11 @@ def test_no_private_names_imported_from_another_module():
 #: ones, never a later one: the IR is the contract, syntax/ the vocabulary of generated
 #: code every stage writes, analysis/ what lowering and the transforms ask of the IR,
 #: front/ source -> IR, reverse/ and forward/ the two transforms (forward mode reuses the
-#: reverse rules' templates), optimize/ the passes over generated statements, emit/ the
-#: text a person reads, and the pipelines at the top run them all.
-STAGES = ("ir", "syntax", "analysis", "front", "reverse", "forward", "optimize", "emit",
-          "pipeline")
+#: reverse rules' templates), batch/ the batching transform (vmap), optimize/ the passes
+#: over generated statements, emit/ the text a person reads, and the pipelines at the top
+#: run them all.
+STAGES = ("ir", "syntax", "analysis", "front", "reverse", "forward", "batch", "optimize",
+          "emit", "pipeline")
 COMPILER = "s2sgrad.compiler"
 
 

@@ -14,6 +14,8 @@ documents.
 - ``higher``: ``hvp`` and ``hessian`` (forward over reverse: ``HvpFunction``,
   ``HessianFunction``), the gradient of a gradient (``GradOfGradFunction``) and a
   gradient's rule inside a differentiated function (``GradientRule``);
+- ``vmap``: ``vmap`` (not a derivative: the batched function, ``Vmap``), its axes
+  checked in ``vmap_axes``;
 - ``show``: ``show``, with every mode's derivative object declared in ``MODES``;
 - ``derivative``: ``Derivative`` and ``derivative_for`` (a derivative kept per function
   and options); ``loading``: generated code loaded (``load_function``) and an error in

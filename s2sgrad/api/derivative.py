@@ -166,6 +166,9 @@ class Derivative:
             # a derivative of a derivative: differentiate the inner one's generated code
             building = getattr(self, "_building", (None, None))
             return derivative_as_function(self.fn, self, building), None
+        inline = getattr(self.fn, "__s2sgrad_inline__", None)
+        if inline is not None:      # a vmap: its differentiable loop (api/vmap.py)
+            return inline, None
         if isinstance(self.fn, Cell):
             return type(self.fn).construct, self.fn
         if inspect.ismethod(self.fn):

@@ -10,6 +10,7 @@ reads and differentiates.  Derivative objects are told apart by their
 ``derivative_mode``, so this module needs none of their classes.
 """
 from ..backend import cache
+from ..compiler.batch.loops import structure_text
 from ..compiler.pipeline_higher import differentiable_gradient
 from ..compiler.pipeline_split import build_split
 from ..errors import GradientArgumentError
@@ -155,21 +156,8 @@ def jacobian_as_function(inner, building):
 
 def _structure_text(tree, items):
     """Source text of ``items`` in the structure ``tree`` (``s2sgrad.trees``)."""
-    if tree is None:
-        return items[0]
-    return _unflatten_text(tree, iter(items))
-
-
-def _unflatten_text(tree, items):
-    if tree is None:
-        return next(items)
-    kind, children = tree[0], tree[1]
-    if kind == "dict":
-        return "{" + ", ".join(f"{k!r}: {_unflatten_text(c, items)}" for k, c in children) + "}"
-    if kind == "namedtuple":
+    try:
+        return structure_text(tree, iter(items))
+    except TypeError:
         raise GradientArgumentError("forward mode over a gradient taking a namedtuple: pass "
-                                    "a tuple or a dict instead")
-    inner = [_unflatten_text(c, items) for c in children]
-    if kind == "list":
-        return "[" + ", ".join(inner) + "]"
-    return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+                                    "a tuple or a dict instead") from None

@@ -15,6 +15,7 @@ from .forward import ForwardFunction
 from .higher import HessianFunction, HvpFunction
 from .reverse import GradFunction
 from .split import JacrevFunction, SplitFunction
+from .vmap import Vmap
 
 #: show's modes besides "grad": name -> the derivative object whose code it prints, made
 #: from (fn, grad_position, has_aux)
@@ -41,7 +42,7 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
     With example arguments (``show(loss, x, y)``), the code built for arguments like
     them: exactly the module a call with such arguments runs.  Without, the generic
     build (not specialised on the arguments' dtypes, ranks and options), which the
-    printed header says.  ``fn`` may be a function, a method, a Cell or a gradient
+    printed header says.  ``fn`` may be a function, a method, a Cell, a vmap (its batched code) or a gradient
     object (``grad(...)``/``value_and_grad(...)``: its options are used, and
     ``grad_position``/``weights``/``has_aux`` must be left out).  Prints a one-line
     header, then the source; returns the source alone.
@@ -50,6 +51,12 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
     argument), ``mode="jacfwd"`` the code of ``s2sgrad.jacfwd(fn, grad_position)``;
     ``"vjp"``, ``"jacrev"``, ``"hvp"`` and ``"hessian"`` those of their transforms.
     """
+    if isinstance(fn, Vmap):
+        source = fn.show_for(example_args, example_kwargs).source
+        print(f"# s2sgrad.show: the batched code that runs for arguments like "
+              f"({describe_args(example_args, example_kwargs)}); module {fn.path}")
+        print(source)
+        return source
     if mode != "grad":
         if mode not in MODES:
             raise ValueError(f"show's mode is one of {', '.join(['grad', *MODES])}, "

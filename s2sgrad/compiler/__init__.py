@@ -9,11 +9,12 @@ ones only (``tests/test_import_graph.py`` asserts it):
 - ``front/``: source -> IR (parsing, scopes, lowering to SSA with callees inlined);
 - ``reverse/``: the reverse transform (adjoint sweep, tapes, rule templates);
 - ``forward/``: the forward-mode transform (tangents interleaved with the primal);
+- ``batch/``: the batching transform (vmap: a loop over the mapped axis, or vectorised);
 - ``optimize/``: passes over the generated statements (inlining, fusion, accumulation);
 - ``emit/``: the text a person reads (one comment per user line, lines of 100 columns).
 
 The pipelines at the top run the stages for one transform each: ``pipeline.py``
 (reverse mode: value and gradient), ``pipeline_split.py`` (reverse mode with the sweeps
-apart: vjp, jacrev), ``pipeline_forward.py`` (jvp, jacfwd) and ``pipeline_higher.py``
-(forward over reverse: hvp, hessian).
+apart: vjp, jacrev), ``pipeline_forward.py`` (jvp, jacfwd), ``pipeline_higher.py``
+(forward over reverse: hvp, hessian) and ``pipeline_vmap.py`` (vmap).
 """

@@ -7,7 +7,7 @@ Tensors (or ndarrays / numbers), gives Tensors, and keeps the raw function as
 Differences from MindSpore: ``ops.max`` / ``ops.min`` give the values only
 (MindSpore gives ``(values, indices)``); ``amax``/``amin`` are the same ops.
 Reductions accept ``axis``/``keepdims`` and MindSpore's ``dim``/``keepdim``/
-``keep_dims``.
+``keep_dims``. ``vmap`` is ``s2sgrad.vmap``.
 """
 from ._primitive import Primitive, tensor_op
 from .array import (cat, concat, expand_dims, fill, ones, ones_like, reshape, select, squeeze,
@@ -18,6 +18,12 @@ from .math import (abs, add, cos, div, eq, exp, ge, gt, le, log, lt, matmul, max
 from .nn_func import log_softmax, relu, sigmoid, softmax
 from .random import Dropout2D
 from .reduce import amax, amin, argmax, argmin, max, mean, min, sum
+
+
+def vmap(fn, in_axes=0, out_axes=0):
+    """``mindspore.ops.vmap``: ``s2sgrad.vmap`` (the batched version of ``fn``)."""
+    from ..api import vmap as batched      # the api imports ops: read when called
+    return batched.vmap(fn, in_axes, out_axes)
 
 __all__ = [
     "Primitive", "tensor_op",
@@ -30,5 +36,5 @@ __all__ = [
     "gt", "ge", "lt", "le", "eq", "ne",
     "relu", "sigmoid", "softmax", "log_softmax",
     "Dropout2D",
-    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin",
+    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "vmap",
 ]

@@ -115,6 +115,9 @@ class CallLowering:
             return value
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
+        inline = getattr(obj, "__s2sgrad_inline__", None)
+        if inline is not None:      # a vmap: differentiated through its differentiable loop
+            return self.inline(frame, node, inline, args, kwargs, None)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
         if custom is not None:
             return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,

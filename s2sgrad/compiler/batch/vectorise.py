@@ -1,0 +1,219 @@
+"""The vectorised form of vmap: loop-free array code batched by a leading axis.
+
+Takes the user's function (parsed with gast), which parameters are mapped and every
+parameter's per-example rank; gives the lines of a function computing all examples at
+once, or raises ``NotVectorisable`` naming the first construct without a batching rule
+(the caller then writes the loop form).  Every value is known as (text, batched, rank):
+batched values carry the mapped axis first, ranks are per example.  The rules, like
+JAX's batching rules:
+
+- elementwise (operators, comparisons, numpy ufuncs, ``np.where``, ``np.clip``): a batched operand
+  of lower rank than the result gets unit axes after the batch axis (``x[:, None]``),
+  an unbatched one broadcasts as it is;
+- reductions (``np.sum``, ``mean``, ``max``, ``min``, ``prod``, ``var``, ``std``):
+  ``axis`` shifted past the batch axis, ``axis=None`` becomes the example's axes;
+- ``@``, ``np.matmul`` and ``np.dot`` (ranks up to 2): ``a @ b`` where numpy's stacking
+  batches it, ``np.einsum`` for a batched vector on the right or two batched vectors;
+- ``.T``: the example's axes swapped (``np.swapaxes(x, 1, 2)``).
+
+Anything else (a loop, a branch, indexing, a call of another function, an attribute)
+is not vectorised.
+"""
+import numpy as np
+
+import gast
+
+from ..syntax.source import to_source as unparse
+
+REDUCTIONS = {np.sum: "sum", np.mean: "mean", np.max: "max", np.min: "min", np.prod: "prod",
+              np.var: "var", np.std: "std", np.amax: "max", np.amin: "min"}
+ELEMENTWISE = {np.where: "where", np.clip: "clip"}
+MATMUL = {np.matmul: "matmul", np.dot: "dot"}
+_BINOPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
+           gast.FloorDiv: "//", gast.Mod: "%"}
+_COMPARE = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq: "==",
+            gast.NotEq: "!="}
+
+
+class NotVectorisable(Exception):
+    """The function has a construct without a batching rule (the message names it)."""
+
+
+def vectorise(fdef, namespace, ranks, mapped, comment):
+    """The lines of the batched body of ``fdef`` (a gast FunctionDef), its names read
+    from ``namespace`` (its globals and closure), ``ranks`` and ``mapped`` per parameter
+    name, ``comment(node)`` the comment naming a statement's source line.  Gives (lines,
+    [(text, batched, rank)] per returned value, whether a tuple is returned)."""
+    env = {name: (name, name in mapped, rank) for name, rank in ranks.items()}
+    lines, returned = [], None
+    body = fdef.body
+    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
+        body = body[1:]                       # the docstring
+    for stmt in body:
+        if returned is not None:
+            raise NotVectorisable("a statement after return")
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], gast.Name):
+            value = _expr(stmt.value, env, namespace)
+            lines.append(comment(stmt))
+            lines.append(f"{stmt.targets[0].id} = {bare(value[0])}")
+            env[stmt.targets[0].id] = (stmt.targets[0].id, value[1], value[2])
+        elif isinstance(stmt, gast.Return) and stmt.value is not None:
+            lines.append(comment(stmt))
+            tuple_ = isinstance(stmt.value, gast.Tuple)
+            items = stmt.value.elts if tuple_ else [stmt.value]
+            returned = [_expr(item, env, namespace) for item in items], tuple_
+        else:
+            raise NotVectorisable(f"the statement {unparse(stmt).strip()!r}")
+    if returned is None:
+        raise NotVectorisable("no return at the end")
+    return (lines, *returned)
+
+
+def _expr(node, env, namespace):
+    """(text, batched, rank) of expression ``node``."""
+    if isinstance(node, gast.Name):
+        if node.id in env:
+            return env[node.id]
+        raise NotVectorisable(f"the name {node.id!r} read from outside")
+    if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) and \
+            not isinstance(node.value, bool):
+        return repr(node.value), False, 0
+    if isinstance(node, gast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _expr(node.left, env, namespace), _expr(node.right, env, namespace)
+        return _elementwise(f"({{}} {_BINOPS[type(node.op)]} {{}})", [left, right])
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.MatMult):
+        return _matmul(_expr(node.left, env, namespace), _expr(node.right, env, namespace))
+    if isinstance(node, gast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        left = _expr(node.left, env, namespace)
+        right = _expr(node.comparators[0], env, namespace)
+        return _elementwise(f"({{}} {_COMPARE[type(node.ops[0])]} {{}})", [left, right])
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        text, batched, rank = _expr(node.operand, env, namespace)
+        return f"({'-' if isinstance(node.op, gast.USub) else '+'}{text})", batched, rank
+    if isinstance(node, gast.Attribute) and node.attr == "T":
+        return _transpose(_expr(node.value, env, namespace))
+    if isinstance(node, gast.Call):
+        return _call(node, env, namespace)
+    raise NotVectorisable(f"the expression {unparse(node).strip()!r}")
+
+
+def bare(text):
+    """``text`` without the parentheses around all of it."""
+    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        text = text[1:-1]
+    return text
+
+
+def _balanced(text):
+    depth = 0
+    for ch in text:
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _resolve(node, namespace):
+    """The object a called name or dotted name (``np.exp``) refers to, or None."""
+    if isinstance(node, gast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, gast.Attribute):
+        owner = _resolve(node.value, namespace)
+        return getattr(owner, node.attr, None) if owner is not None else None
+    return None
+
+
+def _call(node, env, namespace):
+    fn = _resolve(node.func, namespace)
+    what = unparse(node.func).strip()
+    if fn is None or any(isinstance(a, gast.Starred) for a in node.args):
+        raise NotVectorisable(f"the call {what}(...)")
+    args = [_expr(a, env, namespace) for a in node.args]
+    keywords = {k.arg: k.value for k in node.keywords}
+    if isinstance(fn, np.ufunc) and not keywords and len(args) == fn.nin:
+        name = getattr(np, fn.__name__, None) is fn and fn.__name__
+        if not name:
+            raise NotVectorisable(f"the call {what}(...)")
+        return _elementwise(f"np.{name}(" + ", ".join(["{}"] * len(args)) + ")", args)
+    if fn in ELEMENTWISE and not keywords and len(args) == 3:
+        return _elementwise(f"np.{ELEMENTWISE[fn]}({{}}, {{}}, {{}})", args)
+    if fn in MATMUL and not keywords and len(args) == 2:
+        if fn is np.dot and max(a[2] for a in args) > 2:
+            raise NotVectorisable("np.dot of arrays of rank over 2")
+        return _matmul(*args)
+    if fn in REDUCTIONS and len(args) == 1:
+        return _reduce(REDUCTIONS[fn], args[0], keywords)
+    raise NotVectorisable(f"the call {what}(...)")
+
+
+def _padded(value, rank):
+    """A batched value's text with unit axes after the batch axis up to ``rank``."""
+    text, batched, own = value
+    if not batched or own == rank:
+        return text
+    return f"{text}[:{', None' * (rank - own)}]"
+
+
+def _elementwise(template, args):
+    rank = max(a[2] for a in args)
+    batched = any(a[1] for a in args)
+    texts = [_padded(a, rank) for a in args]
+    if not template.startswith("("):               # a call: its arguments need no parentheses
+        texts = [bare(t) for t in texts]
+    return template.format(*texts), batched, rank
+
+
+def _matmul(a, b):
+    (ta, ba, ra), (tb, bb, rb) = a, b
+    if ra == 0 or rb == 0:
+        raise NotVectorisable("a matrix product of a number")
+    rank = ra + rb - 2 if ra <= 2 and rb <= 2 else max(ra, rb)
+    if not bb or (ba and ra >= 2 and rb >= 2) or (not ba and rb >= 2):
+        return f"({ta} @ {tb})", ba or bb, rank
+    if not ba:                       # a unbatched, b a batched vector: (b @ a.T)
+        return (f"({tb} @ {ta}.T)" if ra == 2 else f"({tb} @ {ta})"), True, rank
+    spec = {(1, 1): "ni,ni->n", (2, 1): "nij,nj->ni", (1, 2): "ni,nij->nj"}.get((ra, rb))
+    if spec is None:
+        raise NotVectorisable("a matrix product of batched arrays of rank over 2")
+    return f"np.einsum({spec!r}, {ta}, {tb})", True, rank
+
+
+def _transpose(value):
+    text, batched, rank = value
+    if not batched:
+        return f"{text}.T", False, rank
+    if rank <= 1:
+        return text, True, rank
+    if rank == 2:
+        return f"np.swapaxes({text}, 1, 2)", True, rank
+    return f"np.transpose({text}, {(0, *range(rank, 0, -1))})", True, rank
+
+
+def _reduce(name, value, keywords):
+    text, batched, rank = value
+    extra = ""
+    for key, node in keywords.items():
+        if key == "axis" or not isinstance(node, gast.Constant):
+            continue
+        if key not in ("keepdims", "ddof"):
+            raise NotVectorisable(f"np.{name}(..., {key}=...)")
+        extra += f", {key}={node.value!r}"
+    axis = keywords.get("axis")
+    keep = "keepdims=True" in extra
+    if axis is None or isinstance(axis, gast.Constant) and axis.value is None:
+        axes = tuple(range(rank))
+    else:
+        try:
+            given = gast.literal_eval(axis)
+        except ValueError:
+            raise NotVectorisable(f"np.{name} with an axis computed at run time") from None
+        axes = given if isinstance(given, tuple) else (given,)
+        if not all(isinstance(a, int) and -rank <= a < rank for a in axes):
+            raise NotVectorisable(f"np.{name} with axis={given!r}")
+    out_rank = rank if keep else rank - len(axes)
+    if not batched:
+        axis_text = "" if axis is None else f", axis={axes!r}"
+        return f"np.{name}({bare(text)}{axis_text}{extra})", False, out_rank
+    shifted = tuple(a + 1 if a >= 0 else a for a in axes)
+    return f"np.{name}({bare(text)}, axis={shifted!r}{extra})", True, out_rank

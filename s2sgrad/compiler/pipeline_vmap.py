@@ -1,0 +1,178 @@
+"""vmap end to end: a function and its arguments' axes -> the source of its batched version.
+
+``build_vmap(fn, batching, ranks, numba)`` takes the function (a plain function, or any
+callable such as a derivative object), a ``batch.loops.Batching`` (names, axes, the
+structure of one result) and each argument's per-example rank (None where the arguments
+are not all plain arrays or numbers), and writes one module whose ``make`` gives the
+batched function.  The form is chosen by one rule:
+
+- **vectorised** when ``fn`` is a plain Python function without loops whose every
+  operation has a batching rule (``batch/vectorise.py``): one pass of whole-array numpy;
+- otherwise the **loop form** (``batch/loops.py``): ``fn`` once per index of the mapped
+  axis, written as a ``prange`` loop compiled with ``numba.njit(parallel=True)`` when
+  ``numba`` is true (the caller's rule: ``fn`` is a plain function with loops that Numba
+  compiles, and every argument is an array or a number), else a Python ``range`` loop.
+
+``build_differentiable(fn, batching, n_outputs)`` writes the loop that the derivative
+transforms read when they differentiate a vmap (``grad(vmap(f))``, a vmapped function
+called inside a differentiated one): the loop form spelled with lists and ``np.stack``.
+"""
+import inspect
+import os
+import textwrap
+
+import gast
+
+from .batch.loops import INDENT, differentiable_lines, rows_lines, size_line
+from .batch.vectorise import NotVectorisable, bare, vectorise
+
+FORM_TEXT = {
+    "vectorised": "Vectorised form: the function's loop-free array code, each operation "
+                  "batched by its rule\n(the mapped axis first).",
+    "numba": "Loop form, compiled: the function runs once per index b of the mapped axis "
+             "and writes row b\nof each output; numba.njit(parallel=True) runs the prange "
+             "over every core (each row is\nwritten by one index only, so the result is "
+             "the sequential one).",
+    "python": "Loop form: the function runs once per index b of the mapped axis and "
+              "writes row b of each\noutput.",
+}
+
+
+class GeneratedVmap:
+    """A generated batched function, before it is loaded: ``source`` (the module text),
+    ``function_name`` (what ``make(fn, jit, unmapped)`` gives), ``form`` ('vectorised',
+    'numba' or 'python') and ``not_vectorised`` (why not, for the loop forms)."""
+
+    def __init__(self, source, function_name, form, not_vectorised):
+        self.source = source
+        self.function_name = function_name
+        self.form = form
+        self.not_vectorised = not_vectorised
+
+
+def parsed_function(fn):
+    """(gast FunctionDef, its first line, its file) of a plain function, or None."""
+    if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+        return None
+    try:
+        lines, first = inspect.getsourcelines(fn.__code__)
+    except (OSError, TypeError):
+        return None
+    node = gast.parse(textwrap.dedent("".join(lines))).body[0]
+    if not isinstance(node, gast.FunctionDef):
+        return None
+    return node, first, inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
+
+
+def has_loops(fdef):
+    """True when the parsed function has a for or while loop (its own code only)."""
+    return any(isinstance(n, (gast.For, gast.While)) for n in gast.walk(fdef))
+
+
+def _namespace(fn):
+    names = dict(fn.__globals__)
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                names[name] = cell.cell_contents
+            except ValueError:       # an empty cell
+                pass
+    return names
+
+
+def _vectorised_lines(fn, batching, ranks):
+    """The vectorised body (``batch/vectorise.py``) with the mapped axes moved first and
+    the outputs moved to their out_axes; raises NotVectorisable."""
+    parsed = parsed_function(fn)
+    if parsed is None or ranks is None:
+        raise NotVectorisable("its source cannot be read as one function")
+    fdef, first, filename = parsed
+    if has_loops(fdef):
+        raise NotVectorisable("it has loops")
+    own = [a.id for a in fdef.args.args]
+    if fdef.args.vararg or fdef.args.kwonlyargs or len(own) != len(batching.params):
+        raise NotVectorisable("its parameters are not plain positional ones")
+    lines, mapped = [], set()
+    for name, param, axes in zip(own, batching.params, batching.arg_axes):
+        if axes[0] is not None:
+            mapped.add(name)
+        if axes[0]:
+            lines.append(f"{name} = np.moveaxis({param}, {axes[0]}, 0)")
+        elif name != param:
+            lines.append(f"{name} = {param}")
+
+    def comment(node):
+        text = fdef_lines[node.lineno - 1].strip() if node.lineno - 1 < len(fdef_lines) else ""
+        return f"# {text}  ({os.path.basename(filename)}:{first + node.lineno - 1})"
+
+    fdef_lines = inspect.getsourcelines(fn.__code__)[0]
+    body, outputs, _ = vectorise(fdef, _namespace(fn), dict(zip(own, ranks)), mapped, comment)
+    if len(outputs) != len(batching.out_axes):
+        raise NotVectorisable("its outputs are not a flat tuple of arrays")
+    lines.extend(body)
+    finals = []
+    for (text, batched, rank), axis in zip(outputs, batching.out_axes):
+        if axis is None:
+            finals.append(f"unmapped({text}, {len(finals)})" if batched else text)
+            continue
+        if not batched:
+            lines.insert(0, size_line(batching))
+            text = f"np.repeat(np.asarray({text})[None], n, axis=0)"
+        finals.append(bare(text) if axis == 0 else f"np.moveaxis({bare(text)}, 0, {axis})")
+    if any("unmapped(" in f for f in finals) and not any(batched for _, batched, _ in outputs):
+        raise NotVectorisable("no output depends on the mapped axis")
+    lines.append("return " + ", ".join(finals))
+    return lines
+
+
+def build_vmap(fn, batching, ranks, numba):
+    """The GeneratedVmap of ``fn`` for ``batching`` (see the module doc)."""
+    name = batching.name
+    params = ", ".join(batching.params)
+    try:
+        body = _vectorised_lines(fn, batching, ranks)
+        form, reason = "vectorised", None
+    except NotVectorisable as exc:
+        body, form, reason = None, "numba" if numba else "python", str(exc)
+    header = f'"""{batching.header}, generated by s2sgrad.\n\n{FORM_TEXT[form]}'
+    if reason:
+        header += f"\nNot vectorised: {reason}."
+    lines = [header + '\n"""', "import numpy as np"]
+    if form == "numba":
+        lines.append("from numba import prange")
+    lines += ["", "", f"def make({name}, jit, unmapped):"]
+    function_name = f"{name}_vmap"
+    if form == "vectorised":
+        lines.append(f"    def {function_name}({params}):")
+        lines.extend(INDENT + line for line in body)
+    else:
+        rows = rows_lines(batching, name, "prange" if form == "numba" else "range")
+        lines.append(f"    @jit    # {'numba.njit(parallel=True)' if form == 'numba' else 'as written'}")
+        lines.append(f"    def {name}_rows({params}):")
+        lines.extend(INDENT + line for line in rows)
+        moved = [a != 0 for a in batching.out_axes]
+        if any(moved):
+            outs = [f"out_{k}" for k in range(len(moved))]
+            finals = [o if a == 0 else f"unmapped({o}, {k})" if a is None else
+                      f"np.moveaxis({o}, 0, {a})"
+                      for k, (o, a) in enumerate(zip(outs, batching.out_axes))]
+            lines += ["", f"    def {function_name}({params}):",
+                      f"        {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
+                      f"{name}_rows({params})",
+                      f"        return {', '.join(finals)}"]
+        else:
+            function_name = f"{name}_rows"
+    lines += ["", f"    return {function_name}", ""]
+    return GeneratedVmap("\n".join(lines), function_name, form, reason)
+
+
+def build_differentiable(batching, n_outputs):
+    """The module of the differentiable loop (see the module doc): ``make(fn)`` gives
+    ``<name>_vmap(<params>)``."""
+    name = batching.name
+    lines = [f'"""{batching.header}, generated by s2sgrad: the loop the derivative '
+             f'transforms read.\n"""', "import numpy as np", "", "",
+             f"def make({name}):", f"    def {name}_vmap({', '.join(batching.params)}):"]
+    lines.extend(INDENT + line for line in differentiable_lines(batching, name, n_outputs))
+    lines += ["", f"    return {name}_vmap", ""]
+    return "\n".join(lines)
