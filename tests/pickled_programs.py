@@ -2,6 +2,7 @@
 their own, so that pickle takes them by reference and a fresh process imports them."""
 import numpy as np
 
+import s2sgrad
 from s2sgrad import nn
 
 
@@ -39,7 +40,6 @@ class Fit(nn.Cell):
 def derivatives():
     """{name: (derivative object, how it is called, its arguments)}: one object of every
     kind of ``s2sgrad.api``, each of a function or Cell of this module."""
-    import s2sgrad
     from s2sgrad.api.forward import forward_function
     from s2sgrad.api.higher import hvp_function
     from s2sgrad.api.split import split_function
@@ -60,6 +60,9 @@ def derivatives():
         "hvp": (hvp_function(smooth, 2), "hvp", (x, y)),
         "hessian": (s2sgrad.hessian(smooth), "call", (x, y)),
         "grad of grad": (s2sgrad.grad(s2sgrad.grad(smooth), 1), "call", (x, y)),
+        "jvp of grad": (forward_function(s2sgrad.grad(smooth), (0, 1), False, False), "jvp",
+                        (x, y)),
+        "bound method": (Model(y[:3]).loss, "call", (x[:3],)),
     }
 
 
@@ -81,3 +84,15 @@ def _plain(value):
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return np.asarray(value)
+
+
+class Model:
+    """A method whose gradient is defined on the class: ``Model(...).loss`` is the
+    gradient bound to the instance (its function is found under the gradient's name)."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    @s2sgrad.grad
+    def loss(self, x):
+        return np.sum(np.sin(x) * self.scale) + np.sum(x ** 2)

@@ -130,12 +130,18 @@ class Derivative:
         (``Generated``: source, line map, the values it reads from outside)."""
         state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_PICKLED}
         state["_variants"] = {key: variant[0] for key, variant in self._variants.items()}
+        if inspect.ismethod(self.fn):
+            # a bound method pickles as getattr(instance, name), which gives this
+            # derivative again when it is defined on the class under the method's name
+            state["fn"] = _MethodReference(self.fn.__self__, self.fn.__name__)
         return state
 
     def __setstate__(self, state):
         """Load each pickled variant's code here (``load_code``: written to this process's
         cache folder, compiled by Numba on its first call), without generating it."""
         built = state.pop("_variants")
+        if isinstance(state["fn"], _MethodReference):
+            state["fn"] = state["fn"].method()
         self.__dict__.update(state)
         self._plans, self._bound, self._rule = {}, {}, None
         self._variants = {key: (generated, *self.load_code(generated))
@@ -449,6 +455,20 @@ class Derivative:
         inputs = [unflatten(trees[p], [leaf_grads[k] for k in generated.arg_leaves[p]])
                   for p in self.positions or ()]
         return inputs, weight_grads
+
+
+class _MethodReference:
+    """A bound method in a pickle: its instance and name; ``method()`` finds the function
+    on the class, under a derivative defined there by that name (``@grad def loss``)."""
+
+    def __init__(self, instance, name):
+        self.instance, self.name = instance, name
+
+    def method(self):
+        found = inspect.getattr_static(type(self.instance), self.name)
+        if isinstance(found, Derivative):
+            return types.MethodType(found.fn, self.instance)
+        return getattr(self.instance, self.name)
 
 
 _KEPT = weakref.WeakKeyDictionary()
