@@ -99,7 +99,7 @@ def ensemble_gradient(gradient, kappa, shards, client=None, task=shard_gradient)
     return total.result()
 
 
-def fit(gradient, shards, iterations, client=None, step=0.02, log=print):
+def fit(gradient, shards, iterations, client=None, step=0.2, log=print):
     """Gradient descent on kappa from a flat start; gives (kappa, misfits per iteration)."""
     kappa = np.full(CELLS - 1, 0.5)
     misfits = []
