@@ -88,15 +88,17 @@ def tree_sum(items, combine):
     return items[0]
 
 
-def ensemble_gradient(gradient, kappa, shards, client=None, task=shard_gradient):
+def ensemble_gradient(gradient, kappa, shards, client=None, task=shard_gradient,
+                      timeout=None):
     """(misfit, gradient) summed over ``shards``: each shard's ``task`` on a worker of
     ``client`` and a tree reduction there; without a client, the same in this process.
-    ``shards`` may be futures (scattered once) and ``gradient`` too."""
+    ``shards`` may be futures (scattered once) and ``gradient`` too; ``timeout``: seconds
+    to wait for the cluster's result (None: as long as it takes)."""
     if client is None:
         return tree_sum([task(gradient, kappa, s) for s in shards], add)
     parts = [client.submit(task, gradient, kappa, s, pure=False) for s in shards]
     total = tree_sum(parts, lambda a, b: client.submit(add, a, b, pure=False))
-    return total.result()
+    return total.result(timeout=timeout)
 
 
 def fit(gradient, shards, iterations, client=None, step=0.2, log=print):

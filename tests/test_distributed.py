@@ -21,6 +21,9 @@ import s2sgrad  # noqa: E402
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
 import distributed_ensemble as example  # noqa: E402
 
+#: seconds a cluster's result may take: a task no worker can run fails the test, never hangs
+WAIT = 120
+
 
 @pytest.fixture(scope="module")
 def problem():
@@ -43,7 +46,7 @@ def test_the_cluster_gives_the_single_process_gradient(problem, client):
     gradient, shards, kappa = problem
     here = example.ensemble_gradient(gradient, kappa, shards)
     there = example.ensemble_gradient(client.scatter(gradient, broadcast=True), kappa,
-                                      client.scatter(shards), client)
+                                      client.scatter(shards), client, timeout=WAIT)
     assert len(client.scheduler_info()["workers"]) == 2
     assert there[0] == here[0] and np.array_equal(there[1], here[1])
     # and it is the gradient: central differences of the model along one direction
@@ -83,6 +86,6 @@ def test_a_task_whose_worker_dies_is_run_again_with_the_same_result(problem, cli
     marker = tmp_path / "died"
     here = example.ensemble_gradient(gradient, kappa, shards)
     there = example.ensemble_gradient(gradient, kappa, shards, client,
-                                      task=DieOnce(str(marker)))
+                                      task=DieOnce(str(marker)), timeout=WAIT)
     assert marker.exists()          # a worker did die
     assert there[0] == here[0] and np.array_equal(there[1], here[1])
