@@ -3,7 +3,8 @@
 Every transform gives (or runs) a derivative object, a subclass of
 ``derivative.Derivative``: the base builds the code once per argument signature,
 caches and loads it, keeps a call plan per argument types, runs it and reports
-``source``, ``path``, ``backend`` and ``fallback_reason``; a mode provides the
+``source``, ``path``, ``backend`` and ``fallback_reason``, and pickles by the function,
+the options and the generated code (loaded again, never generated, where unpickled); a mode provides the
 compiler pipeline it runs and the shape of its results, through the hooks the base
 documents.
 

@@ -17,7 +17,12 @@ mode gets from this base:
 - the loaded code run, an error raised in it noted with the user's line (``_run``);
 - what the last call ran: ``source``, ``path``, ``backend``, ``fallback_reason``;
 - binding as a method when defined on a class (``__get__``), and a custom rule when
-  called inside a function being differentiated (``__s2sgrad_custom_vjp__``).
+  called inside a function being differentiated (``__s2sgrad_custom_vjp__``);
+- pickling (``__getstate__``/``__setstate__``): the function (by reference, as pickle
+  takes functions; a Cell by value), the options and each built variant's generated
+  code, never the loaded code: unpickled, the code is written to that process's cache
+  folder and loaded there (Numba compiles it, or loads its own cache of it), so a worker
+  never runs the compiler for a signature built before pickling.
 
 What a mode provides (the hooks below, and nothing else of the base is overridden):
 ``derivative_mode`` and ``name_suffix`` (class attributes), ``build_code`` (the
@@ -118,6 +123,37 @@ class Derivative:
         """The custom rule of this derivative called inside a function being
         differentiated (``compiler/front/custom.py``), or None."""
         return None
+
+    # ------------------------------------------------------------ pickling
+
+    #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
+    #: bindings (by ``id``), the rule inside, what a build in progress reads
+    _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
+                    "_building")
+
+    def __getstate__(self):
+        """The options, the function and, per argument signature, the generated code
+        (``Generated``: source, line map, the values it reads from outside)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_PICKLED}
+        state["_variants"] = {key: variant[0] for key, variant in self._variants.items()}
+        if inspect.ismethod(self.fn):
+            # a bound method pickles as getattr(instance, name), which gives this
+            # derivative again when it is defined on the class under the method's name
+            state["fn"] = _MethodReference(self.fn.__self__, self.fn.__name__)
+        return state
+
+    def __setstate__(self, state):
+        """Load each pickled variant's code here (``load_code``: written to this process's
+        cache folder, compiled by Numba on its first call), without generating it."""
+        built = state.pop("_variants")
+        if isinstance(state["fn"], _MethodReference):
+            state["fn"] = state["fn"].method()
+        self.__dict__.update(state)
+        self._plans, self._bound, self._rule = {}, {}, None
+        self._variants = {key: (generated, *self.load_code(generated))
+                          for key, generated in built.items()}
+        self._generated, self._compiled, self.path = self._variants.get(
+            self._last, (None, None, None))
 
     # ------------------------------------------------------------ binding
 
@@ -451,6 +487,20 @@ class Derivative:
         inputs = [unflatten(trees[p], [leaf_grads[k] for k in generated.arg_leaves[p]])
                   for p in self.positions or ()]
         return inputs, weight_grads
+
+
+class _MethodReference:
+    """A bound method in a pickle: its instance and name; ``method()`` finds the function
+    on the class, under a derivative defined there by that name (``@grad def loss``)."""
+
+    def __init__(self, instance, name):
+        self.instance, self.name = instance, name
+
+    def method(self):
+        found = inspect.getattr_static(type(self.instance), self.name)
+        if isinstance(found, Derivative):
+            return types.MethodType(found.fn, self.instance)
+        return getattr(self.instance, self.name)
 
 
 _KEPT = weakref.WeakKeyDictionary()
