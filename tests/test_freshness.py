@@ -304,3 +304,23 @@ def test_a_compiled_loop_sees_a_changed_number(backend, monkeypatch):
         monkeypatch.setattr(HERE, "SCALE", scale)
         monkeypatch.setattr(HERE, "STEPS", steps)
         np.testing.assert_allclose(g(X), ms.grad(copy_of(loop_scaled))(X), rtol=1e-12)
+
+
+NESTED = {
+    "jvp of grad": lambda fn: (lambda g: lambda x: ms.jvp(g, (x,), (V,)))(ms.grad(fn)),
+    "jacfwd of jacrev": lambda fn: ms.jacfwd(ms.jacrev(fn)),
+}
+
+
+@pytest.mark.parametrize("scenario", ["module float", "module array"])
+@pytest.mark.parametrize("transform", NESTED)
+def test_a_derivative_of_a_derivative_sees_a_change(scenario, transform, monkeypatch):
+    """What the inner derivative's code read is checked by the outer one's."""
+    fn, change = SCENARIOS[scenario]
+    make = NESTED[transform]
+    derivative = make(fn)
+    before = flat(derivative(X))
+    change(monkeypatch)
+    expected = flat(make(copy_of(fn))(X))
+    assert not np.allclose(before, expected)
+    np.testing.assert_allclose(flat(derivative(X)), expected, rtol=1e-12, atol=1e-14)

@@ -49,7 +49,7 @@ from .arguments import (argument_signature, argument_types, check_differentiable
                         free_values, is_option, is_weights_function, positions_text,
                         to_array)
 from .call_plan import free_units_changed
-from .guards import holds
+from .guards import holds, unchecked
 from .loading import load_function, user_line_of
 from .nested import derivative_as_function
 from .results import finish_gradient
@@ -129,13 +129,14 @@ class Derivative:
     #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
     #: bindings (by ``id``), the rule inside, what a build in progress reads
     _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
-                    "_building")
+                    "_building", "_earlier")
 
     def __getstate__(self):
         """The options, the function and, per argument signature, the generated code
         (``Generated``: source, line map, the values it reads from outside)."""
         state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_PICKLED}
-        state["_variants"] = {key: variant[0] for key, variant in self._variants.items()}
+        state["_variants"] = {key: unchecked(variant[0])
+                              for key, variant in self._variants.items()}
         if inspect.ismethod(self.fn):
             # a bound method pickles as getattr(instance, name), which gives this
             # derivative again when it is defined on the class under the method's name
@@ -149,7 +150,7 @@ class Derivative:
         if isinstance(state["fn"], _MethodReference):
             state["fn"] = state["fn"].method()
         self.__dict__.update(state)
-        self._plans, self._bound, self._rule = {}, {}, None
+        self._plans, self._bound, self._rule, self._earlier = {}, {}, None, {}
         self._variants = {key: (generated, *self.load_code(generated))
                           for key, generated in built.items()}
         self._generated, self._compiled, self.path = self._variants.get(

@@ -51,6 +51,17 @@ def check_of(guards):
     return namespace["make"](*values)
 
 
+def unchecked(generated):
+    """A shallow copy of ``generated`` without its compiled check (for pickling: the
+    check is compiled again where it is unpickled)."""
+    if getattr(generated, "guard_check", False) is False:
+        return generated
+    copy = object.__new__(type(generated))
+    copy.__dict__.update(vars(generated))
+    del copy.guard_check
+    return copy
+
+
 def holds(generated):
     """Whether what the code of ``generated`` took from outside is unchanged (its check,
     compiled once and kept on it)."""

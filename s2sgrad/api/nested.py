@@ -12,6 +12,7 @@ reads and differentiates.  Derivative objects are told apart by their
 from ..backend import cache
 from ..compiler.batch.loops import structure_text
 from ..compiler.pipeline_higher import differentiable_gradient
+from ..compiler.front.guards import fixed_objects
 from ..compiler.pipeline_split import build_split
 from ..errors import GradientArgumentError
 from ..trees import leaf_paths
@@ -80,7 +81,7 @@ def derivative_as_function(inner, outer, building):
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(gradient.function, *[f.obj for f in gradient.free])
+    return made(make, gradient.function, gradient)
 
 
 _JACOBIAN_SOURCE = '''"""A jacrev object as a function of its arguments, for forward mode over it (generated
@@ -151,7 +152,7 @@ def jacobian_as_function(inner, building):
                                      free="".join(", " + f for f in free),
                                      body="\n".join(body))
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(jacobian, *[f.obj for f in generated.free])
+    return made(make, jacobian, generated)
 
 
 def _structure_text(tree, items):
@@ -161,3 +162,13 @@ def _structure_text(tree, items):
     except TypeError:
         raise GradientArgumentError("forward mode over a gradient taking a namedtuple: pass "
                                     "a tuple or a dict instead") from None
+
+
+def made(make, function, generated):
+    """``make(function, *free values)``: the derivative as a function, its free values
+    fixed (those of this build); it carries the guards of ``generated``
+    (``__s2sgrad_guards__``, arrays as fixed objects) for the derivative built over it
+    to check: what the inner code read from outside is checked by the outer one."""
+    fn = make(function, *[f.obj for f in generated.free])
+    fn.__s2sgrad_guards__ = fixed_objects(generated.guards)
+    return fn

@@ -25,6 +25,7 @@ Library modules and what is read from them (``np.exp``, ``math.pi``, ``ops.matmu
 builtins, and attributes of immutable values are not guarded: they do not change.
 ``s2sgrad/api/guards.py`` turns a list of guards into one check run at every call.
 """
+import importlib
 import math
 import types
 
@@ -53,6 +54,11 @@ class GlobalName:
     def read(self):
         return self.namespace.get(self.name, _GONE)
 
+    def __reduce__(self):
+        # pickled as the module's name (the namespace is found again by importing it,
+        # as pickle finds a function), never as a copy of the module's globals
+        return (global_name, (self.namespace.get("__name__"), self.name))
+
     def expression(self, owner):
         """Python text reading this source, the owner (namespace) being named ``owner``."""
         return f"{owner}.get({self.name!r}, GONE)"
@@ -68,6 +74,11 @@ class ClosureName:
         self.cell, self.name = cell, name
         self.key = ("closure", id(cell))
         self.owner = cell
+
+    def __reduce__(self):
+        # a cell does not pickle: its value does, in a new cell (the unpickled code's
+        # closure is a copy, as a function pickled by value has)
+        return (closure_name, (cell_value(self.cell), self.name))
 
     def read(self):
         try:
@@ -94,6 +105,10 @@ class AttributeOf:
         self.key = ("attribute", id(obj), attr)
         self.home = attribute_home(obj, attr)
         self.owner = obj if self.home is None else self.home
+
+    def __reduce__(self):
+        # (the home dict is found again on the unpickled object, never copied)
+        return (AttributeOf, (self.obj, self.attr, self.path))
 
     def read(self):
         if self.home is not None:
@@ -129,11 +144,24 @@ def attribute_home(obj, attr):
     return None
 
 
+def closure_name(value, name):
+    """A ``ClosureName`` of a new cell holding ``value``, for unpickling."""
+    return ClosureName(types.CellType(value), name)
+
+
+def global_name(module, name):
+    """A ``GlobalName`` of module ``module`` (imported), for unpickling."""
+    return GlobalName(vars(importlib.import_module(module)), name)
+
+
 class _Gone:
     """What a source reads when its name no longer exists (never equal to a value)."""
 
     def __repr__(self):
         return "<deleted>"
+
+    def __reduce__(self):
+        return "GONE"
 
 
 _GONE = GONE = _Gone()
@@ -301,3 +329,9 @@ class Guards:
         """Add guards recorded elsewhere (a derivative object's code inlined here)."""
         for guard in guards:
             self.by_key.setdefault(guard.source.key, guard)
+
+
+def fixed_objects(guards):
+    """``guards`` for code that holds the arrays it read as fixed objects (a derivative
+    made into a function, ``api/nested.py``): each array must stay the same object."""
+    return [Guard(g.source, "same", g.value) if g.kind == "array" else g for g in guards]

@@ -89,8 +89,13 @@ class ExpressionLowering:
             raise unsupported(frame, node, f"the name `{node.id}` is not defined",
                               "define it before building the gradient")
         self.state.paths.setdefault(id(obj), node.id)
-        source = frame.parsed.scope.source(node.id, where)
-        self.state.guards.read_name(source, obj)
+        inherited = getattr(frame.parsed.fn, "__s2sgrad_guards__", None)
+        if inherited is None:
+            source = frame.parsed.scope.source(node.id, where)
+            self.state.guards.read_name(source, obj)
+        else:   # s2sgrad's own function over a derivative: its reads are fixed, and
+            source = None   # what the derivative read is checked in their place
+            self.state.guards.extend(inherited)
         return self.atoms.const_or_free(obj, node.id, source)
 
     def expr_ListComp(self, frame, node, hint):
