@@ -59,6 +59,7 @@ from .results import finish_gradient
 #: back (``net.set_train(True)`` / ``set_train(False)`` alternating)
 KEPT_VERSIONS = 8
 
+
 class Derivative:
     """A differentiated function: call it like the original (see the module doc).
 

@@ -3,8 +3,8 @@
 Takes the guards lowering recorded (``compiler/front/guards.py``: a global, closure or
 attribute read, and how its value must compare); gives ``check_of(guards)``: one Python
 function of no arguments, True while every guard holds, compiled from source so that
-each guard costs a dictionary or attribute read and a comparison (about 30-60 ns; see
-benchmarks/bench_call_overhead.py), or None when there is nothing to check.  A failed
+each guard costs a dictionary or attribute read and a comparison (about 50-80 ns; see
+benchmarks/bench_guards.py), or None when there is nothing to check.  A failed
 check makes the derivative build its code again for the new values
 (``Derivative._variant``; the build it replaces is kept aside for a change back).
 """
@@ -74,4 +74,3 @@ def holds(generated):
         return check()
     except Exception:   # noqa: BLE001 - a property that raises now: build again (and
         return False    # meet the error where the function reads it)
-

@@ -52,7 +52,7 @@ class GlobalName:
         self.owner = namespace
 
     def read(self):
-        return self.namespace.get(self.name, _GONE)
+        return self.namespace.get(self.name, GONE)
 
     def __reduce__(self):
         # pickled as the module's name (the namespace is found again by importing it,
@@ -81,10 +81,7 @@ class ClosureName:
         return (closure_name, (cell_value(self.cell), self.name))
 
     def read(self):
-        try:
-            return self.cell.cell_contents
-        except ValueError:      # the name was deleted in the enclosing function
-            return _GONE
+        return cell_value(self.cell)
 
     def expression(self, owner):
         return f"cell_value({owner})"
@@ -112,8 +109,8 @@ class AttributeOf:
 
     def read(self):
         if self.home is not None:
-            return self.home.get(self.attr, _GONE)
-        return getattr(self.obj, self.attr, _GONE)
+            return self.home.get(self.attr, GONE)
+        return getattr(self.obj, self.attr, GONE)
 
     def expression(self, owner):
         if self.home is not None:
@@ -164,11 +161,12 @@ class _Gone:
         return "GONE"
 
 
-_GONE = GONE = _Gone()
+GONE = _Gone()
 
 
 def cell_value(cell):
-    """The contents of closure ``cell``, or GONE when it is empty."""
+    """The contents of closure ``cell``, or GONE when it is empty (the name was deleted
+    in the enclosing function)."""
     try:
         return cell.cell_contents
     except ValueError:
@@ -188,18 +186,6 @@ class Guard:
             self.expected = array_spec(value)
         else:
             self.expected = value
-
-    def holds(self):
-        """Whether the source still gives what the code was built for (slow path; the
-        compiled check of ``api/guards.py`` is the one run per call)."""
-        now = self.source.read()
-        if self.kind == "same":
-            return now is self.value
-        if self.kind == "equal":
-            return same_scalar(now, self.value)
-        if self.kind == "snapshot":
-            return freeze(now) == self.expected
-        return array_spec(now) == self.expected
 
     def __repr__(self):
         return f"<guard {self.kind} {self.source.describe()}>"
@@ -295,9 +281,6 @@ class Guards:
     def __iter__(self):
         return iter(self.by_key.values())
 
-    def __len__(self):
-        return len(self.by_key)
-
     def read_name(self, source, value):
         """Record that a name was read from ``source`` (None: a builtin, not guarded)."""
         if source is not None:
@@ -306,8 +289,8 @@ class Guards:
     def read_attribute(self, owner, attr, value, path):
         """Record that ``owner.attr`` gave ``value`` (``path``: how the function names
         it), unless ``owner`` is fixed: a library module or class, an immutable value."""
-        if isinstance(owner, SCALARS) or isinstance(owner, tuple) or is_library(owner) and \
-                isinstance(owner, (types.ModuleType, type)):
+        if isinstance(owner, (*SCALARS, tuple)) or (
+                isinstance(owner, (types.ModuleType, type)) and is_library(owner)):
             return None
         return self._record(AttributeOf(owner, attr, path), value)
 
