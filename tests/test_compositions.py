@@ -136,3 +136,12 @@ def test_a_decorator_that_does_more_than_call_is_differentiated_as_written():
     def square(t):
         return t * t
     assert ms.grad(square)(1.5) == pytest.approx(6.0)      # not 3.0: the wrapper counts
+
+
+def test_a_chain_built_at_one_size_is_right_at_another():
+    """The code is built per rank and dtype: the same third-order object at another size
+    (and back) must not keep anything of its first call."""
+    third = ms.jacrev(ms.jacfwd(ms.grad(field)))
+    lower = ms.jacfwd(ms.grad(field))
+    for x in (X, np.array([0.1, 0.5, -0.3]), X):
+        np.testing.assert_allclose(third(x), _differences(lower, x), rtol=1e-5, atol=1e-6)
