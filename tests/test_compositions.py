@@ -145,3 +145,38 @@ def test_a_chain_built_at_one_size_is_right_at_another():
     lower = ms.jacfwd(ms.grad(field))
     for x in (X, np.array([0.1, 0.5, -0.3]), X):
         np.testing.assert_allclose(third(x), _differences(lower, x), rtol=1e-5, atol=1e-6)
+
+
+def mixed(x, y):
+    return np.sum(np.sin(x) * y[0]) + np.sum(x ** 2) * np.sum(y ** 3)
+
+
+def two_outputs(x):
+    return np.sin(x), np.sum(x ** 3)
+
+
+Y = np.array([0.7, 0.2, -0.4])
+
+
+def test_chains_over_several_positions_and_outputs():
+    """Positions in a tuple, derivatives w.r.t. one argument of another's, and a function
+    of two outputs: each block against the Hessian or differences of the lower chain."""
+    by_chain = ms.jacfwd(ms.jacrev(mixed, (0, 1)), (0, 1))(X, Y)
+    hessian = ms.hessian(mixed, (0, 1))(X, Y)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(by_chain[i][j], hessian[i][j], rtol=1e-12)
+    third = ms.jacfwd(ms.jacrev(ms.grad(mixed, 0), 1), 0)(X, Y)
+    lower = ms.jacrev(ms.grad(mixed, 0), 1)
+    np.testing.assert_allclose(third, _differences(lambda t: lower(t, Y), X), rtol=1e-6,
+                               atol=1e-8)
+    blocks = ms.jacfwd(ms.jacfwd(two_outputs))(X)
+    for k, block in enumerate(blocks):
+        np.testing.assert_allclose(
+            block, _differences(lambda t: ms.jacfwd(two_outputs)(t)[k], X), rtol=1e-6,
+            atol=1e-8)
+
+
+def test_a_derivative_of_a_tuple_of_tuples_is_refused():
+    with pytest.raises(DerivativeCompositionError, match="one position at a time"):
+        ms.grad(ms.hessian(mixed, (0, 1)), 1)(X, Y)

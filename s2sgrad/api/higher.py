@@ -163,7 +163,13 @@ class HessianFunction(HvpFunction):
 
     def as_function(self, building):
         """The Hessian as a plain function: the Jacobian (forward mode) of the gradient's
-        differentiable code (``api/nested.py``)."""
+        differentiable code (``api/nested.py``); refused for several positions (a tuple of
+        tuples)."""
+        if not isinstance(self.grad_position, int) and len(self.positions) > 1:
+            raise DerivativeCompositionError(
+                f"a derivative of {self.__name__}, a Hessian over positions "
+                f"{self.grad_position!r} (a tuple of tuples): take the Hessian of one "
+                f"position at a time (hessian(f, 0)) and differentiate it")
         return forward_as_function(_jacobian_of_gradient(self.fn, self.grad_position,
                                                          self.positions, building), building)
 

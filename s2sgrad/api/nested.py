@@ -134,6 +134,7 @@ def forward_as_function(forward, building, summed=False):
         stop = starts[-1][1]
     start_of = dict(zip(generated.wrt, starts))
     outputs = _output_count(forward, building)
+    _refuse_nested(forward, outputs is not None and not summed)
     per_output = []
     for o in range(outputs or 1):
         column = "column" if outputs is None else f"column[{o}]"
@@ -167,6 +168,17 @@ def forward_as_function(forward, building, summed=False):
     body.append(f"{pad}return {result}")
     name = f"{getattr(fn, '__name__', 'f')}_{'grad' if summed else 'jacfwd'}"
     return _written(_FORWARD_SOURCE, name, params, leaves, body, jacobian, generated.free)
+
+
+def _refuse_nested(inner, several_outputs):
+    """A derivative of ``inner`` whose result nests tuples (several outputs, several
+    positions: a tuple of tuples) is refused: forward mode takes flat results."""
+    if several_outputs and not isinstance(inner.grad_position, int) and \
+            len(inner.positions) > 1:
+        raise DerivativeCompositionError(
+            f"a derivative of {inner.__name__}, whose result is a tuple of tuples (several "
+            f"outputs, several positions {inner.grad_position!r}): take one position at a "
+            f"time (hessian(f, 0), jacfwd(f, 1)...) and differentiate each")
 
 
 def _output_count(forward, building):
@@ -232,6 +244,7 @@ def jacobian_as_function(inner, building):
     out = "value[0]" if inner.has_aux else "value"
     outputs = ([f"{out}[{k}]" for k in range(generated.n_cotangents)]
                if generated.output_is_tuple else [out])
+    _refuse_nested(inner, generated.output_is_tuple)
     if generated.output_is_tuple and inner.has_aux:
         raise GradientArgumentError("jacfwd of a jacrev with has_aux and a tuple first "
                                     "output: differentiate a function returning one array")
