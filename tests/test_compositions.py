@@ -185,3 +185,17 @@ def test_chains_over_several_positions_and_outputs():
 def test_a_derivative_of_a_tuple_of_tuples_is_refused():
     with pytest.raises(DerivativeCompositionError, match="one position at a time"):
         ms.grad(ms.hessian(mixed, (0, 1)), 1)(X, Y)
+
+
+def cumulative(x):
+    return np.sum(np.cumprod(x) * x)
+
+
+def test_a_missing_rule_in_generated_code_names_the_users_line():
+    """jacfwd over jacfwd's code meets rt.cumprod_tangent, which has no forward rule yet:
+    the error names this file's line, never the cache file of the generated code."""
+    from s2sgrad.errors import UserCodeError
+    with pytest.raises(UserCodeError) as info:
+        ms.jacfwd(ms.jacfwd(cumulative))(X)
+    assert "test_compositions.py" in str(info.value) and ".py:" in str(info.value)
+    assert "cache" not in str(info.value)

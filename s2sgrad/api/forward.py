@@ -22,7 +22,8 @@ import numpy as np
 
 from ..backend.numba_backend import UNDECIDED, backend_mode
 from ..compiler.pipeline_forward import build_jvp
-from ..errors import GradientArgumentError, GradientTypeError, OutputStructureError
+from ..errors import (GradientArgumentError, GradientTypeError, OutputStructureError,
+                      UserCodeError)
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
@@ -30,7 +31,7 @@ from .arguments import (check_function, check_has_aux, check_positions, free_val
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
 from .derivative import Derivative, derivative_for
 from .inside import jacobian_rule
-from .nested import forward_as_function
+from .nested import at_user_line, forward_as_function
 from .results import finish_gradient, float_dtype, wrap_output
 
 
@@ -59,8 +60,11 @@ class ForwardFunction(Derivative):
                 f"backend {self.backend!r}>")
 
     def build_code(self, fn, bound_self, arg_types, trees):
-        return build_jvp(fn, self.positions, self.has_aux, bound_self, arg_types=arg_types,
-                         arg_trees=trees, jacobian=self.jacobian)
+        try:
+            return build_jvp(fn, self.positions, self.has_aux, bound_self,
+                             arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian)
+        except UserCodeError as exc:      # in the generated code of a derivative object
+            raise at_user_line(exc, fn) from None
 
     def rule_inside(self):
         if not self.jacobian:

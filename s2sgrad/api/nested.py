@@ -89,7 +89,8 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(gradient.function, *[f.obj for f in gradient.free])
+    return _with_origins(make(gradient.function, *[f.obj for f in gradient.free]), fn,
+                         gradient.path, gradient.line_map)
 
 
 _FORWARD_SOURCE = '''"""A jacfwd object as a function of its arguments, for a derivative of it (generated
@@ -123,8 +124,8 @@ def forward_as_function(forward, building, summed=False):
     generated = forward.build_code(fn, bound_self, argument_types(arrays), trees)
     refuse_inner_derivatives(generated.free, generated.source, generated.line_map,
                              "a derivative of the Jacobian")
-    jacobian = cache.materialise(generated.function_name, generated.source,
-                                 generated.function_name)[0]
+    jacobian, path, _ = cache.materialise(generated.function_name, generated.source,
+                                          generated.function_name)
     trees, params, leaves = _parameters(len(generated.arg_leaves), trees)
     pad = " " * 8
     body = [f"{pad}sizes = [{', '.join(f'rt.tangent_size({leaves[k]})' for k in generated.wrt)}]"]
@@ -167,7 +168,8 @@ def forward_as_function(forward, building, summed=False):
         "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
     body.append(f"{pad}return {result}")
     name = f"{getattr(fn, '__name__', 'f')}_{'grad' if summed else 'jacfwd'}"
-    return _written(_FORWARD_SOURCE, name, params, leaves, body, jacobian, generated.free)
+    return _with_origins(_written(_FORWARD_SOURCE, name, params, leaves, body, jacobian,
+                                  generated.free), fn, path, generated.line_map)
 
 
 def _refuse_nested(inner, several_outputs):
@@ -285,6 +287,35 @@ def _parameters(n_args, trees):
     params = [f"a{i}" for i in range(n_args)]
     leaves = [f"a{i}{path}" for i, tree in enumerate(trees) for path in leaf_paths(tree)]
     return trees, params, leaves
+
+
+def _with_origins(function, target, path, line_map):
+    """``function`` (a derivative as a plain function, calling the generated code at
+    ``path``) knowing, for an error raised while differentiating it, the user's line of
+    each generated line (``line_map``, and those ``target``, the function the code was
+    generated from, knows): ``at_user_line`` reads them."""
+    function.__s2sgrad_origins__ = {**getattr(target, "__s2sgrad_origins__", {}),
+                                    path: line_map}
+    return function
+
+
+def at_user_line(exc, function):
+    """``exc`` (a UserCodeError raised while differentiating ``function``, a derivative as a
+    plain function) at the user's line its generated line came from, followed through
+    the generated modules of every level; unchanged when it names none of them."""
+    origins = getattr(function, "__s2sgrad_origins__", {})
+    where, seen = exc.location, 0
+    while where is not None and where.filename in origins and seen < 16:
+        line_map = origins[where.filename]
+        found = [line_map[k] for k in range(where.lineno, 0, -1) if k in line_map]
+        if not found:
+            break
+        where, seen = found[0], seen + 1
+    if where is exc.location:
+        return exc
+    return type(exc)(exc.what + " (in the code generated for a derivative of this line: "
+                     "take one derivative fewer of it, or write that derivative out)",
+                     where, exc.construct, exc.hint)
 
 
 def _written(template, name, params, leaves, body, code, free):
