@@ -10,7 +10,8 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import nn, ops
 from s2sgrad import runtime as rt
-from s2sgrad.errors import GradientArgumentError, GradientTypeError, UnsupportedConstructError
+from s2sgrad.errors import (DerivativeCompositionError, GradientArgumentError, GradientTypeError,
+                            UnsupportedConstructError)
 from test_control_flow import CASES, inplace_slices
 
 RNG = np.random.default_rng(21)
@@ -523,14 +524,17 @@ def test_jacfwd_of_jacrev_with_an_array_restored_past_an_early_return(backend, m
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
-def test_reverse_mode_over_a_gradient_object_is_refused_not_wrong():
+def test_reverse_mode_over_a_gradient_object_is_its_hessian():
+    """vjp and jacrev of a gradient object were refused; they are forward mode over its
+    code now (api/composed.py), equal to the Hessian.  A derivative of a value_and_grad
+    object (its output is not one array) is still refused."""
     g = ms.grad(inner_loss)
     w = np.array([0.3, -1.2, 2.0])
-    with pytest.raises(GradientArgumentError, match="forward mode only"):
-        ms.vjp(g, w)
-    with pytest.raises(GradientArgumentError, match="forward mode only"):
-        ms.jacrev(g)(w)
-    with pytest.raises(GradientArgumentError, match="forward mode only"):
+    h = ms.hessian(inner_loss)(w)
+    ct = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(ms.vjp(g, w)[1](ct)[0], ct @ h, rtol=1e-12)
+    np.testing.assert_allclose(ms.jacrev(g)(w), h, rtol=1e-12)
+    with pytest.raises(DerivativeCompositionError, match="plain grad"):
         ms.jvp(ms.value_and_grad(inner_loss), w, w)
 
 

@@ -3,7 +3,9 @@ differentiated by s2sgrad and checked against central finite differences, in thr
 profiles: reverse mode (``check``: the gradient), forward mode (``check_forward``: jvp
 along a random direction, against a difference of the function) and second order
 (``check_second_order``: hvp along a random direction, against a difference of the
-gradient).
+gradient), and compositions (``check_composition``: grad, jacfwd or jacrev of a random
+chain of transforms of depth 1-2, the inner object made outside or called inside a
+function being differentiated, against a difference of the next-lower chain).
 
 Hypothesis draws the programs; a failing one is printed as source, ready to paste.  The
 Python backend keeps this fast; the Numba path is covered by the other suites.
@@ -14,7 +16,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import s2sgrad
@@ -232,6 +234,35 @@ def check_second_order(source, seed, program_dir, eps=1e-6):
     _shown(one, source)
 
 
+TRANSFORMS = {"grad": s2sgrad.grad, "jacfwd": s2sgrad.jacfwd, "jacrev": s2sgrad.jacrev,
+              "hessian": s2sgrad.hessian}
+OUTER = ["grad", "jacfwd", "jacrev"]
+INSIDE = "\n\nINNER = None\n\n\ndef g(x, a):\n    return np.sum(INNER(x, a) ** 2) + a\n"
+
+
+def check_composition(source, seed, outer, chain, inside, program_dir, eps=1e-5):
+    """``outer`` (w.r.t. x) of the chain of transforms ``chain`` of the program, or, with
+    ``inside``, of a function calling that chain's derivative object inside, along a
+    random direction against a central difference of what it differentiates."""
+    fn = load(source + INSIDE, program_dir)
+    args, (vx, _) = _point_and_direction(seed)
+    lower = fn
+    for name in reversed(chain):
+        lower = TRANSFORMS[name](lower)
+    if inside:
+        fn.__globals__["INNER"] = lower
+        lower = fn.__globals__["g"]
+
+    def one():
+        got = np.asarray(TRANSFORMS[outer](lower)(*args), dtype=float)
+        up, down = lower(args[0] + eps * vx, args[1]), lower(args[0] - eps * vx, args[1])
+        want = (np.asarray(up, dtype=float) - np.asarray(down, dtype=float)) / (2 * eps)
+        if outer == "grad":           # the gradient of the sum of the outputs
+            want = np.sum(want)
+        np.testing.assert_allclose(got @ vx, want, rtol=1e-4, atol=1e-5)
+    _shown(one, f"{outer} of {' of '.join(chain)}{' inside g' if inside else ''}\n{source}")
+
+
 RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
@@ -263,6 +294,20 @@ def test_random_program_hvp_matches_differences_of_the_gradient(source, seed, pr
                                                                  monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     check_second_order(source, seed, program_dir)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=RELAXED,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])   # shrinking takes minutes
+@given(source=programs(), seed=st.integers(0, 2 ** 16), outer=st.sampled_from(OUTER),
+       chain=st.lists(st.sampled_from(list(TRANSFORMS)), min_size=1, max_size=2),
+       inside=st.booleans())
+def test_random_program_under_a_random_chain_of_transforms(source, seed, outer, chain,
+                                                           inside, program_dir, monkeypatch):
+    """Issue 19: every transform of every transform (to depth 3), the inner object made
+    outside or called inside a function being differentiated, against differences of
+    the next-lower chain."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    check_composition(source, seed, outer, chain, inside, program_dir)
 
 
 #: programs the long profiles found wrong once, kept as they were drawn

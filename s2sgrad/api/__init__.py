@@ -13,22 +13,27 @@ documents.
   ``SplitFunction``, ``JacrevFunction``);
 - ``forward``: ``jvp`` and ``jacfwd`` (``ForwardFunction``, ``JacfwdFunction``);
 - ``higher``: ``hvp`` and ``hessian`` (forward over reverse: ``HvpFunction``,
-  ``HessianFunction``), the gradient of a gradient (``GradOfGradFunction``) and a
-  gradient's rule inside a differentiated function (``GradientRule``);
+  ``HessianFunction``) and the gradient of a gradient (``GradOfGradFunction``);
 - ``vmap``: ``vmap`` (not a derivative: the batched function, ``Vmap``), its axes
   checked in ``vmap_axes``;
+- ``composed``: reverse-mode transforms of a derivative object (grad, jacrev, vjp,
+  hessian, hvp of jacfwd(f), hessian(f)...), built as forward mode over it;
+- ``inside``: the rule of a derivative object called inside a differentiated function
+  (``gradient_rule`` for a gradient, ``jacobian_rule`` for every other object);
 - ``show``: ``show``, with every mode's derivative object declared in ``MODES``;
 - ``derivative``: ``Derivative`` and ``derivative_for`` (a derivative kept per function
   and options); ``loading``: generated code loaded (``load_function``) and an error in
   it traced to the user's line;
-- ``nested``: a derivative object as a Python function, for a derivative of it;
+- ``nested``: a derivative object as a Python function, for a derivative of it (each
+  object's ``as_function`` calls one of its writers);
 - ``arguments``: the checks of options and arguments every mode shares, and what code
   is specialised on; ``results``: gradients and outputs in the form of their inputs;
 - ``call_plan``: what a repeated call of a derivative skips.
 
-Imports run one way: ``arguments``, ``results``, ``call_plan`` and ``nested`` import no
-other module of the package but ``arguments``; ``loading`` and ``derivative`` import those; ``higher`` imports
-``derivative``; ``reverse``, ``split`` and ``forward`` import ``derivative``
-(``reverse`` and ``split`` ``higher`` too, for a gradient's rule); ``show`` imports
-every mode.
+Imports run one way: ``arguments``, ``results``, ``call_plan``, ``inside`` and ``nested``
+import no other module of the package but ``arguments``; ``loading`` and ``derivative``
+import those; ``forward`` imports ``derivative``; ``composed`` imports ``forward``;
+``higher`` imports ``composed`` and ``forward``; ``reverse`` and ``split`` import
+``derivative``, ``composed`` and ``forward`` (``reverse`` ``higher`` too); ``show``
+imports every mode.
 """

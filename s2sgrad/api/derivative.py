@@ -40,7 +40,7 @@ import types
 import weakref
 
 from ..backend.numba_backend import undecided_state
-from ..errors import GradientArgumentError
+from ..errors import DerivativeCompositionError, GradientArgumentError
 from ..nn import Cell
 from ..tensor import Parameter
 from ..trees import flatten, is_tree, leaf_paths, unflatten
@@ -157,6 +157,15 @@ class Derivative:
         self._generated, self._compiled, self.path = self._variants.get(
             self._last, (None, None, None))
 
+    def as_function(self, building):
+        """This derivative as a plain Python function with source, for the arguments
+        ``building`` (leaves and trees): what a forward-mode derivative of it
+        differentiates (``api/nested.py``)."""
+        raise DerivativeCompositionError(
+            f"a derivative of {self.__name__} ({type(self).__name__}) is not supported; "
+            f"write the derivative you want of the function itself (hessian(f), "
+            f"jacfwd(jacrev(f)), grad(grad(f)))")
+
     # ------------------------------------------------------------ binding
 
     @property
@@ -194,13 +203,13 @@ class Derivative:
 
     def _signature_target(self):
         """The function whose signature calls follow (a derivative's: its function's)."""
-        if isinstance(self.fn, Derivative):
+        if hasattr(self.fn, "_signature_target"):
             return self.fn._signature_target()
         return self._target()
 
     def _target(self):
         """(the function to differentiate, the instance it is bound to or None)."""
-        if isinstance(self.fn, Derivative):
+        if self.differentiates_a_derivative:
             # a derivative of a derivative: differentiate the inner one's generated code
             building = getattr(self, "_building", (None, None))
             return derivative_as_function(self.fn, self, building), None
@@ -216,7 +225,7 @@ class Derivative:
     @property
     def differentiates_a_derivative(self):
         """Whether ``fn`` is itself a derivative object (``api.nested`` asks)."""
-        return isinstance(self.fn, Derivative)
+        return getattr(self.fn, "derivative_mode", None) is not None
 
     def _weight_list(self):
         if self._weights_of is not None:

@@ -22,13 +22,16 @@ import numpy as np
 
 from ..backend.numba_backend import UNDECIDED, backend_mode
 from ..compiler.pipeline_forward import build_jvp
-from ..errors import GradientArgumentError, GradientTypeError, OutputStructureError
+from ..errors import (GradientArgumentError, GradientTypeError, OutputStructureError,
+                      UserCodeError)
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
                         with_article)
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
 from .derivative import Derivative, derivative_for
+from .inside import jacobian_rule
+from .nested import at_user_line, forward_as_function
 from .results import finish_gradient, float_dtype, wrap_output
 
 
@@ -57,8 +60,21 @@ class ForwardFunction(Derivative):
                 f"backend {self.backend!r}>")
 
     def build_code(self, fn, bound_self, arg_types, trees):
-        return build_jvp(fn, self.positions, self.has_aux, bound_self, arg_types=arg_types,
-                         arg_trees=trees, jacobian=self.jacobian)
+        try:
+            return build_jvp(fn, self.positions, self.has_aux, bound_self,
+                             arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian)
+        except UserCodeError as exc:      # in the generated code of a derivative object
+            raise at_user_line(exc, fn) from None
+
+    def rule_inside(self):
+        if not self.jacobian:
+            return None
+        return derivative_rule(JacfwdFunction(self))
+
+    def as_function(self, building):
+        if not self.jacobian:
+            return super().as_function(building)
+        return forward_as_function(self, building)
 
     def load_code(self, generated):
         compiled, path = super().load_code(generated)
@@ -305,6 +321,17 @@ class JacfwdFunction:
         return self.forward(*args, **kwargs)
 
     @property
+    def __s2sgrad_custom_vjp__(self):
+        return self.forward.__s2sgrad_custom_vjp__
+
+    def as_function(self, building):
+        """The Jacobian as a plain function (``api/nested.py``)."""
+        return self.forward.as_function(building)
+
+    def _signature_target(self):
+        return self.forward._signature_target()
+
+    @property
     def source(self):
         return self.forward.source
 
@@ -318,6 +345,22 @@ class JacfwdFunction:
 
     def __repr__(self):
         return repr(self.forward)
+
+
+def derivative_rule(derivative):
+    """The rule of a derivative object (not a plain gradient) called inside a function
+    being differentiated: ``api/inside.py``'s ``jacobian_rule``, its Jacobian and JVP by
+    forward mode over its generated code."""
+    return jacobian_rule(
+        derivative, lambda floats: JacfwdFunction(forward_function(derivative, floats,
+                                                                   False, True)),
+        lambda floats: forward_function(derivative, floats, False, False))
+
+
+#: what the front end does with a call written inside a differentiated function
+#: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
+jacfwd.__s2sgrad_transform__ = "makes"
+jvp.__s2sgrad_transform__ = "evaluates"
 
 
 __all__ = ["jvp", "jacfwd", "ForwardFunction", "JacfwdFunction", "OutputStructureError"]

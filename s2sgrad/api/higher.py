@@ -10,16 +10,16 @@
   hand it here): the gradient of the sum of the inner gradient's elements, which by the
   symmetry of second derivatives is the inner gradient's directional derivative along
   ones (``H @ 1``) -- forward over reverse again.
-- A gradient object called inside a function being differentiated
-  (``np.sum(grad_f(x) ** 2)``) gets a rule: its vector-Jacobian product is the Hessian
-  times the cotangent, again by symmetry, computed as a Hessian-vector product.
+- ``hessian`` and ``hvp`` of a derivative object are ``api.composed``'s (forward mode
+  over it); a Hessian object's rule inside a differentiated function is
+  ``api.inside``'s, and ``as_function`` gives it as a plain function (the Jacobian of
+  the gradient's code) for a derivative of it.
 
 ``fn`` must return a scalar (the Hessian of a loss); the arguments are checked as for
 ``grad``.  ``HvpFunction`` is the derivative object of the forward-over-reverse code
 (kept per function for ``hvp``), ``HessianFunction`` what ``hessian`` gives,
-``GradOfGradFunction`` what ``grad`` gives for a gradient object and ``GradientRule``
-the rule of one called inside a differentiated function.  A derivative of a gradient in
-forward mode (``jvp(grad(f), ...)``) is ``api.nested``'s.
+``GradOfGradFunction`` what ``grad`` gives for a gradient object.  A derivative of a
+gradient in forward mode (``jvp(grad(f), ...)``) is ``api.nested``'s.
 """
 import inspect
 
@@ -31,8 +31,11 @@ from ..errors import DerivativeCompositionError, GradientArgumentError, Gradient
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import check_function, check_positions, free_values
+from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
+from .forward import ForwardFunction, derivative_rule
 from .loading import load_function
+from .nested import forward_as_function, gradient_as_function
 
 
 def hvp(fn, inputs, v):
@@ -51,6 +54,9 @@ def hvp(fn, inputs, v):
             f"got {type(v).__name__}")
     if not args:
         raise GradientArgumentError("hvp needs at least one input to differentiate at")
+    if getattr(fn, "derivative_mode", None) is not None:
+        out = hvp_of_derivative(fn, args, vs)
+        return out[0] if single and isinstance(out, tuple) else out
     out = hvp_function(fn, len(args)).tangents_of_gradient(args, vs)
     return out[0] if single else tuple(out)
 
@@ -71,6 +77,8 @@ def hessian(fn=None, grad_position=0):
     if grad_position is None:
         raise TypeError("hessian's grad_position must be an int or a tuple of ints, got None")
     check_positions(grad_position)
+    if getattr(fn, "derivative_mode", None) is not None:
+        return hessian_of_derivative(fn, grad_position)
     return HessianFunction(fn, grad_position)
 
 
@@ -85,9 +93,6 @@ class HvpFunction(Derivative):
 
     def __init__(self, fn, grad_position):
         super().__init__(fn, grad_position)
-
-    def rule_inside(self):
-        return gradient_rule(self)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build_hvp(fn, self.positions, bound_self, arg_types=arg_types,
@@ -153,6 +158,22 @@ class HessianFunction(HvpFunction):
     def bind_to(self, method, weights):
         return HessianFunction(method, self.grad_position)
 
+    def rule_inside(self):
+        return derivative_rule(self)
+
+    def as_function(self, building):
+        """The Hessian as a plain function: the Jacobian (forward mode) of the gradient's
+        differentiable code (``api/nested.py``); refused for several positions (a tuple of
+        tuples)."""
+        if not isinstance(self.grad_position, int) and len(self.positions) > 1:
+            raise DerivativeCompositionError(
+                f"a derivative of {self.__name__}, a Hessian over positions "
+                f"{self.grad_position!r} (a tuple of tuples): take the Hessian of one "
+                f"position at a time (hessian(f, 0)) and differentiate it")
+        return forward_as_function(_jacobian_of_gradient(self.fn, self.grad_position,
+                                                         self.positions, building), building)
+
+
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._complete(args, kwargs)
@@ -180,6 +201,14 @@ class HessianFunction(HvpFunction):
         if isinstance(self.grad_position, int) or len(self.positions) == 1:
             return rows[0][0]
         return tuple(tuple(row) for row in rows)
+
+
+def _jacobian_of_gradient(fn, grad_position, positions, building, inner=None):
+    """The forward-mode Jacobian object, w.r.t. ``grad_position``, of the gradient of
+    ``fn`` w.r.t. ``positions`` as a plain function for ``building``'s arguments."""
+    target, bound_self = (fn.__func__, fn.__self__) if inspect.ismethod(fn) else (fn, None)
+    gradient = gradient_as_function(inner, target, positions, bound_self, building)
+    return ForwardFunction(gradient, grad_position, False, True)
 
 
 def _per_wrt(generated, grads_dot):
@@ -247,6 +276,24 @@ class GradOfGradFunction:
         self.__name__ = inner.__name__ + "_grad"
         self.__wrapped__ = inner
 
+    def _signature_target(self):
+        return self.inner._signature_target()
+
+    @property
+    def __s2sgrad_custom_vjp__(self):
+        return derivative_rule(self)
+
+    def as_function(self, building):
+        """The gradient of the inner gradient's sum as a plain function: the Jacobian of
+        the inner gradient's code, summed over its outputs (``api/nested.py``)."""
+        if self.with_value:
+            raise DerivativeCompositionError(
+                f"a derivative of value_and_grad of {self.inner.__name__}: differentiate "
+                f"grad(...) of it (the value is the function itself)")
+        forward = _jacobian_of_gradient(self.inner.fn, self.grad_position,
+                                        self.inner.positions, building, self.inner)
+        return forward_as_function(forward, building, summed=True)
+
     def __call__(self, *args):
         for p in self.positions:
             if p >= len(args):
@@ -288,86 +335,7 @@ def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_va
     return GradOfGradFunction(inner, grad_position, with_value)
 
 
-# ---------------------------------------------------------------- a gradient inside
-
-
-class _Opaque:
-    """A Python callable generated code calls as it is (no derivative of its own)."""
-
-    __s2sgrad_opaque__ = True
-
-    def __init__(self, fn, name):
-        self.fn = fn
-        self.__name__ = name
-
-    def __call__(self, *args):
-        return self.fn(*args)
-
-
-_RULE_SOURCE = '''"""A gradient called inside a differentiated function: its custom rule (generated by
-s2sgrad.api.higher for gradients of {n} arguments)."""
-
-
-def make(gradient, hessian_times):
-    def forward({params}):
-        return gradient({params})
-
-    def backward({params}, out, dout):
-        return hessian_times({params}, dout)
-
-    return forward, backward
-'''
-
-
-class GradientRule:
-    """The custom rule of gradient object ``inner``: forward runs it, backward is the
-    Hessian times the cotangent (see the module doc)."""
-
-    def __init__(self, inner, arity):
-        params = ", ".join(f"a{i}" for i in range(arity))
-        source = _RULE_SOURCE.format(n=arity, params=params)
-        make = cache.materialise(f"gradient_rule_{arity}", source, "make")[0]
-        self.inner = inner
-        self._functions = {}      # the differentiated positions -> HvpFunction
-        self.forward, self.backward = make(_Opaque(inner, inner.__name__),
-                                           _Opaque(self.hessian_times,
-                                                   inner.__name__ + "_hessian_times"))
-        self.__name__ = inner.__name__
-
-    def hessian_times(self, *args):
-        *args, dout = args
-        inner = self.inner
-        floats = tuple(i for i, a in enumerate(args) if _is_float(a))
-        function = self._functions.get(floats)
-        if function is None:
-            function = self._functions[floats] = HvpFunction(inner.fn, floats)
-        douts = (dout,) if len(inner.positions) == 1 else tuple(dout)
-        given = dict(zip(inner.positions, douts))
-        tangents = function.tangents_of_gradient(tuple(args), [given.get(p) for p in floats])
-        by_position = dict(zip(floats, tangents))
-        out = tuple(by_position.get(i, 0.0) for i in range(len(args)))
-        return out[0] if len(out) == 1 else out
-
-
-def _is_float(value):
-    items = flatten(value)[0] if is_tree(value) else [value]
-    return all(isinstance(np.asarray(i) if isinstance(i, Tensor) else i,
-                          (float, np.floating)) or
-               (isinstance(i, (np.ndarray, Tensor)) and np.asarray(i).dtype.kind == "f")
-               for i in items)
-
-
-def gradient_rule(inner):
-    """The custom rule of a gradient object called inside a differentiated function, or
-    None where it has none (a gradient with weights, aux, values or ids)."""
-    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
-             not inner.return_ids and inner.positions)
-    if not plain:
-        return None
-    fn, bound_self = inner._target()
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    arity = len(params) - (1 if bound_self is not None else 0)
-    return GradientRule(inner, arity)
+#: what the front end does with a call written inside a differentiated function
+#: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
+hessian.__s2sgrad_transform__ = "makes"
+hvp.__s2sgrad_transform__ = "evaluates"

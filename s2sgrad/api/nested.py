@@ -11,11 +11,11 @@ reads and differentiates.  Derivative objects are told apart by their
 """
 from ..backend import cache
 from ..compiler.batch.loops import structure_text
-from ..compiler.pipeline_higher import differentiable_gradient
 from ..compiler.front.guards import fixed_objects
+from ..compiler.pipeline_higher import differentiable_gradient, refuse_inner_derivatives
 from ..compiler.pipeline_split import build_split
-from ..errors import GradientArgumentError
-from ..trees import leaf_paths
+from ..errors import DerivativeCompositionError, GradientArgumentError
+from ..trees import leaf_paths, unflatten
 from .arguments import argument_types
 
 
@@ -37,31 +37,41 @@ def derivative_as_function(inner, outer, building):
     """A Python function (with source, so the lowering can read it) computing what the
     derivative ``inner`` computes, for the arguments ``building`` of ``outer``, the
     derivative of it being built (their leaves and trees, as ``Derivative._build`` has
-    them): its generated code in the differentiable spelling, called and shaped as
-    ``inner`` shapes its result.  Only forward mode can take it (the generated code's
-    helpers have forward rules), and only of a plain gradient or of a jacrev."""
-    forward = outer.derivative_mode == "forward"
-    if inner.derivative_mode == "jacrev" and forward and building[0] is not None and \
-            not inner.differentiates_a_derivative:
-        return jacobian_as_function(inner, building)
-    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
-             not inner.return_ids and inner.positions and
-             not inner.differentiates_a_derivative and inner.derivative_mode == "grad")
-    if not forward or not plain:
+    them): ``inner.as_function(building)``, its generated code in the differentiable
+    spelling, called and shaped as ``inner`` shapes its result.  Forward mode takes it
+    (the generated code's helpers have forward rules); reverse mode over a derivative
+    object is built as forward mode over it (``api/composed.py``), so ``outer`` is a
+    forward-mode derivative."""
+    if outer.derivative_mode != "forward":
+        raise DerivativeCompositionError(
+            f"{type(outer).__name__} of the derivative object {inner.__name__}: s2sgrad "
+            f"differentiates a derivative object in forward mode (jvp, jacfwd); call "
+            f"s2sgrad.grad, jacrev, hessian, hvp or vjp on it, which build that for you")
+    if building[0] is None:
         raise GradientArgumentError(
-            f"{type(outer).__name__} of the gradient object {inner.__name__}: a gradient can "
-            f"be differentiated again in forward mode only (jvp, jacfwd, hvp, hessian, "
-            f"grad(grad(f))), and only a plain grad(f, grad_position) (no weights, has_aux, "
-            f"return_ids or value); use s2sgrad.hvp(f, ...) or s2sgrad.hessian(f) for "
-            f"second derivatives")
+            f"the code of a derivative of {inner.__name__} is built for arguments: call "
+            f"it (or show it with example arguments) first")
+    return inner.as_function(building)
+
+
+def gradient_as_function(inner, fn, positions, bound_self, building):
+    """What ``derivative_as_function`` gives for a plain ``grad(fn, positions)``
+    (``inner``, for its name and options; ``bound_self``: the instance ``fn`` is bound
+    to): its differentiable value-and-gradient code, the gradients shaped as ``grad``
+    shapes them."""
+    plain = (inner is None or not inner.with_value and inner.weights is None and
+             not inner.has_aux and not inner.return_ids) and positions
+    if not plain:
+        raise DerivativeCompositionError(
+            f"a derivative of the gradient object {inner.__name__} (it has weights, "
+            f"has_aux, return_ids or a value): s2sgrad differentiates a plain "
+            f"grad(f, grad_position) only; take the value and aux out of the function "
+            f"you differentiate twice, or write hessian(f) / hvp(f, x, v)")
     arrays, trees = building
-    if arrays is None:
-        raise GradientArgumentError(
-            f"the code of a derivative of the gradient {inner.__name__} is built for "
-            f"arguments: call it (or show it with example arguments) first")
-    fn, bound_self = inner._target()
-    gradient = differentiable_gradient(fn, inner.positions, bound_self,
+    gradient = differentiable_gradient(fn, positions, bound_self,
                                        argument_types(arrays), trees)
+    refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
+                             "a derivative of the gradient")
     d = gradient.differentiated
     free = [f"free_{k}" for k in range(len(gradient.free))]
     params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
@@ -73,7 +83,7 @@ def derivative_as_function(inner, outer, building):
         k += has
     per_position = [_structure_text((trees or [None] * len(params))[p],
                                     [grads[leaf] for leaf in d.lowered.arg_leaves[p]])
-                    for p in inner.positions]
+                    for p in positions]
     result = per_position[0] if len(per_position) == 1 else \
         "(" + ", ".join(per_position) + ")"
     name = f"{getattr(fn, '__name__', 'f')}_grad"
@@ -81,7 +91,130 @@ def derivative_as_function(inner, outer, building):
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return made(make, gradient.function, gradient)
+    return _with_origins(made(make, gradient.function, gradient), fn,
+                         gradient.path, gradient.line_map)
+
+
+_FORWARD_SOURCE = '''"""A jacfwd object as a function of its arguments, for a derivative of it (generated
+by s2sgrad.api.nested: transforms of jacfwd, hessian and grad of a derivative)."""
+import numpy as np
+
+from s2sgrad import runtime as rt
+
+
+def make(jacobian{free}):
+    def {name}({params}):
+        value, columns = jacobian({leaves}{free})
+{body}
+    return {name}
+'''
+
+
+def forward_as_function(forward, building, summed=False):
+    """What ``derivative_as_function`` gives for a forward-mode Jacobian object
+    ``forward`` (a ``ForwardFunction`` with ``jacobian``): its generated code, called as
+    a plain function, the columns stacked into blocks of shape ``out.shape + in.shape``
+    as ``jacfwd`` shapes them; with ``summed`` each block summed over the output's
+    elements and the outputs (what ``grad`` of a derivative object gives)."""
+    if forward.has_aux:
+        raise DerivativeCompositionError(
+            f"a derivative of {forward.__name__}, a jacfwd with has_aux: differentiate a "
+            f"function returning its one output (without the aux)")
+    arrays, trees = building
+    forward._building = building
+    fn, bound_self = forward._target()
+    generated = forward.build_code(fn, bound_self, argument_types(arrays), trees)
+    refuse_inner_derivatives(generated.free, generated.source, generated.line_map,
+                             "a derivative of the Jacobian")
+    jacobian, path, _ = cache.materialise(generated.function_name, generated.source,
+                                          generated.function_name)
+    trees, params, leaves = _parameters(len(generated.arg_leaves), trees)
+    pad = " " * 8
+    body = [f"{pad}sizes = [{', '.join(f'rt.tangent_size({leaves[k]})' for k in generated.wrt)}]"]
+    starts, stop = [], "0"
+    for i, k in enumerate(generated.wrt):
+        starts.append((stop, f"{stop} + sizes[{i}]" if stop != "0" else f"sizes[{i}]"))
+        stop = starts[-1][1]
+    start_of = dict(zip(generated.wrt, starts))
+    outputs = _output_count(forward, building)
+    _refuse_nested(forward, outputs is not None and not summed)
+    per_output = []
+    for o in range(outputs or 1):
+        column = "column" if outputs is None else f"column[{o}]"
+        out = "value" if outputs is None else f"value[{o}]"
+        body.append(f"{pad}stacked_{o} = np.stack([{column} for column in columns], axis=-1)")
+        per_position = []
+        for p in forward.positions:
+            items = []
+            for leaf in generated.arg_leaves[p]:
+                a, b = start_of[leaf]
+                block = (f"np.reshape(stacked_{o}[..., {a}:{b}], np.shape({out}) + "
+                         f"np.shape({leaves[leaf]}))")
+                if summed:
+                    block = (f"np.sum(np.reshape(stacked_{o}[..., {a}:{b}], (-1,) + "
+                             f"np.shape({leaves[leaf]})), axis=0)")
+                items.append(block)
+            per_position.append(items)
+        per_output.append(per_position)
+    if summed:          # the sum over the outputs too
+        per_output = [[[" + ".join(out[p][j] for out in per_output)
+                        for j in range(len(per_output[0][p]))]
+                       for p in range(len(forward.positions))]]
+    texts = []
+    for per_position in per_output:
+        shaped = [_structure_text(trees[p], items)
+                  for p, items in zip(forward.positions, per_position)]
+        texts.append(shaped[0] if isinstance(forward.grad_position, int) or len(shaped) == 1
+                     else "(" + ", ".join(shaped) + ")")
+    result = texts[0] if outputs is None or summed else \
+        "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
+    body.append(f"{pad}return {result}")
+    name = f"{getattr(fn, '__name__', 'f')}_{'grad' if summed else 'jacfwd'}"
+    return _with_origins(_written(_FORWARD_SOURCE, name, params, leaves, body, jacobian,
+                                  generated), fn, path, generated.line_map)
+
+
+def _refuse_nested(inner, several_outputs):
+    """A derivative of ``inner`` whose result nests tuples (several outputs, several
+    positions: a tuple of tuples) is refused: forward mode takes flat results."""
+    if several_outputs and not isinstance(inner.grad_position, int) and \
+            len(inner.positions) > 1:
+        raise DerivativeCompositionError(
+            f"a derivative of {inner.__name__}, whose result is a tuple of tuples (several "
+            f"outputs, several positions {inner.grad_position!r}): take one position at a "
+            f"time (hessian(f, 0), jacfwd(f, 1)...) and differentiate each")
+
+
+def _output_count(forward, building):
+    """None when ``forward``'s function returns one array or number, else how many
+    outputs its tuple has (read from one run of the function at ``building``'s
+    arguments)."""
+    arrays, trees = building
+    args = [unflatten(tree, items) if tree is not None else items[0]
+            for tree, items in _split_leaves(arrays, trees)]
+    value = forward.fn(*args)
+    if isinstance(value, (tuple, list)):
+        if any(isinstance(v, (tuple, list, dict)) for v in value):
+            raise DerivativeCompositionError(
+                f"a derivative of {forward.__name__}, whose function returns nested "
+                f"structures: return a flat tuple of arrays")
+        return len(value)
+    if isinstance(value, dict):
+        raise DerivativeCompositionError(
+            f"a derivative of {forward.__name__}, whose function returns a dict: return "
+            f"a tuple of arrays")
+    return None
+
+
+def _split_leaves(arrays, trees):
+    """Per argument (its tree, its leaves) from the flat ``arrays``."""
+    trees = trees or [None] * len(arrays)
+    out, i = [], 0
+    for tree in trees:
+        n = len(leaf_paths(tree))
+        out.append((tree, list(arrays[i:i + n])))
+        i += n
+    return out
 
 
 _JACOBIAN_SOURCE = '''"""A jacrev object as a function of its arguments, for forward mode over it (generated
@@ -107,16 +240,15 @@ def jacobian_as_function(inner, building):
     fn, bound_self = inner._target()
     generated = build_split(fn, inner.positions, (), inner.has_aux, bound_self,
                             argument_types(arrays), trees, differentiable=True)
+    refuse_inner_derivatives(generated.free, generated.source,
+                             getattr(generated, "line_map", {}), "a derivative of the Jacobian")
     jacobian = cache.materialise(generated.forward_name, generated.source,
                                  generated.jacobian_name)[0]
-    n_args = len(generated.arg_leaves)
-    trees = trees or [None] * n_args
-    free = [f"free_{k}" for k in range(len(generated.free))]
-    params = [f"a{i}" for i in range(n_args)]
-    leaves = [f"a{i}{path}" for i, tree in enumerate(trees) for path in leaf_paths(tree)]
+    trees, params, leaves = _parameters(len(generated.arg_leaves), trees)
     out = "value[0]" if inner.has_aux else "value"
     outputs = ([f"{out}[{k}]" for k in range(generated.n_cotangents)]
                if generated.output_is_tuple else [out])
+    _refuse_nested(inner, generated.output_is_tuple)
     if generated.output_is_tuple and inner.has_aux:
         raise GradientArgumentError("jacfwd of a jacrev with has_aux and a tuple first "
                                     "output: differentiate a function returning one array")
@@ -147,12 +279,57 @@ def jacobian_as_function(inner, building):
         "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
     body.append(f"{pad}return {result}")
     name = f"{getattr(fn, '__name__', 'f')}_jacrev"
-    source = _JACOBIAN_SOURCE.format(name=name, params=", ".join(params),
-                                     leaves=", ".join(leaves),
-                                     free="".join(", " + f for f in free),
-                                     body="\n".join(body))
+    return _written(_JACOBIAN_SOURCE, name, params, leaves, body, jacobian, generated)
+
+
+def _parameters(n_args, trees):
+    """(the trees, one per argument; the parameters ``a0, a1...``; the text of each leaf
+    of them, ``a0[1]['w']``) of a function of ``n_args`` arguments."""
+    trees = trees or [None] * n_args
+    params = [f"a{i}" for i in range(n_args)]
+    leaves = [f"a{i}{path}" for i, tree in enumerate(trees) for path in leaf_paths(tree)]
+    return trees, params, leaves
+
+
+def _with_origins(function, target, path, line_map):
+    """``function`` (a derivative as a plain function, calling the generated code at
+    ``path``) knowing, for an error raised while differentiating it, the user's line of
+    each generated line (``line_map``, and those ``target``, the function the code was
+    generated from, knows): ``at_user_line`` reads them."""
+    function.__s2sgrad_origins__ = {**getattr(target, "__s2sgrad_origins__", {}),
+                                    path: line_map}
+    return function
+
+
+def at_user_line(exc, function):
+    """``exc`` (a UserCodeError raised while differentiating ``function``, a derivative as a
+    plain function) at the user's line its generated line came from, followed through
+    the generated modules of every level; unchanged when it names none of them."""
+    origins = getattr(function, "__s2sgrad_origins__", {})
+    where, seen = exc.location, 0
+    while where is not None and where.filename in origins and seen < 16:
+        line_map = origins[where.filename]
+        found = [line_map[k] for k in range(where.lineno, 0, -1) if k in line_map]
+        if not found:
+            break
+        where, seen = found[0], seen + 1
+    if where is exc.location:
+        return exc
+    return type(exc)(exc.what + " (in the code generated for a derivative of this line: "
+                     "take one derivative fewer of it, or write that derivative out)",
+                     where, exc.construct, exc.hint)
+
+
+def _written(template, name, params, leaves, body, code, generated):
+    """The function ``name`` of ``template`` (a module whose ``make(code, *free)`` gives
+    it), written to the cache and made with the generated ``code`` and the values
+    ``generated.free`` it reads from outside, carrying ``generated``'s guards
+    (``made``)."""
+    names = [f"free_{k}" for k in range(len(generated.free))]
+    source = template.format(name=name, params=", ".join(params), leaves=", ".join(leaves),
+                             free="".join(", " + f for f in names), body="\n".join(body))
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return made(make, jacobian, generated)
+    return made(make, code, generated)
 
 
 def _structure_text(tree, items):

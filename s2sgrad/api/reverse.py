@@ -15,8 +15,11 @@ from ..compiler.pipeline import build
 from ..tensor import Parameter, Tensor
 from .arguments import check_function, check_options, free_values, to_array
 from .call_plan import GradientPlan, plan_key
+from .composed import reverse_of_derivative
 from .derivative import Derivative
-from .higher import grad_of_gradient, gradient_rule
+from .higher import HvpFunction, grad_of_gradient
+from .inside import gradient_rule
+from .nested import gradient_as_function
 from .results import finish_gradient, float_dtype, wrap_output
 
 
@@ -33,8 +36,10 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     if fn is None:
         return _decorator(grad, grad_position, weights, has_aux, return_ids)
     check_function(fn, "grad")
-    if isinstance(fn, Derivative):
+    if _plain_gradient(fn):
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, False)
+    if getattr(fn, "derivative_mode", None) is not None:
+        return reverse_of_derivative(fn, grad_position, weights, has_aux, return_ids, False)
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=False)
 
 
@@ -43,9 +48,17 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
     if fn is None:
         return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids)
     check_function(fn, "value_and_grad")
-    if isinstance(fn, Derivative):
+    if _plain_gradient(fn):
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, True)
+    if getattr(fn, "derivative_mode", None) is not None:
+        return reverse_of_derivative(fn, grad_position, weights, has_aux, return_ids, True)
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=True)
+
+
+def _plain_gradient(fn):
+    """Whether ``fn`` is a gradient object of a function (its gradient is forward over
+    reverse of that function: ``api.higher``)."""
+    return isinstance(fn, GradFunction) and not fn.differentiates_a_derivative
 
 
 def _decorator(make, grad_position, weights, has_aux, return_ids):
@@ -100,7 +113,11 @@ class GradFunction(Derivative):
                             self.return_ids, self.with_value)
 
     def rule_inside(self):
-        return gradient_rule(self)
+        return gradient_rule(self, lambda floats: HvpFunction(self.fn, floats))
+
+    def as_function(self, building):
+        fn, bound_self = self._target()
+        return gradient_as_function(self, fn, self.positions, bound_self, building)
 
     # ------------------------------------------------------------ calling
 
@@ -171,3 +188,9 @@ class GradFunction(Derivative):
             aux = tuple(value[1:])
             return (value, result) if self.with_value else (result, aux)
         return (value, result) if self.with_value else result
+
+
+#: what the front end does with a call written inside a differentiated function
+#: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
+grad.__s2sgrad_transform__ = "makes"
+value_and_grad.__s2sgrad_transform__ = "makes"

@@ -24,9 +24,11 @@ from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, check_weights,
                         free_values, to_array)
 from .call_plan import CallPlan, plan_key
+from .composed import jacobian_of_derivative, vjp_of_derivative
 from .derivative import Derivative, derivative_for
-from .higher import gradient_rule
+from .forward import derivative_rule
 from .loading import load_function
+from .nested import jacobian_as_function
 from .results import float_dtype, wrap_output
 
 
@@ -41,6 +43,8 @@ def vjp(fn, *inputs, weights=None, has_aux=False):
         raise GradientArgumentError(
             "vjp needs the inputs to differentiate at: vjp(fn, x, ...) (every input is "
             "differentiated; close over the others: vjp(lambda x: fn(x, n), x))")
+    if getattr(fn, "derivative_mode", None) is not None:
+        return vjp_of_derivative(fn, inputs, weights, has_aux)
     for p, x in enumerate(inputs):
         _check_input(p, x)
     return split_function(fn, len(inputs), weights, has_aux).vjp(inputs)
@@ -71,6 +75,8 @@ def jacrev(fn=None, grad_position=0, has_aux=False):
         raise TypeError("jacrev's grad_position must be an int or a tuple of ints, got None")
     check_positions(grad_position)
     check_has_aux(has_aux)
+    if getattr(fn, "derivative_mode", None) is not None:
+        return jacobian_of_derivative(fn, grad_position, has_aux)
     return JacrevFunction(fn, grad_position, has_aux)
 
 
@@ -219,7 +225,10 @@ class JacrevFunction(SplitFunction):
         return JacrevFunction(method, self.grad_position, self.has_aux)
 
     def rule_inside(self):
-        return gradient_rule(self)
+        return derivative_rule(self)
+
+    def as_function(self, building):
+        return jacobian_as_function(self, building)
 
     def __call__(self, *args, **kwargs):
         generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)
@@ -345,3 +354,9 @@ def _ready_for_numba(parts, args, residuals):
     for i in empty:
         residuals[i] = numba.typed.List.empty_list(types_[i].dtype)
     return residuals
+
+
+#: what the front end does with a call written inside a differentiated function
+#: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
+jacrev.__s2sgrad_transform__ = "makes"
+vjp.__s2sgrad_transform__ = "evaluates"

@@ -64,7 +64,9 @@ class CustomBackward:
     result variable whose adjoint it stands for.  The reverse pass renames each
     placeholder to that adjoint and adds ``input_grads[k]`` (an atom; ``Const(None)``:
     no gradient) to the adjoint of ``inputs[k]``, and each gradient of ``param_grads``
-    ((Var name of an internal Parameter, atom)) to that Parameter's adjoint.
+    ((Var name of an internal Parameter, atom)) to that Parameter's adjoint.  ``tangent``
+    is how forward mode goes through the call, where the rule gives one (a derivative
+    object called inside: ``api/inside.py``).
     """
     name: str               # how the user names it in messages: ``Dense.bprop``
     inputs: list            # the forward's input atoms
@@ -73,6 +75,9 @@ class CustomBackward:
     body: list              # the lowered backward: Ops reading inputs, results, placeholders
     input_grads: list       # per input, the atom of its gradient
     param_grads: list       # (Parameter Var name, the atom of its gradient)
+    #: an expression naming ``tangent(*inputs, *input tangents)`` -> the result's tangent
+    #: (flat leaves for several), for forward mode; None: the rule has none
+    tangent: object = None
 
     def differentiable_operands(self):
         """The Var names the backward may give gradients to: inputs and parameters."""

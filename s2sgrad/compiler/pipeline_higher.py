@@ -27,7 +27,7 @@ import re
 import gast
 
 from ..backend import cache
-from ..errors import SourceLocation, UserCodeError
+from ..errors import DerivativeCompositionError, SourceLocation, UserCodeError
 from .analysis.liveness import (assigned_anywhere, exposed_reads, rebound_and_changed,
                                 surely_assigned)
 from .emit.layout import wrap
@@ -63,6 +63,8 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
               jacobian=False):
     """Forward over reverse of scalar ``fn`` w.r.t. argument ``positions`` (module doc)."""
     gradient = differentiable_gradient(fn, positions, bound_self, arg_types, arg_trees)
+    refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
+                             "a second derivative")
     d, fname = gradient.differentiated, gradient.function_name
     n_args = len(d.lowered.params) + len(d.lowered.free)
     wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]
@@ -96,6 +98,39 @@ SECOND_ORDER_HINT = (
     "register a forward rule with s2sgrad.rules.jvp_registry.jvp_rule(<function>) (see "
     "s2sgrad/rules/runtime_jvp.py); or wrap the value in ops.stop_gradient if no "
     "derivative should flow")
+
+
+def refuse_inner_derivatives(free, source, line_map, what):
+    """Raise DerivativeCompositionError when generated code (``source``, its ``line_map``
+    to the user's lines, the values ``free`` it reads from outside) calls the rule of a
+    derivative object called inside the user's function (``api/inside.py``: a Python
+    call, which ``what``, a derivative of that code, cannot differentiate)."""
+    for value in free:
+        if not getattr(value.obj, "__s2sgrad_opaque__", False):
+            continue
+        lines = source.splitlines()
+        called = next((k for k, line in enumerate(lines, 1) if f"{value.name}(" in line),
+                      None)
+        origin = _user_origin(line_map, called) if called is not None else None
+        where = f"{origin}: " if origin is not None else ""
+        raise DerivativeCompositionError(
+            f"{where}{what} of a function that calls the derivative object "
+            f"{value.obj.__name__} inside it is not built (the object runs as a Python "
+            f"call there); take one derivative of the function (grad, value_and_grad, "
+            f"jacfwd, jvp), or write the inner derivative out in the function "
+            f"(its gradient by hand)")
+
+
+def _user_origin(line_map, lineno):
+    """The user's line nearest above generated line ``lineno`` (an origin outside the
+    cache folder: the rule's own inlined lines are skipped)."""
+    folder = os.path.abspath(cache.cache_dir())
+    for k in range(lineno, 0, -1):
+        origin = line_map.get(k)
+        if origin is not None and origin.filename and \
+                not os.path.abspath(origin.filename).startswith(folder):
+            return origin
+    return None
 
 
 def at_user_line(exc, gradient):

@@ -220,6 +220,9 @@ def _(ans, x, axis, keepdims, ddof=0):
 
 
 jvp_linear_in("a", rt.tile)
+# forward-mode code differentiated again (a derivative of jacfwd(f)): a tangent broadcast
+# to its result's shape is linear in the tangent
+jvp_linear_in("t", rt.broadcast_like)
 
 # ---------------------------------------------------------------- adjoints linear in g
 # Each adjoint helper below is linear in the incoming adjoint ``g`` and reads its other

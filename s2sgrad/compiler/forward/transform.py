@@ -171,9 +171,9 @@ class _Tangents:
     def op(self, op):
         live = [t for t in op.targets if t in self.active]
         if op.expr is None:       # the link of a custom backward: nothing runs here
-            if live:
+            if live and (op.custom is None or op.custom.tangent is None):
                 raise _custom_without_forward(op)
-            return []
+            return self.custom_tangent(op) if live else []
         target = (gast.Tuple(elts=[name_node(t, gast.Store()) for t in op.targets],
                              ctx=gast.Store()) if len(op.targets) > 1 else op.targets[0])
         out = [assign(target, op.expr)]
@@ -214,6 +214,19 @@ class _Tangents:
                                              slice=copy.deepcopy(stmt.index_node),
                                              ctx=gast.Store()), tangent))
         return out
+
+    def custom_tangent(self, op):
+        """The tangents of a custom rule's results from the rule's ``tangent`` callable
+        (a derivative object called inside: its JVP), given the inputs and their
+        tangents."""
+        inputs = list(op.custom.inputs)
+        expr = gast.Call(func=copy.deepcopy(op.custom.tangent),
+                         args=[atom_node(a) for a in inputs] +
+                         [self.tangent_node(a) for a in inputs], keywords=[])
+        if len(op.targets) == 1:
+            return [assign(self.name(op.targets[0]), expr)]
+        return [assign(gast.Tuple(elts=[name_node(self.name(t), gast.Store())
+                                        for t in op.targets], ctx=gast.Store()), expr)]
 
     def list_append(self, stmt):
         def append(xs, value):

@@ -23,6 +23,7 @@ from ... import primitives as prims
 from ...errors import UnsupportedConstructError, UserCodeError
 from ...rules.registry import Rule
 from ..ir import Const, CustomBackward, DictAtom, Op, Seq, Var, atom_vars
+from . import literals
 
 
 class custom_vjp:  # noqa: N801 - a decorator, named like JAX's
@@ -58,9 +59,10 @@ class custom_vjp:  # noqa: N801 - a decorator, named like JAX's
 
 
 def lower_custom_call(calls, frame, node, forward, backward, args, kwargs, hint,
-                      bound_self=None, name=None, internal_params=()):
+                      bound_self=None, name=None, internal_params=(), tangent=None):
     """Inline ``forward`` as gradient-free code, lower ``backward`` as a ``CustomBackward``
-    and add the link Op that carries it; gives the forward's result atom."""
+    (with ``tangent``, a callable giving the result's tangent, for forward mode) and add
+    the link Op that carries it; gives the forward's result atom."""
     name = name or forward.__name__
     if backward is None:
         raise UserCodeError(f"{name} is a custom_vjp with no backward", frame.location(node),
@@ -87,6 +89,8 @@ def lower_custom_call(calls, frame, node, forward, backward, args, kwargs, hint,
     custom = _lower_backward(calls, frame, node, backward, bound_self, list(args), output,
                              [p for p in params if isinstance(p, Var)], name,
                              bool(internal_params))
+    if tangent is not None:
+        custom.tangent = literals.reference_node(tangent, calls.atoms)
     calls.state.ops.append(Op(tuple(leaves), forward, tuple(args), {}, None, frame.location(node),
                               None, custom))
     return output

@@ -8,13 +8,15 @@ import gast
 import numpy as np
 
 from ... import primitives as prims
+from ... import runtime as rt
 from ...dtype import dtype_to_numpy
+from ...errors import DerivativeCompositionError, UnsupportedConstructError
 from ...nn import Cell
 from ...ops import stop_gradient
 from ...rules import lookup
 from ...rules.jvp_registry import registered as jvp_registered
 from ..ir import Const, DictAtom, Seq, Var
-from ..syntax.source import unsupported
+from ..syntax.source import source_segment, unsupported
 from . import literals
 from .custom import lower_custom_call
 from .frontend import is_user_code, parse_function
@@ -118,10 +120,15 @@ class CallLowering:
         inline = getattr(obj, "__s2sgrad_inline__", None)
         if inline is not None:      # a vmap: differentiated through its differentiable loop
             return self.inline(frame, node, inline, args, kwargs, None)
+        if getattr(obj, "__s2sgrad_transform__", None) is not None:
+            return made_inside(frame, node, obj, args, kwargs)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
+        if custom is not None and hasattr(custom, "with_arity") and not kwargs:
+            custom = custom.with_arity(len(args))     # a derivative object's rule
         if custom is not None:
             return lower_custom_call(self, frame, node, custom.forward, custom.backward, args,
-                                     kwargs, hint, name=custom.__name__)
+                                     kwargs, hint, name=custom.__name__,
+                                     tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
             expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
             return self.emitter.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
@@ -131,7 +138,12 @@ class CallLowering:
             args, kwargs = self.scalar_lists_as_arrays(frame, node, obj, rule, args, kwargs)
             expr = forward_expression(obj, args, kwargs, self.atoms.atom_node) or \
                 self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
-            return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+            out = self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+            if obj is rt.zeros_list and isinstance(out, Var):
+                # generated code differentiated again: the tangent list of a list that a
+                # loop appends to is appended to as well
+                self.types.lists.add(out.name)
+            return out
         raw = getattr(obj, "raw", None)
         if getattr(obj, "__s2sgrad_op__", False) and raw is not None:
             kwargs = obj.canonical_kwargs(kwargs)    # alias keywords (dim=) renamed (axis=)
@@ -294,6 +306,51 @@ class CallLowering:
         self.statements.lower_body(callee, structured_body(parsed.node))
         self.state.stack.pop()
         return callee.output if callee.output is not None else Const(None)
+
+
+def made_inside(frame, node, transform, args, kwargs):
+    """``grad(f, 1)`` (jacfwd, jacrev, hessian, value_and_grad) written inside the function
+    being differentiated: made now, while building, when its arguments are known here (a
+    function defined at module level, positions); the object is then called as one made
+    outside (its rule: ``api/inside.py``).  ``jvp``/``vjp``/``hvp`` called inside, and a
+    transform of a function defined inside or of a value computed here, are refused."""
+    name = getattr(transform, "__name__", "transform")
+    if transform.__s2sgrad_transform__ == "evaluates":
+        raise DerivativeCompositionError(str(unsupported(
+            frame, node, f"s2sgrad.{name} called inside a function being differentiated",
+            f"make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
+            f"contract it with the vector), grad(f)(x), jacrev(f)(x)")))
+    values = [_known_value(a) for a in list(args) + list(kwargs.values())]
+    if any(v is _UNKNOWN for v in values):
+        raise DerivativeCompositionError(str(unsupported(
+            frame, node, f"s2sgrad.{name} of a function defined inside the function being "
+                         f"differentiated, or with options computed in it",
+            f"define the function at module level and pass what it reads from here as "
+            f"arguments: {name}(potential, 0)(x, theta) instead of "
+            f"{name}(lambda x: potential(x, theta))(x)")))
+    try:
+        return Const(transform(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedConstructError(f"s2sgrad.{name} refused its arguments: {exc}",
+                                        frame.location(node), source_segment(node),
+                                        "call it as you would outside") from None
+
+
+_UNKNOWN = object()
+
+
+def _known_value(atom):
+    """The Python value of an atom known while building (a constant, or a tuple or list
+    of them), or ``_UNKNOWN``; a function defined inside is not known (it reads the
+    function's values)."""
+    if isinstance(atom, Const):
+        return _UNKNOWN if isinstance(atom.value, LocalFunction) else atom.value
+    if isinstance(atom, Seq):
+        items = [_known_value(a) for a in atom.items]
+        if any(i is _UNKNOWN for i in items):
+            return _UNKNOWN
+        return list(items) if atom.kind == "list" else tuple(items)
+    return _UNKNOWN
 
 
 def _parameter_words(obj, node):

@@ -1,0 +1,183 @@
+"""Derivative objects called inside a function being differentiated (issue 19, item 6).
+
+An inner ``grad(f, 1)`` with two arguments that depend on the outer variable was
+refused ("the backward of f_grad returned 1 gradient for 2 inputs"); a jacfwd, jacrev
+or hessian object inside got a gradient's rule (a wrong value) or was refused at
+s2sgrad's own source; a transform written inside the function (``grad(f, 1)(x, y)``)
+was read as user code; forward mode over any of them was refused.  Here: a saddle
+point (``min_x max_y f``, the inner ascent by ``grad(f, 1)``) and a particle pushed by
+the gradient of a potential whose parameter is the outer variable (GradBench's saddle
+and particle), every kind of inner object, made outside and inside the function,
+under reverse and forward mode, each against central differences; what is still
+refused names the user's line and what to write.  The Python backend runs them.
+"""
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad.errors import DerivativeCompositionError
+
+
+@pytest.fixture(autouse=True)
+def _python_backend(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+
+def _differences(fun, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (fun(x + e) - fun(x - e)) / (2 * eps)
+    return g
+
+
+def payoff(x, y):
+    return np.sum(x * y) - 0.5 * np.sum(y * y) + np.sum(np.sin(x)) + 0.1 * np.sum(x * x * y)
+
+
+ASCENT = ms.grad(payoff, 1)
+
+
+def saddle_outside(x, y0):
+    y = y0
+    for _ in range(3):
+        y = y + 0.5 * ASCENT(x, y)
+    return payoff(x, y)
+
+
+def saddle_inside(x, y0):
+    y = y0
+    for _ in range(3):
+        y = y + 0.5 * ms.grad(payoff, 1)(x, y)
+    return payoff(x, y)
+
+
+def potential(p, w):
+    d = p - w
+    return 1.0 / np.sqrt(np.sum(d * d) + 0.5)
+
+
+def particle(w):
+    x = np.array([1.0, 0.5])
+    v = np.array([0.0, 0.3])
+    for _ in range(4):
+        a = -ms.grad(potential)(x, w)
+        v = v + 0.1 * a
+        x = x + 0.1 * v
+    return np.sum(x * x)
+
+
+X, Y0, W = np.array([0.3, 0.7]), np.array([0.1, -0.2]), np.array([0.2, -0.1])
+
+
+@pytest.mark.parametrize("saddle", [saddle_outside, saddle_inside], ids=["outside", "inside"])
+def test_saddle_point_with_the_inner_gradient_of_two_dependent_arguments(saddle):
+    want_x = _differences(lambda t: saddle(t, Y0), X)
+    want_y = _differences(lambda t: saddle(X, t), Y0)
+    gx, gy = ms.grad(saddle, (0, 1))(X, Y0)
+    np.testing.assert_allclose(gx, want_x, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(gy, want_y, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(ms.jacfwd(saddle)(X, Y0), want_x, rtol=1e-6, atol=1e-9)
+
+
+def test_particle_pushed_by_the_gradient_of_a_potential_with_the_outer_parameter():
+    want = _differences(particle, W)
+    np.testing.assert_allclose(ms.grad(particle)(W), want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(ms.jvp(particle, (W,), (np.ones(2),))[1], want.sum(),
+                               rtol=1e-6)
+    # another point and the same objects: nothing is kept from the first call
+    other = np.array([-0.4, 0.6])
+    np.testing.assert_allclose(ms.grad(particle)(other), _differences(particle, other),
+                               rtol=1e-6, atol=1e-9)
+
+
+def both_gradients(x, y):
+    gx, gy = ms.grad(payoff, (0, 1))(x, y)
+    return np.sum(gx * gy) + np.sum(gy ** 2)
+
+
+def test_an_inner_gradient_of_two_positions_is_unpacked_and_differentiated():
+    want = _differences(lambda t: both_gradients(t, Y0), X)
+    np.testing.assert_allclose(ms.grad(both_gradients)(X, Y0), want, rtol=1e-6, atol=1e-9)
+
+
+def cubic(u):
+    return np.sum(u ** 3 * u[0]) + np.sum(np.sin(u))
+
+
+def field(u):
+    return np.sin(u) * u[0]
+
+
+HESSIAN, JACREV, JACFWD = ms.hessian(cubic), ms.jacrev(field), ms.jacfwd(field)
+GRAD_GRAD = ms.grad(ms.grad(cubic))
+
+
+def with_hessian(x):
+    return np.sum(HESSIAN(x) * x[1])
+
+
+def with_jacrev(x):
+    return np.sum(JACREV(x) ** 2)
+
+
+def with_jacfwd(x):
+    return np.sum(JACFWD(x) * x)
+
+
+def with_grad_grad(x):
+    return np.sum(GRAD_GRAD(x) ** 2)
+
+
+def with_hessian_made_inside(x):
+    return np.sum(ms.hessian(cubic)(x) * x[1])
+
+
+def with_jacobian_of_a_jacobian(x):
+    return np.sum(ms.jacfwd(ms.jacrev(field))(x) * x[0])
+
+
+INSIDE = [with_hessian, with_jacrev, with_jacfwd, with_grad_grad, with_hessian_made_inside,
+          with_jacobian_of_a_jacobian]
+
+
+@pytest.mark.parametrize("outer", INSIDE, ids=[f.__name__ for f in INSIDE])
+def test_every_kind_of_derivative_object_inside_gets_its_own_rule(outer):
+    """A hessian or jacrev object inside once got a gradient's rule: a wrong value."""
+    x = np.array([0.4, -0.7, 1.1])
+    want = _differences(outer, x)
+    np.testing.assert_allclose(ms.grad(outer)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ms.jacfwd(outer)(x), want, rtol=1e-6, atol=1e-8)
+
+
+def closure_over_the_outer_value(x, theta):
+    return np.sum(ms.grad(lambda p: potential(p, theta))(x))
+
+
+def jvp_inside(x):
+    return ms.jvp(cubic, (x,), (x,))[1]
+
+
+@pytest.mark.parametrize("outer, words", [
+    (closure_over_the_outer_value, ["test_nested_inside.py", "defined inside",
+                                    "grad(potential, 0)(x, theta)"]),
+    (jvp_inside, ["test_nested_inside.py", "s2sgrad.jvp called inside", "jacfwd(f)(x)"]),
+])
+def test_what_cannot_be_made_inside_is_refused_at_the_users_line(outer, words):
+    with pytest.raises(DerivativeCompositionError) as info:
+        ms.grad(outer)(X, W) if outer is closure_over_the_outer_value else ms.grad(outer)(X)
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+@pytest.mark.parametrize("second", [ms.hessian, lambda f: ms.jacfwd(ms.jacfwd(f)),
+                                    lambda f: ms.jacfwd(ms.grad(f))],
+                         ids=["hessian", "jacfwd(jacfwd)", "jacfwd(grad)"])
+def test_a_second_derivative_over_an_inner_object_is_refused_at_the_users_line(second):
+    """Not built yet (the inner object's rule is a Python call): refused, naming the
+    user's line and the object, never a cache file or a wrong value."""
+    with pytest.raises(DerivativeCompositionError) as info:
+        second(particle)(W)
+    assert "test_nested_inside.py" in str(info.value) and "potential_grad" in str(info.value)
+    assert ".cache" not in str(info.value) and "s2sgrad/" not in str(info.value)
