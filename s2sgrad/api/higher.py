@@ -25,7 +25,6 @@ import inspect
 
 import numpy as np
 
-from ..backend import cache
 from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor

@@ -318,7 +318,7 @@ def made_inside(frame, node, transform, args, kwargs):
     if transform.__s2sgrad_transform__ == "evaluates":
         raise DerivativeCompositionError(str(unsupported(
             frame, node, f"s2sgrad.{name} called inside a function being differentiated",
-            f"make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
+            "make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
             f"contract it with the vector), grad(f)(x), jacrev(f)(x)")))
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
     if any(v is _UNKNOWN for v in values):
