@@ -319,7 +319,7 @@ def made_inside(frame, node, transform, args, kwargs):
         raise DerivativeCompositionError(str(unsupported(
             frame, node, f"s2sgrad.{name} called inside a function being differentiated",
             "make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
-            f"contract it with the vector), grad(f)(x), jacrev(f)(x)")))
+            "contract it with the vector), grad(f)(x), jacrev(f)(x)")))
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
     if any(v is _UNKNOWN for v in values):
         raise DerivativeCompositionError(str(unsupported(
