@@ -189,7 +189,7 @@ def interp_adjoint(g, x, xp, fp, wrt):
     return out
 
 
-def _observations(m, rowvar):
+def as_observations(m, rowvar):
     """``m`` as (variables, observations) and how to give an adjoint back in ``m``'s shape."""
     x = np.atleast_2d(np.asarray(m, dtype=np.result_type(m, np.float64)))
     if not rowvar and x.shape[0] != 1:
@@ -200,7 +200,7 @@ def _observations(m, rowvar):
 def cov_adjoint(g, m, rowvar, bias, ddof):
     """The adjoint of ``m`` in ``np.cov(m, rowvar=, bias=, ddof=)``: with centred ``xc``
     (variables x observations) and ``C = xc xc^T / f``, ``dm = (G + G^T) xc / f``."""
-    x = _observations(m, rowvar)
+    x = as_observations(m, rowvar)
     f = x.shape[1] - (ddof if ddof is not None else (0 if bias else 1))
     xc = x - x.mean(axis=1, keepdims=True)
     gm = np.reshape(g, (x.shape[0], x.shape[0]))
@@ -214,7 +214,7 @@ def corrcoef_adjoint(g, ans, x, rowvar):
     """The adjoint of ``x`` in ``np.corrcoef(x, rowvar=)``: ``R = C_ij s_i s_j`` with
     ``s = 1 / sqrt(diag C)``, so ``dC = G s s^T`` plus, on the diagonal,
     ``-s_k^2 / 2 sum_j (G_kj + G_jk) R_kj``; then ``cov_adjoint``."""
-    xs = _observations(x, rowvar)
+    xs = as_observations(x, rowvar)
     c = np.cov(xs)
     c = np.reshape(c, (xs.shape[0], xs.shape[0]))
     s = 1.0 / np.sqrt(np.diag(c))
