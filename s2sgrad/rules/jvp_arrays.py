@@ -28,21 +28,25 @@ def _(ans, a, kth, axis=-1):
 @jvp_rule(np.quantile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     t[ans] = rt.quantile_tangent(t[a], a, q, axis, method, keepdims, False)
+    t[ans] += rt.quantile_q_tangent(t[q], a, q, axis, keepdims, False)
 
 
 @jvp_rule(np.percentile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     t[ans] = rt.quantile_tangent(t[a], a, q / 100.0, axis, method, keepdims, False)
+    t[ans] += rt.quantile_q_tangent(t[q] / 100.0, a, q / 100.0, axis, keepdims, False)
 
 
 @jvp_rule(np.nanquantile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     t[ans] = rt.quantile_tangent(t[a], a, q, axis, method, keepdims, True)
+    t[ans] += rt.quantile_q_tangent(t[q], a, q, axis, keepdims, True)
 
 
 @jvp_rule(np.nanpercentile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     t[ans] = rt.quantile_tangent(t[a], a, q / 100.0, axis, method, keepdims, True)
+    t[ans] += rt.quantile_q_tangent(t[q] / 100.0, a, q / 100.0, axis, keepdims, True)
 
 
 @jvp_rule(np.cumulative_prod)

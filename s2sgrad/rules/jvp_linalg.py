@@ -1,7 +1,8 @@
 """Forward-mode (JVP) rules of ``np.linalg``'s factorisations and solvers that
 ``jvp_rules.py`` leaves out (``qr``, ``svd``, ``lstsq``, ``cond``, ``tensorinv``,
 ``tensorsolve``) and of ``scipy.special``'s functions that return tuples or take a
-dimension (``airy``, ``fresnel``, ``sici``, ``shichi``, ``multigammaln``).  The linear
+dimension (``airy``, ``fresnel``, ``sici``, ``shichi``, ``multigammaln``), and of the
+derivatives their gradient code calls (``runtime/special.py``).  The linear
 algebra templates call ``runtime/linalg_tangents.py``.
 """
 import numpy as np
@@ -66,3 +67,17 @@ def _(ans, x):
 @jvp_rule(special.multigammaln)
 def _(ans, a, dim):
     t[ans] = rt.multigammaln_adjoint(t[a], a, dim)
+
+
+# the derivatives the gradient code of these calls (second order)
+
+
+@jvp_rule(rt.multigammaln_adjoint)
+def _(res, g, a, d):
+    t[res] = rt.multigammaln_adjoint(t[g], a, d)
+    t[res] += g * rt.multigammaln_curvature(a, d) * t[a]
+
+
+@jvp_rule(rt.spherical_bessel_derivative)
+def _(ans, name, n, z, order):
+    t[ans] = t[z] * rt.spherical_bessel_derivative(name, n, z, order + 1)

@@ -156,11 +156,13 @@ def _(ans, a, axis=None, *, keepdims=False):
 @vjp(np.quantile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     d[a] = rt.quantile_adjoint(d[ans], a, q, axis, method, keepdims)
+    d[q] = rt.quantile_q_adjoint(d[ans], a, q, axis, keepdims, False)
 
 
 @vjp(np.percentile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     d[a] = rt.quantile_adjoint(d[ans], a, q / 100.0, axis, method, keepdims)
+    d[q] = rt.quantile_q_adjoint(d[ans], a, q / 100.0, axis, keepdims, False) / 100.0
 
 
 @vjp(np.average)

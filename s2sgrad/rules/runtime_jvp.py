@@ -219,7 +219,7 @@ def _(ans, x, axis, keepdims, ddof=0):
                                / (rt.reduction_count(x, axis) - ddof), ans)
 
 
-jvp_linear_in("a", rt.tile)
+jvp_linear_in("a", rt.tile, constant=("reps",))
 
 # ---------------------------------------------------------------- adjoints linear in g
 # Each adjoint helper below is linear in the incoming adjoint ``g`` and reads its other
@@ -237,6 +237,14 @@ jvp_linear_in(
     rt.choose_adjoints, rt.resize_adjoint, rt.delete_adjoint, rt.insert_adjoint,
     rt.trim_zeros_adjoint, rt.right_aligned, rt.drop_initial, rt.affine_adjoint,
     rt.quantile_adjoint, rt.nan_quantile_adjoint,
+    # read for shapes, axes, sizes, indices, masks or an order only; a quantile's ``q``
+    # moves its weights (smoothly) and is not among them: a tangent reaching it is refused
+    constant=("shift", "axis", "start", "v", "k", "a", "offset", "axis1", "axis2", "n",
+              "array", "pad_width", "mode", "repeats", "indices", "arr", "ary", "arrays",
+              "how", "items", "which", "condlist", "choicelist", "default", "values", "wrt",
+              "like", "index", "ans", "reps", "stop", "num", "endpoint", "bounds", "xi",
+              "indexing", "condition", "choices", "obj", "filt", "trim", "include_initial",
+              "fn", "p", "args", "method", "keepdims"),
 )
 
 # ---------------------------------------------------------------- bilinear adjoints

@@ -492,13 +492,22 @@ def matvec_adjoint(g, x1, x2, wrt):
     return unbroadcast(np.einsum("...mn,...m->...n", x1, g), x2)
 
 
+def per_quantile(adjoint, g, a, q, axis, method, keepdims):
+    """The adjoint of a quantile function of an array ``q``: the sum of ``adjoint`` over
+    each ``q``, with its part of ``g`` (numpy puts ``q``'s axes first)."""
+    parts = np.reshape(g, (np.size(q),) + np.shape(g)[np.ndim(q):])
+    return sum(adjoint(gk, a, qk, axis, method, keepdims) for gk, qk in zip(parts, np.ravel(q)))
+
+
 def quantile_adjoint(g, a, q, axis, method, keepdims):
-    """The adjoint of ``np.quantile(a, q, axis, method="linear", keepdims=)`` for a scalar
-    ``q`` (``np.median`` is q = 0.5): the two order statistics it interpolates get ``g``
-    times their weights, put back where those values were in ``a``."""
-    if method != "linear" or np.ndim(q):
+    """The adjoint of ``np.quantile(a, q, axis, method="linear", keepdims=)`` (``np.median``
+    is q = 0.5): for each ``q``, the two order statistics it interpolates get ``g`` times
+    their weights, put back where those values were in ``a``."""
+    if method != "linear":
         raise NotImplementedError("gradient of np.quantile / percentile: s2sgrad has "
-                                  "method='linear' with one q")
+                                  "method='linear'")
+    if np.ndim(q):
+        return per_quantile(quantile_adjoint, g, a, q, axis, method, keepdims)
     arr = np.asarray(a)
     if axis is None:
         return shaped_like(quantile_adjoint(np.reshape(g, ()), np.ravel(arr), q, 0, method,

@@ -8,6 +8,7 @@ returning a tuple) and the call's operands, and gives the adjoint of one operand
 import numpy as np
 
 from .core import divide_or_zero, unbroadcast, unreduce
+from .arrays import per_quantile
 from .linalg import matrix_norm_adjoint, pinv_adjoint, svdvals_adjoint
 
 __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoint",
@@ -289,13 +290,15 @@ def multigammaln_adjoint(g, a, d):
 
 
 def nan_quantile_adjoint(g, a, q, axis, method, keepdims):
-    """The adjoint of ``a`` in ``np.nanquantile(a, q, axis, method="linear", keepdims=)`` for
-    one ``q`` (``np.nanmedian``: 0.5; ``np.nanpercentile``: q / 100): on each lane, the
+    """The adjoint of ``a`` in ``np.nanquantile(a, q, axis, method="linear", keepdims=)`` (for
+    an array ``q``, summed over ``rt.per_quantile``; for one ``q``: ``np.nanmedian``: 0.5; ``np.nanpercentile``: q / 100): on each lane, the
     two order statistics of the non-NaN values it interpolates get ``g`` times their
     weights; NaNs get 0 (a lane of NaNs only: all 0)."""
-    if method != "linear" or np.ndim(q):
+    if method != "linear":
         raise NotImplementedError("gradient of np.nanquantile / nanpercentile: s2sgrad has "
-                                  "method='linear' with one q")
+                                  "method='linear'")
+    if np.ndim(q):
+        return per_quantile(nan_quantile_adjoint, g, a, q, axis, method, keepdims)
     arr = np.asarray(a, dtype=np.result_type(a, np.float64))
     if axis is None:
         lanes, gl = arr.reshape(1, -1), np.reshape(g, (1,))

@@ -14,7 +14,8 @@ from .core import unreduce
 from .forward import cumprod_tangent
 from .surface import as_observations, nan_quantile_adjoint
 
-__all__ = ["arange_tangent", "average_weights_tangent", "order_tangent", "quantile_tangent",
+__all__ = ["arange_tangent", "average_weights_tangent", "order_tangent", "quantile_tangent", "quantile_q_tangent",
+           "quantile_q_adjoint",
            "cumulative_prod_tangent", "trim_zeros_tangent", "vander_tangent",
            "gradient_tangent", "cov_tangent", "corrcoef_tangent"]
 
@@ -77,6 +78,49 @@ def quantile_tangent(t, a, q, axis, method, keepdims, nan):
     parts = [np.sum(adjoint(ones, a, qk, axis, method, keepdims) * t, axis=axis,
                     keepdims=keepdims) for qk in np.ravel(q)]
     return np.reshape(np.stack(parts), np.shape(q) + np.shape(ones))
+
+
+def quantile_slope(a, q, axis, keepdims, nan):
+    """The derivative of ``np.quantile(a, q, axis, method="linear", keepdims=)`` (``nan``:
+    ``np.nanquantile``) with respect to ``q``, of the result's shape: ``q`` sits at
+    position ``q (n - 1)`` of each sorted lane of ``n`` values (non-NaN ones), so the
+    slope is ``(n - 1)`` times the gap between the two order statistics around it (at an
+    order statistic itself, the gap to the next one: the derivative from the right)."""
+    a = np.asarray(a, dtype=np.result_type(a, np.float64))
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    lanes = np.sort(np.moveaxis(a, axis, -1), axis=-1)        # NaNs sort last
+    n = np.sum(~np.isnan(lanes), axis=-1) if nan else np.full(lanes.shape[:-1], lanes.shape[-1])
+    parts = []
+    for qk in np.ravel(q):
+        lo = np.clip(np.floor(qk * (n - 1)).astype(int), 0, np.maximum(n - 2, 0))
+        hi = np.minimum(lo + 1, n - 1)
+        gap = np.take_along_axis(lanes, hi[..., None], -1) - \
+            np.take_along_axis(lanes, lo[..., None], -1)
+        slope = (n - 1)[..., None] * gap
+        if keepdims:
+            slope = np.moveaxis(slope, -1, axis)
+        else:
+            slope = slope[..., 0]
+        parts.append(slope)
+    return np.reshape(np.stack(parts), np.shape(q) + np.shape(parts[0]))
+
+
+def quantile_q_tangent(q_dot, a, q, axis, keepdims, nan):
+    """The part of ``np.quantile(a, q, ...)``'s tangent that comes from ``q``'s tangent
+    ``q_dot``: ``q_dot`` times ``quantile_slope``, each ``q`` over its own results."""
+    slope = quantile_slope(a, q, axis, keepdims, nan)
+    q_dot = np.broadcast_to(q_dot, np.shape(q))
+    return np.reshape(q_dot, np.shape(q) + (1,) * (slope.ndim - np.ndim(q))) * slope
+
+
+def quantile_q_adjoint(g, a, q, axis, keepdims, nan):
+    """The adjoint of ``q`` in ``np.quantile(a, q, ...)`` (``nan``: ``np.nanquantile``):
+    ``g`` times ``quantile_slope``, summed over each ``q``'s results."""
+    slope = quantile_slope(a, q, axis, keepdims, nan)
+    spread = np.broadcast_to(g, slope.shape) * slope
+    out = np.sum(np.reshape(spread, np.shape(q) + (-1,)), axis=-1)
+    return out if np.ndim(q) else float(out)
 
 
 def cumulative_prod_tangent(t, x, axis, include_initial):
