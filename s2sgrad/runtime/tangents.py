@@ -15,7 +15,8 @@ from .forward import cumprod_tangent
 from .surface import as_observations, nan_quantile_adjoint
 
 __all__ = ["arange_tangent", "average_weights_tangent", "order_tangent", "quantile_tangent", "quantile_q_tangent",
-           "quantile_q_adjoint",
+           "quantile_q_adjoint", "quantile_q_adjoint_tangent",
+           "quantile_adjoint_q_tangent",
            "cumulative_prod_tangent", "trim_zeros_tangent", "vander_tangent",
            "gradient_tangent", "cov_tangent", "corrcoef_tangent"]
 
@@ -80,17 +81,22 @@ def quantile_tangent(t, a, q, axis, method, keepdims, nan):
     return np.reshape(np.stack(parts), np.shape(q) + np.shape(ones))
 
 
-def quantile_slope(a, q, axis, keepdims, nan):
+def quantile_slope(a, q, axis, keepdims, nan, along=None):
     """The derivative of ``np.quantile(a, q, axis, method="linear", keepdims=)`` (``nan``:
     ``np.nanquantile``) with respect to ``q``, of the result's shape: ``q`` sits at
     position ``q (n - 1)`` of each sorted lane of ``n`` values (non-NaN ones), so the
     slope is ``(n - 1)`` times the gap between the two order statistics around it (at an
-    order statistic itself, the gap to the next one: the derivative from the right)."""
+    order statistic itself, the gap to the next one: the derivative from the right).
+    ``along``: the gap of ``along``'s values at those places instead (in ``a``'s sort
+    order: the slope's tangent along ``along``, as the slope is linear in ``a``)."""
     a = np.asarray(a, dtype=np.result_type(a, np.float64))
+    values = a if along is None else np.broadcast_to(along, a.shape)
     if axis is None:
-        a, axis = a.reshape(-1), 0
-    lanes = np.sort(np.moveaxis(a, axis, -1), axis=-1)        # NaNs sort last
-    n = np.sum(~np.isnan(lanes), axis=-1) if nan else np.full(lanes.shape[:-1], lanes.shape[-1])
+        a, values, axis = a.reshape(-1), np.reshape(values, -1), 0
+    order = np.argsort(np.moveaxis(a, axis, -1), axis=-1, kind="stable")   # NaNs last
+    lanes = np.take_along_axis(np.moveaxis(values, axis, -1), order, axis=-1)
+    n = np.sum(~np.isnan(np.moveaxis(a, axis, -1)), axis=-1) if nan else \
+        np.full(lanes.shape[:-1], lanes.shape[-1])
     parts = []
     for qk in np.ravel(q):
         lo = np.clip(np.floor(qk * (n - 1)).astype(int), 0, np.maximum(n - 2, 0))
@@ -121,6 +127,43 @@ def quantile_q_adjoint(g, a, q, axis, keepdims, nan):
     spread = np.broadcast_to(g, slope.shape) * slope
     out = np.sum(np.reshape(spread, np.shape(q) + (-1,)), axis=-1)
     return out if np.ndim(q) else float(out)
+
+
+def quantile_q_adjoint_tangent(g, a, q, axis, keepdims, nan, a_dot):
+    """The tangent of ``rt.quantile_q_adjoint(g, a, q, axis, keepdims, nan)`` along
+    ``a_dot`` (the slope is linear in the sorted values; piecewise constant in ``q``)."""
+    slope = quantile_slope(a, q, axis, keepdims, nan, along=a_dot)
+    spread = np.broadcast_to(g, slope.shape) * slope
+    out = np.sum(np.reshape(spread, np.shape(q) + (-1,)), axis=-1)
+    return out if np.ndim(q) else float(out)
+
+
+def quantile_adjoint_q_tangent(g, a, q, axis, keepdims, nan, q_dot):
+    """The tangent of ``rt.quantile_adjoint(g, a, q, axis, "linear", keepdims)`` (``nan``:
+    of ``rt.nan_quantile_adjoint``) along ``q``'s tangent: on each lane of ``c`` values
+    (non-NaN ones), ``q`` sits at ``p = q (c - 1)`` between the order statistics ``lo``
+    and ``lo + 1``, whose weights ``lo + 1 - p`` and ``p - lo`` move by ``-(c - 1) q_dot``
+    and ``(c - 1) q_dot``; put back where those values are in ``a``."""
+    if np.ndim(q):
+        parts = np.reshape(g, (np.size(q),) + np.shape(g)[np.ndim(q):])
+        q_dots = np.ravel(np.broadcast_to(q_dot, np.shape(q)))
+        return sum(quantile_adjoint_q_tangent(gk, a, qk, axis, keepdims, nan, qd)
+                   for gk, qk, qd in zip(parts, np.ravel(q), q_dots))
+    arr = np.asarray(a, dtype=np.result_type(a, np.float64))
+    flat = axis is None
+    lanes = arr.reshape(-1) if flat else np.moveaxis(arr, axis, -1)
+    gl = np.reshape(g, lanes.shape[:-1]) if flat or not keepdims else \
+        np.moveaxis(np.asarray(g), axis, -1)[..., 0]
+    c = np.sum(~np.isnan(lanes), axis=-1) if nan else np.full(lanes.shape[:-1], lanes.shape[-1])
+    lo = np.clip(np.floor(float(q) * (c - 1)).astype(int), 0, np.maximum(c - 2, 0))
+    rate = np.where(c > 1, (c - 1) * gl * q_dot, 0.0)
+    in_order = np.zeros(lanes.shape)
+    np.put_along_axis(in_order, lo[..., None], -rate[..., None], axis=-1)
+    np.put_along_axis(in_order, np.minimum(lo + 1, np.maximum(c - 1, 0))[..., None],
+                      rate[..., None], axis=-1)
+    out = np.zeros(lanes.shape)
+    np.put_along_axis(out, np.argsort(lanes, axis=-1, kind="stable"), in_order, axis=-1)
+    return out.reshape(arr.shape) if flat else np.moveaxis(out, -1, axis)
 
 
 def cumulative_prod_tangent(t, x, axis, include_initial):
