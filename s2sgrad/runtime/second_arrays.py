@@ -14,6 +14,7 @@ import numpy as np
 from .arrays import gradient_adjoint, shaped_like, trapezoid_adjoint
 from .core import divide_or_zero, unbroadcast, unreduce
 from .surface import as_observations, cov_adjoint
+from .tangents import vander_slope, weights_along
 
 __all__ = ["cumprod_adjoint_tangent", "average_adjoint_tangent", "trapezoid_adjoint_tangent",
            "gradient_adjoint_tangent", "gradient_spacing_adjoints_tangent",
@@ -50,15 +51,6 @@ def cumprod_adjoint_tangent(g, a, axis, a_dot):
     return np.moveaxis(before_dot * s + before * s_dot, 0, axis)
 
 
-def _weights_full(a, weights, axis):
-    w = np.asarray(weights)
-    if w.ndim == 1 and a.ndim > 1 and axis is not None:
-        shape = [1] * a.ndim
-        shape[axis % a.ndim] = w.size
-        return w.reshape(shape), True
-    return w, False
-
-
 def average_adjoint_tangent(g, ans, a, axis, weights, keepdims, wrt, ans_dot, a_dot, w_dot):
     """The tangent of ``rt.average_adjoint(g, ans, a, axis, weights, keepdims, wrt)`` along
     the tangents of ``ans``, ``a`` and ``weights``: ``spread w / W`` (``a``) and ``spread (a
@@ -68,8 +60,8 @@ def average_adjoint_tangent(g, ans, a, axis, weights, keepdims, wrt, ans_dot, a_
     if weights is None:
         return np.zeros(a.shape, dtype=np.result_type(a, np.float32))
     spread = unreduce(g, a, axis, keepdims)
-    w, along = _weights_full(a, weights, axis)
-    wd, _ = _weights_full(a, _like(w_dot, weights), axis)
+    w, along = weights_along(a, weights, axis)
+    wd, _ = weights_along(a, _like(w_dot, weights), axis)
     total = np.sum(np.broadcast_to(w, a.shape), axis=axis, keepdims=True)
     total_dot = np.sum(np.broadcast_to(wd, a.shape), axis=axis, keepdims=True)
     if wrt == 0:
@@ -144,19 +136,11 @@ def gradient_spacing_adjoints_tangent(g, ans, spacing, axis, ndim, g_dot, ans_do
             for t, td, h, hd in zip(terms, terms_dot, spacing, spacing_dot)]
 
 
-def _vander_slope(x, n, increasing, order):
-    """The ``order``-th derivative (1 or 2) of ``np.vander(x, n, increasing)``'s columns."""
-    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
-    factor = powers * (powers - 1) if order == 2 else powers
-    return np.where(powers >= order,
-                    factor * np.asarray(x)[:, None] ** np.maximum(powers - order, 0), 0.0)
-
-
 def vander_adjoint_tangent(g, x, N, increasing, x_dot):
     """The tangent of ``rt.vander_adjoint(g, x, N, increasing)`` (``sum_j g[:, j] p_j x **
     (p_j - 1)``) along ``x_dot``."""
     n = np.shape(x)[0] if N is None else N
-    return np.sum(np.asarray(g) * _vander_slope(x, n, increasing, 2), axis=1) * \
+    return np.sum(np.asarray(g) * vander_slope(x, n, increasing, 2), axis=1) * \
         _like(x_dot, x)
 
 
@@ -172,7 +156,7 @@ def polyval_adjoint_tangent(g, p, x, wrt, p_dot, x_dot):
                                            np.shape(g)), x)
     xs = np.ravel(np.broadcast_to(x, np.shape(g)))
     xs_dot = np.ravel(np.broadcast_to(_like(x_dot, x), np.shape(g)))
-    return (_vander_slope(xs, p.size, False, 1) * xs_dot[:, None]).T @ np.ravel(g)
+    return (vander_slope(xs, p.size, False, 1) * xs_dot[:, None]).T @ np.ravel(g)
 
 
 def interp_adjoint_tangent(g, x, xp, fp, wrt, x_dot, xp_dot, fp_dot):

@@ -34,22 +34,23 @@ def arange_tangent(ans, bounds, bounds_dot):
     return out
 
 
-def _weights_along(a, weights, axis):
-    """``weights`` as numpy's average reads them: 1-D weights with an int axis lie along it."""
+def weights_along(a, weights, axis):
+    """``(w, along)``: ``weights`` as numpy's average reads them (1-D weights with an int
+    axis lie along it: ``along`` True, ``w`` shaped to broadcast there)."""
     a, w = np.asarray(a), np.asarray(weights)
     if w.ndim == 1 and a.ndim > 1 and axis is not None:
         shape = [1] * a.ndim
         shape[axis % a.ndim] = w.size
-        return w.reshape(shape)
-    return w
+        return w.reshape(shape), True
+    return w, False
 
 
 def average_weights_tangent(w_dot, ans, a, axis, weights, keepdims):
     """The part of ``np.average(a, axis, weights, keepdims=)``'s tangent that comes from
     the weights' tangent ``w_dot``: ``sum((a - ans) w_dot) / sum(w)`` over ``axis``."""
     a = np.asarray(a)
-    w = np.broadcast_to(_weights_along(a, weights, axis), a.shape)
-    w_dot = np.broadcast_to(_weights_along(a, w_dot, axis), a.shape)
+    w = np.broadcast_to(weights_along(a, weights, axis)[0], a.shape)
+    w_dot = np.broadcast_to(weights_along(a, w_dot, axis)[0], a.shape)
     centred = a - unreduce(ans, a, axis, keepdims)
     return np.sum(centred * w_dot, axis=axis, keepdims=keepdims) / \
         np.sum(w, axis=axis, keepdims=keepdims)
@@ -190,14 +191,19 @@ def trim_zeros_tangent(t, filt, trim):
     return np.broadcast_to(t, filt.shape)[start:stop].copy()
 
 
+def vander_slope(x, n, increasing, order):
+    """The ``order``-th derivative (1 or 2) of ``np.vander(x, n, increasing)``'s columns."""
+    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
+    factor = powers * (powers - 1) if order == 2 else powers
+    return np.where(powers >= order,
+                    factor * np.asarray(x)[:, None] ** np.maximum(powers - order, 0), 0.0)
+
+
 def vander_tangent(t, x, N, increasing):
     """The tangent of ``np.vander(x, N, increasing)``: column ``j`` is ``x ** p_j``, so
     ``p_j x ** (p_j - 1) t``."""
-    x = np.asarray(x)
-    n = x.shape[0] if N is None else N
-    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
-    slope = np.where(powers > 0, powers * x[:, None] ** np.maximum(powers - 1, 0), 0.0)
-    return slope * np.asarray(t)[:, None]
+    n = np.shape(x)[0] if N is None else N
+    return vander_slope(x, n, increasing, 1) * np.asarray(t)[:, None]
 
 
 def gradient_tangent(f_dot, spacing_dot, ans, spacing, axis, edge_order, ndim):
