@@ -62,6 +62,13 @@ class MissingRuleError(UserCodeError):
     """A differentiated value flows through a call that has no derivative rule."""
 
 
+class DerivativeNotAvailableError(MissingRuleError, NotImplementedError):
+    """A derivative that a runtime helper has no formula for at the values it was given
+    (a non-square ``svd`` with ``full_matrices=True``, a repeated singular value under a
+    second derivative...), found while running generated code: it names the user's line
+    it was generated for.  A NotImplementedError too, as the helper raised it."""
+
+
 class SourceUnavailableError(S2sgradError):
     """The source of a function cannot be read (a lambda in a REPL, a C function)."""
 

@@ -167,6 +167,15 @@ def more_cases(C):
                                                           * 0.1]),
         C("quantile_percentile", lambda x: np.sum(np.sin(np.quantile(x, 0.3, axis=1)) * W(3))
           + np.percentile(x, 80.0), [rng.permutation(12).reshape(3, 4) * 0.1]),
+        # a differentiated q (was silently dropped: a constant in both modes)
+        C("quantile_q_active", lambda x, q: np.sum(np.sin(np.quantile(x, q, axis=1)) * W(3)),
+          [rng.permutation(12).reshape(3, 4) * 0.1, 0.3], (0, 1)),
+        C("percentile_q_vector", lambda x, q: np.sum(np.sin(np.percentile(x * 2.0, q * 10.0))
+                                                     * W(2)),
+          [rng.permutation(12).reshape(3, 4) * 0.1, np.array([3.5, 6.2])], (0, 1)),
+        C("nanquantile_q_active", lambda x, q: np.sum(np.sin(np.nanquantile(x, q, axis=0))
+                                                      * W(4)),
+          [np.where(HOLES, np.nan, rng.permutation(12).reshape(3, 4) * 0.1), 0.6], (0, 1)),
         C("average", lambda x: np.sum(np.sin(np.average(x, axis=1)) * W(3)), [R(3, 4)]),
         C("average_weights", lambda x, w: np.sum(np.sin(np.average(x, axis=1, weights=w))
                                                  * W(3)), [R(3, 4), P(4)], (0, 1)),
@@ -199,6 +208,17 @@ def more_cases(C):
         C("cross", lambda a, b: np.sum(np.sin(np.cross(a, b))), [R(4, 3), R(4, 3)], (0, 1),
           numba=True),
         C("cross_bcast", lambda a, b: np.sum(np.sin(np.cross(a, b))), [R(4, 3), R(3)], (0, 1)),
+        # the vectors along other axes (autograd's suite calls np.cross this way)
+        C("cross_axes", lambda a, b: np.sum(np.sin(np.cross(a, b, axisa=0, axisb=1, axisc=0))
+                                            * W(3, 4)), [R(3, 4), R(4, 3)], (0, 1)),
+        C("cross_axis", lambda a, b: np.sum(np.sin(np.cross(a, b, axis=0)) * W(3, 2)),
+          [R(3, 2), R(3, 1)], (0, 1)),
+        C("cross_2d", lambda a, b: np.sum(np.sin(np.cross(a, b, axisb=0)) * W(4)),
+          [R(4, 2), R(2, 4)], (0, 1)),
+        C("cross_2d_3d", lambda a, b: np.sum(np.sin(np.cross(a, b, axisc=0)) * W(3, 4)),
+          [R(4, 2), R(4, 3)], (0, 1)),
+        C("linalg_cross_axis", lambda a, b: np.sum(np.sin(np.linalg.cross(a, b, axis=0))
+                                                   * W(3, 4)), [R(3, 4), R(3, 4)], (0, 1)),
         C("kron", lambda a, b: np.sum(np.sin(np.kron(a, b)) * W(6, 8)), [R(2, 4), R(3, 2)],
           (0, 1)),
         C("kron_1d_2d", lambda a, b: np.sum(np.sin(np.kron(a, b))), [R(3), R(2, 2)], (0, 1)),

@@ -157,6 +157,10 @@ def more_surface_cases(C):
         C("special_tuples", special_tuples, [P(3, 4)]),
         C("special_families", special_families, [P(3, 4), rng.uniform(0.1, 0.9, (3, 4))],
           (0, 1)),
+        # the derivatives of eval_chebyt / eval_laguerre call these (second order)
+        C("special_chebyu_genlaguerre", lambda x: np.sum(np.sin(
+            special.eval_chebyu(3, x) + special.eval_genlaguerre(2, 1.5, x)) * W34),
+          [rng.uniform(-0.9, 0.9, (3, 4))]),
         C("conversions_views", lambda x: np.sum(np.sin(np.asanyarray(x) + np.asfortranarray(x)
                                                        + np.asarray_chkfinite(x)
                                                        + np.require(x) + np.real_if_close(x))

@@ -3,7 +3,10 @@ tests/test_rules.py.
 
 ``test_jvp_rule`` runs ``s2sgrad.jvp`` on each case (one primitive or a few, float64
 inputs in the primitive's domain) along a random direction and compares the output
-tangent with a central difference of the function.  A case that reaches a primitive with
+tangent with a central difference of the function: every case under the Python backend,
+``NUMBA_IDS`` under Numba too.  The cases use every differentiable rule of the table
+(``tests/test_rules.py::test_every_rule_is_covered``), so this is the forward-mode check
+of the whole table.  A case that reaches a primitive with
 a VJP rule but no JVP rule must raise MissingRuleError naming it; ``MISSING`` lists
 those primitives, and ``test_missing_jvp_rules_are_listed`` keeps the list exact (a rule
 added must leave it, a rule lost shows up).
@@ -20,25 +23,11 @@ from test_rules import CASES
 
 #: differentiable VJP rules without a forward-mode rule (registered or derived):
 #: jvp / jacfwd through them raise MissingRuleError and say to use grad
-MISSING = sorted([
-    'airy', 'fresnel', 'numpy.arange', 'numpy.average', 'numpy.corrcoef', 'numpy.cov',
-    'numpy.cumulative_prod', 'numpy.geomspace',
-    'numpy.gradient', 'numpy.linalg.cond',
-    'numpy.linalg.lstsq', 'numpy.linalg.qr', 'numpy.linalg.svd',
-    'numpy.linalg.tensorinv', 'numpy.linalg.tensorsolve',
-    'numpy.logspace', 'numpy.nancumprod', 
-    'numpy.nanpercentile', 'numpy.nanquantile',
-    'numpy.partition', 'numpy.percentile', 
-    'numpy.quantile', 'numpy.trim_zeros', 
-    'numpy.vander', 'scipy.special._spfun_stats.multigammaln', 'shichi', 'sici',
-])
+MISSING = []
 
 #: forward rules that give no tangent for some arguments the VJP rule differentiates:
 #: a differentiated value reaching one raises MissingRuleError naming the argument
-PARTIAL = {
-    "numpy.interp": ["xp"],
-    "numpy.trapezoid": ["x"],
-}
+PARTIAL = {}
 
 #: primitives the forward pass differentiates itself (no rule looked up)
 BUILT_IN = {"assign", "list", "getitem"}
@@ -78,10 +67,21 @@ def cache_dir(tmp_path_factory):
     return os.environ.get("S2SGRAD_CACHE_DIR") or str(tmp_path_factory.mktemp("jvp_cache"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_jvp_rule(case, cache_dir, monkeypatch):
+#: a representative subset under Numba too (each a compile): elementwise, products,
+#: reductions, loops, linear algebra, the forward helpers with Numba forms
+NUMBA_IDS = {"mul_outer", "matmul_2d_2d", "list_append", "det", "cross"}
+PARAMS = [pytest.param(c, "python", id=c.id) for c in CASES]
+PARAMS += [pytest.param(c, "numba", id=c.id + "-numba") for c in CASES if c.id in NUMBA_IDS]
+
+
+def test_the_numba_subset_names_cases():
+    assert NUMBA_IDS <= {c.id for c in CASES}
+
+
+@pytest.mark.parametrize("case,backend", PARAMS)
+def test_jvp_rule(case, backend, cache_dir, monkeypatch):
     monkeypatch.setenv("S2SGRAD_CACHE_DIR", cache_dir)
-    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
     if case.xfail:
         pytest.skip(case.xfail)
     positions = (case.pos,) if isinstance(case.pos, int) else tuple(case.pos)

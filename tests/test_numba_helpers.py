@@ -51,7 +51,19 @@ FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.eins
                         "drop_initial": "np.cumulative_sum / np.cumulative_prod",
                         "operand_adjoints_tangent": "np.einsum / np.linalg.multi_dot",
                         "vector_norm_adjoint_tangent": "np.linalg.vector_norm",
-                        "logsumexp_adjoint_tangent": "scipy.special.logsumexp"}
+                        "logsumexp_adjoint_tangent": "scipy.special.logsumexp",
+                        "gradient_tangent": "np.gradient",
+                        "gradient_adjoint_tangent": "np.gradient",
+                        "gradient_spacing_adjoints_tangent": "np.gradient",
+                        "polyval_adjoint_tangent": "np.polyval",
+                        "svdvals_adjoint_tangent": "np.linalg.svdvals",
+                        "matrix_norm_axes_adjoint_tangent": "np.linalg.matrix_norm",
+                        "tensorinv_tangent": "np.linalg.tensorinv",
+                        "tensorinv_adjoint_tangent": "np.linalg.tensorinv",
+                        "tensorsolve_adjoint_tangent": "np.linalg.tensorsolve",
+                        "cumulative_prod_tangent": "np.cumulative_sum / np.cumulative_prod",
+                        "multigammaln_curvature": "scipy.special.multigammaln",
+                        "spherical_bessel_derivative": "scipy.special.spherical_jn ..."}
 
 #: helpers with no Numba version yet although their forward call compiles: gradients
 #: using them run as Python with a fallback reason.  Known debt; a NEW helper still fails.
@@ -62,6 +74,18 @@ NO_NUMBA_VERSION_YET = frozenset({
     "inv_tangent", "norm_adjoint_tangent", "cholesky_adjoint_tangent",
     "eigh_adjoint_tangent", "eigvalsh_adjoint_tangent", "pinv_adjoint_tangent",
     "matrix_power_adjoint_tangent", "sinc_second_derivative",
+    # the forward rules of the primitives that had none and the second-order rules of
+    # their adjoints (issue 19, item 7, branch 'rules'): jvp / hessian through quantiles,
+    # partition, average, cov, corrcoef, arange, trim_zeros, vander, cumprod, trapezoid,
+    # interp, nanvar/nanstd, cond, qr, svd and lstsq run as Python, with the reason
+    "arange_tangent", "average_weights_tangent", "order_tangent", "quantile_tangent",
+    "quantile_q_tangent", "quantile_q_adjoint", "quantile_q_adjoint_tangent",
+    "quantile_adjoint_q_tangent", "trim_zeros_tangent", "vander_tangent", "cov_tangent",
+    "corrcoef_tangent", "qr_tangent", "svd_tangent", "lstsq_tangent",
+    "cumprod_adjoint_tangent", "average_adjoint_tangent", "trapezoid_adjoint_tangent",
+    "vander_adjoint_tangent", "interp_adjoint_tangent", "nan_moments_adjoint_tangent",
+    "corrcoef_adjoint_tangent", "cond_adjoint_tangent", "qr_adjoint_tangent",
+    "svd_adjoint_tangent", "lstsq_adjoint_tangent",
 })
 
 

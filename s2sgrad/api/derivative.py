@@ -40,7 +40,8 @@ import types
 import weakref
 
 from ..backend.numba_backend import undecided_state
-from ..errors import DerivativeCompositionError, GradientArgumentError
+from ..errors import (DerivativeCompositionError, DerivativeNotAvailableError,
+                      GradientArgumentError, S2sgradError)
 from ..nn import Cell
 from ..tensor import Parameter
 from ..trees import flatten, is_tree, leaf_paths, unflatten
@@ -50,7 +51,7 @@ from .arguments import (argument_signature, argument_types, check_differentiable
                         to_array)
 from .call_plan import free_units_changed
 from .guards import holds, unchecked
-from .loading import load_function, user_line_of
+from .loading import load_function, user_line_of, user_origin_of
 from .nested import derivative_as_function
 from .results import finish_gradient
 
@@ -479,7 +480,7 @@ class Derivative:
             except Exception:  # noqa: BLE001 - keep the original error
                 pass
         exc.add_note(user_line_of(exc, self.path, generated))
-        return exc
+        return _located(exc, self.path, generated)
 
     def shaped_gradients(self, generated, computed, leaves, trees):
         """(per differentiated position its gradient in the structure of its argument,
@@ -533,3 +534,21 @@ def derivative_for(owner, key, make):
     if found is None:
         found = per_owner[key] = make()
     return found
+
+
+def _located(exc, path, generated):
+    """``exc`` as raised; a NotImplementedError of a runtime helper (a derivative it has no
+    formula for at these values) as a DerivativeNotAvailableError naming the user's line."""
+    origin = user_origin_of(exc, path, generated)
+    if not isinstance(exc, NotImplementedError) or isinstance(exc, S2sgradError) or \
+            origin is None:
+        return exc
+    what = str(exc)
+    hint = None if "use " in what else (
+        "use a lower-order derivative of this function (grad / value_and_grad, or jvp), or "
+        "wrap the value in ops.stop_gradient if no derivative should flow")
+    located = DerivativeNotAvailableError(what, origin, None, hint)
+    located.__cause__ = exc
+    for note in getattr(exc, "__notes__", ()):
+        located.add_note(note)
+    return located

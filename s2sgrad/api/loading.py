@@ -4,7 +4,8 @@
 the values the code reads from outside; it writes the module to the cache directory
 (``backend/cache.py``), loads it and gives the function as a ``Compiled`` (Numba where
 it can) with its path.  ``user_line_of`` takes an error raised in loaded code and gives
-the note naming the user's line it came from (the module's line map).
+the note naming the user's line it came from (the module's line map); ``user_origin_of``
+that line itself.
 """
 import os
 import traceback
@@ -25,14 +26,25 @@ def load_function(module_name, source, name, free):
     return compiled, path
 
 
+def _generated_lineno(exc, path):
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(path or "")]
+    return frames[-1].lineno if frames else None
+
+
+def user_origin_of(exc, path, generated):
+    """The user's line (a SourceLocation) an error raised inside generated code came
+    from, read from the generated module's line map; None when it is not known."""
+    lineno = _generated_lineno(exc, path)
+    return None if lineno is None else generated.line_map.get(lineno)
+
+
 def user_line_of(exc, path, generated):
     """A note for an error raised inside generated code: the user's line it came from,
     read from the generated module's line map."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if os.path.abspath(f.filename) == os.path.abspath(path or "")]
-    if not frames:
+    lineno = _generated_lineno(exc, path)
+    if lineno is None:
         return f"s2sgrad: raised while running the generated gradient code in {path}"
-    lineno = frames[-1].lineno
     origin = generated.line_map.get(lineno)
     if origin is None:
         return f"s2sgrad: raised at line {lineno} of the generated code in {path}"

@@ -145,3 +145,19 @@ for _accumulate, _product, _left in ((rt.add_matmul_left, rt.matmul_left, True),
                                      (rt.add_dot_left, rt.dot_left, True),
                                      (rt.add_dot_right, rt.dot_right, False)):
     overload(_accumulate)(_product_added_in_place(_product, _left))
+
+
+@overload(rt.cross_adjoint)
+def _cross_adjoint(g, a, b, axisa, axisb, axisc, axis, wrt):
+    """3-vectors along the last axes (np.cross's defaults); other layouts raise."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array) and _is_none(axis)):
+        return None
+
+    def impl(g, a, b, axisa, axisb, axisc, axis, wrt):
+        if axisa != -1 or axisb != -1 or axisc != -1 or a.shape[-1] != 3 or b.shape[-1] != 3:
+            raise NotImplementedError("np.cross's adjoint under Numba: 3-vectors along the "
+                                      "last axes")
+        if wrt == 0:
+            return rt.unbroadcast(np.cross(b, g), a)
+        return rt.unbroadcast(np.cross(g, a), b)
+    return impl

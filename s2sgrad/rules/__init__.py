@@ -3,7 +3,7 @@ and the one list of calls that carry no gradient (``no_gradient.TABLE``)."""
 from .registry import Rule, all_rules, d, lookup, nondifferentiable, vjp
 from . import operators, numpy_rules, no_gradient  # noqa: F401  (registering the tables)
 from . import numpy_more, linalg_rules, scipy_rules, numpy_surface, scipy_more  # noqa: F401,E402
-from . import jvp_rules  # noqa: F401,E402  (forward mode: after the VJP tables it reads)
-from . import runtime_jvp  # noqa: F401,E402  (forward mode of generated gradient code)
+from . import jvp_rules, jvp_arrays, jvp_linalg  # noqa: F401,E402  (forward mode: after the VJP tables)
+from . import runtime_jvp, second_rules  # noqa: F401,E402  (forward mode of gradient code)
 
 __all__ = ["Rule", "all_rules", "d", "lookup", "nondifferentiable", "vjp"]

@@ -117,6 +117,16 @@ class JvpRule:
     #: "template" (terms), "linear" (the call itself on the tangents) or "multilinear"
     #: (one term per operand: the call with that operand's tangent in its place)
     kind = "template"
+    #: the parameters known to carry no derivative (``jvp_linear_in``'s ``constant``);
+    #: None: every parameter no term reads (a template states its whole tangent)
+    constant_params = None
+
+    def gives_no_tangent_to(self, param):
+        """True when a differentiated value reaching ``param`` must be refused: the rule
+        neither differentiates it nor declares it constant."""
+        if param in self.tangent_params:
+            return False
+        return self.constant_params is not None and param not in self.constant_params
 
     def __init__(self, primitive, name, signature, result, statements, globals_,
                  derived=False, tuple_result=False):
@@ -243,12 +253,15 @@ def jvp_multilinear(*primitives):
     _operand_rule("multilinear", primitives)
 
 
-def jvp_linear_in(params, *helpers):
+def jvp_linear_in(params, *helpers, constant=()):
     """Declare helpers (``rt.*`` functions of generated gradient code, which have no VJP
     rule) linear in the parameters named in ``params`` (a name or a tuple of names, taken
-    together) and constant in the others (shapes, axes, masks, indices, a sort order):
-    the tangent is the same call with those operands replaced by their tangents
-    (``rt.roll_adjoint(g, 1, None)`` -> ``rt.roll_adjoint(g_dot, 1, None)``).  The
+    together) and constant in those named in ``constant`` (shapes, axes, masks, indices, a
+    sort order: names a helper does not have are ignored): the tangent is the same call
+    with the ``params`` operands replaced by their tangents (``rt.roll_adjoint(g, 1,
+    None)`` -> ``rt.roll_adjoint(g_dot, 1, None)``).  Any other parameter is one the
+    helper depends on smoothly and the rule does not differentiate: a differentiated
+    value reaching it is refused (MissingRuleError), never taken as a constant.  The
     signature is the helper's own."""
     params = (params,) if isinstance(params, str) else tuple(params)
     for helper in helpers:
@@ -260,6 +273,7 @@ def jvp_linear_in(params, *helpers):
         rule = JvpRule(helper, display_name(helper), sig, result, [], {})
         rule.kind = "linear"
         rule.tangent_params = tuple(p for p in sig.parameters if p in params)
+        rule.constant_params = tuple(p for p in sig.parameters if p in constant)
         _RULES[_key(helper)] = (helper, rule)
 
 

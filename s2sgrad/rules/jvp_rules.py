@@ -194,12 +194,16 @@ def _(ans, a, axis=None):
 def _(ans, x, xp, fp):
     t[ans] = rt.interp_adjoint(rt.ones_like(ans), x, xp, fp, 0) * t[x]
     t[ans] += np.interp(x, xp, t[fp])
+    # ans = fp[i] + s (x - xp[i]) with slope s: moving xp[i], xp[i+1] moves it by -s times
+    # their tangents interpolated at x (0 outside xp's range, where s is 0)
+    t[ans] += -rt.interp_adjoint(rt.ones_like(ans), x, xp, fp, 0) * np.interp(x, xp, t[xp])
 
 
 @jvp_rule(np.trapezoid)
 def _(ans, y, x=None, dx=1.0, axis=-1):
     t[ans] = np.trapezoid(t[y], x, dx, axis)
     t[ans] += t[dx] * np.trapezoid(y, None, 1.0, axis)
+    t[ans] += np.trapezoid(y, t[x], dx, axis)      # linear in the sample points x
 
 
 @jvp_rule(np.divmod, tuple_result=True)

@@ -156,11 +156,13 @@ def _(ans, a, axis=None, *, keepdims=False):
 @vjp(np.quantile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     d[a] = rt.quantile_adjoint(d[ans], a, q, axis, method, keepdims)
+    d[q] = rt.quantile_q_adjoint(d[ans], a, q, axis, keepdims, False)
 
 
 @vjp(np.percentile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     d[a] = rt.quantile_adjoint(d[ans], a, q / 100.0, axis, method, keepdims)
+    d[q] = rt.quantile_q_adjoint(d[ans], a, q / 100.0, axis, keepdims, False) / 100.0
 
 
 @vjp(np.average)
@@ -179,10 +181,16 @@ def _(ans, y, x=None, dx=1.0, axis=-1):
 # ---------------------------------------------------------------- products
 
 
-@vjp(np.cross, np.linalg.cross)
-def _(ans, a, b):
-    d[a] = rt.unbroadcast(np.cross(b, d[ans]), a)
-    d[b] = rt.unbroadcast(np.cross(d[ans], a), b)
+@vjp(np.cross)
+def _(ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    d[a] = rt.cross_adjoint(d[ans], a, b, axisa, axisb, axisc, axis, 0)
+    d[b] = rt.cross_adjoint(d[ans], a, b, axisa, axisb, axisc, axis, 1)
+
+
+@vjp(np.linalg.cross)
+def _(ans, x1, x2, *, axis=-1):
+    d[x1] = rt.cross_adjoint(d[ans], x1, x2, -1, -1, -1, axis, 0)
+    d[x2] = rt.cross_adjoint(d[ans], x1, x2, -1, -1, -1, axis, 1)
 
 
 @vjp(np.kron)

@@ -212,11 +212,13 @@ def _(ans, a, axis=None, *, keepdims=False):
 @vjp(np.nanquantile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     d[a] = rt.nan_quantile_adjoint(d[ans], a, q, axis, method, keepdims)
+    d[q] = rt.quantile_q_adjoint(d[ans], a, q, axis, keepdims, True)
 
 
 @vjp(np.nanpercentile)
 def _(ans, a, q, axis=None, *, method="linear", keepdims=False):
     d[a] = rt.nan_quantile_adjoint(d[ans], a, q / 100.0, axis, method, keepdims)
+    d[q] = rt.quantile_q_adjoint(d[ans], a, q / 100.0, axis, keepdims, True) / 100.0
 
 
 # ---------------------------------------------------------------- spaced ranges

@@ -219,10 +219,10 @@ def _(ans, x, axis, keepdims, ddof=0):
                                / (rt.reduction_count(x, axis) - ddof), ans)
 
 
-jvp_linear_in("a", rt.tile)
+jvp_linear_in("a", rt.tile, constant=("reps",))
 # forward-mode code differentiated again (a derivative of jacfwd(f)): a tangent broadcast
-# to its result's shape is linear in the tangent
-jvp_linear_in("t", rt.broadcast_like)
+# to its result's shape is linear in the tangent (``like`` gives only the shape)
+jvp_linear_in("t", rt.broadcast_like, constant=("like",))
 
 # ---------------------------------------------------------------- adjoints linear in g
 # Each adjoint helper below is linear in the incoming adjoint ``g`` and reads its other
@@ -239,8 +239,35 @@ jvp_linear_in(
     rt.broadcast_arrays_adjoints, rt.meshgrid_adjoints, rt.compress_adjoint,
     rt.choose_adjoints, rt.resize_adjoint, rt.delete_adjoint, rt.insert_adjoint,
     rt.trim_zeros_adjoint, rt.right_aligned, rt.drop_initial, rt.affine_adjoint,
-    rt.quantile_adjoint, rt.nan_quantile_adjoint,
+    # read for shapes, axes, sizes, indices, masks or an order only; a quantile's ``q``
+    # moves its weights (smoothly) and is not among them: a tangent reaching it is refused
+    constant=("shift", "axis", "start", "v", "k", "a", "offset", "axis1", "axis2", "n",
+              "array", "pad_width", "mode", "repeats", "indices", "arr", "ary", "arrays",
+              "how", "items", "which", "condlist", "choicelist", "default", "values", "wrt",
+              "like", "index", "ans", "reps", "stop", "num", "endpoint", "bounds", "xi",
+              "indexing", "condition", "choices", "obj", "filt", "trim", "include_initial",
+              "fn", "p", "args", "method", "keepdims"),
 )
+
+@jvp_rule(rt.quantile_adjoint)
+def _(res, g, a, q, axis, method, keepdims):
+    # linear in g; a gives the order only; q moves the two weights
+    t[res] = rt.quantile_adjoint(t[g], a, q, axis, method, keepdims)
+    t[res] += rt.quantile_adjoint_q_tangent(g, a, q, axis, keepdims, False, t[q])
+
+
+@jvp_rule(rt.nan_quantile_adjoint)
+def _(res, g, a, q, axis, method, keepdims):
+    t[res] = rt.nan_quantile_adjoint(t[g], a, q, axis, method, keepdims)
+    t[res] += rt.quantile_adjoint_q_tangent(g, a, q, axis, keepdims, True, t[q])
+
+
+@jvp_rule(rt.quantile_q_adjoint)
+def _(res, g, a, q, axis, keepdims, nan):
+    # linear in g and in the sorted values; piecewise constant in q
+    t[res] = rt.quantile_q_adjoint(t[g], a, q, axis, keepdims, nan)
+    t[res] += rt.quantile_q_adjoint_tangent(g, a, q, axis, keepdims, nan, t[a])
+
 
 # ---------------------------------------------------------------- bilinear adjoints
 # The adjoint of one operand of a product (``wrt``) is linear in ``g`` and in the other
@@ -259,6 +286,12 @@ def _(ans, g, a, b, wrt):
 def _(ans, g, a, b, wrt):
     t[ans] = rt.kron_adjoint(t[g], a, b, wrt)
     t[ans] += rt.kron_adjoint(g, t[a], t[b], wrt)
+
+
+@jvp_rule(rt.cross_adjoint)
+def _(ans, g, a, b, axisa, axisb, axisc, axis, wrt):
+    t[ans] = rt.cross_adjoint(t[g], a, b, axisa, axisb, axisc, axis, wrt)
+    t[ans] += rt.cross_adjoint(g, t[a], t[b], axisa, axisb, axisc, axis, wrt)
 
 
 @jvp_rule(rt.matvec_adjoint)

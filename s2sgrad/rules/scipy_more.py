@@ -373,23 +373,27 @@ def _(ans, v, z):
 
 
 @vjp(special.spherical_jn)
-def _(ans, n, z):
-    d[z] = d[ans] * special.spherical_jn(n, z, derivative=True)
+def _(ans, n, z, derivative=False):
+    d[z] = d[ans] * rt.spherical_bessel_derivative("spherical_jn", n, z,
+                                                   1 + derivative)
 
 
 @vjp(special.spherical_yn)
-def _(ans, n, z):
-    d[z] = d[ans] * special.spherical_yn(n, z, derivative=True)
+def _(ans, n, z, derivative=False):
+    d[z] = d[ans] * rt.spherical_bessel_derivative("spherical_yn", n, z,
+                                                   1 + derivative)
 
 
 @vjp(special.spherical_in)
-def _(ans, n, z):
-    d[z] = d[ans] * special.spherical_in(n, z, derivative=True)
+def _(ans, n, z, derivative=False):
+    d[z] = d[ans] * rt.spherical_bessel_derivative("spherical_in", n, z,
+                                                   1 + derivative)
 
 
 @vjp(special.spherical_kn)
-def _(ans, n, z):
-    d[z] = d[ans] * special.spherical_kn(n, z, derivative=True)
+def _(ans, n, z, derivative=False):
+    d[z] = d[ans] * rt.spherical_bessel_derivative("spherical_kn", n, z,
+                                                   1 + derivative)
 
 
 @vjp(special.airy, tuple_result=True)
@@ -438,6 +442,17 @@ def _(ans, n, x):
 @vjp(special.eval_laguerre)
 def _(ans, n, x):
     d[x] = rt.unbroadcast(-d[ans] * special.eval_genlaguerre(n - 1, 1.0, x), x)
+
+
+@vjp(special.eval_chebyu)
+def _(ans, n, x):
+    d[x] = rt.unbroadcast(d[ans] * ((n + 1.0) * special.eval_chebyt(n + 1, x) - x * ans)
+                          / (x * x - 1.0), x)
+
+
+@vjp(special.eval_genlaguerre, refuse=("alpha",))
+def _(ans, n, alpha, x):
+    d[x] = rt.unbroadcast(-d[ans] * special.eval_genlaguerre(n - 1, alpha + 1.0, x), x)
 
 
 nondifferentiable(special.gammasgn, special.round,

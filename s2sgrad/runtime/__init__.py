@@ -13,8 +13,13 @@ from .arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of arra
 from .linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 from .forward import *  # noqa: F401,F403  (rt.broadcast_like... : forward mode)
+from .tangents import *  # noqa: F401,F403  (rt.quantile_tangent... : forward mode)
+from .linalg_tangents import *  # noqa: F401,F403  (rt.svd_tangent... : forward mode)
+from .special import *  # noqa: F401,F403  (rt.spherical_bessel_derivative...)
 from .split import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 from .second import *  # noqa: F401,F403  (rt.inv_tangent... : second order)
+from .second_arrays import *  # noqa: F401,F403  (rt.cumprod_adjoint_tangent...)
+from .second_linalg import *  # noqa: F401,F403  (rt.svd_adjoint_tangent...)
 
 
 def ones_like(value):

@@ -18,7 +18,7 @@ __all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint"
            "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoint",
            "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoint",
            "correlate_adjoint", "trapezoid_adjoint", "vecdot_adjoint",
-           "gradient_spacing_adjoints", "matvec_adjoint", "quantile_adjoint"]
+           "gradient_spacing_adjoints", "matvec_adjoint", "quantile_adjoint", "cross_adjoint"]
 
 
 def shaped_like(g, like):
@@ -492,13 +492,22 @@ def matvec_adjoint(g, x1, x2, wrt):
     return unbroadcast(np.einsum("...mn,...m->...n", x1, g), x2)
 
 
+def per_quantile(adjoint, g, a, q, axis, method, keepdims):
+    """The adjoint of a quantile function of an array ``q``: the sum of ``adjoint`` over
+    each ``q``, with its part of ``g`` (numpy puts ``q``'s axes first)."""
+    parts = np.reshape(g, (np.size(q),) + np.shape(g)[np.ndim(q):])
+    return sum(adjoint(gk, a, qk, axis, method, keepdims) for gk, qk in zip(parts, np.ravel(q)))
+
+
 def quantile_adjoint(g, a, q, axis, method, keepdims):
-    """The adjoint of ``np.quantile(a, q, axis, method="linear", keepdims=)`` for a scalar
-    ``q`` (``np.median`` is q = 0.5): the two order statistics it interpolates get ``g``
-    times their weights, put back where those values were in ``a``."""
-    if method != "linear" or np.ndim(q):
+    """The adjoint of ``np.quantile(a, q, axis, method="linear", keepdims=)`` (``np.median``
+    is q = 0.5): for each ``q``, the two order statistics it interpolates get ``g`` times
+    their weights, put back where those values were in ``a``."""
+    if method != "linear":
         raise NotImplementedError("gradient of np.quantile / percentile: s2sgrad has "
-                                  "method='linear' with one q")
+                                  "method='linear'")
+    if np.ndim(q):
+        return per_quantile(quantile_adjoint, g, a, q, axis, method, keepdims)
     arr = np.asarray(a)
     if axis is None:
         return shaped_like(quantile_adjoint(np.reshape(g, ()), np.ravel(arr), q, 0, method,
@@ -520,3 +529,32 @@ def quantile_adjoint(g, a, q, axis, method, keepdims):
     np.put_along_axis(out, np.argsort(arr, axis=ax, kind="stable"),
                       np.broadcast_to(in_order, arr.shape), axis=ax)
     return out
+
+
+def _as_3_vectors(v, length):
+    """``v`` (vectors along the last axis, of 2 or 3 components) as 3-vectors (z = 0)."""
+    if length == 3:
+        return v
+    return np.concatenate([v, np.zeros(v.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
+
+
+def cross_adjoint(g, a, b, axisa, axisb, axisc, axis, wrt):
+    """The adjoint of ``a`` (``wrt`` 0) or ``b`` (1) in ``np.cross(a, b, axisa, axisb,
+    axisc, axis)`` (``axis`` sets the three): with each operand's vectors moved to the last
+    axis and 2-vectors taken as 3-vectors with z = 0, ``c = a x b`` gives ``da = b x g``
+    and ``db = g x a``, then back in the operand's layout (summed over broadcast axes).
+    Two 2-vectors give only z, so ``g`` is that component."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    am = np.moveaxis(np.asarray(a), axisa, -1)
+    bm = np.moveaxis(np.asarray(b), axisb, -1)
+    na, nb = am.shape[-1], bm.shape[-1]
+    g = np.asarray(g, dtype=np.result_type(g, a, b, np.float32))
+    if na == 2 and nb == 2:
+        gm = np.stack([np.zeros_like(g), np.zeros_like(g), g], axis=-1)
+    else:
+        gm = np.moveaxis(g, axisc, -1)
+    a3, b3 = _as_3_vectors(am, na), _as_3_vectors(bm, nb)
+    if wrt == 0:
+        return np.moveaxis(unbroadcast(np.cross(b3, gm)[..., :na], am), -1, axisa)
+    return np.moveaxis(unbroadcast(np.cross(gm, a3)[..., :nb], bm), -1, axisb)

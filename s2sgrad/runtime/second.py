@@ -13,9 +13,11 @@ import numpy as np
 
 from .core import unbroadcast, unreduce
 from .linalg import inverse_gaps, lower_only, is_matrix_norm
+from .linalg_tangents import svd_tangent
 
 __all__ = ["inv_tangent", "sinc_second_derivative", "logsumexp_adjoint_tangent",
-           "norm_adjoint_tangent", "vector_norm_adjoint_tangent", "cholesky_adjoint_tangent",
+           "norm_adjoint_tangent", "vector_norm_adjoint_tangent",
+           "matrix_norm_axes_adjoint_tangent", "cholesky_adjoint_tangent",
            "eigh_adjoint_tangent", "eigvalsh_adjoint_tangent", "pinv_adjoint_tangent",
            "matrix_power_adjoint_tangent", "operand_adjoints_tangent"]
 
@@ -72,21 +74,50 @@ def vector_norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, ans_dot, x_dot):
 def norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, ans_dot, x_dot):
     """The tangent of ``rt.norm_adjoint(g, ans, x, ord, axis, keepdims)`` along the
     tangents of ``ans`` and ``x``: the 2-norm and Frobenius norm, ord 1 and the p-norms of
-    vectors, the matrix norms that pick elements (1, -1, inf, -inf: no term).  The
-    singular-value norms of a matrix (2, -2, 'nuc') have none: NotImplementedError."""
-    if is_matrix_norm(x, ord, axis):
-        if ord in (1, -1, np.inf, -np.inf):
-            return np.zeros(np.shape(x), dtype=np.result_type(x, np.float32))
-        if ord not in (None, "fro"):
-            raise NotImplementedError(
-                f"second derivatives of np.linalg.norm of a matrix with ord={ord!r} (s2sgrad "
-                "has them for 'fro', 1, -1, inf and -inf): use grad for this function")
+    vectors, and the matrix norms (``matrix_norm_axes_adjoint_tangent``)."""
+    if is_matrix_norm(x, ord, axis) and ord not in (None, "fro"):
+        return matrix_norm_axes_adjoint_tangent(g, x, ord, axis, keepdims, x_dot)
     if ord is None or ord == 2 or ord == "fro":
         scale = unreduce(g / ans, x, axis, keepdims)
         return scale * x_dot - unreduce(g * ans_dot / ans ** 2, x, axis, keepdims) * x
     if ord == 1:
         return np.zeros(np.shape(x), dtype=np.result_type(x, np.float32))
     return vector_norm_adjoint_tangent(g, ans, x, ord, axis, keepdims, ans_dot, x_dot)
+
+
+def reduced_svd_tangent(x, x_dot):
+    """``(u, s, vh), (du, ds, dvh)``: the reduced SVD of ``x`` and its tangent along ``x_dot``."""
+    ans = np.linalg.svd(x, full_matrices=False)
+    return ans, svd_tangent(np.broadcast_to(x_dot, np.shape(x)), ans, x, False)
+
+
+def matrix_norm_adjoint_tangent(g, x, ord, x_dot):
+    """The tangent of ``rt.matrix_norm_adjoint(g, x, ord)`` (over the last two axes) along
+    ``x_dot``: Frobenius ``g (x_dot / n - x <x, x_dot> / n^3)``; the singular-value norms
+    (``u vh``, or the extreme pair's ``u_k v_k^T``) by the SVD's tangent; the norms that
+    pick elements (1, -1, inf, -inf) have weights and signs that do not move: zero."""
+    g = np.asarray(g)[..., None, None]
+    x, x_dot = np.asarray(x), np.broadcast_to(x_dot, np.shape(x))
+    if ord is None or ord == "fro":
+        n = np.sqrt(np.sum(x * x, axis=(-2, -1), keepdims=True))
+        return g * (x_dot / n - x * np.sum(x * x_dot, axis=(-2, -1), keepdims=True) / n ** 3)
+    if ord in ("nuc", 2, -2):
+        (u, _, vh), (du, _, dvh) = reduced_svd_tangent(x, x_dot)
+        k = slice(None) if ord == "nuc" else slice(0, 1) if ord == 2 else slice(-1, None)
+        return g * (du[..., :, k] @ vh[..., k, :] + u[..., :, k] @ dvh[..., k, :])
+    return np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+
+
+def matrix_norm_axes_adjoint_tangent(g, x, ord, axis, keepdims, x_dot):
+    """The tangent of ``rt.matrix_norm_axes_adjoint(g, x, ord, axis, keepdims)`` along
+    ``x_dot`` (the axes moved last, as the adjoint does)."""
+    rows, cols = (0, 1) if axis is None else (axis[0] % np.ndim(x), axis[1] % np.ndim(x))
+    if keepdims:
+        g = np.squeeze(np.asarray(g), axis=(rows, cols))
+    moved = np.moveaxis(x, (rows, cols), (-2, -1))
+    moved_dot = np.moveaxis(np.broadcast_to(x_dot, np.shape(x)), (rows, cols), (-2, -1))
+    return np.moveaxis(matrix_norm_adjoint_tangent(g, moved, ord, moved_dot), (-2, -1),
+                       (rows, cols))
 
 
 def cholesky_adjoint_tangent(g, L, L_dot):

@@ -8,6 +8,7 @@ returning a tuple) and the call's operands, and gives the adjoint of one operand
 import numpy as np
 
 from .core import divide_or_zero, unbroadcast, unreduce
+from .arrays import per_quantile
 from .linalg import matrix_norm_adjoint, pinv_adjoint, svdvals_adjoint
 
 __all__ = ["marker_adjoint", "insert_adjoint", "delete_adjoint", "compress_adjoint",
@@ -189,7 +190,7 @@ def interp_adjoint(g, x, xp, fp, wrt):
     return out
 
 
-def _observations(m, rowvar):
+def as_observations(m, rowvar):
     """``m`` as (variables, observations) and how to give an adjoint back in ``m``'s shape."""
     x = np.atleast_2d(np.asarray(m, dtype=np.result_type(m, np.float64)))
     if not rowvar and x.shape[0] != 1:
@@ -200,7 +201,7 @@ def _observations(m, rowvar):
 def cov_adjoint(g, m, rowvar, bias, ddof):
     """The adjoint of ``m`` in ``np.cov(m, rowvar=, bias=, ddof=)``: with centred ``xc``
     (variables x observations) and ``C = xc xc^T / f``, ``dm = (G + G^T) xc / f``."""
-    x = _observations(m, rowvar)
+    x = as_observations(m, rowvar)
     f = x.shape[1] - (ddof if ddof is not None else (0 if bias else 1))
     xc = x - x.mean(axis=1, keepdims=True)
     gm = np.reshape(g, (x.shape[0], x.shape[0]))
@@ -214,7 +215,7 @@ def corrcoef_adjoint(g, ans, x, rowvar):
     """The adjoint of ``x`` in ``np.corrcoef(x, rowvar=)``: ``R = C_ij s_i s_j`` with
     ``s = 1 / sqrt(diag C)``, so ``dC = G s s^T`` plus, on the diagonal,
     ``-s_k^2 / 2 sum_j (G_kj + G_jk) R_kj``; then ``cov_adjoint``."""
-    xs = _observations(x, rowvar)
+    xs = as_observations(x, rowvar)
     c = np.cov(xs)
     c = np.reshape(c, (xs.shape[0], xs.shape[0]))
     s = 1.0 / np.sqrt(np.diag(c))
@@ -289,13 +290,15 @@ def multigammaln_adjoint(g, a, d):
 
 
 def nan_quantile_adjoint(g, a, q, axis, method, keepdims):
-    """The adjoint of ``a`` in ``np.nanquantile(a, q, axis, method="linear", keepdims=)`` for
-    one ``q`` (``np.nanmedian``: 0.5; ``np.nanpercentile``: q / 100): on each lane, the
+    """The adjoint of ``a`` in ``np.nanquantile(a, q, axis, method="linear", keepdims=)`` (for
+    an array ``q``, summed over ``rt.per_quantile``; for one ``q``: ``np.nanmedian``: 0.5; ``np.nanpercentile``: q / 100): on each lane, the
     two order statistics of the non-NaN values it interpolates get ``g`` times their
     weights; NaNs get 0 (a lane of NaNs only: all 0)."""
-    if method != "linear" or np.ndim(q):
+    if method != "linear":
         raise NotImplementedError("gradient of np.nanquantile / nanpercentile: s2sgrad has "
-                                  "method='linear' with one q")
+                                  "method='linear'")
+    if np.ndim(q):
+        return per_quantile(nan_quantile_adjoint, g, a, q, axis, method, keepdims)
     arr = np.asarray(a, dtype=np.result_type(a, np.float64))
     if axis is None:
         lanes, gl = arr.reshape(1, -1), np.reshape(g, (1,))

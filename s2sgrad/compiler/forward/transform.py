@@ -79,6 +79,7 @@ def tangent_operands(op):
     params = set(rule.tangent_params)
     if op.rule is not None:
         params |= set(op.rule.diff_params) | set(op.rule.refused)
+    params |= {p for p in bound if rule.gives_no_tangent_to(p)}     # refused when reached
     return [n for p, atom in bound.items() if p in params for n in atom_vars(_as_atom(atom))]
 
 
@@ -281,10 +282,11 @@ class _Tangents:
             raise missing_jvp_rule(op, f"the call does not fit the rule's signature: {exc}")
         bindings = {p: _as_atom(v) for p, v in bound.items()}
         for p, atom in bindings.items():
-            if p not in rule.tangent_params and self.is_active(atom):
-                if op.rule is not None and (p in op.rule.diff_params or p in op.rule.refused):
-                    raise missing_jvp_rule(op, f"its JVP rule gives no tangent for the "
-                                               f"argument `{p}`")
+            if p not in rule.tangent_params and self.is_active(atom) and (
+                    rule.gives_no_tangent_to(p) or op.rule is not None
+                    and (p in op.rule.diff_params or p in op.rule.refused)):
+                raise missing_jvp_rule(op, f"its JVP rule gives no tangent for the "
+                                           f"argument `{p}`")
         diff_vars = {v for p in rule.tangent_params if p in bindings
                      for v in atom_vars(bindings[p])}
         if rule.kind == "linear":
