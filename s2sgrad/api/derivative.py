@@ -78,6 +78,8 @@ class Derivative:
         self._variants = {}   # argument signature -> (Generated, loaded code, path)
         self._plans = {}      # plan_key of a call's arguments -> CallPlan
         self._last = None     # the signature of the last call
+        # the code unrolls a recursion by the arguments' shapes: each signature has them
+        self._by_shape = False
         self._signature = None  # the differentiated function's signature (its own params)
         self._bound = {}      # id(instance) -> (weights' ids, bound derivative)
         self._rule = None
@@ -202,15 +204,26 @@ class Derivative:
         is built once.  Without arguments: the code the last call ran, or before
         any call an unspecialised build.
         """
-        key = None if arrays is None else (tuple(trees or ()),
-                                           tuple(argument_signature(a) for a in arrays))
+        key = None if arrays is None else self._signature_of(arrays, trees)
         if arrays is not None:
             self._last = key
         elif self._last is not None:
             key = self._last
         self._building = (arrays, trees)    # read by _target for a derivative of a derivative
         self._generated, self._compiled, self.path = self._variant(key, arrays, trees)
+        if arrays is not None and self._generated.by_shape and not self._by_shape:
+            # a recursion unrolled by these shapes: from now on every build is keyed by them
+            self._by_shape = True
+            self._variants[self._signature_of(arrays, trees)] = self._variants.pop(key)
+            self._last = self._signature_of(arrays, trees)
         return self._generated
+
+    def _signature_of(self, arrays, trees):
+        """The key of ``_variants`` for arguments of leaves ``arrays`` and structures
+        ``trees``: each leaf's ``argument_signature``, and its shape once a build has
+        unrolled a recursion by shapes (``Generated.by_shape``)."""
+        sizes = tuple(getattr(a, "shape", None) for a in arrays) if self._by_shape else ()
+        return (tuple(trees or ()), tuple(argument_signature(a) for a in arrays)) + sizes
 
     def _build_generic(self):
         """The build for no argument types (dtypes and ranks unknown), with the options
@@ -341,7 +354,8 @@ class Derivative:
         """After a full call: a ``kind`` plan (``call_plan``) kept under ``key`` (a
         ``plan_key``; None: the call cannot be planned) for later calls like it, when each
         argument was a single value; ``more``: what ``kind`` takes besides."""
-        if key is not None and len(leaves) == len(args):
+        if key is not None and len(leaves) == len(args) and \
+                not self._variants[self._last][0].by_shape:   # (plans are not keyed by sizes)
             self._plans[key] = kind(self._last, self._variants[self._last], args, inputs,
                                     *more)
 

@@ -79,7 +79,9 @@ def derivative_as_function(inner, outer, building):
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(gradient.function, *[f.obj for f in gradient.free])
+    function = make(gradient.function, *[f.obj for f in gradient.free])
+    function.__s2sgrad_by_shape__ = d.lowered.by_shape   # so is the code built over it
+    return function
 
 
 _JACOBIAN_SOURCE = '''"""A jacrev object as a function of its arguments, for forward mode over it (generated
@@ -150,7 +152,9 @@ def jacobian_as_function(inner, building):
                                      free="".join(", " + f for f in free),
                                      body="\n".join(body))
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return make(jacobian, *[f.obj for f in generated.free])
+    function = make(jacobian, *[f.obj for f in generated.free])
+    function.__s2sgrad_by_shape__ = generated.by_shape
+    return function
 
 
 def _structure_text(tree, items):

@@ -163,6 +163,9 @@ class LoweredFunction:
     #: the Var names in ``lists`` that are tuple results (``w, v = np.linalg.eigh(a)``):
     #: their adjoint is a tuple, updated functionally (``rt.item_added``) so Numba types it
     tuples: set = field(default_factory=set)
+    #: True when the code holds only for arguments of the sizes it was built for (a
+    #: recursion that ends by shapes was unrolled: ``front/recursion.py``)
+    by_shape: bool = False
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ state, and says in its constructor what else it reads.
 import gast
 
 from ..syntax.naming import NameAllocator
+from .recursion import CallStack
 
 
 class LocalFunction:
@@ -61,8 +62,7 @@ class LoweringState:
         self.free = {}          # id(obj) -> FreeValue
         self.free_objects = []  # keeps the objects alive while ids are in use
         self.paths = {}         # id(obj) -> a readable path to a resolved object
-        self.stack = []         # the functions being inlined, to catch recursion
-        self.local_stack = []   # local functions (def/lambda inside) being inlined
+        self.stack = CallStack()  # the functions being inlined: recursion unrolled or refused
         self.fields = {}        # Seq of a namedtuple argument -> its field names
         self.producers = {}     # Var name -> the primitive of the Op that assigned it
         self.words = {}         # expression node -> the parameter its value is passed to
