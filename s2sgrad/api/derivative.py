@@ -43,6 +43,7 @@ from .arguments import (argument_signature, argument_types, check_differentiable
                         check_options, check_positions, check_weights, count_text,
                         free_values, is_option, is_weights_function, positions_text,
                         to_array)
+from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
 from .loading import load_function, user_line_of
 from .nested import derivative_as_function
@@ -135,17 +136,21 @@ class Derivative:
             if isinstance(weights, (list, tuple)):
                 weights = tuple(weights)
         key = tuple(id(w) for w in weights) if isinstance(weights, tuple) else id(weights)
-        cached = self._bound.get(id(instance))
+        # kept on the instance (``binding``): a cache here would keep every instance alive
+        kept = kept_on(instance)
+        store, slot = (kept, self) if kept is not None else (self._bound, id(instance))
+        cached = store.get(slot)
         if cached is not None and cached[0] == key and cached[1].fn.__self__ is instance:
             return cached[1]
         bound = self.bind_to(types.MethodType(self.fn, instance), weights)
         if bound is None:
             return self
-        self._bound[id(instance)] = (key, bound)
-        try:
-            weakref.finalize(instance, self._bound.pop, id(instance), None)
-        except TypeError:       # not weak-referenceable: kept until the class goes
-            pass
+        store[slot] = (key, bound)
+        if kept is None:
+            try:
+                weakref.finalize(instance, self._bound.pop, id(instance), None)
+            except TypeError:       # neither a __dict__ nor weak references: kept until
+                pass                # the class goes
         return bound
 
     # ------------------------------------------------------------ building
@@ -438,11 +443,21 @@ class Derivative:
 _KEPT = weakref.WeakKeyDictionary()
 
 
-def derivative_for(owner, key, make):
-    """The derivative ``make()`` gives for ``owner`` (a function) and ``key`` (its mode and
-    options), kept while ``owner`` lives, so that repeated calls (``vjp(f, x)`` in a
-    loop) build the code once; made for this call only when ``owner`` cannot be
-    weakly referenced."""
+def derivative_for(fn, key, make):
+    """The derivative ``make()`` gives for ``fn`` (a function, a bound method, a Cell) and
+    ``key`` (its mode and options), kept while ``fn`` lives, so that repeated calls
+    (``vjp(f, x)`` in a loop) build the code once: a bound method's or a Cell's on its
+    instance (``binding.kept_on``: the derivative holds the instance, so a cache beside
+    it would keep it alive), a function's while it can be weakly referenced (else it is
+    made for this call only)."""
+    instance = instance_of(fn)
+    kept = kept_on(instance) if instance is not None else None
+    if kept is not None:
+        key = ("derivative_for", key, getattr(fn, "__func__", None))
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
+    owner = fn
     try:
         # a get first: setdefault makes a weak reference with a callback, and a dict
         per_owner = _KEPT.get(owner)
