@@ -78,7 +78,10 @@ class BranchLowering:
         """The atom that holds ``a`` after ``body`` and ``b`` after ``orelse``."""
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
-            return a if b is None else b
+            one = a if b is None else b
+            if isinstance(one, Var):
+                self.state.unbound.add(one.name)
+            return one
         if isinstance(a, DictAtom) or isinstance(b, DictAtom):
             if a is b:
                 return a

@@ -75,8 +75,15 @@ class LoopLowering:
             assigned = [n for n in assigned_names([gast.Assign(targets=[spec.target],
                                                                value=None)])
                         if n not in assigned] + assigned
+        # a name that may be unbound here (bound by a loop that may have run zero times)
+        # and that each iteration binds before reading is not carried but the body's own,
+        # as if new: copying its value on entry would raise UnboundLocalError where
+        # Python reads nothing
         carried = [n for n in assigned if n in frame.env and n != flag
-                   and isinstance(frame.env[n], (Var, Const, Seq))]
+                   and isinstance(frame.env[n], (Var, Const, Seq))
+                   and not (self.maybe_unbound(frame.env[n]) and (
+                       spec is not None and n in _target_names(spec.target)
+                       or _bound_before_read(body_src, n)))]
         carried_atoms = []      # (name, atom of its carried variables) per loop-carried name
         carried_vars = []
         for name in carried:
@@ -134,9 +141,13 @@ class LoopLowering:
         after = frame.env
         break_flag = after.get(flag) if flag_used else None
         frame.env = dict(before)
+        runs = spec is not None and all(isinstance(b, Const) for b in bounds) and \
+            len(range(*(b.value for b in bounds))) > 0
         for name in assigned:
             if name in after and name != flag and name not in dict(carried_atoms):
                 frame.env[name] = after[name]          # a body variable read after the loop
+                if not runs:                           # unbound when the loop runs 0 times
+                    self.state.unbound.update(atom_vars(after[name]))
         for name, atom in carried_atoms:
             frame.env[name] = atom
         self.state.cse.clear()
@@ -177,6 +188,10 @@ class LoopLowering:
                     f"place (the next iteration would read it changed)", "take a copy "
                     "(.copy()) before the loop, or update the array itself (y[i] = ...) "
                     "instead of a view or an alias of it")
+
+    def maybe_unbound(self, atom):
+        """True when some variable of ``atom`` may have no value at run time."""
+        return any(v in self.state.unbound for v in atom_vars(atom))
 
     def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
@@ -290,6 +305,25 @@ def _reads(statements):
         elif isinstance(stmt, Loop):
             yield from (n for b in stmt.bounds for n in atom_vars(b))
             yield from atom_vars(stmt.test) if stmt.test is not None else ()
+
+
+def _target_names(target):
+    """The names a ``for`` target binds."""
+    return {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+
+
+def _bound_before_read(statements, name):
+    """True when the statements (a loop body) bind ``name`` by a plain assignment before
+    anything in them reads it (read first, or touched in a nested block: False)."""
+    for stmt in statements:
+        reads = any(isinstance(n, gast.Name) and n.id == name and
+                    not isinstance(n.ctx, gast.Store) for n in gast.walk(stmt))
+        if isinstance(stmt, gast.Assign) and not reads and any(
+                isinstance(t, gast.Name) and t.id == name for t in stmt.targets):
+            return True
+        if reads or name in _target_names(stmt) and not isinstance(stmt, gast.Assign):
+            return False
+    return False
 
 
 def _subscript_targets(statements):

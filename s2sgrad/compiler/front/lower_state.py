@@ -66,6 +66,10 @@ class LoweringState:
         self.fields = {}        # Seq of a namedtuple argument -> its field names
         self.producers = {}     # Var name -> the primitive of the Op that assigned it
         self.words = {}         # expression node -> the parameter its value is passed to
+        #: Var names that may have no value at run time, as their Python names may not:
+        #: bound only in a loop body that may run zero times, or on one side of a branch
+        #: (no copy is made of them where Python reads nothing: ``lower_loops``)
+        self.unbound = set()
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
