@@ -449,15 +449,16 @@ def derivative_for(fn, key, make):
     (``vjp(f, x)`` in a loop) build the code once: a bound method's or a Cell's on its
     instance (``binding.kept_on``: the derivative holds the instance, so a cache beside
     it would keep it alive), a function's while it can be weakly referenced (else it is
-    made for this call only)."""
+    made for this call only; an instance without a ``__dict__`` keeps its derivatives
+    here, and lives as long as they do)."""
     instance = instance_of(fn)
     kept = kept_on(instance) if instance is not None else None
+    key = (key, getattr(fn, "__func__", None))   # a bound method: a new object per access
     if kept is not None:
-        key = ("derivative_for", key, getattr(fn, "__func__", None))
         if key not in kept:
             kept[key] = make()
         return kept[key]
-    owner = fn
+    owner = instance if instance is not None else fn
     try:
         # a get first: setdefault makes a weak reference with a callback, and a dict
         per_owner = _KEPT.get(owner)
