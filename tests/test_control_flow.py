@@ -459,3 +459,21 @@ def test_a_name_bound_only_in_a_loop_that_ran_zero_times_can_be_bound_again(fn, 
     want = numerical_grad(fn, (x, *args))
     np.testing.assert_allclose(ms.grad(fn)(x, *args), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ms.jacfwd(fn)(x, *args), want, rtol=1e-6, atol=1e-8)
+
+
+def index_read_after_an_inner_loop(x, a):
+    for i in range(2):
+        a = np.tanh(a * 0.7 + x[i] * a)
+        for r in range(2):
+            t = (x + x) * (r + 1.0)
+            a = a + np.sum(t) * 0.1
+        a = a + np.sum(t) * r * 0.1
+    return np.sum(x + x) + a
+
+
+def test_an_inner_loops_index_read_after_it_is_restored_in_each_outer_iteration(monkeypatch):
+    """The reversed inner loop walks its range again and leaves its index at the first
+    value: the outer loop tapes the index's last value for the adjoint of what read it."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x = np.array([0.3, -0.8, 0.5, 0.9])
+    check_grad(index_read_after_an_inner_loop, (x, 0.3), grad_position=(0, 1))
