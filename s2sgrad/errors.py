@@ -58,6 +58,15 @@ class UnsupportedConstructError(UserCodeError):
     """The user's code uses a construct that s2sgrad cannot differentiate."""
 
 
+class RecursionUnrollError(UnsupportedConstructError):
+    """A recursive call whose depth is not known while building: under a condition decided
+    at run time (``at_run_time``), or deeper than s2sgrad unrolls."""
+
+    def __init__(self, what, location=None, construct=None, hint=None, at_run_time=False):
+        super().__init__(what, location, construct, hint)
+        self.at_run_time = at_run_time
+
+
 class MissingRuleError(UserCodeError):
     """A differentiated value flows through a call that has no derivative rule."""
 

@@ -6,7 +6,7 @@ import pytest
 
 import s2sgrad as ms
 from s2sgrad.errors import UnsupportedConstructError
-from s2sgrad.testing import check_grad
+from s2sgrad.testing import check_grad, numerical_grad
 
 RNG = np.random.default_rng(7)
 
@@ -402,3 +402,78 @@ def recursive(x, n):
 def test_recursion_is_rejected_with_the_line():
     with pytest.raises(UnsupportedConstructError, match="recursion into recursive"):
         ms.grad(recursive)(1.0, 3)
+
+
+# ---- names bound only in a loop that may run zero times (or on one side of an if)
+
+
+def rebound_loop_index(x, n):
+    y = x * 1.0
+    for i in range(n):
+        y = y * 2.0
+    for i in range(3):
+        y = y + x * i
+    return np.sum(y) * i
+
+
+def rebound_array(x, n):
+    for k in range(n):
+        t = x * k
+    s = 0.0
+    for j in range(2):
+        t = np.sin(x) * (j + 1.0)
+        s = s + np.sum(t)
+    return s + np.sum(t)
+
+
+def rebound_after_while(x, n):
+    k = 0
+    while k < n:
+        t = x * k
+        k += 1
+    for j in range(2):
+        t = np.cos(x) * (j + 2.0)
+    return np.sum(t)
+
+
+def rebound_after_one_branch(x):
+    if x[0] > 0:
+        t = x * 2.0
+    for j in range(2):
+        t = x * (j + 1.0)
+    return np.sum(t * x)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (rebound_loop_index, (0,)), (rebound_loop_index, (2,)), (rebound_array, (0,)),
+    (rebound_array, (3,)), (rebound_after_while, (0,)), (rebound_after_while, (2,)),
+    (rebound_after_one_branch, ()), (rebound_after_one_branch, ("negated",))])
+def test_a_name_bound_only_in_a_loop_that_ran_zero_times_can_be_bound_again(fn, args,
+                                                                          monkeypatch):
+    """The later loop binds it before reading it: no copy of its (missing) value is made
+    on entry, which raised UnboundLocalError in both modes."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x = np.array([-1.0, 2.0, 0.5])
+    if args == ("negated",):
+        x, args = -x, ()
+    want = numerical_grad(fn, (x, *args))
+    np.testing.assert_allclose(ms.grad(fn)(x, *args), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ms.jacfwd(fn)(x, *args), want, rtol=1e-6, atol=1e-8)
+
+
+def index_read_after_an_inner_loop(x, a):
+    for i in range(2):
+        a = np.tanh(a * 0.7 + x[i] * a)
+        for r in range(2):
+            t = (x + x) * (r + 1.0)
+            a = a + np.sum(t) * 0.1
+        a = a + np.sum(t) * r * 0.1
+    return np.sum(x + x) + a
+
+
+def test_an_inner_loops_index_read_after_it_is_restored_in_each_outer_iteration(monkeypatch):
+    """The reversed inner loop walks its range again and leaves its index at the first
+    value: the outer loop tapes the index's last value for the adjoint of what read it."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x = np.array([0.3, -0.8, 0.5, 0.9])
+    check_grad(index_read_after_an_inner_loop, (x, 0.3), grad_position=(0, 1))

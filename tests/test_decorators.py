@@ -1,7 +1,11 @@
 """grad / value_and_grad as decorators: bare, with options, on methods of plain classes
 and of Cells (``self`` bound, weights from the instance), and show() == the code that
 ran."""
+import copy
+import gc
+import pickle
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -260,3 +264,107 @@ def test_method_of_a_cell_with_bprop_is_its_own_body():
     x = Tensor(np.array([3.0], np.float32))
     # d/dx [self(x) * x] = bprop's 10 * x + self(x) = 30 + 6
     np.testing.assert_allclose(np.asarray(Scaled().loss(x)), [36.0])
+
+
+class Cubed:
+    """Every transform that decorates, on methods of one class: each binds ``self``."""
+
+    def __init__(self, k):
+        self.k = k
+
+    @ms.grad
+    def grad_of(self, x):
+        return self.k * np.sum(x ** 3)
+
+    @ms.value_and_grad
+    def value_and_grad_of(self, x):
+        return self.k * np.sum(x ** 3)
+
+    @ms.jacrev
+    def jacrev_of(self, x):
+        return self.k * x ** 3
+
+    @ms.jacfwd
+    def jacfwd_of(self, x):
+        return self.k * x ** 3
+
+    @ms.hessian
+    def hessian_of(self, x):
+        return self.k * np.sum(x ** 3)
+
+    def plain(self, x):
+        return self.k * x ** 3
+
+
+DECORATED = {
+    "grad_of": lambda k: 3 * k * X ** 2,
+    "value_and_grad_of": lambda k: (k * np.sum(X ** 3), 3 * k * X ** 2),
+    "jacrev_of": lambda k: np.diag(3 * k * X ** 2),
+    "jacfwd_of": lambda k: np.diag(3 * k * X ** 2),
+    "hessian_of": lambda k: np.diag(6 * k * X),
+}
+
+
+def _freed(make_and_use):
+    """Whether the instance ``make_and_use`` makes and returns is gone once dropped."""
+    ref = weakref.ref(make_and_use())
+    gc.collect()
+    return ref() is None
+
+
+@pytest.mark.parametrize("name", list(DECORATED))
+def test_every_decorating_transform_binds_a_method_and_keeps_no_instance_alive(name):
+    a, b = Cubed(2.0), Cubed(5.0)
+    for obj in (a, b, a):
+        got = getattr(obj, name)(X)
+        want = DECORATED[name](obj.k)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, w)
+    assert getattr(a, name) is getattr(a, name)       # built once per instance
+    # a temporary instance lives through the call; copies start without a's derivatives
+    np.testing.assert_allclose(np.asarray(getattr(Cubed(7.0), name)(X)[-1]),
+                               np.asarray(DECORATED[name](7.0)[-1]))
+    c = copy.deepcopy(a)
+    c.k = 4.0
+    np.testing.assert_allclose(np.asarray(getattr(c, name)(X)[-1]),
+                               np.asarray(DECORATED[name](4.0)[-1]))
+    assert pickle.loads(pickle.dumps(a)).k == a.k
+
+    def use():
+        obj = Cubed(3.0)
+        getattr(obj, name)(X)
+        return obj
+    assert _freed(use), f"{name} keeps the instance alive"
+
+
+@pytest.mark.parametrize("transform", ["jvp", "jacfwd", "jacrev", "vjp", "hvp", "cell-jvp"])
+def test_transforms_of_a_bound_method_or_cell_keep_no_instance_alive(transform):
+    calls = {
+        "jvp": lambda m: ms.jvp(m.plain, (X,), (Y,)),
+        "jacfwd": lambda m: ms.jacfwd(m.plain)(X),
+        "jacrev": lambda m: ms.jacrev(m.plain)(X),
+        "vjp": lambda m: ms.vjp(m.plain, X)[1](Y),
+        "hvp": lambda m: ms.hvp(_summed(m), X, Y),
+        "cell-jvp": lambda m: ms.jvp(m, (Tensor(X.reshape(1, 3).astype(np.float32)),),
+                                     (Tensor(Y.reshape(1, 3).astype(np.float32)),)),
+    }
+
+    def use():
+        obj = nn.Dense(3, 2) if transform == "cell-jvp" else Cubed(3.0)
+        calls[transform](obj)
+        calls[transform](obj)        # the kept derivative found again, not rebuilt
+        return obj
+    assert _freed(use), f"{transform} keeps the instance alive"
+
+
+class _Summed:
+    def __init__(self, scaled):
+        self.scaled = scaled
+
+    def loss(self, x):
+        return np.sum(self.scaled.plain(x))
+
+
+def _summed(m):
+    return _Summed(m).loss

@@ -49,7 +49,7 @@ def programs(draw):
     def statement(indent, depth):
         kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem",
                                      "while", "break", "helper", "append", "return",
-                                     "tuple", "grid", "stencil", "rows"]
+                                     "tuple", "grid", "stencil", "rows", "rebind"]
                                     if depth < 2 else ["array", "scalar", "index", "helper"]))
         pad = "    " * indent
         if kind == "array":
@@ -141,6 +141,16 @@ def programs(draw):
                 ("for (k, r), q in zip(enumerate({a}, 1), reversed({b})):", "r * q * k")])
             lines.append(f"{pad}{header.format(a=arr, b=other)}")
             lines.append(f"{pad}    {acc} = np.tanh({acc} * 0.8 + {use} * {pick(scalars)} * 0.3)")
+        elif kind == "rebind":
+            # names bound only in a loop that runs zero times (its trip count known at
+            # run time), bound again by a later loop and read after it
+            r, t, acc = f"r{next(_counter)}", f"t{next(_counter)}", pick(scalars)
+            lines.append(f"{pad}for {r} in range(x.shape[0] - 4):")
+            lines.append(f"{pad}    {t} = {pick(arrays)} * {pick(scalars)}")
+            lines.append(f"{pad}for {r} in range({draw(st.integers(1, 3))}):")
+            lines.append(f"{pad}    {t} = {expression(arrays)} * ({r} + 1.0)")
+            lines.append(f"{pad}    {acc} = {acc} + np.sum({t}) * 0.1")
+            lines.append(f"{pad}{acc} = {acc} + np.sum({t}) * {r} * 0.1")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
             lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")

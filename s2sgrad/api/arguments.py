@@ -129,9 +129,10 @@ def argument_signature(value):
 
 
 def argument_types(arrays):
-    """Per argument: (numpy dtype, ndim, which dimensions are 1) for arrays, ("const",
-    value) for options (None, bools, strings), None for anything else: the argument
-    types the compiler builds for."""
+    """Per argument: (numpy dtype, ndim, which dimensions are 1, shape) for arrays
+    (the shape is read only by a build that unrolls a recursion ending by shapes),
+    ("const", value) for options (None, bools, strings), None for anything else: the
+    argument types the compiler builds for."""
     if arrays is None:
         return None
     out = []
@@ -139,7 +140,7 @@ def argument_types(arrays):
         if is_option(a):
             out.append(("const", a))
         elif isinstance(a, np.ndarray):
-            out.append((a.dtype, a.ndim, unit_dimensions(a)))
+            out.append((a.dtype, a.ndim, unit_dimensions(a), a.shape))
         elif isinstance(a, (int, np.integer)) and not isinstance(a, bool):
             out.append(("int", 0))
         elif isinstance(a, np.floating):

@@ -49,6 +49,7 @@ from .arguments import (argument_signature, argument_types, check_differentiable
                         check_options, check_positions, check_weights, count_text,
                         free_values, is_option, is_weights_function, positions_text,
                         to_array)
+from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
 from .guards import holds, unchecked
 from .loading import load_function, user_line_of, user_origin_of
@@ -91,6 +92,8 @@ class Derivative:
         self._earlier = {}    # argument signature -> variants whose guards failed, newest first
         self._plans = {}      # plan_key of a call's arguments -> CallPlan
         self._last = None     # the signature of the last call
+        # the code unrolls a recursion by the arguments' shapes: each signature has them
+        self._by_shape = False
         self._signature = None  # the differentiated function's signature (its own params)
         self._bound = {}      # id(instance) -> (weights' ids, bound derivative)
         self._rule = None
@@ -187,17 +190,21 @@ class Derivative:
             if isinstance(weights, (list, tuple)):
                 weights = tuple(weights)
         key = tuple(id(w) for w in weights) if isinstance(weights, tuple) else id(weights)
-        cached = self._bound.get(id(instance))
+        # kept on the instance (``binding``): a cache here would keep every instance alive
+        kept = kept_on(instance)
+        store, slot = (kept, self) if kept is not None else (self._bound, id(instance))
+        cached = store.get(slot)
         if cached is not None and cached[0] == key and cached[1].fn.__self__ is instance:
             return cached[1]
         bound = self.bind_to(types.MethodType(self.fn, instance), weights)
         if bound is None:
             return self
-        self._bound[id(instance)] = (key, bound)
-        try:
-            weakref.finalize(instance, self._bound.pop, id(instance), None)
-        except TypeError:       # not weak-referenceable: kept until the class goes
-            pass
+        store[slot] = (key, bound)
+        if kept is None:
+            try:
+                weakref.finalize(instance, self._bound.pop, id(instance), None)
+            except TypeError:       # neither a __dict__ nor weak references: kept until
+                pass                # the class goes
         return bound
 
     # ------------------------------------------------------------ building
@@ -278,15 +285,26 @@ class Derivative:
         is built once.  Without arguments: the code the last call ran, or before
         any call an unspecialised build.
         """
-        key = None if arrays is None else (tuple(trees or ()),
-                                           tuple(argument_signature(a) for a in arrays))
+        key = None if arrays is None else self._signature_of(arrays, trees)
         if arrays is not None:
             self._last = key
         elif self._last is not None:
             key = self._last
         self._building = (arrays, trees)    # read by _target for a derivative of a derivative
         self._generated, self._compiled, self.path = self._variant(key, arrays, trees)
+        if arrays is not None and self._generated.by_shape and not self._by_shape:
+            # a recursion unrolled by these shapes: from now on every build is keyed by them
+            self._by_shape = True
+            self._variants[self._signature_of(arrays, trees)] = self._variants.pop(key)
+            self._last = self._signature_of(arrays, trees)
         return self._generated
+
+    def _signature_of(self, arrays, trees):
+        """The key of ``_variants`` for arguments of leaves ``arrays`` and structures
+        ``trees``: each leaf's ``argument_signature``, and its shape once a build has
+        unrolled a recursion by shapes (``Generated.by_shape``)."""
+        sizes = tuple(getattr(a, "shape", None) for a in arrays) if self._by_shape else ()
+        return (tuple(trees or ()), tuple(argument_signature(a) for a in arrays)) + sizes
 
     def _build_generic(self):
         """The build for no argument types (dtypes and ranks unknown), with the options
@@ -418,7 +436,8 @@ class Derivative:
         """After a full call: a ``kind`` plan (``call_plan``) kept under ``key`` (a
         ``plan_key``; None: the call cannot be planned) for later calls like it, when each
         argument was a single value; ``more``: what ``kind`` takes besides."""
-        if key is not None and len(leaves) == len(args):
+        if key is not None and len(leaves) == len(args) and \
+                not self._variants[self._last][0].by_shape:   # (plans are not keyed by sizes)
             self._plans[key] = kind(self._last, self._variants[self._last], args, inputs,
                                     *more)
 
@@ -518,11 +537,22 @@ class _MethodReference:
 _KEPT = weakref.WeakKeyDictionary()
 
 
-def derivative_for(owner, key, make):
-    """The derivative ``make()`` gives for ``owner`` (a function) and ``key`` (its mode and
-    options), kept while ``owner`` lives, so that repeated calls (``vjp(f, x)`` in a
-    loop) build the code once; made for this call only when ``owner`` cannot be
-    weakly referenced."""
+def derivative_for(fn, key, make):
+    """The derivative ``make()`` gives for ``fn`` (a function, a bound method, a Cell) and
+    ``key`` (its mode and options), kept while ``fn`` lives, so that repeated calls
+    (``vjp(f, x)`` in a loop) build the code once: a bound method's or a Cell's on its
+    instance (``binding.kept_on``: the derivative holds the instance, so a cache beside
+    it would keep it alive), a function's while it can be weakly referenced (else it is
+    made for this call only; an instance without a ``__dict__`` keeps its derivatives
+    here, and lives as long as they do)."""
+    instance = instance_of(fn)
+    kept = kept_on(instance) if instance is not None else None
+    key = (key, getattr(fn, "__func__", None))   # a bound method: a new object per access
+    if kept is not None:
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
+    owner = instance if instance is not None else fn
     try:
         # a get first: setdefault makes a weak reference with a callback, and a dict
         per_owner = _KEPT.get(owner)

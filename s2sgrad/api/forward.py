@@ -16,8 +16,6 @@ numpy).  Arguments are checked as for ``grad``.
 a Jacobian's loop over directions), kept per function and options
 (``forward_function``); ``JacfwdFunction`` is what ``jacfwd`` gives.
 """
-import inspect
-
 import numpy as np
 
 from ..backend.numba_backend import UNDECIDED, backend_mode
@@ -43,8 +41,9 @@ JACOBIAN_LOOP_FREE_REASON = (
 
 class ForwardFunction(Derivative):
     """The forward-mode code of ``fn`` w.r.t. ``grad_position``: ``jvp_call`` runs a
-    JVP, calling the object computes the Jacobian (``jacfwd``).  Not bound as a method
-    (``bind_to``: None), no rule inside a differentiated function."""
+    JVP, calling the object computes the Jacobian (``jacfwd``).  Bound as a method like
+    every derivative (``bind_to``; ``JacfwdFunction.__get__``); no rule inside a
+    differentiated function."""
 
     derivative_mode = "forward"
 
@@ -58,6 +57,9 @@ class ForwardFunction(Derivative):
         return (f"<s2sgrad {what} of {self.name} (grad_position="
                 f"{self.grad_position!r}{', has_aux=True' if self.has_aux else ''}), "
                 f"backend {self.backend!r}>")
+
+    def bind_to(self, method, weights):
+        return ForwardFunction(method, self.grad_position, self.has_aux, self.jacobian)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         try:
@@ -255,10 +257,7 @@ def forward_function(fn, grad_position, has_aux, jacobian):
     """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
     ``jvp`` calls build once; a bound method: while its instance lives)."""
     key = ("forward", grad_position, has_aux, jacobian, backend_mode())
-    owner = fn
-    if inspect.ismethod(fn):   # a bound method is a new object at each access
-        owner, key = fn.__self__, key + (fn.__func__,)
-    return derivative_for(owner, key,
+    return derivative_for(fn, key,
                           lambda: ForwardFunction(fn, grad_position, has_aux, jacobian))
 
 
@@ -319,6 +318,17 @@ class JacfwdFunction:
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
+
+    def __get__(self, instance, owner=None):
+        """``jacfwd`` on a method binds as ``grad`` and ``jacrev`` do: ``obj.jac`` is the
+        Jacobian of the method bound to ``obj``, built once per instance and kept on it
+        (``Derivative.__get__``, ``binding``)."""
+        if instance is None:
+            return self
+        bound = self.forward.__get__(instance, owner)
+        if bound.__dict__.get("_as_jacfwd") is None:
+            bound._as_jacfwd = JacfwdFunction(bound)
+        return bound._as_jacfwd
 
     @property
     def __s2sgrad_custom_vjp__(self):

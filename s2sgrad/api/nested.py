@@ -91,7 +91,7 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return _with_origins(made(make, gradient.function, gradient), fn,
+    return _with_origins(made(make, gradient.function, gradient, d.lowered.by_shape), fn,
                          gradient.path, gradient.line_map)
 
 
@@ -329,7 +329,7 @@ def _written(template, name, params, leaves, body, code, generated):
     source = template.format(name=name, params=", ".join(params), leaves=", ".join(leaves),
                              free="".join(", " + f for f in names), body="\n".join(body))
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return made(make, code, generated)
+    return made(make, code, generated, getattr(generated, "by_shape", False))
 
 
 def _structure_text(tree, items):
@@ -341,11 +341,14 @@ def _structure_text(tree, items):
                                     "a tuple or a dict instead") from None
 
 
-def made(make, function, generated):
+def made(make, function, generated, by_shape):
     """``make(function, *free values)``: the derivative as a function, its free values
     fixed (those of this build); it carries the guards of ``generated``
     (``__s2sgrad_guards__``, arrays as fixed objects) for the derivative built over it
-    to check: what the inner code read from outside is checked by the outer one."""
+    to check: what the inner code read from outside is checked by the outer one; and
+    ``__s2sgrad_by_shape__``, true when the inner code holds only for the argument sizes
+    it was built for (``front/recursion.py``), as the code built over it does."""
     fn = make(function, *[f.obj for f in generated.free])
     fn.__s2sgrad_guards__ = fixed_objects(generated.guards)
+    fn.__s2sgrad_by_shape__ = by_shape      # so is the code built over it
     return fn

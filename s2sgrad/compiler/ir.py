@@ -174,6 +174,9 @@ class LoweredFunction:
     #: what was read from outside while lowering, checked again at each call
     #: (``front/guards.py``: Guard, in the order read)
     guards: list = field(default_factory=list)
+    #: True when the code holds only for arguments of the sizes it was built for (a
+    #: recursion that ends by shapes was unrolled: ``front/recursion.py``)
+    by_shape: bool = False
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ import os
 from ..errors import OutputStructureError
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
 from .front.literals import atom_node
-from .front.lower import Lowerer
+from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .optimize.spelling import as_operators
@@ -37,6 +37,10 @@ class Generated:
     ``source`` -> the user's source line (``SourceLocation``) it was generated for;
     ``adjoint_from``: the first line of the adjoint sweep (None: there is none).
     """
+
+    #: True when the code holds only for arguments of the sizes it was built for (a
+    #: recursion that ends by shapes unrolled: ``LoweredFunction.by_shape``)
+    by_shape = False
 
     def __init__(self, source, function_name, free, wrt, computed, n_params, arg_leaves=None,
                  line_map=None, adjoint_from=None):
@@ -85,6 +89,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
                           [r is not None for r in d.returned], len(d.lowered.params),
                           d.lowered.arg_leaves, line_map, adjoint_from)
     generated.guards = d.lowered.guards
+    generated.by_shape = d.lowered.by_shape
     return generated
 
 
@@ -103,8 +108,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     """Lower ``fn`` and build both sweeps (see ``build``).  ``seed_values`` (optional):
     a function of (LoweredFunction, names) giving ``(seed names, nodes)``: the output
     adjoints start from those nodes instead of ones (see ``reverse``)."""
-    lowerer = Lowerer(arg_types, arg_trees)
-    lowered = lowerer.lower(fn, bound_self)
+    lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
     if lowered.shapes is not None:
         lowered.shapes.adjoints_shaped = seed_values is None and not any(
             isinstance(s, (If, Loop)) or (isinstance(s, Op) and s.custom is not None)

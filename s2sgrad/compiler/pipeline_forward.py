@@ -26,7 +26,7 @@ import gast
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
 from .forward.transform import tangent_sweep
 from .front.literals import atom_node
-from .front.lower import Lowerer
+from .front.lower import lower_function
 from .ir import Loop, Seq, Var, atom_vars, walk_statements
 from .pipeline import output_seeds
 from .syntax.imports import import_lines
@@ -48,6 +48,9 @@ class GeneratedJvp:
     adjoint_from = None
     #: what the code took from outside, to check at each call (``front/guards.py``)
     guards = ()
+    #: True when the code holds only for arguments of the sizes it was built for (a
+    #: recursion that ends by shapes unrolled: ``LoweredFunction.by_shape``)
+    by_shape = False
 
     def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
                  loops=True, line_map=None):
@@ -70,8 +73,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
 
     ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
     (dtype, ndim) or ("const", value), and per argument its treedef."""
-    lowerer = Lowerer(arg_types, arg_trees)
-    lowered = lowerer.lower(fn, bound_self)
+    lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
     wrt_vars = [params[k] for k in wrt]
@@ -94,6 +96,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     generated = GeneratedJvp(source, fname, lowered.free, wrt, len(params),
                              lowered.arg_leaves, jacobian, loops, line_map)
     generated.guards = lowered.guards
+    generated.by_shape = lowered.by_shape
     return generated
 
 

@@ -45,6 +45,10 @@ class GeneratedHigher:
     ``jacobian``...), ``free``, ``n_params``, ``arg_leaves`` and ``n_grads`` (how many
     gradients the differentiated gradient returns, in ``wrt`` order)."""
 
+    #: True when the code holds only for arguments of the sizes it was built for (a
+    #: recursion that ends by shapes unrolled: ``LoweredFunction.by_shape``)
+    by_shape = False
+
     def __init__(self, gradient_source, gradient_path, jvp, free, n_params, arg_leaves,
                  computed):
         self.gradient_source, self.gradient_path = gradient_source, gradient_path
@@ -83,6 +87,7 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
                                 len(d.lowered.params), d.lowered.arg_leaves,
                                 [r is not None for r in d.returned])
     generated.guards = list(d.lowered.guards) + list(jvp.guards)
+    generated.by_shape = d.lowered.by_shape
     generated.line_map = {k: gradient.line_map[origin.lineno]
                           for k, origin in jvp.line_map.items()
                           if origin.filename == gradient.path

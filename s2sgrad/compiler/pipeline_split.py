@@ -46,6 +46,10 @@ class SplitGenerated:
     output leaves (cotangent parameters) the backward takes after the residuals.
     """
 
+    #: True when the code holds only for arguments of the sizes it was built for (a
+    #: recursion that ends by shapes unrolled: ``LoweredFunction.by_shape``)
+    by_shape = False
+
     def __init__(self, source, names, free, wrt, computed, n_params, arg_leaves, residuals,
                  boxed, n_cotangents):
         self.source = source
@@ -164,6 +168,7 @@ class _Writer:
                                    [self.boxes.get(r, r) for r in self.residuals],
                                    set(self.boxes.values()), len(self.cotangents))
         generated.line_map, generated.adjoint_from = line_map, adjoint_from
+        generated.by_shape = d.lowered.by_shape
         return generated
 
     def _function(self, name, params, body):

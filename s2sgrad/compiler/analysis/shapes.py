@@ -69,6 +69,18 @@ class ShapeTable:
         #: one a plain 0.0, no custom rule or cotangent gives one): ``rt.unbroadcast``
         #: may then be written as the sum over the axes it would sum (set by the pipeline)
         self.adjoints_shaped = False
+        #: True when the build is specialised on the arguments' sizes (a recursion that
+        #: ends by shapes, ``front/recursion.py``): a shape made of ints only is then
+        #: read as a constant (``x.shape``, ``len(x)``), so branches on it fold
+        self.exact = False
+
+    def constant(self, shape):
+        """``shape`` as a tuple of ints when the build is specialised on sizes and every
+        dimension is known as an int, else None."""
+        if not self.exact or shape is None:
+            return None
+        dims = tuple(self.find(d) for d in shape)
+        return dims if all(type(d) is int for d in dims) else None
 
     def made(self, size, ints):
         """The shape of ``np.zeros(size)``: ``size`` an int (a constant, an int from a
@@ -146,17 +158,22 @@ class ShapeTable:
             self._slices[key] = Dim(f"{dim}[{start}:{part.stop}]", None)
         return self._slices[key]
 
-    def joined(self, shapes):
-        """The shape of ``np.concatenate(parts)`` along axis 0, from the parts' shapes:
-        their other dimensions equal; the first is not 1 when no part's first is."""
+    def joined(self, shapes, axis=0):
+        """The shape of ``np.concatenate(parts, axis)`` from the parts' shapes: their other
+        dimensions equal; along ``axis`` the sum when all are ints, else a symbol, not 1
+        when no part's is."""
         if not shapes or any(s is None or len(s) != len(shapes[0]) or len(s) == 0
-                             for s in shapes):
+                             for s in shapes) or not -len(shapes[0]) <= axis < len(shapes[0]):
             return None
-        if not all(self.same(s[1:], shapes[0][1:]) for s in shapes[1:]):
+        k = axis % len(shapes[0])
+        if not all(self.same(s[:k] + s[k + 1:], shapes[0][:k] + shapes[0][k + 1:])
+                   for s in shapes[1:]):
             return None
-        first = Dim("+".join(str(self.find(s[0])) for s in shapes),
-                    True if all(self._not_one(self.find(s[0])) for s in shapes) else None)
-        return (first,) + tuple(self.find(d) for d in shapes[0][1:])
+        sizes = [self.find(s[k]) for s in shapes]
+        joined = sum(sizes) if all(type(d) is int for d in sizes) else Dim(
+            "+".join(map(str, sizes)), True if all(map(self._not_one, sizes)) else None)
+        return tuple(self.find(d) for d in shapes[0][:k]) + (joined,) + tuple(
+            self.find(d) for d in shapes[0][k + 1:])
 
     # ------------------------------------------------------------ dimensions
 

@@ -304,6 +304,14 @@ class TypeInfo:
             return self.shapes.indexed(base, args[1], self.int_vars)
         if prim in FULL_REDUCTIONS:
             return self._reduced_shape(args, kwargs)
+        if prim is np.delete:
+            return self._deleted_shape(args, kwargs)
+        if prim is np.concatenate and 1 <= len(args) + len(kwargs) <= 2 and \
+                set(kwargs) <= {"axis"} and isinstance(args[0], Seq):
+            axis = args[1] if len(args) == 2 else kwargs.get("axis", Const(0))
+            if isinstance(axis, Const) and type(axis.value) is int:
+                return self.shapes.joined([self.shape_of(a) for a in args[0].items],
+                                          axis.value)
         if kwargs:
             return None
         if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2:
@@ -312,8 +320,6 @@ class TypeInfo:
             return self.shape_of(args[0])
         if prim in MAKERS and len(args) == 1:
             return self.shapes.made(args[0], self.int_vars)
-        if prim is np.concatenate and len(args) == 1 and isinstance(args[0], Seq):
-            return self.shapes.joined([self.shape_of(a) for a in args[0].items])
         if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq):
             return self._stacked_shape(args[0])
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:
@@ -351,6 +357,20 @@ class TypeInfo:
             return tuple(1 if k in axes else d for k, d in enumerate(shape))
         return tuple(d for k, d in enumerate(shape) if k not in axes) \
             if keepdims.value is False else None
+
+    def _deleted_shape(self, args, kwargs):
+        """The shape of ``np.delete(x, i, axis)`` for one int index ``i`` and a constant
+        ``axis``: that dimension one shorter (a minor of a matrix)."""
+        if set(kwargs) - {"axis"} or len(args) + len(kwargs) != 3:
+            return None
+        axis = args[2] if len(args) == 3 else kwargs["axis"]
+        shape = self.shape_of(args[0])
+        if shape is None or not self.is_int(args[1]) or not (
+                isinstance(axis, Const) and type(axis.value) is int
+                and -len(shape) <= axis.value < len(shape)):
+            return None
+        k = axis.value % len(shape)
+        return shape[:k] + (self.shapes.sliced(shape[k], slice(1, None)),) + shape[k + 1:]
 
     def is_int(self, atom):
         """True when ``atom`` is known to be a Python int (a constant, a range variable...)."""

@@ -27,7 +27,7 @@ loops and ``for`` loops, which recurse into one another through their ``connect`
 """
 import gast
 
-from ...errors import UnsupportedConstructError
+from ...errors import RecursionUnrollError, UnsupportedConstructError
 from ..analysis.aliasing import AliasTracking
 from ..analysis.typeinfo import TypeInfo
 from ..ir import Const, DictAtom, LoweredFunction, Seq, Var
@@ -62,18 +62,37 @@ def _leaf_hint(hint, key):
     return f"{hint}_{text}" if text else hint
 
 
+def lower_function(fn, bound_self=None, arg_types=None, arg_trees=None):
+    """(the Lowerer, the LoweredFunction) of ``fn``; see ``Lowerer``.  A recursion refused
+    because a run-time condition decides whether it recurses is lowered again with the
+    arguments' shapes known as numbers (``x.shape[0] == 1`` then folds): the result's
+    ``by_shape`` says the code holds only for arguments of those sizes."""
+    lowerer = Lowerer(arg_types, arg_trees)
+    try:
+        return lowerer, lowerer.lower(fn, bound_self)
+    except RecursionUnrollError as exc:
+        if not exc.at_run_time or not any(t and len(t) > 3 for t in arg_types or ()):
+            raise
+    lowerer = Lowerer(arg_types, arg_trees, by_shape=True)
+    return lowerer, lowerer.lower(fn, bound_self)
+
+
 class Lowerer:
     """Lowers one root function and everything it calls into one LoweredFunction.
 
-    ``arg_types``: per leaf parameter, (dtype, ndim[, unit dimensions]), ("const",
-    value) or None; ``arg_trees``: per argument, its treedef (s2sgrad.trees), None for a
-    leaf.  One Lowerer lowers one function (``lower``)."""
+    ``arg_types``: per leaf parameter, (dtype, ndim[, unit dimensions[, shape]]),
+    ("const", value) or None; ``arg_trees``: per argument, its treedef (s2sgrad.trees),
+    None for a leaf; ``by_shape``: the arguments' shapes are known as numbers (a
+    recursion that ends by shapes unrolls; see ``lower_function``).  One Lowerer lowers
+    one function (``lower``)."""
 
-    def __init__(self, arg_types=None, arg_trees=None):
+    def __init__(self, arg_types=None, arg_trees=None, by_shape=False):
         self.arg_types = arg_types
         self.arg_trees = arg_trees
+        self.by_shape = by_shape
         self.state = LoweringState()
         self.types = TypeInfo()
+        self.types.shapes.exact = by_shape
         self.aliases = AliasTracking(self.types)
         atoms = Atoms(self.state, self.types)
         emitter = Emitter(self.state, self.types, self.aliases, atoms)
@@ -122,7 +141,7 @@ class Lowerer:
             frame.output = self.calls.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
                                                 None)
         else:
-            self.state.stack.append(parsed.fn)
+            self.state.stack.push(frame, parsed.node, parsed.fn, parsed.name)
             self.statements.lower_body(frame, structured_body(parsed.node))
             self.state.stack.pop()
         self.check_output(frame, parsed)
@@ -134,7 +153,8 @@ class Lowerer:
             shapes=types.shapes, param_types=types.param_types, int_vars=types.int_vars,
             mutated=self.aliases.mutated, lists=types.lists,
             shared_at_write=self.aliases.shared_at_write, tuples=types.tuples,
-            guards=list(self.state.guards))
+            guards=list(self.state.guards),
+            by_shape=self.by_shape or getattr(fn, "__s2sgrad_by_shape__", False))
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a
@@ -195,6 +215,8 @@ class Lowerer:
         self.types.ndims[name] = ndim
         if len(self.arg_types[i]) > 2:
             self.types.shapes.argument(name, ndim, self.arg_types[i][2])
+        if self.by_shape and len(self.arg_types[i]) > 3:
+            self.types.shapes.of[name] = tuple(self.arg_types[i][3])
         if isinstance(dtype, str) and dtype == "int":   # a Python int argument
             self.types.int_vars.add(name)
         elif dtype is not None:

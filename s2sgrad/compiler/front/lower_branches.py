@@ -32,15 +32,12 @@ class BranchLowering:
         """A branch on a run-time value: both sides lowered, variables merged by assignments
         at the end of each side (the branches' 'phi' copies)."""
         before = dict(frame.env)
-        sides = []
         stale_before, stale_after = set(self.aliases.stale_views), set()
-        for statements in (stmt.body, stmt.orelse):
-            frame.env = dict(before)
-            frame.output, frame.returned = None, False
-            self.aliases.stale_views = set(stale_before)   # one side does not run after the other
-            ops = self.state.collect(lambda: self.statements.lower_body(frame, statements))
-            sides.append((ops, frame.env, frame.output if frame.returned else None))
-            stale_after |= self.aliases.stale_views
+        self.state.stack.branches.append(frame.location(stmt))   # a recursion under it: refused
+        try:
+            sides = self.lower_sides(frame, stmt, before, stale_before, stale_after)
+        finally:
+            self.state.stack.branches.pop()
         self.aliases.stale_views = stale_after
         (body, env_body, out_body), (orelse, env_else, out_else) = sides
         frame.env = dict(before)
@@ -63,11 +60,28 @@ class BranchLowering:
         self.state.ops.append(If(test, body, orelse, location))
         self.state.cse.clear()
 
+    def lower_sides(self, frame, stmt, before, stale_before, stale_after):
+        """Each side of ``stmt`` lowered from the variables ``before`` it: per side (its
+        Ops, the variables after it, its result or None); the views either side leaves
+        stale are added to ``stale_after``."""
+        sides = []
+        for statements in (stmt.body, stmt.orelse):
+            frame.env = dict(before)
+            frame.output, frame.returned = None, False
+            self.aliases.stale_views = set(stale_before)   # one side does not run after the other
+            ops = self.state.collect(lambda: self.statements.lower_body(frame, statements))
+            sides.append((ops, frame.env, frame.output if frame.returned else None))
+            stale_after |= self.aliases.stale_views
+        return sides
+
     def merge(self, frame, stmt, name, a, b, body, orelse, location):
         """The atom that holds ``a`` after ``body`` and ``b`` after ``orelse``."""
         if a is None or b is None:
             # set on one path only: on the other, Python has no value for it either
-            return a if b is None else b
+            one = a if b is None else b
+            if isinstance(one, Var):
+                self.state.unbound.add(one.name)
+            return one
         if isinstance(a, DictAtom) or isinstance(b, DictAtom):
             if a is b:
                 return a

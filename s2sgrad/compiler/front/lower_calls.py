@@ -107,6 +107,10 @@ class CallLowering:
             return Const(len(args[0].items))
         if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
             return Const(len(args[0].pairs))
+        shape = self.types.shapes.constant(self.types.shape_of(args[0])) \
+            if obj in (len, np.shape) and len(args) == 1 and not kwargs else None
+        if shape:      # a build specialised on sizes: len(x) is a number
+            return Const(shape[0] if obj is len else shape)
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
                 args[0], Seq) and len(args[0].items) > 1):
             # max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule
@@ -235,9 +239,6 @@ class CallLowering:
     def inline_local(self, frame, node, local, args, kwargs):
         """A call to a function defined inside the one being differentiated: its body is
         lowered with the enclosing function's variables as they are at the call."""
-        if local.node in self.state.local_stack:
-            raise unsupported(frame, node, f"recursion into {local.node.name}",
-                              "write the recursion as a loop")
         params = local.node.args
         if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
             raise unsupported(frame, node, "a local function with *args, **kwargs or "
@@ -261,16 +262,21 @@ class CallLowering:
                               f"{', '.join(names)}")
         callee = Frame(local.frame.parsed, {**local.frame.env, **values}, frame.call_site)
         callee.caller, callee.closure = frame, local.frame
-        self.state.local_stack.append(local.node)
+        self.state.stack.push(frame, node, local.node, local.node.name)
         self.statements.lower_body(callee, structured_body(local.node, callee.env))
-        self.state.local_stack.pop()
+        self.state.stack.pop()
         return callee.output if callee.output is not None else Const(None)
 
     def inline(self, frame, node, fn, args, kwargs, bound_self):
         """Lower a call to a Python function by lowering its body with the arguments bound."""
-        if fn in self.state.stack:
-            raise unsupported(frame, node, f"recursion into {fn.__qualname__}",
-                              "write the recursion as a loop")
+        self.state.stack.push(frame, node, fn, fn.__qualname__)
+        try:
+            return self.inline_body(frame, node, fn, args, kwargs, bound_self)
+        finally:
+            self.state.stack.pop()
+
+    def inline_body(self, frame, node, fn, args, kwargs, bound_self):
+        """``inline``'s work, with ``fn`` entered on the stack of inlined functions."""
         parsed = parse_function(fn)
         self.state.names.claim_source(parsed.node)
         sig = inspect.signature(fn)
@@ -302,9 +308,7 @@ class CallLowering:
         library = (getattr(fn, "__module__", "") or "").startswith("s2sgrad.")
         callee = Frame(parsed, env, frame.location(node) if library else None)
         callee.caller, callee.word = frame, self.state.words.pop(node, None)
-        self.state.stack.append(fn)
         self.statements.lower_body(callee, structured_body(parsed.node))
-        self.state.stack.pop()
         return callee.output if callee.output is not None else Const(None)
 
 

@@ -158,6 +158,9 @@ class ExpressionLowering:
             if base.name in self.types.param_types and node.attr in ("dtype", "ndim"):
                 dtype, ndim = self.types.param_types[base.name]
                 return Const(dtype if node.attr == "dtype" else ndim)
+            shape = self.types.shapes.constant(self.types.shape_of(base))
+            if shape is not None and node.attr in ("shape", "size"):
+                return Const(shape if node.attr == "shape" else int(np.prod(shape)))
             expr = gast.Attribute(value=self.atoms.atom_node(base), attr=node.attr, ctx=gast.Load())
             prim = np.transpose if node.attr == "T" else prims.attribute(node.attr)
             return self.emitter.emit(frame, node, prim, (base,), {}, expr, hint)

@@ -20,6 +20,7 @@ from ..ir import Const, DictAtom, Seq, Var
 from ..syntax.nodes import name_node
 from ..syntax.source import unsupported
 from .lower_loops import RangeSpec, row_value
+from .recursion import MAX_DEPTH
 
 
 #: a loop over a tuple or list of numbers read from outside is unrolled up to this
@@ -71,6 +72,9 @@ class ForLowering:
                 return self.lower_unrolled_for(frame, stmt, iterable)
         if isinstance(func, Const) and func.value is range:
             bounds = self.range_bounds(frame, call.args)
+            steps = self.recursive_steps(stmt, bounds)
+            if steps is not None:
+                return self.lower_unrolled_for(frame, stmt, Seq(tuple(map(Const, steps))))
             return self.loops.lower_loop(frame, stmt, RangeSpec(tuple(bounds), stmt.target))
         if isinstance(func, Const) and func.value in (enumerate, zip):
             seqs = []
@@ -262,6 +266,21 @@ class ForLowering:
         for item in items:
             self.statements.bind(frame, stmt.target, item)
             self.statements.lower_body(frame, stmt.body)
+
+    def recursive_steps(self, stmt, bounds):
+        """The indices of a ``for`` over a constant range to unroll, or None: in a build
+        specialised on shapes (``ShapeTable.exact``), a loop of at most ``MAX_DEPTH``
+        steps whose body calls a function being inlined (a determinant's sum over the
+        minors), so that each call's argument has a shape known as numbers."""
+        if not self.types.shapes.exact or not all(
+                isinstance(b, Const) and type(b.value) is int for b in bounds):
+            return None
+        steps = range(*(b.value for b in bounds))
+        names = self.state.stack.names()
+        calls = any(isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and
+                    n.func.id in names for n in gast.walk(stmt))
+        jumps = any(isinstance(n, (gast.Break, gast.Continue)) for n in gast.walk(stmt))
+        return list(steps) if calls and not jumps and len(steps) <= MAX_DEPTH else None
 
     def range_bounds(self, frame, args):
         """The atoms of ``range(*args)`` as [start, stop, step] (defaults filled in; more

@@ -75,8 +75,7 @@ class LoopLowering:
             assigned = [n for n in assigned_names([gast.Assign(targets=[spec.target],
                                                                value=None)])
                         if n not in assigned] + assigned
-        carried = [n for n in assigned if n in frame.env and n != flag
-                   and isinstance(frame.env[n], (Var, Const, Seq))]
+        carried = self.carried_names(frame, assigned, flag, spec, body_src)
         carried_atoms = []      # (name, atom of its carried variables) per loop-carried name
         carried_vars = []
         for name in carried:
@@ -131,14 +130,9 @@ class LoopLowering:
                 self.forget_carried_assumptions(changed)
                 self.aliases.stale_views = stale_before
         self.check_loop_reads(frame, stmt, body + test_ops, carried_vars, stale_before)
-        after = frame.env
-        break_flag = after.get(flag) if flag_used else None
-        frame.env = dict(before)
-        for name in assigned:
-            if name in after and name != flag and name not in dict(carried_atoms):
-                frame.env[name] = after[name]          # a body variable read after the loop
-        for name, atom in carried_atoms:
-            frame.env[name] = atom
+        break_flag = frame.env.get(flag) if flag_used else None
+        self.variables_after(frame, before, assigned, flag, carried_atoms, bounds
+                             if spec is not None else None)
         self.state.cse.clear()
         self.state.ops.append(Loop("while" if spec is None else "range", target, bounds, test_ops,
                                    test, body, carried_vars, counter, break_flag, location))
@@ -177,6 +171,36 @@ class LoopLowering:
                     f"place (the next iteration would read it changed)", "take a copy "
                     "(.copy()) before the loop, or update the array itself (y[i] = ...) "
                     "instead of a view or an alias of it")
+
+    def variables_after(self, frame, before, assigned, flag, carried_atoms, bounds):
+        """``frame``'s variables after the loop: those ``before`` it, the loop-carried ones,
+        and those only the body binds (``assigned``: its last iteration's, which may be
+        unbound when the loop runs zero times; ``bounds``: a range's, else None)."""
+        after = frame.env
+        frame.env = dict(before)
+        runs = bounds is not None and all(isinstance(b, Const) for b in bounds) and \
+            len(range(*(b.value for b in bounds))) > 0
+        for name in assigned:
+            if name in after and name != flag and name not in dict(carried_atoms):
+                frame.env[name] = after[name]          # a body variable read after the loop
+                if not runs:
+                    self.state.unbound.update(atom_vars(after[name]))
+        for name, atom in carried_atoms:
+            frame.env[name] = atom
+
+    def carried_names(self, frame, assigned, flag, spec, body_src):
+        """The names the loop carries from one iteration to the next: those ``assigned``
+        in the body that have a value before it.  A name that may be unbound there (bound
+        by a loop that may have run zero times) and that each iteration binds before
+        reading is not carried but the body's own, as if new: copying its value on entry
+        would raise UnboundLocalError where Python reads nothing."""
+        def maybe_unbound(atom):
+            return any(v in self.state.unbound for v in atom_vars(atom))
+        return [n for n in assigned if n in frame.env and n != flag
+                and isinstance(frame.env[n], (Var, Const, Seq))
+                and not (maybe_unbound(frame.env[n]) and (
+                    spec is not None and n in _target_names(spec.target)
+                    or _bound_before_read(body_src, n)))]
 
     def carry(self, atom, name, location, carried_vars):
         """Fresh loop-carried variables for ``atom`` (each item of a tuple), initialised
@@ -290,6 +314,25 @@ def _reads(statements):
         elif isinstance(stmt, Loop):
             yield from (n for b in stmt.bounds for n in atom_vars(b))
             yield from atom_vars(stmt.test) if stmt.test is not None else ()
+
+
+def _target_names(target):
+    """The names a ``for`` target binds."""
+    return {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+
+
+def _bound_before_read(statements, name):
+    """True when the statements (a loop body) bind ``name`` by a plain assignment before
+    anything in them reads it (read first, or touched in a nested block: False)."""
+    for stmt in statements:
+        reads = any(isinstance(n, gast.Name) and n.id == name and
+                    not isinstance(n.ctx, gast.Store) for n in gast.walk(stmt))
+        if isinstance(stmt, gast.Assign) and not reads and any(
+                isinstance(t, gast.Name) and t.id == name for t in stmt.targets):
+            return True
+        if reads or name in _target_names(stmt) and not isinstance(stmt, gast.Assign):
+            return False
+    return False
 
 
 def _subscript_targets(statements):

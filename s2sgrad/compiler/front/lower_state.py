@@ -11,6 +11,7 @@ import gast
 
 from ..syntax.naming import NameAllocator
 from .guards import Guards
+from .recursion import CallStack
 
 
 class LocalFunction:
@@ -63,11 +64,14 @@ class LoweringState:
         self.free_objects = []  # keeps the objects alive while ids are in use
         self.guards = Guards()  # what was read from outside, to check at each call
         self.paths = {}         # id(obj) -> a readable path to a resolved object
-        self.stack = []         # the functions being inlined, to catch recursion
-        self.local_stack = []   # local functions (def/lambda inside) being inlined
+        self.stack = CallStack()  # the functions being inlined: recursion unrolled or refused
         self.fields = {}        # Seq of a namedtuple argument -> its field names
         self.producers = {}     # Var name -> the primitive of the Op that assigned it
         self.words = {}         # expression node -> the parameter its value is passed to
+        #: Var names that may have no value at run time, as their Python names may not:
+        #: bound only in a loop body that may run zero times, or on one side of a branch
+        #: (no copy is made of them where Python reads nothing: ``lower_loops``)
+        self.unbound = set()
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a

@@ -135,7 +135,7 @@ def restores(statements, taped, recomputed):
     computed again from what was restored before it."""
     out = []
     nested = nested_carried(statements)
-    for stmt in statements:
+    for k, stmt in enumerate(statements):
         if isinstance(stmt, Op) and stmt.expr is None:
             continue   # the link of a custom rule: its results were restored where computed
         if isinstance(stmt, Op):
@@ -152,7 +152,7 @@ def restores(statements, taped, recomputed):
                 out.append(gast.If(test=atom_node(stmt.test), body=body or [gast.Pass()],
                                    orelse=orelse))
         elif isinstance(stmt, Loop):
-            for v in [stmt.counter] + stmt.carried:
+            for v in loop_results(stmt, statements[k + 1:]):
                 if v in taped:
                     out.extend(pop(taped[v], v))
     return out
@@ -302,17 +302,28 @@ def nested_carried(statements):
 
 def level_assigned(statements):
     """Variables this level of a loop body assigns: its ops' targets (in branches too), and
-    the counters and loop-carried variables of the loops directly in it (their values when
-    they end).  A nested loop's own body is its business."""
+    what the loops directly in it leave (``loop_results``).  A nested loop's own body is
+    its business."""
     names = []
     nested = nested_carried(statements)
-    for stmt in statements:
+    for k, stmt in enumerate(statements):
         if isinstance(stmt, Op) and stmt.expr is not None:   # (not a custom rule's link)
             names.extend(t for t in stmt.targets if t not in nested)
         elif isinstance(stmt, If):
             names.extend(level_assigned(stmt.body) + level_assigned(stmt.orelse))
         elif isinstance(stmt, Loop):
-            names.extend([stmt.counter] + stmt.carried)
+            names.extend(loop_results(stmt, statements[k + 1:]))
+    return names
+
+
+def loop_results(loop, after):
+    """The values loop ``loop`` leaves for the statements ``after`` it at its level: its
+    counter, its loop-carried variables and, when one of them reads it, its range's index
+    (its last value, which the reversed loop overwrites when it walks the range again)."""
+    names = [loop.counter] + loop.carried
+    if loop.kind == "range" and loop.target is not None and any(
+            loop.target in statement_reads(s) for s in walk_statements(after)):
+        names.append(loop.target)
     return names
 
 

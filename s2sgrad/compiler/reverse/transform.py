@@ -33,8 +33,9 @@ from ..syntax.source import location_comment
 from .adjoints import Adjoints
 from .ownership import drop_moved_copies
 from .tape import (Tape, assigned_targets, carried_copies, contributed, level_assigned, level_ops,
-                   nested_carried, pop, push, recomputable, reserve, restores, reversed_range,
-                   short_range, trip_count, use_counts, value_reads, without_dead_ops)
+                   loop_results, nested_carried, pop, push, recomputable, reserve, restores,
+                   reversed_range, short_range, trip_count, use_counts, value_reads,
+                   without_dead_ops)
 from .tape_types import tape_dtypes
 from .templates import getitem_adjoint, index_expression, instantiate, missing_rule
 from .witnesses import shape_witnesses
@@ -545,7 +546,7 @@ class _Reverser:
         last = None
         taped = self.taped.get(id(loop), {}) if loop is not None else {}
         nested = nested_carried(statements)
-        for stmt in statements:
+        for k, stmt in enumerate(statements):
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
                 out.append(Comment(location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin
@@ -570,7 +571,7 @@ class _Reverser:
             else:
                 last = None
                 out.extend(self._forward_loop(stmt))
-                for v in [stmt.counter] + stmt.carried:
+                for v in loop_results(stmt, statements[k + 1:]):
                     if v in taped:
                         out.extend(push(taped[v], v))
         return out

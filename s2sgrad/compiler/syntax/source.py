@@ -22,9 +22,21 @@ INDENT = "    "
 LINE_LIMIT = 100
 
 
+def _negative_bases_signed(tree):
+    """``tree`` with each negative number that is the base of a power written as a minus
+    sign on its magnitude: the writers print ``Constant(-1) ** j`` as ``-1 ** j``, which
+    Python reads as ``-(1 ** j)``; ``UnaryOp`` gets its parentheses, ``(-1) ** j``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(
+                node.left, ast.Constant) and isinstance(node.left.value, (int, float)) and \
+                not isinstance(node.left.value, bool) and node.left.value < 0:
+            node.left = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(-node.left.value))
+    return tree
+
+
 def to_source(node, use_astor=True):
     """Source text of one gast statement or expression, without a trailing newline."""
-    tree = gast.gast_to_ast(node)
+    tree = _negative_bases_signed(gast.gast_to_ast(node))
     ast.fix_missing_locations(tree)
     if use_astor and astor is not None:
         try:
