@@ -12,6 +12,7 @@ from .api.reverse import grad, value_and_grad, custom_vjp
 from .api.forward import jvp, jacfwd
 from .api.split import vjp, jacrev
 from .api.higher import hvp, hessian
+from .api.jacobian import jacobian
 from .api.show import show
 
 __version__ = "0.1.0"
@@ -20,5 +21,5 @@ __all__ = [
     "DType", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "dtype_to_numpy", "Tensor", "Parameter", "ParameterTuple",
     "set_seed", "ops", "nn", "grad", "value_and_grad", "show", "custom_vjp", "jvp", "jacfwd",
-    "vjp", "jacrev", "hvp", "hessian",
+    "vjp", "jacrev", "hvp", "hessian", "jacobian",
 ]

@@ -11,6 +11,8 @@ documents.
 - ``split``: ``vjp`` and ``jacrev`` (reverse mode with the two sweeps apart:
   ``SplitFunction``, ``JacrevFunction``);
 - ``forward``: ``jvp`` and ``jacfwd`` (``ForwardFunction``, ``JacfwdFunction``);
+- ``jacobian``: ``jacobian`` (``JacobianFunction``: ``jacfwd`` or ``jacrev``, whichever
+  needs fewer sweeps for a call's sizes);
 - ``higher``: ``hvp`` and ``hessian`` (forward over reverse: ``HvpFunction``,
   ``HessianFunction``), the gradient of a gradient (``GradOfGradFunction``) and a
   gradient's rule inside a differentiated function (``GradientRule``);
@@ -26,6 +28,6 @@ documents.
 Imports run one way: ``arguments``, ``results``, ``call_plan`` and ``nested`` import no
 other module of the package but ``arguments``; ``loading`` and ``derivative`` import those; ``higher`` imports
 ``derivative``; ``reverse``, ``split`` and ``forward`` import ``derivative``
-(``reverse`` and ``split`` ``higher`` too, for a gradient's rule); ``show`` imports
-every mode.
+(``reverse`` and ``split`` ``higher`` too, for a gradient's rule); ``jacobian`` imports
+``forward`` and ``split``; ``show`` imports every mode.
 """
