@@ -60,3 +60,40 @@ def test_an_empty_tape_on_the_first_call_does_not_fix_the_later_calls_types():
     assert [v.dtype for v in later] == [np.float32, np.float32]
     # a reference whose tape was empty names no item type: it is never recorded
     assert not rt.complete(rt.skeleton_of(([], np.float64(1.0))))
+
+
+TWO_FUNCTIONS = '''import numpy as np
+
+
+def widened(x):
+    for i in range(1):
+        pass
+    return float(x[0])
+
+
+def kept(x):
+    for i in range(1):
+        pass
+    return x[0] * 2.0
+'''
+
+
+def test_functions_of_one_module_keep_their_own_record(tmp_path, monkeypatch):
+    """vjp's forward and jacobian functions share a module and its record: called with
+    the same argument types, each must get its own result types (``kept`` gives a float32
+    as Python, a Python float compiled; ``widened`` a float64)."""
+    from s2sgrad.backend import cache
+    from s2sgrad.backend.numba_backend import Compiled
+    monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    x = np.ones(3, dtype=np.float32)
+
+    def load(name):
+        fn, path, on_disk = cache.materialise("two_functions", TWO_FUNCTIONS, name)
+        return Compiled(fn, path=path, source=TWO_FUNCTIONS, on_disk=on_disk)
+    first = load("widened")
+    assert type(first(x)) is np.float64 and first.backend == "numba", first.fallback_reason
+    assert type(load("kept")(x)) is np.float32        # a reference run: not widened's
+    again = load("kept")                              # a later process: from the record
+    assert type(again(x)) is np.float32 and again.reference_runs == 0
+    assert type(load("widened")(x)) is np.float64

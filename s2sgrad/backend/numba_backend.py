@@ -73,6 +73,7 @@ class Compiled:
     def __init__(self, py_func, allow_numba=True, python_reason=None, path=None,
                  source=None, on_disk=False):
         self.py_func = py_func
+        self.name = getattr(py_func, "__name__", "?")    # one of the module's functions
         self.path, self.source, self.on_disk = path, source, on_disk
         self.digest = cache.digest_of(source) if source is not None else None
         self.backend = UNDECIDED
@@ -120,7 +121,7 @@ class Compiled:
 
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
-        remembered_as = f"numba {numba_version()}; {key_text(key)}"
+        remembered_as = f"{self.name}: numba {numba_version()}; {key_text(key)}"
         if self.on_disk:
             reason = cache.recall_fallback(self.path, self.digest, remembered_as)
             if reason is not None:
@@ -154,7 +155,7 @@ class Compiled:
         the compiled result for ``args``): from the record beside the module when it is
         trusted (it fits the compiled result), else from one Python run (the reference),
         then recorded for later processes."""
-        record_key = result_types.record_key(numba_version(), key)
+        record_key = result_types.record_key(self.name, numba_version(), key)
         skeleton = result_types.recall(self.path, self.digest, record_key) \
             if self.on_disk else None
         if skeleton is not None:

@@ -11,8 +11,8 @@ gives every later compiled result those types (``restorer_from``).
 types, so a later process that loads Numba's cached machine code never runs the Python
 reference (which, on a loop over a large array, costs seconds).  A record is trusted
 only when it is whole (a checksum of its entries), belongs to the module's text and
-s2sgrad's helpers (the module's hash), to the running Numba and numpy versions (part
-of the key), and matches the structure of the compiled result; otherwise it is ignored
+s2sgrad's helpers (the module's hash), to the function and the running Numba and numpy
+versions (part of the key), and matches the structure of the compiled result; otherwise it is ignored
 and rewritten from a fresh reference.
 """
 import hashlib
@@ -158,10 +158,11 @@ def _leaf_restorer(kind, skeleton, compiled, strict):
 
 # ---------------------------------------------------------------- the record on disk
 
-def record_key(numba_version, argument_key):
-    """The key a skeleton is recorded under: the Numba and numpy versions and the exact
-    argument types (``repr`` of ``numba_backend.argument_key``'s key)."""
-    return f"numba {numba_version}; numpy {np.__version__}; {argument_key!r}"
+def record_key(function, numba_version, argument_key):
+    """The key a skeleton is recorded under: the function's name (a module may hold
+    several: vjp's forward, backward and jacobian), the Numba and numpy versions and the
+    exact argument types (``repr`` of ``numba_backend.argument_key``'s key)."""
+    return f"{function}: numba {numba_version}; numpy {np.__version__}; {argument_key!r}"
 
 
 def checksum(entries):
