@@ -1,6 +1,8 @@
 """The cache under faults, with real processes: several processes filling one entry at
 once, a read-only cache folder, corrupt Numba index and data files, an edited helper,
-remembered compile failures (and a corrupt record of them), and the default folder.
+remembered compile failures (and a corrupt record of them), recorded result types (a warm
+process never runs the code as Python; a corrupt or stale record is rebuilt), and the
+default folder.
 
 Each test runs ``child.py`` (written below into a temporary folder) in fresh Python
 processes; the child prints what it saw as one JSON line.
@@ -38,8 +40,14 @@ if mode == "no-compile":                   # a failed compile must be recalled, 
     def refuse(self, args):
         raise AssertionError("Numba was asked to compile again")
     numba_backend.Compiled._compile = refuse
+references = []                           # Python runs made to learn the result types
+run_reference = numba_backend.Compiled._reference
+def counted(self, args):
+    references.append(1)
+    return run_reference(self, args)
+numba_backend.Compiled._reference = counted
 fn = with_einsum if mode in ("einsum", "no-compile") else square_sum
-x = np.array([0.5, -1.0, 2.0])
+x = np.array([0.5, -1.0, 2.0], dtype=np.float32 if mode == "float32" else np.float64)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     g = ms.value_and_grad(fn)
@@ -49,7 +57,9 @@ print(json.dumps({"value": float(value), "grad": [float(v) for v in grad],
                   "backend": g.backend, "reason": g.fallback_reason, "path": g.path,
                   "warnings": [str(w.message) for w in caught
                                if issubclass(w.category, cache.CacheWarning)],
-                  "numba_loaded": "numba" in sys.modules}))
+                  "numba_loaded": "numba" in sys.modules, "references": len(references),
+                  "types": [type(value).__name__, grad.dtype.name,
+                            type(again[0]).__name__, again[1].dtype.name]}))
 '''
 
 HELPER = "def scale(x):\n    return x * {factor}\n"
@@ -216,3 +226,60 @@ def test_default_cache_folder_is_per_user_not_the_working_directory(child):
     out = child("plain", S2SGRAD_CACHE_DIR=None, XDG_CACHE_HOME=None, HOME=str(home),
                 S2SGRAD_BACKEND="python")
     assert pathlib.Path(out["path"]).parent == home / ".cache" / "s2sgrad"
+
+
+@pytest.mark.parametrize("mode", ["plain", "float32"])
+def test_a_warm_process_never_runs_the_code_as_python_to_learn_result_types(child, mode):
+    cold = child(mode)
+    assert cold["backend"] == "numba", cold["reason"]
+    # one Python run in the cold process; its second gradient object reads the record
+    assert cold["references"] == 1
+    assert pathlib.Path(cold["path"][:-3] + ".types.json").exists()
+    warm = child(mode)
+    assert warm["references"] == 0
+    assert warm["types"] == cold["types"]     # the same types as the Python run gave
+    assert warm["types"][1] == ("float32" if mode == "float32" else "float64")
+    assert warm["types"][0] == warm["types"][2] == (
+        "float32" if mode == "float32" else "float64")
+    value, grad = _expected(2.0)
+    assert warm["value"] == pytest.approx(value, rel=1e-6)
+    assert warm["grad"] == pytest.approx(grad, rel=1e-6)
+
+
+def _damaged_types(text, damage):
+    """The record of result types ``text`` with ``damage`` done to it."""
+    data = json.loads(text)
+    (key, skeleton), = data["types"].items()
+    if damage == "garbage":
+        return "\x00 not json {"
+    if damage == "truncated":
+        return text[:len(text) // 2]
+    if damage == "other-module":
+        data["module"] = "0" * 16
+    elif damage == "edited":               # the checksum no longer matches the entries
+        data["types"][key] = ["tuple", [["array", "<f8"]], True]
+    elif damage == "other-numba":          # whole, but recorded under another Numba
+        data["types"] = {key.replace("numba ", "numba 0.0.0-"): skeleton}
+    elif damage == "wrong-structure":      # whole, but not what this code gives
+        data["types"][key] = ["tuple", [["scalar", "<f8"]] * 3, True]
+    if damage in ("other-numba", "wrong-structure"):
+        from s2sgrad.backend import result_types
+        data["check"] = result_types.checksum(data["types"])
+    return json.dumps(data)
+
+
+def test_a_corrupt_or_stale_record_of_result_types_is_rebuilt_never_trusted(child):
+    first = child("plain")
+    assert first["references"] == 1
+    record = pathlib.Path(first["path"][:-3] + ".types.json")
+    text = record.read_text()
+    for damage in ["garbage", "truncated", "other-module", "edited", "other-numba",
+                   "wrong-structure"]:
+        record.write_text(_damaged_types(text, damage))
+        out = child("plain")
+        _check(out)
+        assert out["references"] == 1, damage          # not trusted: a Python run
+        assert out["types"] == first["types"], damage
+        rebuilt = json.loads(record.read_text())
+        assert rebuilt["types"].items() >= json.loads(text)["types"].items(), damage
+        assert rebuilt["module"] == json.loads(text)["module"], damage

@@ -154,3 +154,25 @@ def test_frexp_and_modf_spellings_give_numpys_values_under_numba():
             np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
             if isinstance(w, np.ndarray):   # (Numba boxes a scalar as a Python number)
                 assert g.dtype == w.dtype
+
+
+def stacked_rows(x, n):
+    """A list built by ``append`` in a loop, then ``np.stack``-ed (Numba stacks tuples only:
+    ``numba_lists`` stacks lists along the first axis)."""
+    rows = [x[:2], np.ones(2)]
+    for i in range(n):
+        rows.append(x[i:i + 2] * x[i])
+    return np.stack(rows)
+
+
+def test_a_stacked_list_runs_compiled_in_gradients_and_jacobians(monkeypatch):
+    x = rng.uniform(-1, 1, 5)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = check_grad(lambda x: np.sum(np.sin(stacked_rows(x, 3))), (x,))
+    assert g.backend == "numba", g.fallback_reason
+    jac = s2sgrad.jacfwd(stacked_rows)
+    got = jac(x, 3)
+    assert jac.backend == "numba", jac.fallback_reason
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    np.testing.assert_allclose(got, s2sgrad.jacrev(stacked_rows)(x, 3), rtol=1e-12)
+    assert got.shape == (5, 2, 5)

@@ -12,6 +12,8 @@ documents.
 - ``split``: ``vjp`` and ``jacrev`` (reverse mode with the two sweeps apart:
   ``SplitFunction``, ``JacrevFunction``);
 - ``forward``: ``jvp`` and ``jacfwd`` (``ForwardFunction``, ``JacfwdFunction``);
+- ``jacobian``: ``jacobian`` (``JacobianFunction``: ``jacfwd`` or ``jacrev``, whichever
+  needs fewer sweeps for a call's sizes);
 - ``higher``: ``hvp`` and ``hessian`` (forward over reverse: ``HvpFunction``,
   ``HessianFunction``) and the gradient of a gradient (``GradOfGradFunction``);
 - ``vmap``: ``vmap`` (not a derivative: the batched function, ``Vmap``), its axes
@@ -35,5 +37,5 @@ import no other module of the package but ``arguments``; ``loading`` and ``deriv
 import those; ``forward`` imports ``derivative``; ``composed`` imports ``forward``;
 ``higher`` imports ``composed`` and ``forward``; ``reverse`` and ``split`` import
 ``derivative``, ``composed`` and ``forward`` (``reverse`` ``higher`` too); ``show``
-imports every mode.
+imports every mode; ``jacobian`` imports ``forward`` and ``split``.
 """

@@ -16,7 +16,9 @@ warning per process.
 
 Beside a module, ``<module>.fallback.json`` remembers the argument types for
 which Numba could not compile it (and why), so a later process runs it as
-Python at once instead of failing the same compile again.
+Python at once instead of failing the same compile again; ``<module>.types.json``
+(written by ``result_types``) records the types its compiled results are given, so
+a later process that loads Numba's cached code never runs it as Python first.
 """
 import ast
 import hashlib
@@ -197,16 +199,37 @@ def fallback_path(path):
     return os.path.splitext(path)[0] + ".fallback.json"
 
 
-def _read_sidecar(path, digest):
-    """The entries of the sidecar of ``path`` if it is whole and belongs to the module
-    with hash ``digest``; {} otherwise (missing, corrupt or stale: ignored)."""
+def types_path(path):
+    """The sidecar file beside the module at ``path`` that records its result types."""
+    return os.path.splitext(path)[0] + ".types.json"
+
+
+def read_sidecar(sidecar):
+    """The JSON object in the file ``sidecar`` beside a module; {} when it is missing,
+    unreadable or not a JSON object (a record that cannot be read is never trusted)."""
     try:
-        with open(fallback_path(path), encoding="utf-8") as f:
+        with open(sidecar, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("module") != digest or \
-            not isinstance(data.get("failed"), dict):
+    return data if isinstance(data, dict) else {}
+
+
+def write_sidecar(sidecar, data):
+    """Write ``data`` as JSON to the file ``sidecar`` atomically; a folder that cannot be
+    written is left as it is (the record is an optimisation)."""
+    text = json.dumps(data, indent=1, sort_keys=True)
+    try:
+        _write_atomically(sidecar, text + "\n")
+    except OSError:
+        pass
+
+
+def _read_sidecar(path, digest):
+    """The entries of the sidecar of ``path`` if it is whole and belongs to the module
+    with hash ``digest``; {} otherwise (missing, corrupt or stale: ignored)."""
+    data = read_sidecar(fallback_path(path))
+    if data.get("module") != digest or not isinstance(data.get("failed"), dict):
         return {}
     return {k: v for k, v in data["failed"].items() if isinstance(v, str)}
 
@@ -222,11 +245,7 @@ def remember_fallback(path, digest, key, reason):
     corrupt sidecar is replaced; a folder that cannot be written is left as it is."""
     entries = _read_sidecar(path, digest)
     entries[key] = reason
-    text = json.dumps({"module": digest, "failed": entries}, indent=1, sort_keys=True)
-    try:
-        _write_atomically(fallback_path(path), text + "\n")
-    except OSError:
-        pass
+    write_sidecar(fallback_path(path), {"module": digest, "failed": entries})
 
 
 # ---------------------------------------------------------------- listing and clearing
@@ -234,6 +253,7 @@ def remember_fallback(path, digest, key, reason):
 _MODULE = re.compile(r"^(?P<stem>[A-Za-z_][A-Za-z0-9_]*_[0-9a-f]{16})\.py$")
 _TITLE = re.compile(r"^# s2sgrad: value and gradient of (?P<function>.+?) "
                     r"\((?P<where>[^()]*:\d+)\)")
+_SIDECARS = (".fallback.json", ".types.json")
 _TEMPORARY = re.compile(r"^tmp[A-Za-z0-9_]+\.tmp$")
 
 
@@ -254,9 +274,9 @@ class Entry:
 
 
 def _companions(directory, stem):
-    """The files beside the module ``stem``: its fallback sidecar and, in __pycache__,
-    Numba's index and data files and Python's bytecode."""
-    found = [os.path.join(directory, stem + ".fallback.json")]
+    """The files beside the module ``stem``: its sidecars (remembered fallbacks, result
+    types) and, in __pycache__, Numba's index and data files and Python's bytecode."""
+    found = [os.path.join(directory, stem + suffix) for suffix in _SIDECARS]
     pycache = os.path.join(directory, "__pycache__")
     try:
         names = os.listdir(pycache)

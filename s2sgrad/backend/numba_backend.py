@@ -16,15 +16,18 @@ code); ``numba`` compiles every gradient; ``python`` compiles none.
 Both backends return the same types: scalars come back as numpy scalars of
 their dtype (Numba would give Python floats and ints), and the compiled
 results take the types and dtypes the same code gives run as Python (learnt
-by one Python run per argument types, on the first call).
+by one Python run per argument types, on the first call, and recorded beside the
+cached module by ``result_types``: a later process that loads Numba's cached code
+reads the record and never runs the code as Python).
 """
 import os
 import warnings
 
 import numpy as np
 
-from . import cache
+from . import cache, result_types
 from .reasons import explain
+from .result_types import restorer_like  # noqa: F401 - the restorer of a reference
 
 UNDECIDED = "undecided"
 UNDECIDED_REASON = ("Not decided yet: s2sgrad tries Numba on the first call, for the types "
@@ -70,12 +73,14 @@ class Compiled:
     def __init__(self, py_func, allow_numba=True, python_reason=None, path=None,
                  source=None, on_disk=False):
         self.py_func = py_func
+        self.name = getattr(py_func, "__name__", "?")    # one of the module's functions
         self.path, self.source, self.on_disk = path, source, on_disk
         self.digest = cache.digest_of(source) if source is not None else None
         self.backend = UNDECIDED
         self.fallback_reason = UNDECIDED_REASON
         self._jitted = None
         self._ready = {}           # argument types it is compiled for -> result restorer
+        self.reference_runs = 0    # Python runs made to learn the compiled results' types
         mode = backend_mode()
         if mode == "python":
             self._use_python(ENV_REASON)
@@ -110,13 +115,13 @@ class Compiled:
         if restore is None:
             return self
         jitted = self._jitted
-        if restore is _identity:
+        if restore is result_types.identity:
             return jitted
         return lambda *values: restore(jitted(*values))
 
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
-        remembered_as = f"numba {numba_version()}; {key_text(key)}"
+        remembered_as = f"{self.name}: numba {numba_version()}; {key_text(key)}"
         if self.on_disk:
             reason = cache.recall_fallback(self.path, self.digest, remembered_as)
             if reason is not None:
@@ -140,13 +145,40 @@ class Compiled:
             return as_numpy_scalars(self.py_func(*args))
         finally:
             notice.cancel()
-        # the types the same code gives as Python, once per argument types: the compiled
-        # results are given the same (see ``restorer_like``)
-        reference = as_numpy_scalars(self.py_func(*args))    # an error here names its line
         self.backend, self.fallback_reason = "numba", None
-        compiled = self._jitted(*args)
-        restore = self._ready[key] = restorer_like(reference, compiled)
+        restore, compiled = self._restorer(key, args)
+        self._ready[key] = restore
         return restore(compiled)
+
+    def _restorer(self, key, args):
+        """(the function giving compiled results the types the same code gives as Python,
+        the compiled result for ``args``): from the record beside the module when it is
+        trusted (it fits the compiled result), else from one Python run (the reference),
+        then recorded for later processes."""
+        record_key = result_types.record_key(self.name, numba_version(), key)
+        skeleton = result_types.recall(self.path, self.digest, record_key) \
+            if self.on_disk else None
+        if skeleton is not None:
+            compiled = self._jitted(*args)
+            try:
+                return result_types.restorer_from(skeleton, compiled), compiled
+            except result_types.StaleSkeleton:
+                pass
+        reference = self._reference(args)           # an error here names its line
+        compiled = self._jitted(*args)
+        skeleton = result_types.skeleton_of(reference)
+        if skeleton is None:
+            return result_types.restorer_like(reference, compiled), compiled
+        restore = result_types.restorer_from(skeleton, compiled, strict=False)
+        if self.on_disk and result_types.complete(skeleton):
+            result_types.remember(self.path, self.digest, record_key, skeleton)
+        return restore, compiled
+
+    def _reference(self, args):
+        """The result of the code run as Python on ``args`` (its types are the reference
+        for the compiled results)."""
+        self.reference_runs += 1
+        return as_numpy_scalars(self.py_func(*args))
 
     def _compile(self, args):
         """Compile the dispatcher for the Numba types of ``args``; returns the signature.
@@ -298,50 +330,6 @@ def as_numpy_scalars(result):
         except OverflowError:
             return result
     return result
-
-
-def _identity(value):
-    return value
-
-
-def restorer_like(reference, compiled):
-    """A function that gives a result of the compiled code the types of ``reference``, the
-    same code's result run as Python: numpy scalars of the same type, arrays of the same
-    dtype (Numba promotes float32 with a Python float to float64; numpy 2 does not).
-    ``compiled`` is the compiled code's result for the same arguments: the types Numba
-    gives are fixed by the argument types it compiled for, so a part that already has
-    the type (and dtype) of the reference is left as it is on every call.  A list (a tape
-    the forward sweep returns: its length varies) is restored item by item as its first
-    item."""
-    if isinstance(reference, list):
-        item = restorer_like(reference[0], compiled[0]) if reference else _identity
-        return _identity if item is _identity else (lambda value: [item(v) for v in value])
-    if isinstance(reference, tuple):
-        parts = [restorer_like(r, c) for r, c in zip(reference, compiled)]
-        if all(p is _identity for p in parts):
-            return _identity
-        if type(reference) is tuple and len(parts) == 2:    # (value, gradients): each call
-            first, second = parts
-            if first is _identity:
-                return lambda value: (value[0], second(value[1]))
-            return lambda value: (first(value[0]), second(value[1]))
-        fix = [(i, p) for i, p in enumerate(parts) if p is not _identity]
-
-        def restore(value):
-            value = list(value)
-            for i, p in fix:
-                value[i] = p(value[i])
-            return tuple(value)
-        return restore
-    if type(compiled) is type(reference) and (
-            not isinstance(reference, np.ndarray) or compiled.dtype == reference.dtype):
-        return _identity
-    if isinstance(reference, np.generic):
-        return type(reference)
-    if isinstance(reference, np.ndarray):
-        dtype = reference.dtype
-        return lambda value: value if value.dtype == dtype else value.astype(dtype)
-    return _identity
 
 
 def _is_typing_failure(exc):

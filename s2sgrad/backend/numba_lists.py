@@ -1,11 +1,13 @@
 """Numba implementations of the list and tuple helpers in ``s2sgrad.runtime``: adjoints
 of lists that a run-time loop extends with ``append``, and of tuple results
-(``w, v = np.linalg.eigh(a)``), whose adjoint is a tuple updated functionally.
+(``w, v = np.linalg.eigh(a)``), whose adjoint is a tuple updated functionally; and
+``np.stack`` of such a list (Numba's stacks only tuples).
 
 A tuple's items may differ in type, so the tuple helpers are generated per length
 (``items[0], items[1], ...``) and ``rt.item_added`` needs its index as a literal (the
 generated code writes it as a constant).
 """
+import numpy as np
 from numba import types
 from numba.extending import overload
 
@@ -66,3 +68,29 @@ def _item_added(items, index, g):
         k = index.literal_value % n if n else 0
         return tuple_impl("items, index, g",
                            lambda j: f"items[{j}] + g" if j == k else f"items[{j}]", n)
+
+
+@overload(np.stack, prefer_literal=True)
+def _stack_list(arrays, axis=0):
+    """``np.stack`` of a list of arrays (Numba stacks only tuples), along the first axis:
+    a list built by ``append`` in a loop (a run-time length).  Another ``axis`` is left
+    to Numba (which refuses it: the code then runs as Python and says why)."""
+    if not isinstance(arrays, types.List) or not isinstance(arrays.dtype, types.Array):
+        return None
+    if not (isinstance(axis, types.Omitted) and axis.value == 0 or
+            isinstance(axis, types.IntegerLiteral) and axis.literal_value == 0 or
+            isinstance(axis, int) and axis == 0):
+        return None
+    dtype = arrays.dtype.dtype
+
+    def impl(arrays, axis=0):
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to stack")
+        shape = arrays[0].shape
+        out = np.empty((len(arrays),) + shape, dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape != shape:
+                raise ValueError("all input arrays must have the same shape")
+            out[k] = arrays[k]
+        return out
+    return impl

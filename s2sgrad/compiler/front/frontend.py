@@ -11,6 +11,7 @@ import functools
 import inspect
 import linecache
 import os
+import re
 import sysconfig
 import textwrap
 
@@ -123,9 +124,7 @@ def parse_function(fn):
             f"s2sgrad can only read Python functions, got {fn!r}; wrap it in a def, or "
             f"register a rule for it with s2sgrad.custom_vjp")
     try:
-        # (a code object: inspect would follow a wrapper's __wrapped__ to the wrapped one)
-        lines, first_line = inspect.getsourcelines(fn.__code__)
-        filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
+        lines, first_line, filename = _source_lines(fn)
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} ({exc}); s2sgrad differentiates "
@@ -143,6 +142,26 @@ def parse_function(fn):
                 node = node.body[0]
         gast.increment_lineno(node, first_line - 1)
     return ParsedFunction(fn, node, filename, first_line, lines)
+
+
+_DEFINITION = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+
+
+def _source_lines(fn):
+    """(the source lines of ``fn``, its first line, its file), as ``inspect.getsourcelines``
+    of its code object gives them (a code object: inspect would follow a wrapper's
+    ``__wrapped__`` to the wrapped one), read through ``linecache`` with the function's own
+    globals: inspect looks the module up by scanning every loaded module (50 ms on the
+    first call of a process that has imported Numba).  Raises OSError when there is no
+    source; a first line that is not a definition is left to inspect."""
+    code = fn.__code__
+    filename = inspect.getsourcefile(code) or code.co_filename
+    lines = linecache.getlines(filename, fn.__globals__)
+    first = code.co_firstlineno
+    if not (0 < first <= len(lines)) or not _DEFINITION.match(lines[first - 1]):
+        found, first = inspect.getsourcelines(code)
+        return found, first, filename
+    return inspect.getblock(lines[first - 1:]), first, filename
 
 
 def _body_span(code):

@@ -1,0 +1,116 @@
+"""Where Numba's time goes on a cold first call (run by hand).
+
+    python benchmarks/bench_cold_compile.py [lstm|ode ...]
+
+Each case runs in a fresh process with an empty cache: a 15-step LSTM
+(``bench_lstm.lstm_loss``, H=16, D=8) and GradBench's ode eval in plain numpy
+(``ode_last``: fourth-order Runge-Kutta over n=10000 values, 100 steps, the
+gradient of the last value; from the eval's README and its reference, ode.hpp).
+It prints the first call's time; the generated module's size; how many
+functions Numba compiled (the generated one and every helper and numpy
+implementation it pulled in); Numba's pass times for the generated function
+(type inference, lowering); and the functions that took the most time to
+compile, excluding the time of what they called (``numba.core.event``).
+Issue 20's target: <= 5 s (``jax.jit(grad)`` of the LSTM: 5.2 s).
+"""
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+import harness  # noqa: F401  (one thread, before numpy)
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ode_rhs(x, y):
+    """y' = x_0 for the first value, x_i y_{i-1} for the others."""
+    return np.concatenate((x[:1], x[1:] * y[:-1]))
+
+
+def ode_last(x, s):
+    """The last value at t = 2 of the ODE from y = 0, by Runge-Kutta with ``s`` steps."""
+    h = 2.0 / s
+    y = np.zeros_like(x)
+    for step in range(s):
+        k1 = ode_rhs(x, y)
+        k2 = ode_rhs(x, y + h / 2 * k1)
+        k3 = ode_rhs(x, y + h / 2 * k2)
+        k4 = ode_rhs(x, y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y[-1]
+
+
+def case(which):
+    """(gradient, arguments) of a case."""
+    import s2sgrad
+    from bench_lstm import lstm_loss
+    rng = np.random.default_rng(0)
+    if which == "lstm":
+        h, d, t = 16, 8, 15
+        args = (rng.standard_normal((4 * h, d + h)) * 0.3, rng.standard_normal(4 * h) * 0.1,
+                rng.standard_normal((t, d)))
+        return s2sgrad.value_and_grad(lstm_loss, (0, 1)), args
+    return s2sgrad.value_and_grad(ode_last, 0), (rng.random(10_000), 100)
+
+
+def _name(data):
+    dispatcher = (data or {}).get("dispatcher")
+    fn = getattr(dispatcher, "py_func", None)
+    if fn is None:
+        return str(dispatcher)
+    return f"{fn.__module__}.{fn.__qualname__}".replace(".<locals>", "")
+
+
+def measure(which):
+    """Run one case cold in this process and print where the time went."""
+    import time
+    from numba.core import event
+    grad, args = case(which)
+    with event.install_recorder("numba:compile") as recorder:
+        start = time.perf_counter()
+        grad(*args)
+        total = time.perf_counter() - start
+    inclusive, inner, count, stack = collections.Counter(), collections.Counter(), \
+        collections.Counter(), []
+    for stamp, ev in recorder.buffer:
+        if ev.is_start:
+            stack.append((_name(ev.data), stamp))
+            continue
+        name, began = stack.pop()
+        inclusive[name] += stamp - began
+        count[name] += 1
+        if stack:
+            inner[stack[-1][0]] += stamp - began
+    exclusive = {k: inclusive[k] - inner[k] for k in inclusive}
+    compiled = grad._compiled
+    passes = collections.Counter()
+    for pipeline in compiled._jitted.get_metadata(compiled._jitted.signatures[0])[
+            "pipeline_times"].values():
+        for name, t in pipeline.items():
+            passes[name.split("_", 1)[1]] += t.init + t.run + t.finalize
+    print(f"{which}: first call {total:.2f} s ({grad.backend}); generated "
+          f"{len(grad.source.splitlines())} lines; Numba compiled {len(count)} functions "
+          f"({sum(count.values())} signatures)")
+    print("  passes of the generated function: " + ", ".join(
+        f"{k} {v:.2f} s" for k, v in passes.most_common(3)))
+    for name, seconds in sorted(exclusive.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {seconds:6.2f} s  x{count[name]}  {name}")
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        measure(sys.argv[2])
+        return
+    for which in sys.argv[1:] or ["lstm", "ode"]:
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, S2SGRAD_CACHE_DIR=cache, S2SGRAD_QUIET="1")
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--child", which],
+                           env=env, check=True, cwd=HERE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""``s2sgrad.jacobian`` picks forward mode for a tall Jacobian (fewer inputs than outputs)
+and reverse mode for a wide one, per call signature: a later call with other sizes is
+decided again, never by what the first call saw; every Jacobian equals central finite
+differences in float64 and the named modes' results."""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.errors import DerivativeCompositionError
+
+
+def spread(x, a):
+    """Tall for a short ``x``, wide for a long one: ``x`` (n,) -> (3,)."""
+    return np.array([np.sum(np.sin(x) * a), np.sum(x * x), np.prod(np.cos(x[:2]))])
+
+
+def curve(t, a):
+    """Tall: a number or 2 numbers -> 6 values."""
+    return np.concatenate([np.sin(t * a), np.cos(t) * a])
+
+
+def finite_differences(fn, args, position, eps=1e-6):
+    x = np.asarray(args[position], dtype=float)
+    columns = []
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = eps
+        up, down = list(args), list(args)
+        up[position] = (x.ravel() + step).reshape(x.shape)
+        down[position] = (x.ravel() - step).reshape(x.shape)
+        columns.append((np.asarray(fn(*up)) - np.asarray(fn(*down))) / (2 * eps))
+    out = np.asarray(fn(*args))
+    return np.stack(columns, axis=-1).reshape(out.shape + x.shape)
+
+
+@pytest.fixture
+def python_backend(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+
+def test_one_jacobian_object_decides_per_call_sizes(python_backend):
+    jac = s2sgrad.jacobian(spread)
+    a = 0.7
+    for n, mode in [(2, "forward"), (8, "reverse"), (3, "forward"), (8, "reverse")]:
+        x = np.linspace(-1.0, 1.0, n)
+        got = jac(x, a)
+        assert jac.last is (jac.forward if mode == "forward" else jac.reverse), n
+        np.testing.assert_allclose(got, finite_differences(spread, (x, a), 0),
+                                   rtol=1e-7, atol=1e-8)
+        np.testing.assert_allclose(got, s2sgrad.jacrev(spread)(x, a), rtol=1e-12)
+        np.testing.assert_allclose(got, s2sgrad.jacfwd(spread)(x, a), rtol=1e-12)
+
+
+def test_positions_aux_and_numbers_keep_jacrev_shapes(python_backend):
+    def with_aux(t, a):
+        return curve(t, a), "aux"
+    x, a = np.array([0.3, -0.4]), np.array([1.5, 2.0, -1.0])
+    jac = s2sgrad.jacobian(curve, (0, 1))
+    got = jac(x[:1].reshape(()), a)                    # a 0-d array and 3 values: tall
+    assert jac.last is jac.forward
+    want = s2sgrad.jacrev(curve, (0, 1))(x[:1].reshape(()), a)
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    (j, aux) = s2sgrad.jacobian(with_aux, has_aux=True)(0.3, a)
+    assert aux == "aux"
+    np.testing.assert_allclose(j, finite_differences(curve, (0.3, a), 0), rtol=1e-7)
+
+
+def test_a_jacobian_object_is_not_differentiated_again_silently(python_backend):
+    jac = s2sgrad.jacobian(spread)
+    with pytest.raises(DerivativeCompositionError, match="jacfwd"):
+        s2sgrad.jacfwd(jac)(np.ones(2), 0.5)
+
+
+def test_the_tall_choice_runs_compiled_like_jacfwd(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    x = np.array([0.2, -0.7])
+    jac = s2sgrad.jacobian(curve)
+    got = jac(x, 1.3)
+    assert jac.last is jac.forward and jac.backend == "numba", jac.fallback_reason
+    np.testing.assert_allclose(got, finite_differences(curve, (x, 1.3), 0), rtol=1e-7)
