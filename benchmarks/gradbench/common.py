@@ -61,6 +61,22 @@ def gradient_tools(fn, argnums, static=()):
     }
 
 
+def nested_tools(program):
+    """The JAX and autograd builders of a nested-derivative eval: ``program(module, grad)``
+    gives the eval's function written with ``module``'s numpy and ``grad`` (jax.grad,
+    jit-compiled whole; autograd.grad)."""
+    def jax_tool():
+        jax, jnp = jax_modules()
+        compiled = jax.jit(program(jnp, jax.grad))
+        return lambda *args: jax.block_until_ready(compiled(*args))
+
+    def autograd_tool():
+        import autograd
+        import autograd.numpy as anp
+        return program(anp, autograd.grad)
+    return {"jax": jax_tool, "autograd": autograd_tool}
+
+
 def as_arrays(result):
     """A derivative result (array, float or nested tuple) as a flat list of float64 arrays."""
     if isinstance(result, (tuple, list)):

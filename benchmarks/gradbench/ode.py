@@ -16,7 +16,7 @@ def ode_rhs(x, y):
     return x * np.concatenate((np.ones(1), y[:-1]))
 
 
-def ode_last(x, s):
+def ode_solution(x, s):
     h = 2.0 / s
     y = np.zeros_like(x)
     for step in range(s):
@@ -25,7 +25,11 @@ def ode_last(x, s):
         k3 = ode_rhs(x, y + h / 2 * k2)
         k4 = ode_rhs(x, y + h * k3)
         y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return y[-1]
+    return y
+
+
+def ode_last(x, s):
+    return ode_solution(x, s)[-1]
 
 
 def inputs():
@@ -55,7 +59,8 @@ def _jax():
 def _autograd():
     import autograd
     import autograd.numpy as anp
-    return autograd.grad(rebind(ode_last, anp, ode_rhs=rebind(ode_rhs, anp)), 0)
+    solution = rebind(ode_solution, anp, ode_rhs=rebind(ode_rhs, anp))
+    return autograd.grad(rebind(ode_last, anp, ode_solution=solution), 0)
 
 
 forward = ode_last

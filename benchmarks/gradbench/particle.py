@@ -11,7 +11,7 @@ and the outer descent takes ``OUTER`` fixed steps: the same program for every to
 import numpy as np
 
 import s2sgrad
-from common import jax_modules, rebind
+from common import nested_tools, rebind
 
 SIZE = "w=0, 60 Euler steps, 8 descent steps"
 STEPS = 60
@@ -57,17 +57,10 @@ def _with(module, grad):
                   miss_gradient=grad(rebind(miss, module, force_gradient=force), 0))
 
 
-def _jax():
-    jax, jnp = jax_modules()
-    compiled = jax.jit(_with(jnp, jax.grad))
-    return lambda w: jax.block_until_ready(compiled(w))
-
-
-def _autograd():
-    import autograd
-    import autograd.numpy as anp
-    return _with(anp, autograd.grad)
-
-
 forward = None    # the eval is the nested derivative itself: no forward to time apart
-tools = {"s2sgrad": lambda: particle, "jax": _jax, "autograd": _autograd}
+# measured on this branch's base: building miss_gradient did not finish in 10 minutes
+# (2.7-3 GB, inside compiler/front/custom.py's _lower_backward while lowering the call of
+# force_gradient in the Euler loop); run.py --all tries it anyway
+SKIP = {"s2sgrad": "building miss_gradient did not finish in 10 minutes (a gradient object "
+                   "called in a loop of a differentiated function: compiler/front/custom.py)"}
+tools = {"s2sgrad": lambda: particle, **nested_tools(_with)}

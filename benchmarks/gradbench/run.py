@@ -153,7 +153,13 @@ def main():
                         help="also run the tools an eval lists as not finishing (SKIP)")
     options = parser.parse_args()
     names = [e for e in EVALS if not options.evals or e in options.evals]
-    rounds = [[measure(name, options.all) for name in names] for _ in range(options.rounds)]
+    rounds = []
+    for _ in range(options.rounds):
+        rounds.append([])
+        for name in names:
+            rounds[-1].append(measure(name, options.all))
+            print(name, {k: round(v * 1e3, 3) for k, v in rounds[-1][-1]["times"].items()},
+                  file=sys.stderr, flush=True)     # progress, in case the run is cut short
     report(merge(rounds))
 
 

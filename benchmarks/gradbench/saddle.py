@@ -10,7 +10,7 @@ steps call the inner gradient."""
 import numpy as np
 
 import s2sgrad
-from common import jax_modules, rebind
+from common import nested_tools, rebind
 
 SIZE = "start=(1, 1), 8 x 8 fixed steps"
 STEPS = 8
@@ -56,17 +56,5 @@ def _with(module, grad):
     return rebind(saddle, module, grad_x=grad(inner, 0), grad_y=gy)
 
 
-def _jax():
-    jax, jnp = jax_modules()
-    compiled = jax.jit(_with(jnp, jax.grad))
-    return lambda start: jax.block_until_ready(compiled(start))
-
-
-def _autograd():
-    import autograd
-    import autograd.numpy as anp
-    return _with(anp, autograd.grad)
-
-
 forward = None    # the eval is the nested derivative itself: no forward to time apart
-tools = {"s2sgrad": lambda: saddle, "jax": _jax, "autograd": _autograd}
+tools = {"s2sgrad": lambda: saddle, **nested_tools(_with)}
