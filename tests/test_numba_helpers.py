@@ -27,6 +27,7 @@ HELPERS = {name for name, f in vars(rt).items()
 #: helpers whose forward call has no Numba version either (the code runs as Python, and the
 #: fallback reason names that call): checked below to be truly outside Numba's subset
 FORWARD_NOT_IN_NUMBA = {"inner_adjoint": "np.inner", "einsum_adjoints": "np.einsum",
+                        "einsum": "np.einsum",
                         "block_adjoints": "np.block",
                         "affine_adjoint": "np.polyder / np.polyint",
                         "right_aligned": "np.polyadd / np.polysub",

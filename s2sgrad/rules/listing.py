@@ -52,6 +52,8 @@ def _names(prim):
         return "syntax", [_SYNTAX.get(prim, prim)]
     if prim in _SYNTAX:
         return "syntax", [_SYNTAX[prim]]
+    if getattr(prim, "__module__", "").startswith("s2sgrad.runtime"):
+        return None, []     # a forward spelling of generated code (rt.einsum), not user-facing
     for short, section, module in _MODULES:
         found = sorted(n for n in dir(module) if not n.startswith("_")
                        and getattr(module, n, None) is prim)

@@ -250,7 +250,7 @@ def _(ans, x, ord=None, axis=None, keepdims=False):
     d[x] = rt.norm_adjoint(d[ans], ans, x, ord, axis, keepdims)
 
 
-@vjp(np.einsum)
+@vjp(np.einsum, rt.einsum)    # rt.einsum: np.einsum's forward spelling (runtime/einsum.py)
 def _(ans, *operands, optimize=False):
     d[operands] = rt.einsum_adjoints(d[ans], operands)
 

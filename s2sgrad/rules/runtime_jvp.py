@@ -6,7 +6,7 @@ helpers are linear in the incoming adjoint ``g`` (undoing broadcasts and reducti
 reshapes, copies): their tangent is the helper on ``g``'s tangent.  The adjoints of
 products (``matmul_left``...) are bilinear in ``g`` and the other operand.  Helpers that
 give constants or shapes (``ones_like``, ``reduction_count``, a mask) have no tangent: a
-template with no term.  The forward spellings (``rt.sum(x, axis, keepdims)``...) follow
+template with no term.  The forward spellings (``rt.sum(x, axis, keepdims)``, ``rt.einsum``...) follow
 numpy's own rules.  Tapes are written with plain indexing in differentiable code (see
 ``compiler/pipeline_higher.py``), so ``rt.push`` needs no rule; ``rt.reserve`` copies a tape into
 a larger one, which is linear.  The adjoint helpers of the rule tables (``roll_adjoint``,
@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import primitives as prims
 from .. import runtime as rt
-from .jvp_registry import jvp_linear_in, jvp_rule, t
+from .jvp_registry import jvp_linear_in, jvp_multilinear, jvp_rule, t
 
 # ---------------------------------------------------------------- constants
 
@@ -223,6 +223,8 @@ jvp_linear_in("a", rt.tile, constant=("reps",))
 # forward-mode code differentiated again (a derivative of jacfwd(f)): a tangent broadcast
 # to its result's shape is linear in the tangent (``like`` gives only the shape)
 jvp_linear_in("t", rt.broadcast_like, constant=("like",))
+# the forward spelling of a two-operand np.einsum (a matmul where it pays): np.einsum's rule
+jvp_multilinear(rt.einsum)
 
 # ---------------------------------------------------------------- adjoints linear in g
 # Each adjoint helper below is linear in the incoming adjoint ``g`` and reads its other

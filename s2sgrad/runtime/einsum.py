@@ -1,4 +1,14 @@
-"""The adjoints of ``np.einsum`` in all its forms, for ``s2sgrad.runtime``.
+"""``np.einsum`` through BLAS, and its adjoints in all its forms, for ``s2sgrad.runtime``.
+
+``einsum(subscripts, a, b)`` is ``np.einsum`` with the same arguments; a contraction
+of two operands whose letters each appear once per operand (a batch letter in both
+operands and the output, a free letter in one operand and the output, a summed
+letter in both operands only: ``"ijk,mik->mij"``) runs as one ``np.matmul`` of the
+operands transposed and reshaped to (batch, free, summed) x (batch, summed, free),
+which is BLAS, where ``np.einsum`` without ``optimize`` runs its own unblocked loop
+(10-50x slower on GradBench's gmm); any other call is ``np.einsum``'s.  The generated
+forward sweep writes the user's two-operand ``np.einsum`` calls as ``rt.einsum``
+(compiler/front/spellings.py), and every adjoint below contracts through it.
 
 ``einsum_adjoints(g, operands)`` takes the output adjoint and the call's
 positional arguments as written: ``("ij,jk->ki", a, b)`` (subscripts) or
@@ -13,11 +23,17 @@ adjoint with the other operands; letters repeated in one operand (a diagonal,
 ``"ii->i"``) are written back onto the diagonal, and axes the operand
 broadcast (size 1 against a longer axis) are summed back to size 1.
 """
+import functools
+import math
 import string
 
 import numpy as np
 
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase   # numpy's sublist numbering
+
+# the multiply-adds from which a contraction runs as a matmul: below it, np.einsum's
+# own loop beats the transposes and reshapes (measured: benchmarks/bench_einsum.py)
+MATMUL_WORK = 4096
 
 
 def _sublist_term(sublist):
@@ -57,6 +73,59 @@ def explicit_spec(operands):
     return terms, output, arrays
 
 
+@functools.lru_cache(maxsize=256)
+def _matmul_plan(spec, a_ndim, b_ndim):
+    """How ``np.einsum(spec, a, b)`` runs as a matmul: (a's axes in (batch, free, summed)
+    order, b's in (batch, summed, free) order, the letters of the matmul's result
+    (batch, a's free, b's free), the output's order of those letters), or None when
+    ``spec`` is not such a contraction (a repeated letter, a letter in one operand only,
+    ``...``, not two operands)."""
+    if "->" not in spec or "." in spec:
+        return None
+    inputs, output = spec.split("->")
+    terms = inputs.split(",")
+    if len(terms) != 2 or (len(terms[0]), len(terms[1])) != (a_ndim, b_ndim):
+        return None
+    a, b = terms
+    if any(len(set(t)) != len(t) for t in (a, b, output)) or set(output) - set(a + b) \
+            or (set(a) ^ set(b)) - set(output):
+        return None
+    batch = [c for c in output if c in a and c in b]
+    left = [c for c in a if c in output and c not in b]
+    right = [c for c in b if c in output and c not in a]
+    summed = [c for c in a if c in b and c not in output]
+    a_axes = tuple(a.index(c) for c in batch + left + summed)
+    b_axes = tuple(b.index(c) for c in batch + summed + right)
+    letters = batch + left + right
+    return a_axes, b_axes, (len(batch), len(left), len(summed), len(right)), \
+        tuple(letters.index(c) for c in output)
+
+
+def einsum(*operands):
+    """``np.einsum(*operands)``, as one BLAS matmul where the call is a two-operand
+    contraction of at least ``MATMUL_WORK`` multiply-adds (module doc)."""
+    if len(operands) != 3 or not isinstance(operands[0], str):
+        return np.einsum(*operands)
+    spec, a, b = operands
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) \
+            or a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
+        return np.einsum(*operands)
+    plan = _matmul_plan(spec, a.ndim, b.ndim)
+    if plan is None:
+        return np.einsum(*operands)
+    a_axes, b_axes, (nb, nl, ns, nr), order = plan
+    at, bt = a.transpose(a_axes), b.transpose(b_axes)
+    batch, left, right = at.shape[:nb], at.shape[nb:nb + nl], bt.shape[nb + ns:]
+    summed = at.shape[nb + nl:]
+    if bt.shape[:nb] != batch or bt.shape[nb:nb + ns] != summed:
+        return np.einsum(*operands)    # sizes numpy would broadcast or refuse
+    rows, inner, cols = math.prod(left), math.prod(summed), math.prod(right)
+    if math.prod(batch) * rows * inner * cols < MATMUL_WORK:
+        return np.einsum(*operands)
+    product = np.matmul(at.reshape(batch + (rows, inner)), bt.reshape(batch + (inner, cols)))
+    return product.reshape(batch + left + right).transpose(order)
+
+
 def einsum_adjoint(g, terms, output, arrays, index):
     """The adjoint of ``arrays[index]`` in the explicit einsum ``terms -> output``."""
     target = terms[index]
@@ -64,7 +133,7 @@ def einsum_adjoint(g, terms, output, arrays, index):
     rest = [a for i, a in enumerate(arrays) if i != index]
     unique = "".join(dict.fromkeys(target))
     kept = "".join(c for c in unique if c in output or any(c in t for t in others))
-    partial = np.einsum(",".join([output] + others) + "->" + kept, g, *rest)
+    partial = einsum(",".join([output] + others) + "->" + kept, g, *rest)
     partial = np.expand_dims(partial, tuple(i for i, c in enumerate(unique) if c not in kept))
     shape = np.shape(arrays[index])
     sizes = {}
@@ -75,9 +144,12 @@ def einsum_adjoint(g, terms, output, arrays, index):
     if wide:
         partial = np.sum(partial, axis=wide, keepdims=True)
     full = np.broadcast_to(partial, tuple(sizes[c] for c in unique))
+    dtype = np.result_type(g, arrays[index], 0.0)
     if len(unique) == len(target):
-        return np.array(full, dtype=np.result_type(g, arrays[index], 0.0))
-    out = np.zeros(shape, dtype=np.result_type(g, arrays[index], 0.0))
+        if rest and full.shape == partial.shape and partial.dtype == dtype:
+            return partial    # a new array (einsum of g with other operands): no copy
+        return np.array(full, dtype=dtype)
+    out = np.zeros(shape, dtype=dtype)
     np.einsum(target + "->" + unique, out)[...] = full    # the diagonal, a writeable view
     return out
 

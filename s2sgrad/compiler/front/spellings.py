@@ -19,6 +19,9 @@ code keeps numpy's spelling wherever it can:
 - ``np.squeeze(x, axis)``, ``np.expand_dims(x, (0, 2))``, ``np.atleast_1d(x)``:
   ``rt.squeeze`` / ``rt.expand_dims`` / ``rt.atleast_1d``;
 - ``np.array(x)`` -> ``np.copy(x)``, ``abs(x)`` -> ``np.abs(x)``;
+- ``np.einsum("ijk,mik->mij", a, b)`` (subscripts and two operands) -> ``rt.einsum(...)``,
+  the same call, run as one BLAS matmul where it is a contraction large enough to pay
+  (runtime/einsum.py; Numba has no einsum at all, and numpy's is unblocked);
 - ``np.frexp(x)`` / ``np.modf(x)`` / ``np.tile(x, reps)`` -> ``rt.frexp(x)`` /
   ``rt.modf(x)`` / ``rt.tile(x, reps)`` (Numba has none of them);
 - the array methods Numba lacks: ``x.swapaxes(0, 1)`` -> ``np.swapaxes(x, 0, 1)``,
@@ -164,6 +167,16 @@ def _array(args, kwargs, atom_node):
     return None
 
 
+def _einsum(args, kwargs, atom_node):
+    """``np.einsum("...", a, b)`` -> ``rt.einsum("...", a, b)`` (runtime/einsum.py: a
+    matmul where the contraction pays; the other forms keep numpy's call)."""
+    if len(args) == 3 and not kwargs and isinstance(args[0], Const) \
+            and isinstance(args[0].value, str) \
+            and not any(isinstance(a, (Seq, Const)) for a in args[1:]):
+        return _rt("einsum", [atom_node(a) for a in args])
+    return None
+
+
 def _abs(args, kwargs, atom_node):
     """``abs(x)`` -> ``np.abs(x)`` (Numba's builtin abs takes numbers only)."""
     if len(args) == 1 and not kwargs:
@@ -207,6 +220,7 @@ REWRITES = {
     np.expand_dims: _expand_dims,
     np.atleast_1d: _atleast_1d,
     np.array: _array,
+    np.einsum: _einsum,
     abs: _abs,
     np.swapaxes: _as_function("swapaxes"),
     np.round: _as_function("round"),

@@ -1,0 +1,68 @@
+"""particle (GradBench evals/particle, Pearlmutter and Siskind): the control w that makes
+a charged particle, pushed by the field of two fixed charges, hit the origin; "rr"
+(reverse over reverse), from w = 0.
+
+The particle's naive Euler path takes the force as the gradient of the potential (the
+inner gradient); the outer gradient descent differentiates the squared miss distance
+through that path.  GradBench's integrator stops where the path crosses the x axis (a
+data-dependent while loop, which JAX cannot differentiate in reverse mode); here it
+takes a fixed number of steps (``STEPS``) and the miss is measured at the last one,
+and the outer descent takes ``OUTER`` fixed steps: the same program for every tool."""
+import numpy as np
+
+import s2sgrad
+from common import nested_tools, rebind
+
+SIZE = "w=0, 60 Euler steps, 8 descent steps"
+STEPS = 60
+OUTER = 8
+
+
+def potential(x, w):
+    return (1.0 / np.sqrt((x[0] - 10.0) ** 2 + (x[1] - (10.0 - w)) ** 2)
+            + 1.0 / np.sqrt((x[0] - 10.0) ** 2 + x[1] ** 2))
+
+
+force_gradient = s2sgrad.grad(potential, 0)
+
+
+def miss(w):
+    x = np.array([0.0, 8.0])
+    xdot = np.array([0.75, 0.0])
+    dt = 0.1
+    for i in range(STEPS):
+        xddot = -force_gradient(x, w)
+        x = x + dt * xdot
+        xdot = xdot + dt * xddot
+    return x[0] ** 2
+
+
+miss_gradient = s2sgrad.grad(miss, 0)
+
+
+def particle(w):
+    for i in range(OUTER):
+        w = w - 0.01 * miss_gradient(w)
+    return w
+
+
+def inputs():
+    return (0.0,)
+
+
+def _with(module, grad):
+    """``particle`` run with ``module``'s numpy and ``grad`` (jax.grad, autograd.grad)."""
+    force = grad(rebind(potential, module), 0)
+    return rebind(particle, module,
+                  miss_gradient=grad(rebind(miss, module, force_gradient=force), 0))
+
+
+forward = None    # the eval is the nested derivative itself: no forward to time apart
+# measured on this branch's base: building miss_gradient runs for minutes (2.7-3 GB, inside
+# compiler/front/custom.py's _lower_backward while lowering the call of force_gradient in
+# the Euler loop; one run still had not finished at 10 minutes, another then failed as
+# saddle does); run.py --all tries it anyway
+SKIP = {"s2sgrad": "building miss_gradient runs for minutes, then fails as saddle does (a "
+                   "gradient object called in a loop of a differentiated function: "
+                   "compiler/front/custom.py)"}
+tools = {"s2sgrad": lambda: particle, **nested_tools(_with)}

@@ -1,0 +1,138 @@
+"""np.einsum contractions run through BLAS (runtime/einsum.py, compiler/front/spellings.py).
+
+A two-operand ``np.einsum`` is written ``rt.einsum`` in the generated forward sweep, and
+``rt.einsum`` -- for every contraction at least ``MATMUL_WORK`` multiply-adds large --
+runs as one ``np.matmul`` instead of numpy's unblocked einsum loop; its adjoints
+(``rt.einsum_adjoints``) contract through it too.  Checked here: the generated code
+says ``rt.einsum``; the matmul path is taken (``np.einsum`` is never called) and agrees
+with ``np.einsum`` for every class of two-operand subscripts (batch, free and summed
+letters in any order), and the other forms still agree by falling back; gradients
+and Hessian-vector products through it match finite differences under both backends;
+and a gradient object first called below the size threshold is still right above it
+(and the other way round).
+"""
+import importlib
+
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad import runtime as rt
+from s2sgrad.testing import check_grad, numerical_grad
+
+einsum_module = importlib.import_module("s2sgrad.runtime.einsum")
+
+#: subscripts of every class: matmul, batched (batch letter first, last, in the middle),
+#: transposed output, outer product, dot, a row-wise dot, several letters per class
+CONTRACTIONS = [
+    ("ij,jk->ik", (40, 30), (30, 20)),
+    ("ij,jk->ki", (40, 30), (30, 20)),
+    ("ijk,mik->mij", (5, 8, 8), (60, 5, 8)),      # GradBench gmm's
+    ("mij,mik->ijk", (60, 5, 8), (60, 5, 8)),      # its adjoint w.r.t. the factors
+    ("mij,ijk->mik", (60, 5, 8), (5, 8, 8)),       # its adjoint w.r.t. the points
+    ("bij,bjk->bik", (6, 20, 10), (6, 10, 12)),
+    ("ibj,jbk->kib", (20, 6, 10), (10, 6, 12)),
+    ("i,j->ij", (80,), (70,)),
+    ("ij,ij->i", (300, 40), (300, 40)),
+    ("abcd,cdef->fbea", (4, 5, 6, 7), (6, 7, 3, 8)),
+]
+
+#: forms that are not such a contraction: numpy's einsum runs them, with the same result
+OTHER_FORMS = [
+    ("ij,kj->", (60, 70), (80, 70)),        # a letter summed in both and over the output
+    ("ii,ij->j", (70, 70), (70, 60)),       # a diagonal
+    ("ij,jk", (60, 70), (70, 80)),          # implicit output
+    ("...ij,...jk->...ik", (3, 30, 40), (3, 40, 20)),
+]
+
+
+def _operands(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s) for s in shapes]
+
+
+@pytest.mark.parametrize("spec,a_shape,b_shape", CONTRACTIONS, ids=[c[0] for c in CONTRACTIONS])
+def test_a_large_contraction_runs_as_matmul_and_agrees(spec, a_shape, b_shape, monkeypatch):
+    a, b = _operands((a_shape, b_shape))
+    want = np.einsum(spec, a, b)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"np.einsum{args[:1]} ran instead of the matmul path")
+    monkeypatch.setattr(einsum_module.np, "einsum", refuse)
+    try:
+        got = rt.einsum(spec, a, b)
+    finally:
+        monkeypatch.undo()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec,a_shape,b_shape", OTHER_FORMS, ids=[c[0] for c in OTHER_FORMS])
+def test_other_forms_fall_back_to_numpy_with_the_same_result(spec, a_shape, b_shape):
+    a, b = _operands((a_shape, b_shape))
+    np.testing.assert_allclose(rt.einsum(spec, a, b), np.einsum(spec, a, b), rtol=1e-12)
+
+
+def test_small_contractions_keep_numpy_and_large_adjoints_use_matmul(monkeypatch):
+    """Below MATMUL_WORK, np.einsum (cheaper there); above it, the adjoints of a gmm-sized
+    contraction never call np.einsum."""
+    calls = []
+    real = np.einsum
+    monkeypatch.setattr(einsum_module.np, "einsum",
+                        lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    a, b = _operands(((3, 4), (4, 5)))
+    rt.einsum("ij,jk->ik", a, b)
+    assert calls == ["ij,jk->ik"]
+    calls.clear()
+    Ls, x = _operands(((5, 8, 8), (60, 5, 8)))
+    g = np.ones((60, 5, 8))
+    parts = rt.einsum_adjoints(g, ("ijk,mik->mij", Ls, x))
+    assert calls == [], calls
+    np.testing.assert_allclose(parts[1], real("mij,mik->ijk", g, x), rtol=1e-12)
+    np.testing.assert_allclose(parts[2], real("mij,ijk->mik", g, Ls), rtol=1e-12)
+
+
+def mixture_term(Ls, x):
+    y = np.einsum("ijk,mik->mij", Ls, x)
+    return np.sum(np.tanh(y) ** 2)
+
+
+def batched(a, b):
+    return np.sum(np.sin(np.einsum("bij,bjk->bik", a, b)))
+
+
+def test_generated_forward_says_rt_einsum():
+    g = s2sgrad.grad(mixture_term, (0, 1))
+    g(*_operands(((5, 8, 8), (60, 5, 8))))
+    assert "rt.einsum('ijk,mik->mij', Ls, x)" in g.source, g.source
+    assert "np.einsum" not in g.source.replace('np.einsum("ijk', "")   # comments aside
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+@pytest.mark.parametrize("fn,shapes", [(mixture_term, ((5, 8, 8), (60, 5, 8))),
+                                        (batched, ((6, 20, 10), (6, 10, 12)))],
+                         ids=["gmm-like", "batched"])
+def test_gradients_through_the_matmul_path_match_differences(fn, shapes, backend, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+    check_grad(fn, tuple(0.3 * a for a in _operands(shapes, 1)), (0, 1))
+
+
+def test_hvp_through_rt_einsum_matches_differences_of_the_gradient():
+    Ls, x = (0.3 * a for a in _operands(((5, 8, 8), (60, 5, 8)), 2))
+    v = _operands(((5, 8, 8),), 3)[0]
+    got = s2sgrad.hvp(mixture_term, (Ls, x), (v, np.zeros_like(x)))[0]
+    gradient = s2sgrad.grad(mixture_term, 0)
+    eps = 1e-6
+    want = (gradient(Ls + eps * v, x) - gradient(Ls - eps * v, x)) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_the_size_at_the_first_call_does_not_fix_the_path():
+    """One gradient object, called below the threshold, then above it, then below."""
+    g = s2sgrad.grad(batched, (0, 1))
+    for shapes in (((2, 3, 2), (2, 2, 3)), ((6, 20, 10), (6, 10, 12)), ((2, 3, 2), (2, 2, 3))):
+        args = tuple(0.3 * a for a in _operands(shapes, 4))
+        got = g(*args)
+        for position in (0, 1):
+            np.testing.assert_allclose(got[position], numerical_grad(batched, args, position),
+                                       rtol=1e-5, atol=1e-7)
