@@ -477,3 +477,94 @@ def test_an_inner_loops_index_read_after_it_is_restored_in_each_outer_iteration(
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     x = np.array([0.3, -0.8, 0.5, 0.9])
     check_grad(index_read_after_an_inner_loop, (x, 0.3), grad_position=(0, 1))
+
+
+# ---- a value an inner loop's body computes, read after the inner loop in an outer loop
+
+
+def body_value_read_after_inner_loop(x, a):
+    for i in range(3):
+        for r in range(2):
+            t = np.sin(x) * (r + 1.0) * a
+        a = a * np.sum(t * t)
+    return a
+
+
+def body_value_read_after_inner_while(x, a):
+    for i in range(3):
+        k = 0
+        while k < 2:
+            t = np.cos(x * a) + k
+            k += 1
+        a = np.tanh(np.sum(t * x) * a)
+    return a
+
+
+def branch_value_read_after_inner_loop(x, a):
+    s = 0.0
+    for i in range(2):
+        for r in range(3):
+            if x[r] > 0.0:
+                t = x * a * (r + 1.0)
+            else:
+                t = x * x * a
+        s = s + np.sum(np.exp(t) * x)
+        a = a * 0.9 + s * 0.1
+    return s + a
+
+
+def zero_trip_inner_loop_then_rebound(x, a):
+    for i in range(2):
+        for r in range(x.shape[0] - 4):
+            t = x * a
+        for r in range(1):
+            t = np.sin(x) * (r + 1.0) * a
+        a = a * np.sum(t * t)
+    return a
+
+
+def last_value_passed_through(x, a):
+    for k in range(2):
+        t = np.cos(x * a) + k
+    return np.sum(t * x)
+
+
+def last_value_passed_through_a_while(x, a):
+    k = 0
+    while k < 2:
+        t = np.cos(x * a) + k
+        k += 1
+    return np.tanh(np.sum(t * x) * a)
+
+
+INNER_BODY_VALUES = [body_value_read_after_inner_loop, body_value_read_after_inner_while,
+                     branch_value_read_after_inner_loop, zero_trip_inner_loop_then_rebound,
+                     last_value_passed_through, last_value_passed_through_a_while]
+
+
+@pytest.mark.parametrize("fn", INNER_BODY_VALUES)
+def test_an_inner_loops_body_value_read_after_it_is_restored_per_outer_iteration(fn,
+                                                                               monkeypatch):
+    """A name each inner iteration binds before reading it is the inner body's own (not
+    carried); the outer loop reads its last value after the inner loop.  Its adjoint needs
+    that value per outer iteration: it is taped there (it was not: the reversed inner loop
+    left the first iteration's value, a silent wrong gradient; and forward mode over the
+    gradient read it unbound after a loop that ran zero times).  Gradient and Hessian-
+    vector product, against finite differences.  The last two: the adjoint of ``t`` passed
+    unchanged to ``cos(x * a)`` (read as ``dt`` itself) was reset to zero before that
+    read, in every loop: a silent zero."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x, a = np.array([0.3, -0.8, 0.5, 0.9]), 0.7
+    check_grad(fn, (x, a), grad_position=(0, 1))
+    v, eps = np.array([0.5, -1.0, 0.25, 0.75]), 1e-6
+    gradient = ms.grad(fn, (0, 1))
+    hv = ms.hvp(fn, (x, a), (v, 0.0))
+    up, down = gradient(x + eps * v, a), gradient(x - eps * v, a)
+    for got, u, d in zip(hv, up, down):
+        np.testing.assert_allclose(got, (u - d) / (2 * eps), rtol=1e-5, atol=1e-7)
+
+
+def test_an_inner_loops_body_value_is_restored_under_numba(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    check_grad(body_value_read_after_inner_loop, (np.array([0.3, -0.8, 0.5, 0.9]), 0.7),
+               grad_position=(0, 1))

@@ -75,6 +75,18 @@ class Adjoints:
             self.owned.discard(var)
         out.append(assign(target, expr))
 
+    def _separate_readers(self, var, out):
+        """Other adjoints that are ``dvar`` by name (``dcos_x`` read as ``dt``) get their
+        own variable, ``dcos_x = dt``, before ``dvar`` is assigned afresh: what reads them
+        later wants the value they had, not the reset one."""
+        name = self.of.get(var)
+        for other, other_name in list(self.of.items()):
+            if other != var and other_name == name:
+                own = self.names.adjoint(other)
+                out.append(assign(own, name_node(name)))
+                self.of[other] = own
+                self.owned.discard(other)
+
     def own(self, var, out):
         """Make ``dvar`` an array of ``var``'s shape this code may update in place (a copy;
         from a plain 0.0 where ``var`` may have had no value when the adjoint started)."""
@@ -103,7 +115,10 @@ class Adjoints:
 
     def zero(self, var, out, assigned=True):
         """Append ``dvar = rt.zeros_like(var)``: an accumulator that starts at zero.  Where
-        ``var`` may have no value yet (``assigned`` False: set only on some paths), ``0.0``."""
+        ``var`` may have no value yet (``assigned`` False: set only on some paths), ``0.0``.
+        An adjoint that reads ``dvar`` itself (a single-use copy: ``accumulate``) is given
+        its own name first, holding the value before the reset."""
+        self._separate_readers(var, out)
         self.moved.pop(var, None)
         self.defined.add(var)
         if not assigned:

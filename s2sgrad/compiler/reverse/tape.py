@@ -319,11 +319,18 @@ def level_assigned(statements):
 def loop_results(loop, after):
     """The values loop ``loop`` leaves for the statements ``after`` it at its level: its
     counter, its loop-carried variables and, when one of them reads it, its range's index
-    (its last value, which the reversed loop overwrites when it walks the range again)."""
+    (its last value, which the reversed loop overwrites when it walks the range again) and
+    any variable its body assigns (the last iteration's value, read after the loop: a name
+    each iteration binds before reading it is the body's own, not carried, and the
+    reversed loop leaves it at its first iteration's value)."""
     names = [loop.counter] + loop.carried
-    if loop.kind == "range" and loop.target is not None and any(
-            loop.target in statement_reads(s) for s in walk_statements(after)):
+    read_after = set()
+    for s in walk_statements(after):
+        read_after |= statement_reads(s)
+    if loop.kind == "range" and loop.target is not None and loop.target in read_after:
         names.append(loop.target)
+    names.extend(v for v in dict.fromkeys(assigned_targets(loop.body))
+                 if v in read_after and v not in names)
     return names
 
 
