@@ -7,6 +7,7 @@ and required to give the same gradients.
     python benchmarks/fuzz_programs.py --grammar alias --programs 5000
     python benchmarks/fuzz_programs.py --profile forward --programs 10000
     python benchmarks/fuzz_programs.py --profile second --programs 10000
+    python benchmarks/fuzz_programs.py --profile compose --programs 2000 [--backend numba]
 
 ``--grammar alias`` draws programs that take views and aliases of arrays and write into
 them in place (tests/alias_programs.py): each must give numpy's value and the
@@ -14,7 +15,10 @@ finite-difference gradients (reverse and forward mode) or be refused with an
 UnsupportedConstructError naming its file; the figures count the refusals too.
 ``--profile forward`` checks each program's jvp along a random direction against a
 difference of the function, ``--profile second`` its hvp against a difference of the
-gradient (tests/test_random_programs.py's check_forward and check_second_order).
+gradient (tests/test_random_programs.py's check_forward and check_second_order),
+``--profile compose`` any transform of a random chain of up to two derivative-making
+transforms, the chain's object used directly, called inside or made inside a function
+being differentiated (check_composition).
 
 Prints the figures (programs run, failures) and writes every failing program, ready to
 paste, to fuzz_failures/ (or --out).  Not part of the test suite (it takes a long time);
@@ -41,7 +45,7 @@ def main():
                         help="stop after this long (the figures say how many ran)")
     parser.add_argument("--out", default="fuzz_failures")
     parser.add_argument("--grammar", choices=("programs", "alias"), default="programs")
-    parser.add_argument("--profile", choices=("reverse", "forward", "second"),
+    parser.add_argument("--profile", choices=("reverse", "forward", "second", "compose"),
                         default="reverse")
     opts = parser.parse_args()
     os.environ["S2SGRAD_BACKEND"] = opts.backend
@@ -62,8 +66,9 @@ def main():
 
     @settings(max_examples=opts.programs, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck))
-    @given(source=grammar.programs(), seed=st.integers(0, 2 ** 16))
-    def run(source, seed):
+    @given(source=grammar.programs(), seed=st.integers(0, 2 ** 16),
+           drawn=grammar.compositions() if opts.profile == "compose" else st.just(None))
+    def run(source, seed, drawn):
         if opts.seconds is not None and time.time() - start > opts.seconds:
             return              # out of time: the rest are drawn but not run
         counts["programs"] += 1
@@ -75,6 +80,8 @@ def main():
                 grammar.check_forward(source, seed, directory)
             elif opts.profile == "second":
                 grammar.check_second_order(source, seed, directory)
+            elif opts.profile == "compose":
+                grammar.check_composition(source, seed, *drawn, directory)
             elif counts["programs"] % 2:
                 grammar.check(source, seed, directory)
             else:

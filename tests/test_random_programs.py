@@ -4,12 +4,13 @@ profiles: reverse mode (``check``: the gradient), forward mode (``check_forward`
 along a random direction, against a difference of the function) and second order
 (``check_second_order``: hvp along a random direction, against a difference of the
 gradient), and compositions (``check_composition``: grad, jacfwd or jacrev of a random
-chain of transforms of depth 1-2, the inner object made outside or called inside a
-function being differentiated, against a difference of the next-lower chain).
+chain of transforms of depth 0-2 under any transform, the inner object made outside,
+called inside or made inside a function being differentiated, against a difference of the
+next-lower chain).
 
 Hypothesis draws the programs; a failing one is printed as source, ready to paste.  The
-Python backend keeps this fast; the Numba path is covered by the other suites.
-``benchmarks/fuzz_programs.py --profile forward|second`` runs the long profiles.
+Python backend keeps this fast; a few programs run under Numba.
+``benchmarks/fuzz_programs.py --profile forward|second|compose`` runs the long profiles.
 """
 import importlib.util
 import itertools
@@ -49,7 +50,7 @@ def programs(draw):
     def statement(indent, depth):
         kind = draw(st.sampled_from(["array", "scalar", "index", "if", "loop", "setitem",
                                      "while", "break", "helper", "append", "return",
-                                     "tuple", "grid", "stencil", "rows", "rebind"]
+                                     "tuple", "grid", "stencil", "rows", "rebind", "last"]
                                     if depth < 2 else ["array", "scalar", "index", "helper"]))
         pad = "    " * indent
         if kind == "array":
@@ -151,6 +152,13 @@ def programs(draw):
             lines.append(f"{pad}    {t} = {expression(arrays)} * ({r} + 1.0)")
             lines.append(f"{pad}    {acc} = {acc} + np.sum({t}) * 0.1")
             lines.append(f"{pad}{acc} = {acc} + np.sum({t}) * {r} * 0.1")
+        elif kind == "last":
+            # the last iteration's value, read after the loop: the adjoint passes through
+            # the add of the index unchanged, and the reversed loop resets it per iteration
+            t, acc = f"t{next(_counter)}", pick(scalars)
+            lines.append(f"{pad}for i in range({draw(st.integers(1, 3))}):")
+            lines.append(f"{pad}    {t} = {pick(UNARY).format(pick(arrays), pick(arrays))} + i")
+            lines.append(f"{pad}{acc} = {acc} + np.sum({t} * {pick(arrays)}) * 0.1")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
             lines.append(f"{pad}    return np.sum({pick(arrays)} * {pick(scalars)})")
@@ -244,33 +252,137 @@ def check_second_order(source, seed, program_dir, eps=1e-6):
     _shown(one, source)
 
 
-TRANSFORMS = {"grad": s2sgrad.grad, "jacfwd": s2sgrad.jacfwd, "jacrev": s2sgrad.jacrev,
-              "hessian": s2sgrad.hessian}
-OUTER = ["grad", "jacfwd", "jacrev"]
-INSIDE = "\n\nINNER = None\n\n\ndef g(x, a):\n    return np.sum(INNER(x, a) ** 2) + a\n"
+#: transforms that make a derivative object (a chain's links)
+TRANSFORMS = {"grad": s2sgrad.grad, "value_and_grad": s2sgrad.value_and_grad,
+              "jacfwd": s2sgrad.jacfwd, "jacrev": s2sgrad.jacrev, "hessian": s2sgrad.hessian}
+#: every transform, as the outermost one (jvp, vjp and hvp evaluate at a point)
+OUTER = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "hvp"]
+#: where the chain's derivative object is used: differentiated itself, called inside a
+#: function being differentiated (made outside it), or made and called inside it
+PLACES = ["outside", "called", "made"]
 
 
-def check_composition(source, seed, outer, chain, inside, program_dir, eps=1e-5):
-    """``outer`` (w.r.t. x) of the chain of transforms ``chain`` of the program, or, with
-    ``inside``, of a function calling that chain's derivative object inside, along a
-    random direction against a central difference of what it differentiates."""
-    fn = load(source + INSIDE, program_dir)
+def _flat(value):
+    """All outputs of ``value`` (an array, a number, a tuple of them) as one vector."""
+    if isinstance(value, tuple):
+        return np.concatenate([_flat(v) for v in value]) if value else np.zeros(0)
+    return np.ravel(np.asarray(value, dtype=float))
+
+
+def _along(jacobian, vx):
+    """A Jacobian (of each output, ``out.shape + x.shape``) times ``vx``, flat."""
+    if isinstance(jacobian, tuple):
+        return np.concatenate([_along(j, vx) for j in jacobian])
+    return np.reshape(np.asarray(jacobian, dtype=float), (-1, vx.size)) @ vx
+
+
+def _leaf_paths(chain):
+    """The index paths (``"[0][1]"``) of the arrays a chain's derivative object returns:
+    ``value_and_grad`` of S gives ``(S, gradient)``, ``grad`` a gradient, and ``jacfwd``,
+    ``jacrev``, ``hessian`` of S the structure of S."""
+    structure = None                    # one array
+    for name in reversed(chain):
+        if name == "value_and_grad":
+            structure = (structure, None)
+        elif name == "grad":
+            structure = None
+
+    def paths(tree, prefix):
+        if tree is None:
+            return [prefix]
+        return [p for i, t in enumerate(tree) for p in paths(t, f"{prefix}[{i}]")]
+    return paths(structure, "")
+
+
+def _inside_source(chain, place):
+    """``def g(x, a)``, a scalar function of every array the chain's derivative object
+    returns: the global ``INNER`` (made outside) or, ``made``, the chain written out in
+    g's body."""
+    inner = "INNER"
+    if place == "made":
+        inner = "f"
+        for name in reversed(chain):
+            inner = f"s2sgrad.{name}({inner})"
+    terms = [f"np.sum(t{path} ** 2)" if k == 0 else f"np.sum(np.sin(t{path})) * a"
+             for k, path in enumerate(_leaf_paths(chain))]
+    return (f"\n\nimport s2sgrad\n\nINNER = None\n\n\ndef g(x, a):\n"
+            f"    t = {inner}(x, a)\n    return {' + '.join(terms)} + a\n")
+
+
+def _outer_along(outer, fn, args, vx):
+    """What the transform ``outer`` of ``fn`` gives along ``vx`` (w.r.t. x), in the form
+    ``_expected`` computes by differences: the directional derivative of every output
+    (``jvp``, ``jacfwd``, ``jacrev``), of their sum (``grad``, ``value_and_grad``,
+    ``vjp``), or the second derivative along vx (``hessian``, ``hvp``)."""
+    x, a = args
+    if outer in ("jacfwd", "jacrev"):
+        return _along(TRANSFORMS[outer](fn)(*args), vx)
+    if outer == "jvp":
+        return _flat(s2sgrad.jvp(fn, (x, a), (vx, 0.0))[1])
+    if outer == "grad":
+        return np.asarray(s2sgrad.grad(fn)(*args), dtype=float) @ vx
+    if outer == "value_and_grad":
+        value, gradient = s2sgrad.value_and_grad(fn)(*args)
+        np.testing.assert_allclose(_flat(value), _flat(fn(*args)), rtol=1e-12, atol=1e-12)
+        return np.asarray(gradient, dtype=float) @ vx
+    if outer == "vjp":
+        value, back = s2sgrad.vjp(fn, x, a)
+        ones = tuple(np.ones_like(v) for v in value) if isinstance(value, tuple) else \
+            np.ones_like(value)
+        return np.asarray(back(ones)[0], dtype=float) @ vx
+    if outer == "hessian":
+        return vx @ np.asarray(s2sgrad.hessian(fn)(*args), dtype=float) @ vx
+    return vx @ np.asarray(s2sgrad.hvp(fn, (x, a), (vx, 0.0))[0], dtype=float)
+
+
+def _expected(outer, fn, args, vx, eps):
+    """Central differences of ``fn`` along ``vx``: of every output, of their sum, or the
+    second difference (``hessian``, ``hvp``)."""
+    x, a = args
+    up, down = _flat(fn(x + eps * vx, a)), _flat(fn(x - eps * vx, a))
+    if outer in ("hessian", "hvp"):
+        h = 1e-4
+        return (float(fn(x + h * vx, a)) - 2 * float(fn(x, a)) +
+                float(fn(x - h * vx, a))) / h ** 2
+    first = (up - down) / (2 * eps)
+    return np.sum(first) if outer in ("grad", "value_and_grad", "vjp") else first
+
+
+def check_composition(source, seed, outer, chain, place, program_dir, eps=1e-5):
+    """``outer`` (w.r.t. x) of the chain of transforms ``chain`` of the program (a list,
+    innermost last; empty: the program itself), or of a function calling that chain's
+    derivative object inside (``place``: made outside it, ``called``, or made inside it,
+    ``made``), along a random direction against central differences of what it
+    differentiates (the next-lower chain).  ``hessian`` and ``hvp`` need a scalar
+    function: they are drawn only where the differentiated function is one."""
+    fn = load(source + (_inside_source(chain, place) if chain and place != "outside"
+                        else ""), program_dir)
     args, (vx, _) = _point_and_direction(seed)
     lower = fn
     for name in reversed(chain):
         lower = TRANSFORMS[name](lower)
-    if inside:
+    if chain and place != "outside":
         fn.__globals__["INNER"] = lower
         lower = fn.__globals__["g"]
 
     def one():
-        got = np.asarray(TRANSFORMS[outer](lower)(*args), dtype=float)
-        up, down = lower(args[0] + eps * vx, args[1]), lower(args[0] - eps * vx, args[1])
-        want = (np.asarray(up, dtype=float) - np.asarray(down, dtype=float)) / (2 * eps)
-        if outer == "grad":           # the gradient of the sum of the outputs
-            want = np.sum(want)
-        np.testing.assert_allclose(got @ vx, want, rtol=1e-4, atol=1e-5)
-    _shown(one, f"{outer} of {' of '.join(chain)}{' inside g' if inside else ''}\n{source}")
+        got = _outer_along(outer, lower, args, vx)
+        want = _expected(outer, lower, args, vx, eps)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    where = {"outside": "", "called": " called inside g", "made": " made inside g"}[place]
+    _shown(one, f"{outer} of {' of '.join(chain) or 'f'}{where}\n{source}")
+
+
+@st.composite
+def compositions(draw):
+    """(outer, chain, place): a chain of up to two derivative-making transforms under any
+    transform; ``hessian``/``hvp`` outermost only over a scalar function (the program
+    itself, or g calling the chain)."""
+    chain = draw(st.lists(st.sampled_from(list(TRANSFORMS)), min_size=0, max_size=2))
+    place = draw(st.sampled_from(PLACES)) if chain else "outside"
+    scalar = not chain or place != "outside"
+    outer = draw(st.sampled_from(OUTER if scalar else OUTER[:6]))
+    return outer, chain, place
 
 
 RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -306,18 +418,21 @@ def test_random_program_hvp_matches_differences_of_the_gradient(source, seed, pr
     check_second_order(source, seed, program_dir)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=RELAXED,
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])   # shrinking takes minutes
-@given(source=programs(), seed=st.integers(0, 2 ** 16), outer=st.sampled_from(OUTER),
-       chain=st.lists(st.sampled_from(list(TRANSFORMS)), min_size=1, max_size=2),
-       inside=st.booleans())
-def test_random_program_under_a_random_chain_of_transforms(source, seed, outer, chain,
-                                                           inside, program_dir, monkeypatch):
-    """Issue 19: every transform of every transform (to depth 3), the inner object made
-    outside or called inside a function being differentiated, against differences of
-    the next-lower chain."""
-    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
-    check_composition(source, seed, outer, chain, inside, program_dir)
+@pytest.mark.parametrize("backend, examples", [("python", 10), ("numba", 2)])
+def test_random_program_under_a_random_chain_of_transforms(backend, examples, program_dir,
+                                                           monkeypatch):
+    """Issue 19: every transform of every transform (to depth 3: any of the eight
+    outermost over a chain of two), the inner object made outside, called inside or made
+    inside a function being differentiated, against differences of the next-lower chain,
+    under both backends (Numba compiles each chain: two programs)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=RELAXED,
+              phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking: minutes
+    @given(source=programs(), seed=st.integers(0, 2 ** 16), drawn=compositions())
+    def run(source, seed, drawn):
+        check_composition(source, seed, *drawn, program_dir)
+    run()
 
 
 #: programs the long profiles found wrong once, kept as they were drawn

@@ -75,11 +75,8 @@ class ReverseByForward:
         return (value, result) if self.with_value else result
 
     def as_function(self, building):
-        if self.with_value:
-            raise DerivativeCompositionError(
-                f"a derivative of value_and_grad of {self.inner.__name__}: differentiate "
-                f"grad(...) of it (the value is the function itself)")
-        return forward_as_function(self.forward, building, summed=True)
+        return forward_as_function(self.forward, building, summed=True,
+                                   with_value=self.with_value)
 
     @property
     def __s2sgrad_custom_vjp__(self):

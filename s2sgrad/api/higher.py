@@ -284,14 +284,12 @@ class GradOfGradFunction:
 
     def as_function(self, building):
         """The gradient of the inner gradient's sum as a plain function: the Jacobian of
-        the inner gradient's code, summed over its outputs (``api/nested.py``)."""
-        if self.with_value:
-            raise DerivativeCompositionError(
-                f"a derivative of value_and_grad of {self.inner.__name__}: differentiate "
-                f"grad(...) of it (the value is the function itself)")
+        the inner gradient's code, summed over its outputs (``api/nested.py``), after the
+        inner gradient itself for ``value_and_grad``."""
         forward = _jacobian_of_gradient(self.inner.fn, self.grad_position,
                                         self.inner.positions, building, self.inner)
-        return forward_as_function(forward, building, summed=True)
+        return forward_as_function(forward, building, summed=True,
+                                   with_value=self.with_value)
 
     def __call__(self, *args):
         for p in self.positions:

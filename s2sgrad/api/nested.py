@@ -26,7 +26,7 @@ import numpy as np
 
 def make(value_and_grad{free}):
     def {name}({params}):
-        grads = value_and_grad({leaves}{free})[1]
+        value, grads = value_and_grad({leaves}{free})
         return {result}
 
     return {name}
@@ -55,18 +55,19 @@ def derivative_as_function(inner, outer, building):
 
 
 def gradient_as_function(inner, fn, positions, bound_self, building):
-    """What ``derivative_as_function`` gives for a plain ``grad(fn, positions)``
-    (``inner``, for its name and options; ``bound_self``: the instance ``fn`` is bound
-    to): its differentiable value-and-gradient code, the gradients shaped as ``grad``
-    shapes them."""
-    plain = (inner is None or not inner.with_value and inner.weights is None and
-             not inner.has_aux and not inner.return_ids) and positions
+    """What ``derivative_as_function`` gives for ``grad(fn, positions)`` or
+    ``value_and_grad(fn, positions)`` (``inner``, for its name and options;
+    ``bound_self``: the instance ``fn`` is bound to): its differentiable value-and-gradient
+    code, the gradients shaped as ``grad`` shapes them, after the value for
+    ``value_and_grad``."""
+    plain = (inner is None or inner.weights is None and not inner.has_aux and
+             not inner.return_ids) and positions
     if not plain:
         raise DerivativeCompositionError(
             f"a derivative of the gradient object {inner.__name__} (it has weights, "
-            f"has_aux, return_ids or a value): s2sgrad differentiates a plain "
-            f"grad(f, grad_position) only; take the value and aux out of the function "
-            f"you differentiate twice, or write hessian(f) / hvp(f, x, v)")
+            f"has_aux or return_ids): s2sgrad differentiates grad(f, grad_position) and "
+            f"value_and_grad(f, grad_position) only; take the aux out of the function you "
+            f"differentiate twice, or write hessian(f) / hvp(f, x, v)")
     arrays, trees = building
     gradient = differentiable_gradient(fn, positions, bound_self,
                                        argument_types(arrays), trees)
@@ -86,7 +87,10 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
                     for p in positions]
     result = per_position[0] if len(per_position) == 1 else \
         "(" + ", ".join(per_position) + ")"
-    name = f"{getattr(fn, '__name__', 'f')}_grad"
+    with_value = inner is not None and inner.with_value
+    if with_value:
+        result = f"value, {result}"
+    name = f"{getattr(fn, '__name__', 'f')}_{'value_and_grad' if with_value else 'grad'}"
     source = _GRADIENT_SOURCE.format(
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
@@ -110,12 +114,13 @@ def make(jacobian{free}):
 '''
 
 
-def forward_as_function(forward, building, summed=False):
+def forward_as_function(forward, building, summed=False, with_value=False):
     """What ``derivative_as_function`` gives for a forward-mode Jacobian object
     ``forward`` (a ``ForwardFunction`` with ``jacobian``): its generated code, called as
     a plain function, the columns stacked into blocks of shape ``out.shape + in.shape``
     as ``jacfwd`` shapes them; with ``summed`` each block summed over the output's
-    elements and the outputs (what ``grad`` of a derivative object gives)."""
+    elements and the outputs (what ``grad`` of a derivative object gives), after the
+    function's value with ``with_value`` (``value_and_grad``)."""
     if forward.has_aux:
         raise DerivativeCompositionError(
             f"a derivative of {forward.__name__}, a jacfwd with has_aux: differentiate a "
@@ -168,6 +173,8 @@ def forward_as_function(forward, building, summed=False):
                      else "(" + ", ".join(shaped) + ")")
     result = texts[0] if outputs is None or summed else \
         "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
+    if with_value:
+        result = f"value, {result}"
     body.append(f"{pad}return {result}")
     name = f"{getattr(fn, '__name__', 'f')}_{'grad' if summed else 'jacfwd'}"
     return _with_origins(_written(_FORWARD_SOURCE, name, params, leaves, body, jacobian,

@@ -16,6 +16,7 @@ from ..tensor import Parameter, Tensor
 from .arguments import check_function, check_options, free_values, to_array
 from .call_plan import GradientPlan, plan_key
 from .composed import reverse_of_derivative
+from .forward import derivative_rule
 from .derivative import Derivative
 from .higher import HvpFunction, grad_of_gradient
 from .inside import gradient_rule
@@ -56,9 +57,11 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
 
 
 def _plain_gradient(fn):
-    """Whether ``fn`` is a gradient object of a function (its gradient is forward over
-    reverse of that function: ``api.higher``)."""
-    return isinstance(fn, GradFunction) and not fn.differentiates_a_derivative
+    """Whether ``fn`` is a plain gradient object of a function (its gradient is forward
+    over reverse of that function: ``api.higher``); a value_and_grad object is
+    differentiated as any other derivative object (``api.composed``)."""
+    return isinstance(fn, GradFunction) and not fn.differentiates_a_derivative and \
+        not fn.with_value
 
 
 def _decorator(make, grad_position, weights, has_aux, return_ids):
@@ -113,7 +116,13 @@ class GradFunction(Derivative):
                             self.return_ids, self.with_value)
 
     def rule_inside(self):
-        return gradient_rule(self, lambda floats: HvpFunction(self.fn, floats))
+        """A plain gradient's rule is a Hessian-vector product; a value_and_grad's is the
+        Jacobian of its code (value and gradient) by forward mode."""
+        rule = gradient_rule(self, lambda floats: HvpFunction(self.fn, floats))
+        if rule is None and self.weights is None and not self.has_aux and \
+                not self.return_ids and self.positions:
+            return derivative_rule(self)
+        return rule
 
     def as_function(self, building):
         fn, bound_self = self._target()

@@ -33,9 +33,12 @@ def ones_like(value):
 
 def zeros_like(value):
     """Zeros of ``value``'s shape and dtype (0.0 for a scalar; for a list, a list of
-    zeros like its items: the zero tangent of an adjoint list)."""
+    zeros like its items: the zero tangent of an adjoint list; for a tuple, a tuple of
+    them: the zero tangent of a call returning several values)."""
     if isinstance(value, list):
         return zeros_list(value)
+    if isinstance(value, tuple):
+        return tuple(zeros_like(item) for item in value)
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
         return type(value)(0) if isinstance(value, (float, np.floating)) else 0.0
     return np.zeros_like(value)
