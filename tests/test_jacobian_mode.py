@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import s2sgrad
-from s2sgrad.errors import DerivativeCompositionError
 
 
 def spread(x, a):
@@ -68,10 +67,19 @@ def test_positions_aux_and_numbers_keep_jacrev_shapes(python_backend):
     np.testing.assert_allclose(j, finite_differences(curve, (0.3, a), 0), rtol=1e-7)
 
 
-def test_a_jacobian_object_is_not_differentiated_again_silently(python_backend):
-    jac = s2sgrad.jacobian(spread)
-    with pytest.raises(DerivativeCompositionError, match="jacfwd"):
-        s2sgrad.jacfwd(jac)(np.ones(2), 0.5)
+def test_a_jacobian_object_composes_as_its_jacfwd(python_backend):
+    """Transforms of a jacobian object, and one called inside a differentiated function,
+    give what they give for jacfwd(f) (the same Jacobian)."""
+    jac, x = s2sgrad.jacobian(spread), np.array([0.3, -0.4])
+    np.testing.assert_allclose(s2sgrad.jacfwd(jac)(x, 0.5),
+                               s2sgrad.jacfwd(s2sgrad.jacfwd(spread))(x, 0.5), rtol=1e-12)
+    np.testing.assert_allclose(s2sgrad.grad(jac)(x, 0.5),
+                               s2sgrad.grad(s2sgrad.jacfwd(spread))(x, 0.5), rtol=1e-12)
+
+    def uses(x, a):
+        return np.sum(jac(x, a) ** 2)
+    want = finite_differences(uses, (x, 0.5), 0)
+    np.testing.assert_allclose(s2sgrad.grad(uses)(x, 0.5), want, rtol=1e-6, atol=1e-8)
 
 
 def test_the_tall_choice_runs_compiled_like_jacfwd(monkeypatch):

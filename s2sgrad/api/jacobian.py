@@ -9,7 +9,9 @@ have at most as many elements as the output (a tall Jacobian), else ``jacrev``: 
 rule of thumb, decided for the caller.  The output's size is learnt by running ``fn``
 once as Python per signature (its result is discarded); both modes give the same
 Jacobian, so the choice changes only the time.  ``jacfwd`` and ``jacrev`` keep the
-mode the user names.
+mode the user names.  A transform of a ``jacobian`` object, or one called inside a
+differentiated function, is that of its ``jacfwd`` (the same Jacobian): the composition
+hooks are the jacfwd's.
 """
 import numpy as np
 
@@ -52,10 +54,15 @@ def _signature(args):
 
 class JacobianFunction:
     """What ``jacobian`` returns: ``forward`` (a ``jacfwd``) or ``reverse`` (a ``jacrev``)
-    runs each call, as ``mode_for`` decides per call signature (kept in ``modes``)."""
+    runs each call, as ``mode_for`` decides per call signature (kept in ``modes``).  What
+    a derivative of it or a differentiated function calling it reads (``derivative_mode``,
+    ``as_function``, its rule inside...) is the ``jacfwd``'s."""
 
-    #: a derivative object: the front end never reads the function it wraps
-    derivative_mode = "jacobian"
+    def __getattr__(self, name):
+        forward = self.__dict__.get("forward")
+        if forward is None or name.startswith("__") and name != "__s2sgrad_custom_vjp__":
+            raise AttributeError(name)
+        return getattr(forward, name)
 
     def __init__(self, fn, grad_position, has_aux):
         self.fn, self.grad_position, self.has_aux = fn, grad_position, has_aux
