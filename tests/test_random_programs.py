@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import s2sgrad
+from s2sgrad.errors import DerivativeCompositionError
 from s2sgrad.testing import check_grad
 
 UNARY = ["np.sin({})", "np.tanh({})", "np.cos({})", "({} * 0.5)", "np.exp(np.sin({}))",
@@ -348,13 +349,21 @@ def _expected(outer, fn, args, vx, eps):
     return np.sum(first) if outer in ("grad", "value_and_grad", "vjp") else first
 
 
+#: the one composition refused today: a second derivative (hessian, hvp) of a function
+#: that calls a derivative object inside it (the object runs as a Python call there)
+SECOND_ORDER = ("hessian", "hvp")
+NOT_BUILT = "inside it is not built (the object runs as a Python call there)"
+
+
 def check_composition(source, seed, outer, chain, place, program_dir, eps=1e-5):
     """``outer`` (w.r.t. x) of the chain of transforms ``chain`` of the program (a list,
     innermost last; empty: the program itself), or of a function calling that chain's
     derivative object inside (``place``: made outside it, ``called``, or made inside it,
     ``made``), along a random direction against central differences of what it
     differentiates (the next-lower chain).  ``hessian`` and ``hvp`` need a scalar
-    function: they are drawn only where the differentiated function is one."""
+    function: they are drawn only where the differentiated function is one; of a function
+    calling the chain's object inside, they may be refused with the error that says so
+    (``NOT_BUILT``), never anything else."""
     fn = load(source + (_inside_source(chain, place) if chain and place != "outside"
                         else ""), program_dir)
     args, (vx, _) = _point_and_direction(seed)
@@ -366,7 +375,12 @@ def check_composition(source, seed, outer, chain, place, program_dir, eps=1e-5):
         lower = fn.__globals__["g"]
 
     def one():
-        got = _outer_along(outer, lower, args, vx)
+        try:
+            got = _outer_along(outer, lower, args, vx)
+        except DerivativeCompositionError as exc:
+            if outer in SECOND_ORDER and place != "outside" and NOT_BUILT in str(exc):
+                return          # refused, clearly (issue 19: not built yet)
+            raise
         want = _expected(outer, lower, args, vx, eps)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     where = {"outside": "", "called": " called inside g", "made": " made inside g"}[place]
