@@ -270,6 +270,13 @@ def _flat(value):
     return np.ravel(np.asarray(value, dtype=float))
 
 
+def _ones(value):
+    """Ones in the structure of ``value`` (a cotangent giving the sum of its outputs)."""
+    if isinstance(value, tuple):
+        return tuple(_ones(v) for v in value)
+    return np.ones_like(value)
+
+
 def _along(jacobian, vx):
     """A Jacobian (of each output, ``out.shape + x.shape``) times ``vx``, flat."""
     if isinstance(jacobian, tuple):
@@ -328,9 +335,7 @@ def _outer_along(outer, fn, args, vx):
         return np.asarray(gradient, dtype=float) @ vx
     if outer == "vjp":
         value, back = s2sgrad.vjp(fn, x, a)
-        ones = tuple(np.ones_like(v) for v in value) if isinstance(value, tuple) else \
-            np.ones_like(value)
-        return np.asarray(back(ones)[0], dtype=float) @ vx
+        return np.asarray(back(_ones(value))[0], dtype=float) @ vx
     if outer == "hessian":
         return vx @ np.asarray(s2sgrad.hessian(fn)(*args), dtype=float) @ vx
     return vx @ np.asarray(s2sgrad.hvp(fn, (x, a), (vx, 0.0))[0], dtype=float)

@@ -18,7 +18,7 @@ result.
 from ..errors import DerivativeCompositionError
 from .arguments import check_positions
 from .forward import JacfwdFunction, derivative_rule, forward_function, jvp
-from .inside import cotangent_products, summed_blocks
+from .inside import cotangent_products, output_pairs, summed_blocks
 from .nested import forward_as_function
 
 
@@ -65,8 +65,7 @@ class ReverseByForward:
     def __call__(self, *args, **kwargs):
         jacobian = self.forward(*args, **kwargs)
         value = self.inner(*args, **kwargs)
-        outputs = list(value) if isinstance(value, (tuple, list)) else None
-        blocks = list(jacobian) if outputs is not None else [jacobian]
+        blocks = [b for _, b in output_pairs(value, value, jacobian)]   # per array of value
         args = self.forward._complete(args, kwargs)
         grads = [summed_blocks([block if isinstance(self.grad_position, int) or
                           len(self.positions) == 1 else block[i] for block in blocks],

@@ -211,8 +211,8 @@ def _kind(value):
 
 
 def _jacobian(output, columns, generated, leaves, positions, trees, single):
-    """Per output (a tuple for several), per position (a tuple for a tuple
-    grad_position), the Jacobian block of shape ``out.shape + in.shape``."""
+    """Per output (a tuple for several, nested as the output is), per position (a tuple
+    for a tuple grad_position), the Jacobian block of shape ``out.shape + in.shape``."""
     sizes = [int(np.size(to_array(leaves[k]))) for k in generated.wrt]
     shapes = [np.shape(to_array(leaves[k])) for k in generated.wrt]
 
@@ -236,13 +236,13 @@ def _jacobian(output, columns, generated, leaves, positions, trees, single):
             i += n
         return per_position[0] if single else tuple(per_position)
 
-    if isinstance(output, (tuple, list)):
-        return tuple(blocks(index, item) for index, item in _output_leaves(output))
-    return blocks(None, output)
-
-
-def _output_leaves(output, prefix=()):
-    return [(prefix + (i,), item) for i, item in enumerate(output)]
+    def nested(value, index):
+        """The blocks of each output, in the output's nesting (a tuple of tuples for
+        ``value_and_grad`` of ``value_and_grad``)."""
+        if isinstance(value, (tuple, list)):
+            return tuple(nested(item, index + (i,)) for i, item in enumerate(value))
+        return blocks(index or None, value)
+    return nested(output, ())
 
 
 def _pick(column, index):

@@ -34,9 +34,11 @@ class _Opaque:
 
     __s2sgrad_opaque__ = True
 
-    def __init__(self, fn, name):
+    def __init__(self, fn, name, structure=None):
         self.fn = fn
         self.__name__ = name
+        #: the nesting of the tuple it returns, where known (``result_structure``); None
+        self.structure = structure
 
     def __call__(self, *args):
         return self.fn(*args)
@@ -92,14 +94,50 @@ class _ArityRule:
         name = rule.__name__
         self.__name__ = name
         self.forward, self.backward = make(
-            _Opaque(rule.inner, name), _Opaque(rule._cotangent_times, f"{name}_{rule.word}"))
+            _Opaque(rule.inner, name, result_structure(rule.inner)),
+            _Opaque(rule._cotangent_times, f"{name}_{rule.word}"))
 
         def tangent(*both):
             args, tangents = both[:arity], both[arity:]
             result = rule._tangent_of(args, tangents, float_positions(args))
+            if isinstance(result, tuple):
+                return result       # nested as the result is: ((value, grad), grad)
             leaves = flatten(result)[0] if is_tree(result) else [result]
             return leaves[0] if len(leaves) == 1 else tuple(leaves)
         self.tangent = _Opaque(tangent, name + "_tangent")
+
+
+def result_structure(derivative):
+    """The nesting of the tuple a derivative object returns, where its options and what
+    it differentiates decide it (None: an array, or not known before it runs): a gradient
+    over several positions gives one item per position, ``value_and_grad`` ``(value,
+    gradients)``, a Jacobian (jacfwd, jacrev, hessian) of a derivative object the nesting
+    of that object's result, each array a tuple over several positions."""
+    mode = getattr(derivative, "derivative_mode", None)
+    positions = getattr(derivative, "positions", None) or ()
+    several = not isinstance(getattr(derivative, "grad_position", 0), int) and \
+        len(positions) > 1
+    if mode in ("grad", "grad_of_grad", "grad_of_derivative"):
+        grads = (None,) * len(positions) if several else None
+        if not getattr(derivative, "with_value", False):
+            return grads
+        inner = getattr(derivative, "inner", None)
+        value = result_structure(inner) if inner is not None else None
+        return (value, grads)
+    if mode in ("jacfwd", "jacobian"):
+        return result_structure(derivative.forward)
+    if mode in ("forward", "jacrev", "hessian"):
+        inner = derivative.fn
+        value = result_structure(inner) if getattr(inner, "derivative_mode", None) else None
+        return _per_position(value, len(positions) if several else 0)
+    return None
+
+
+def _per_position(structure, n):
+    """``structure`` with each array replaced by a tuple of ``n`` (0: kept)."""
+    if isinstance(structure, tuple):
+        return tuple(_per_position(c, n) for c in structure)
+    return (None,) * n if n else None
 
 
 def float_positions(args):
@@ -180,17 +218,25 @@ def jacobian_rule(inner, jacobian_of, forward_of):
 def cotangent_products(value, blocks, cotangent, args, per_position):
     """Per argument in ``args``, the cotangent of ``value`` (``cotangent``, in its
     structure) times the Jacobian ``blocks`` of ``value`` w.r.t. it (as ``jacfwd`` gives
-    it: a tuple over outputs for a tuple value, then a tuple over positions when
-    ``per_position``), in the argument's structure."""
-    outputs = isinstance(value, (tuple, list))
-    cots = list(cotangent) if outputs else [cotangent]
-    per_output = list(blocks) if outputs else [blocks]
+    it: a tuple over outputs for a tuple value, nested as it is, then a tuple over
+    positions when ``per_position``), in the argument's structure."""
+    pairs = list(output_pairs(value, cotangent, blocks))
+    cots, per_output = [c for c, _ in pairs], [b for _, b in pairs]
     grads = []
     for p, arg in enumerate(args):
         contracted = [_contract(ct, block[p] if per_position else block)
                       for ct, block in zip(cots, per_output)]
         grads.append(summed_blocks(contracted, arg))
     return tuple(grads)
+
+
+def output_pairs(value, cotangent, blocks):
+    """(cotangent, Jacobian blocks) of each array of ``value``, through its tuples."""
+    if isinstance(value, (tuple, list)):
+        for v, c, b in zip(value, cotangent, blocks):
+            yield from output_pairs(v, c, b)
+    else:
+        yield cotangent, blocks
 
 
 def _contract(cotangent, block):

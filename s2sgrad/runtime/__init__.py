@@ -432,10 +432,18 @@ def item_added(items, index, g):
     a tuple, updated functionally (so Numba can type it; items of different types); a
     list's adjoint (``rt.zeros_list`` gives a list) is updated in place and returned."""
     if isinstance(items, tuple):
-        return items[:index] + (items[index] + g,) + items[index + 1:] if index != -1 \
-            else items[:-1] + (items[-1] + g,)
-    items[index] = items[index] + g
+        return items[:index] + (_plus(items[index], g),) + items[index + 1:] if index != -1 \
+            else items[:-1] + (_plus(items[-1], g),)
+    items[index] = _plus(items[index], g)
     return items
+
+
+def _plus(a, b):
+    """``a + b``, item by item where both are tuples or lists (the adjoint of a nested
+    tuple: a derivative object's ``((value, gradient), gradient)``)."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a)(_plus(x, y) for x, y in zip(a, b))
+    return a + b
 
 
 def copy_list(items):

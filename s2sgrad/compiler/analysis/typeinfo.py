@@ -86,6 +86,10 @@ class TypeInfo:
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
+        #: Var name -> the nesting of a tuple a call declares it returns (a derivative
+        #: object's ``(value, gradient)``: ``(None, None)``; None for an array), so an item
+        #: read from it is known as a tuple too
+        self.structures = {}
 
     def ndim_of(self, atom):
         """The rank of an atom when it is known while building (None otherwise)."""

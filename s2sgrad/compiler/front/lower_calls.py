@@ -135,7 +135,9 @@ class CallLowering:
                                      tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
             expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
-            return self.emitter.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
+            result = self.emitter.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
+            self.emitter.declare_tuple(result.name, getattr(obj, "structure", None))
+            return result
         rule = lookup(obj)
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)

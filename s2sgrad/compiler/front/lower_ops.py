@@ -60,6 +60,8 @@ class Emitter:
             self.types.lists.add(name)   # read by index like a list; its adjoint is a list
             self.types.tuples.add(name)  # updated by rt.item_added (Numba gives many a tuple)
         self.aliases.record_memory(name, prim, args, kwargs)
+        if prim == prims.GETITEM:
+            self.item_structure(name, *args)
         # a tuple (divmod's, eigh's...) has no rank, shape or dtype of its own
         tuple_valued = name in self.types.tuples or (isinstance(prim, np.ufunc) and prim.nout > 1)
         ndim = None if tuple_valued else self.types.infer_ndim(prim, args, kwargs)
@@ -90,6 +92,22 @@ class Emitter:
             # scalars only: an array result could be updated in place
             self.state.cse[key] = Var(name)
         return Var(name)
+
+    def declare_tuple(self, name, structure):
+        """``name`` holds a tuple nested as ``structure`` (a tuple of children, None for
+        an array): read by index like a list, its adjoint a tuple (``rt.item_added``)."""
+        if isinstance(structure, tuple):
+            self.types.lists.add(name)
+            self.types.tuples.add(name)
+            self.types.structures[name] = structure
+
+    def item_structure(self, name, base, index):
+        """An item read at a constant index from a declared tuple is declared as its
+        structure says."""
+        structure = self.types.structures.get(getattr(base, "name", None))
+        if structure is not None and isinstance(index, Const) and type(index.value) is int \
+                and -len(structure) <= index.value < len(structure):
+            self.declare_tuple(name, structure[index.value])
 
     def emit_getitem(self, frame, node, value, index, hint):
         expr = gast.Subscript(value=self.atoms.atom_node(value), slice=self.atoms.atom_node(index),
