@@ -42,7 +42,7 @@ from ..front.literals import atom_node
 from ..ir import Const, Seq, Var
 from ..syntax.nodes import name_node
 from ..syntax.source import to_source
-from .transform import Tangents, sum_terms
+from .transform import Tangents, is_broadcast_like, sum_terms
 
 #: registered elementwise templates (derived rules of ufuncs are elementwise by their
 #: primitive: ``is_elementwise``)
@@ -471,8 +471,6 @@ class _BatchBroadcast(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr == "broadcast_like"
-                and isinstance(func.value, gast.Name) and func.value.id == "rt"):
-            func.attr = "broadcast_batch"
+        if is_broadcast_like(node):
+            node.func.attr = "broadcast_batch"
         return node

@@ -436,14 +436,19 @@ class Tangents:
         return Substitute().visit(copy.deepcopy(expr))
 
 
+def is_broadcast_like(node):
+    """True for a call ``rt.broadcast_like(...)`` (a gast Call)."""
+    func = node.func
+    return (isinstance(func, gast.Attribute) and func.attr == "broadcast_like"
+            and isinstance(func.value, gast.Name) and func.value.id == "rt")
+
+
 class _DropBroadcast(gast.NodeTransformer):
     """``rt.broadcast_like(e, ans)`` -> ``e``."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr == "broadcast_like"
-                and isinstance(func.value, gast.Name) and func.value.id == "rt"):
+        if is_broadcast_like(node):
             return node.args[0]
         return node
 
