@@ -320,6 +320,8 @@ def jacfwd(fn, grad_position=0, has_aux=False):
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
     check_positions(grad_position)
     f = forward_function(fn, grad_position, has_aux, True)
+    if getattr(fn, "derivative_mode", None) is not None:   # its composition rules apply
+        return JacfwdFunction(f)
     return JacfwdFunction(f, forward_function(fn, grad_position, has_aux, True, True))
 
 
