@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 
 from common import as_arrays  # noqa: E402
 
-EVALS = ["lse", "llsq", "gmm", "kmeans", "ba", "ode", "lstm", "particle", "saddle"]
+EVALS = ["lse", "llsq", "gmm", "kmeans", "ba", "ht", "ode", "lstm", "particle", "saddle"]
 TOOLS = ["s2sgrad", "jax", "autograd"]
 
 

@@ -1,6 +1,7 @@
 # s2sgrad: forward-mode Jacobian of function (functional_autodiff.py:25) w.r.t. w, b
-# Generated code: edits are overwritten. One pass per basis direction
-# of the inputs; each value, then its tangent (x_dot).
+# Generated code: edits are overwritten. Each value, then its tangent
+# x_dot along a batch of basis directions of the inputs (row k of
+# x_dot: along direction start + k), in as few sweeps as memory allows.
 import numpy as np
 
 from s2sgrad import runtime as rt
@@ -9,11 +10,13 @@ from s2sgrad import runtime as rt
 def function_jacfwd(x, y, w, b):
     n_w = rt.tangent_size(w)
     n_b = rt.tangent_size(b)
-    columns = []
-    # one pass per basis direction of w, b
-    for k in range(n_w + n_b):
-        w_dot = rt.basis_tangent(w, k)
-        b_dot = rt.basis_tangent(b, k - n_w)
+    step = rt.sweep_width(n_w + n_b, w, b)
+    blocks = []
+    # directions start .. start + width - 1 of w, b in each sweep
+    for start in range(0, n_w + n_b, step):
+        width = min(step, n_w + n_b - start)
+        w_dot = rt.basis_batch(w, start, width)
+        b_dot = rt.basis_batch(b, start - n_w, width)
         # z = ops.matmul(x, w) + b  (functional_autodiff.py:26)
         x_at_w = x @ w
         x_at_w_dot = x @ w_dot
@@ -47,6 +50,6 @@ def function_jacfwd(x, y, w, b):
         loss_1 = loss * ones_like_z
         loss_1_dot = loss_dot * ones_like_z
         out = np.mean(loss_1)
-        out_dot = np.mean(loss_1_dot)
-        columns.append(out_dot)
-    return out, columns
+        out_dot = np.mean(loss_1_dot, axis=1)
+        blocks.append(out_dot)
+    return out, blocks

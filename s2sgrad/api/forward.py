@@ -19,6 +19,7 @@ a Jacobian's loop over directions), kept per function and options
 import numpy as np
 
 from ..backend.numba_backend import UNDECIDED, backend_mode
+from ..compiler.forward.batched import NotBatchable
 from ..compiler.pipeline_forward import build_jvp
 from ..errors import (GradientArgumentError, GradientTypeError, OutputStructureError,
                       UserCodeError)
@@ -39,6 +40,11 @@ JACOBIAN_LOOP_FREE_REASON = (
     "anyway.")
 
 
+JACOBIAN_BATCHED_REASON = (
+    "The Jacobian runs as one batched sweep of numpy calls (every tangent carries a batch "
+    "of directions first), not one compiled pass per direction.")
+
+
 class ForwardFunction(Derivative):
     """The forward-mode code of ``fn`` w.r.t. ``grad_position``: ``jvp_call`` runs a
     JVP, calling the object computes the Jacobian (``jacfwd``).  Bound as a method like
@@ -47,8 +53,9 @@ class ForwardFunction(Derivative):
 
     derivative_mode = "forward"
 
-    def __init__(self, fn, grad_position, has_aux, jacobian):
+    def __init__(self, fn, grad_position, has_aux, jacobian, batched=False):
         self.jacobian = jacobian
+        self.batched = batched and jacobian
         self.name_suffix = "_jacfwd" if jacobian else "_jvp"
         super().__init__(fn, grad_position, None, has_aux)
 
@@ -59,12 +66,14 @@ class ForwardFunction(Derivative):
                 f"backend {self.backend!r}>")
 
     def bind_to(self, method, weights):
-        return ForwardFunction(method, self.grad_position, self.has_aux, self.jacobian)
+        return ForwardFunction(method, self.grad_position, self.has_aux, self.jacobian,
+                               self.batched)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         try:
             return build_jvp(fn, self.positions, self.has_aux, bound_self,
-                             arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian)
+                             arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian,
+                             batched=self.batched)
         except UserCodeError as exc:      # in the generated code of a derivative object
             raise at_user_line(exc, fn) from None
 
@@ -80,7 +89,10 @@ class ForwardFunction(Derivative):
 
     def load_code(self, generated):
         compiled, path = super().load_code(generated)
-        if not generated.loops and backend_mode() == "auto" and compiled.backend == UNDECIDED:
+        if generated.batched and compiled.backend == UNDECIDED:
+            compiled._use_python(JACOBIAN_BATCHED_REASON, backend="numpy")
+        elif not generated.loops and backend_mode() == "auto" and \
+                compiled.backend == UNDECIDED:
             # a Jacobian of loop-free code loops over the directions only: numpy's own
             # kernels run each pass, as for the function's gradient (no compile)
             compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
@@ -135,7 +147,8 @@ class ForwardFunction(Derivative):
             args, lambda arrays: [], plan_key(args))
         first = value[0] if self.has_aux else value
         jac = _jacobian(first, list(columns), generated, leaves, self.positions,
-                        self._trees_of(args), isinstance(self.grad_position, int))
+                        self._trees_of(args), isinstance(self.grad_position, int),
+                        generated.batched)
         jac = wrap_output(jac, dtype)
         if self.has_aux:
             return jac, wrap_output(_aux(value), dtype)
@@ -210,9 +223,11 @@ def _kind(value):
     return type(value).__name__
 
 
-def _jacobian(output, columns, generated, leaves, positions, trees, single):
+def _jacobian(output, columns, generated, leaves, positions, trees, single, batched=False):
     """Per output (a tuple for several, nested as the output is), per position (a tuple
-    for a tuple grad_position), the Jacobian block of shape ``out.shape + in.shape``."""
+    for a tuple grad_position), the Jacobian block of shape ``out.shape + in.shape``.
+    ``columns``: the output tangent of each direction, or with ``batched`` of each block
+    of directions (the directions first)."""
     sizes = [int(np.size(to_array(leaves[k]))) for k in generated.wrt]
     shapes = [np.shape(to_array(leaves[k])) for k in generated.wrt]
 
@@ -221,8 +236,12 @@ def _jacobian(output, columns, generated, leaves, positions, trees, single):
         out_shape = np.shape(like)
         dtype = np.result_type(np.asarray(like).dtype, np.float32) if \
             isinstance(like, (np.ndarray, np.generic)) else np.float64
-        stacked = (np.stack([np.asarray(c, dtype=dtype) for c in cols], axis=-1) if cols else
-                   np.zeros(out_shape + (0,), dtype=dtype))
+        if batched and cols:
+            joined = np.concatenate([np.asarray(c, dtype=dtype) for c in cols], axis=0)
+            stacked = np.moveaxis(joined.reshape((-1,) + out_shape), 0, -1)
+        else:
+            stacked = (np.stack([np.asarray(c, dtype=dtype) for c in cols], axis=-1) if cols
+                       else np.zeros(out_shape + (0,), dtype=dtype))
         per_leaf, start = [], 0
         for size, shape in zip(sizes, shapes):
             block = stacked[..., start:start + size].reshape(out_shape + shape)
@@ -253,12 +272,12 @@ def _pick(column, index):
 
 # ---------------------------------------------------------------- public functions
 
-def forward_function(fn, grad_position, has_aux, jacobian):
+def forward_function(fn, grad_position, has_aux, jacobian, batched=False):
     """The ForwardFunction of ``fn`` for these options, kept while ``fn`` lives (so repeated
     ``jvp`` calls build once; a bound method: while its instance lives)."""
-    key = ("forward", grad_position, has_aux, jacobian, backend_mode())
-    return derivative_for(fn, key,
-                          lambda: ForwardFunction(fn, grad_position, has_aux, jacobian))
+    key = ("forward", grad_position, has_aux, jacobian, batched, backend_mode())
+    return derivative_for(fn, key, lambda: ForwardFunction(fn, grad_position, has_aux,
+                                                           jacobian, batched))
 
 
 def jvp(fn, inputs, v, has_aux=False):
@@ -301,22 +320,40 @@ def jacfwd(fn, grad_position=0, has_aux=False):
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
     check_positions(grad_position)
     f = forward_function(fn, grad_position, has_aux, True)
-    return JacfwdFunction(f)
+    if getattr(fn, "derivative_mode", None) is not None:   # its composition rules apply
+        return JacfwdFunction(f)
+    return JacfwdFunction(f, forward_function(fn, grad_position, has_aux, True, True))
 
 
 class JacfwdFunction:
     """What ``jacfwd`` returns: call it with ``fn``'s arguments.  A new one per ``jacfwd``
-    call, running the ``ForwardFunction`` kept for ``fn``'s options (``forward``)."""
+    call, running the ``ForwardFunction``s kept for ``fn``'s options: ``batched`` (all
+    directions in one sweep, as numpy) where every operation has a batched rule and the
+    backend is not forced to Numba, else ``forward`` (one pass per direction, compiled
+    where it loops).  ``not_batched``: per call signature (``plan_key``), why the batched
+    code could not be built; ``last``: the one that ran the last call."""
 
     #: a derivative object: the front end never reads the function it wraps
     derivative_mode = "jacfwd"
 
-    def __init__(self, forward):
-        self.forward = forward
+    def __init__(self, forward, batched=None):
+        self.forward, self.batched = forward, batched
+        self.not_batched = {}
+        self.last = None
         self.__name__ = forward.name + "_jacfwd"
         self.__wrapped__ = forward.fn
 
     def __call__(self, *args, **kwargs):
+        self.last = self.forward
+        if self.batched is not None and backend_mode() != "numba":
+            key = plan_key(args) if not kwargs else None
+            if key not in self.not_batched:
+                try:
+                    result = self.batched(*args, **kwargs)
+                    self.last = self.batched
+                    return result
+                except NotBatchable as exc:   # an operation without a batched rule
+                    self.not_batched[key] = str(exc)
         return self.forward(*args, **kwargs)
 
     def __get__(self, instance, owner=None):
@@ -327,7 +364,8 @@ class JacfwdFunction:
             return self
         bound = self.forward.__get__(instance, owner)
         if bound.__dict__.get("_as_jacfwd") is None:
-            bound._as_jacfwd = JacfwdFunction(bound)
+            batched = self.batched.__get__(instance, owner) if self.batched else None
+            bound._as_jacfwd = JacfwdFunction(bound, batched)
         return bound._as_jacfwd
 
     @property
@@ -343,18 +381,20 @@ class JacfwdFunction:
 
     @property
     def source(self):
-        return self.forward.source
+        return (self.last or self.forward).source
 
     @property
     def backend(self):
-        return self.forward.backend
+        return (self.last or self.forward).backend
 
     @property
     def fallback_reason(self):
-        return self.forward.fallback_reason
+        if self.last is self.forward and self.not_batched:
+            return "Not batched: " + next(reversed(self.not_batched.values())) + "."
+        return (self.last or self.forward).fallback_reason
 
     def __repr__(self):
-        return repr(self.forward)
+        return repr(self.last or self.forward)
 
 
 def derivative_rule(derivative):

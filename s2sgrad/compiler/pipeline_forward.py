@@ -24,6 +24,7 @@ import os
 import gast
 
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .forward.batched import BatchedTangents
 from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
@@ -46,6 +47,8 @@ class GeneratedJvp:
     """
 
     adjoint_from = None
+    #: True when every tangent carries a batch of directions first (``forward/batched.py``)
+    batched = False
     #: what the code took from outside, to check at each call (``front/guards.py``)
     guards = ()
     #: True when the code holds only for arguments of the sizes it was built for (a
@@ -68,11 +71,14 @@ class GeneratedJvp:
 
 
 def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg_trees=None,
-              jacobian=False, title=None):
+              jacobian=False, title=None, batched=False):
     """The forward-mode function of ``fn`` w.r.t. argument ``positions`` (module doc).
 
     ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
-    (dtype, ndim) or ("const", value), and per argument its treedef."""
+    (dtype, ndim) or ("const", value), and per argument its treedef.  ``batched`` (with
+    ``jacobian``): sweeps whose tangents carry a batch of directions first
+    (``forward/batched.py``; raises ``NotBatchable`` naming an operation without a
+    batched rule)."""
     lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
@@ -80,7 +86,10 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     seeds = output_seeds(lowered, has_aux)
     names = lowerer.state.names
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
-    sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args)
+    width = names.fresh("width") if batched and jacobian else None
+    make = None if width is None else (
+        lambda lowered, active, names: BatchedTangents(lowered, active, names, width))
+    sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args, make)
     lowered.free = list(lowerer.state.free.values())
     kind = "jacfwd" if jacobian else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")
@@ -88,7 +97,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     what = "forward-mode Jacobian" if jacobian else "Jacobian-vector product"
     title = title or (f"{what} of {lowered.name} ({where}) w.r.t. "
                       f"{', '.join(wrt_vars) or 'nothing'}")
-    emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux)
+    emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux, width)
     lines = emitter.module(fname, title, jacobian)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
@@ -97,13 +106,16 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
                              lowered.arg_leaves, jacobian, loops, line_map)
     generated.guards = lowered.guards
     generated.by_shape = lowered.by_shape
+    generated.batched = width is not None
     return generated
 
 
 class _Emitter:
     """Writes the module text of a forward-mode function."""
 
-    def __init__(self, lowered, sweep, names, wrt_vars, tangent_args, has_aux):
+    def __init__(self, lowered, sweep, names, wrt_vars, tangent_args, has_aux, width=None):
+        self.batched = width is not None
+        self.width = width
         self.lowered = lowered
         self.sweep = sweep
         self.names = names
@@ -122,13 +134,21 @@ class _Emitter:
         if isinstance(atom, Var):
             if atom.name in sweep.active:
                 return name_node(sweep.tangents[atom.name])
-            return call("rt", "zeros_list" if atom.name in self.lowered.lists
-                        else "zeros_like", [name_node(atom.name)])
+            return self._zeros(atom.name)
         if isinstance(atom, Seq):
             elts = [self._tangent_atom(a) for a in atom.items]
             return (gast.List(elts=elts, ctx=gast.Load()) if atom.kind == "list"
                     else gast.Tuple(elts=elts, ctx=gast.Load()))
+        if self.batched:
+            return call("rt", "zeros_batch", [atom_node(atom), name_node(self.width)])
         return gast.Constant(value=0.0, kind=None)
+
+    def _zeros(self, name):
+        """The zero tangent of ``name`` (of a batch of directions in a batched sweep)."""
+        if self.batched:
+            return call("rt", "zeros_batch", [name_node(name), name_node(self.width)])
+        return call("rt", "zeros_list" if name in self.lowered.lists else "zeros_like",
+                    [name_node(name)])
 
     def _prologue(self, copies_of=None):
         """Copies of arrays updated in place, and zero tangents of active arguments that
@@ -143,7 +163,7 @@ class _Emitter:
                              "caller's array is kept")
         for name in args:
             if name in sweep.active and name not in self.tangent_args:
-                lines.append(f"{sweep.tangents[name]} = rt.zeros_like({name})")
+                lines.append(f"{sweep.tangents[name]} = {to_source(self._zeros(name)).strip()}")
             elif name in sweep.active and name in lowered.mutated:
                 t = sweep.tangents[name]
                 lines.append(f"{t} = np.copy({t})  # updated in place below")
@@ -162,6 +182,11 @@ class _Emitter:
             body.append((f"{INDENT}return {value_src}, {self._output_tangent()}", None))
             header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
                       "# (x_dot: the derivative of x along the input tangents).")
+        elif self.batched:
+            signature, body = self._batched_body(args, value_src)
+            header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
+                      "# x_dot along a batch of basis directions of the inputs (row k of\n"
+                      "# x_dot: along direction start + k), in as few sweeps as memory allows.")
         else:
             signature, body = self._jacobian_body(args, value_src)
             header = ("# Generated code: edits are overwritten. One pass per basis direction\n"
@@ -207,3 +232,34 @@ class _Emitter:
             self.sweep.statements, 2) + [
             (f"{inner}{columns}.append({self._output_tangent()})", None),
             (f"{INDENT}return {value_src}, {columns}", None)]
+
+    def _batched_body(self, args, value_src):
+        """The body of a batched Jacobian: sweeps over blocks of ``width`` directions."""
+        names, lowered = self.names, self.lowered
+        renamed = {a: names.fresh(a + "_arg") for a in args if a in lowered.mutated}
+        signature = [renamed.get(a, a) for a in args]
+        counts = [names.fresh("n_" + v) for v in self.wrt_vars]
+        body = [f"{INDENT}{n} = rt.tangent_size({renamed.get(v, v)})"
+                for v, n in zip(self.wrt_vars, counts)]
+        total = " + ".join(counts) if counts else "0"
+        blocks, start, step = names.fresh("blocks"), names.fresh("start"), names.fresh("step")
+        width = self.width
+        inputs = ", ".join(renamed.get(v, v) for v in self.wrt_vars)
+        body += [f"{INDENT}{step} = rt.sweep_width({total}, {inputs})",
+                 f"{INDENT}{blocks} = []",
+                 f"{INDENT}# directions start .. start + width - 1 of "
+                 f"{', '.join(self.wrt_vars)} in each sweep",
+                 f"{INDENT}for {start} in range(0, {total}, {step}):",
+                 f"{INDENT * 2}{width} = min({step}, {total} - {start})"]
+        offset = []
+        for v, n in zip(self.wrt_vars, counts):
+            shift = start if not offset else f"{start} - " + (
+                offset[0] if len(offset) == 1 else f"({' + '.join(offset)})")
+            body.append(f"{INDENT * 2}{self.tangent_args[v]} = rt.basis_batch("
+                        f"{renamed.get(v, v)}, {shift}, {width})")
+            offset.append(n)
+        body += [INDENT * 2 + line for line in self._prologue(renamed)]
+        return signature, [(line, None) for line in body] + render_mapped(
+            self.sweep.statements, 2) + [
+            (f"{INDENT * 2}{blocks}.append({self._output_tangent()})", None),
+            (f"{INDENT}return {value_src}, {blocks}", None)]

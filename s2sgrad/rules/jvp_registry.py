@@ -62,7 +62,7 @@ the named parameters' tangents replace them, the others stay as written.
 
 Stable interface (the forward pass and higher-order code build on it):
 ``t``, ``jvp_rule``, ``jvp_linear``, ``jvp_linear_in``, ``jvp_multilinear``, ``jvp_reduction``,
-``jvp_lookup``, ``registered``, ``all_jvp_rules``, ``JvpRule``.  A callable with
+``jvp_lookup``, ``registered``, ``all_jvp_rules``, ``is_elementwise``, ``JvpRule``.  A callable with
 a registered JVP rule (an ``rt`` helper of generated gradient code) is a
 primitive of the lowering even without a VJP rule.
 """
@@ -379,6 +379,13 @@ def _elementwise(primitive):
         return True
     return getattr(primitive, "__module__", None) == "math" and \
         getattr(math, getattr(primitive, "__name__", ""), None) is primitive
+
+
+def is_elementwise(primitive):
+    """True for a primitive whose derivative is elementwise (``_elementwise``): its JVP
+    terms broadcast as the primitive does, with any number of leading axes on a
+    tangent."""
+    return _elementwise(primitive)
 
 
 def _is_d_ans(node, result):

@@ -13,6 +13,7 @@ from .arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of arra
 from .linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
 from .forward import *  # noqa: F401,F403  (rt.broadcast_like... : forward mode)
+from .batched import *  # noqa: F401,F403  (rt.zeros_batch... : batched forward mode)
 from .tangents import *  # noqa: F401,F403  (rt.quantile_tangent... : forward mode)
 from .linalg_tangents import *  # noqa: F401,F403  (rt.svd_tangent... : forward mode)
 from .special import *  # noqa: F401,F403  (rt.spherical_bessel_derivative...)

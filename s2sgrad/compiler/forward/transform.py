@@ -89,12 +89,14 @@ def _as_atom(value):
     return value if isinstance(value, (Var, Const, Seq)) else Const(value)
 
 
-def tangent_sweep(lowered, wrt, seeds, names, tangent_names=None):
+def tangent_sweep(lowered, wrt, seeds, names, tangent_names=None, make=None):
     """The forward-mode statements of ``lowered`` (module doc).  ``tangent_names``:
-    Var name -> the name its tangent must have (the tangent inputs of ``wrt``)."""
+    Var name -> the name its tangent must have (the tangent inputs of ``wrt``);
+    ``make(lowered, active, names)``: the builder of the statements (``Tangents``, or
+    ``batched.BatchedTangents`` for tangents carrying a batch of directions)."""
     check_real_values(lowered, wrt, seeds, tangent_operands)   # real values only
     active = active_names(lowered, wrt, seeds, tangent_operands)
-    sweep = _Tangents(lowered, active, names)
+    sweep = (make or Tangents)(lowered, active, names)
     sweep.of.update(tangent_names or {})
     for w in wrt:
         if w in active:
@@ -105,7 +107,7 @@ def tangent_sweep(lowered, wrt, seeds, names, tangent_names=None):
     return TangentSweep(statements, sweep.of, active)
 
 
-class _Tangents:
+class Tangents:
     """Builds the interleaved primal and tangent statements (see module doc)."""
 
     def __init__(self, lowered, active, names):
@@ -365,7 +367,7 @@ class _Tangents:
                     return n
                 return _children_mapped(n, visit)
             terms.append(visit(copy.deepcopy(op.expr)))
-        return _sum(terms)
+        return sum_terms(terms)
 
     def _template(self, op, rule, bindings, out):
         bindings = dict(bindings)
@@ -404,7 +406,7 @@ class _Tangents:
             if drop_broadcast:
                 node = _DropBroadcast().visit(node)
             terms.append(node)
-        return _sum(terms)
+        return sum_terms(terms)
 
     def _scalar(self, atom):
         """True for a number known while building, or a variable known to be one."""
@@ -434,19 +436,24 @@ class _Tangents:
         return Substitute().visit(copy.deepcopy(expr))
 
 
+def is_broadcast_like(node):
+    """True for a call ``rt.broadcast_like(...)`` (a gast Call)."""
+    func = node.func
+    return (isinstance(func, gast.Attribute) and func.attr == "broadcast_like"
+            and isinstance(func.value, gast.Name) and func.value.id == "rt")
+
+
 class _DropBroadcast(gast.NodeTransformer):
     """``rt.broadcast_like(e, ans)`` -> ``e``."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr == "broadcast_like"
-                and isinstance(func.value, gast.Name) and func.value.id == "rt"):
+        if is_broadcast_like(node):
             return node.args[0]
         return node
 
 
-def _sum(terms):
+def sum_terms(terms):
     """``t1 + t2 - t3`` (a term ``-e`` after the first is subtracted)."""
     total = terms[0]
     for term in terms[1:]:
