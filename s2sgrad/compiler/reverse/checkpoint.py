@@ -103,14 +103,21 @@ class _LoopSteps:
         body = [s for s in forward[f_at].body[1:]]
         reversed_loop = backward[b_at]
         self._check_writes(body)
-        after_f = _reads(forward[f_at + 1:]) | _reads(backward[:b_at] + backward[b_at + 1:])
-        after_f |= set(atom_vars(self.lowered.output)) | set(_live_in(reversed_loop.body))
-        state, consts = self._interface(body, forward[f_at].target.id, after_f)
-        after_b = _reads(backward[b_at + 1:]) | {g for g in self.returned if g is not None}
+        # what the code after the loop reads as the loop left it (before assigning it)
+        after_b = set(_live_in(backward[b_at + 1:])) | {g for g in self.returned if g}
         rtarget = reversed_loop.target.id
         stored_b = _stores(reversed_loop.body)
-        live_b = _live_in(reversed_loop.body)
-        carry = [v for v in _ordered(reversed_loop.body, stored_b - self.tape_names)
+        # (a value the reversed body restores on some path is read on those paths only:
+        # its branches mirror the forward body's)
+        carried = set(_live_in(body)) & _stores(body)
+        live_b = [v for v in _live_in(reversed_loop.body) if v not in stored_b
+                  or v not in _stores(body) or v in carried]
+        after_f = set(_live_in(forward[f_at + 1:] + backward[:b_at])) | after_b | set(
+            atom_vars(self.lowered.output)) | set(live_b)
+        state, consts = self._interface(body, forward[f_at].target.id, after_f)
+        self.target_read_after = forward[f_at].target.id in after_f
+        restored = _stores(body) - set(state)
+        carry = [v for v in _ordered(reversed_loop.body, stored_b - self.tape_names - restored)
                  if v in live_b or v in after_b]
         adjoint_consts = [v for v in live_b if v not in stored_b and v not in self.tape_names
                           and v != rtarget and v in self.known]
@@ -226,6 +233,15 @@ class _LoopSteps:
                           call("rt", "checkpoint_forward", [
                               step, copy.deepcopy(start), copy.deepcopy(stride), name_node(n),
                               name_node(slots), _tuple(state), _tuple(consts)]))]
+        if self.target_read_after:    # what the loop variable was last, as Python leaves it
+            last = gast.BinOp(left=copy.deepcopy(start), op=gast.Add(), right=gast.BinOp(
+                left=gast.BinOp(left=name_node(n), op=gast.Sub(),
+                                right=gast.Constant(value=1, kind=None)),
+                op=gast.Mult(), right=copy.deepcopy(stride)))
+            stepped.append(gast.If(test=gast.Compare(
+                left=name_node(n), ops=[gast.Gt()], comparators=[gast.Constant(value=0,
+                                                                              kind=None)]),
+                body=[assign(loop.target, last)], orelse=[]))
         forward[start_at:f_at + 1] = plan + [_branch(slots, whole, stepped)]
         reverse = [assign(_tuple(carry, gast.Store()), call("rt", "checkpoint_reverse", [
             copy.deepcopy(step), copy.deepcopy(taped), adjoint, copy.deepcopy(start),
@@ -256,14 +272,6 @@ def _counts(loop, counter):
 def _assigns(stmt, name):
     return isinstance(stmt, gast.Assign) and any(
         isinstance(t, gast.Name) and t.id == name for t in stmt.targets)
-
-
-def _reads(items):
-    out = set()
-    for item in items:
-        if isinstance(item, gast.AST):
-            out |= value_reads(item)
-    return out
 
 
 def _stores(items):
