@@ -278,10 +278,10 @@ def test_loops_it_cannot_checkpoint_are_refused_naming_their_line(fn, args, what
 def test_too_small_a_limit_names_the_loop_and_the_bytes_needed(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     with pytest.raises(MemoryLimitError) as info:
-        s2sgrad.grad(recurrence, memory_limit=20)(np.ones(30), 0.5)
+        s2sgrad.grad(recurrence, memory_limit=12)(np.ones(30), 0.5)
     text = str(info.value)
     line = recurrence.__code__.co_firstlineno + 2          # the for statement
-    assert f"test_checkpoint.py:{line}:" in text and "memory_limit=20 bytes" in text
+    assert f"test_checkpoint.py:{line}:" in text and "memory_limit=12 bytes" in text
     assert info.value.state_bytes == 8 and "at least" in text
 
 

@@ -188,13 +188,18 @@ class _LoopSteps:
                             f"one iteration of the loop at {where}, no tape: the state "
                             f"{_tuple_text(state)} after it", unpack + plain +
                             [gast.Return(value=_tuple(state))])
-        declared = [line for t in self.tapes for line in _declaration(t, self.loop)]
-        tape_names = [n for t in self.tapes for n in ([t.name, t.top] if t.top else [t.name])]
+        taped_body, adjoint_body = copy.deepcopy(body), copy.deepcopy(reversed_loop.body)
+        single = _single_values(taped_body, adjoint_body, self.tapes, self.loop)
+        # (a value kept on one path of a branch only needs a typed start)
+        assigned = _stores([s for s in taped_body if isinstance(s, gast.Assign)])
+        declared = [line for t in self.tapes
+                    for line in _declaration(t, self.loop, single, assigned)]
+        tape_names = [n for t in self.tapes for n in (
+            [t.name] if t.name in single else [t.name, t.top] if t.top else [t.name])]
         taped = StepFunction(
             self.names.fresh(f"{base}_step_taped"), [target, p_state, p_consts],
-            f"the same iteration keeping what its adjoint reads: the state after it, its "
-            "tape and the tape's bytes",
-            unpack + declared + copy.deepcopy(body) + [
+            "the same, keeping what its adjoint reads: (state after, tape, tape bytes)",
+            unpack + declared + taped_body + [
                 assign(p_tape, _tuple(tape_names)),
                 gast.Return(value=gast.Tuple(elts=[
                     _tuple(state), name_node(p_tape),
@@ -206,7 +211,7 @@ class _LoopSteps:
             "after it",
             [*_unpack(tape_names, p_tape),
              *_unpack(adjoint_consts, p_consts), *_unpack(carry, p_carry),
-             *copy.deepcopy(reversed_loop.body), gast.Return(value=_tuple(carry))])
+             *adjoint_body, gast.Return(value=_tuple(carry))])
         return [step, taped, adjoint]
 
     def _replace(self, forward, start_at, f_at, backward, b_at, fns, state, consts, carry,
@@ -221,7 +226,7 @@ class _LoopSteps:
         limit = gast.Constant(value=self.limit, kind=None)
         plan = [assign(n, trip_count(loop.bounds)),
                 Comment(f"memory_limit={self.limit} bytes: the whole tape if it fits, else "
-                        "snapshots of the state every few steps (revolve)"),
+                        "snapshots of the state (revolve)"),
                 assign(slots, call("rt", "checkpoint_slots", [
                     copy.deepcopy(taped), start, stride, name_node(n), _tuple(state),
                     _tuple(consts), limit, where]))]
@@ -361,8 +366,16 @@ def _without(items, names):
     return out
 
 
-def _declaration(tape, loop):
-    """A one-step tape's creation: room for one value of the loop's own typed tapes."""
+def _declaration(tape, loop, single, assigned):
+    """A one-step tape's creation: a typed zero for a tape of one value (``single``) set on
+    some paths only, an empty list or array for the others (a nested loop reserves room
+    in its own)."""
+    if tape.name in single:
+        if tape.dtype is None or tape.name in assigned:
+            return []
+        dtype = gast.parse(tape.dtype).body[0].value
+        return [assign(tape.name, gast.Call(func=dtype, args=[gast.Constant(value=0, kind=None)],
+                                            keywords=[]))]
     if tape.dtype is None:
         return [assign(tape.name, gast.List(elts=[], ctx=gast.Load()))]
     size = 1 if tape.loop is loop else 0
@@ -370,6 +383,71 @@ def _declaration(tape, loop):
     return [assign(tape.name, call("np", "empty", [gast.Constant(value=size, kind=None),
                                                    dtype])),
             assign(tape.top, gast.Constant(value=0, kind=None))]
+
+
+def _single_values(taped, adjoint, tapes, loop):  # noqa: C901 - three small rewrites
+    """Make the tapes that hold one value a step plain variables (no array or list made in
+    every step): a typed tape of the loop's own level, and a list pushed once at the top
+    of its body.  Rewrites the pushes in ``taped`` and the pops in ``adjoint`` in place;
+    gives the names of the tapes rewritten."""
+    single = set()
+    for tape in tapes:
+        if tape.loop is not loop:
+            continue
+        if tape.dtype is None and sum(_is_append(s, tape.name) for s in taped) != 1:
+            continue
+        single.add(tape.name)
+    for items in _blocks(taped):
+        for k, stmt in enumerate(items):
+            for tape in tapes:
+                if tape.name in single and _is_push(stmt, tape):
+                    items[k] = assign(tape.name, stmt.value.args[2] if tape.dtype else
+                                      stmt.value.args[0])
+    for items in _blocks(adjoint):
+        for tape in tapes:
+            if tape.name not in single:
+                continue
+            items[:] = [s for s in items if not (tape.top and isinstance(s, gast.AugAssign)
+                                                 and _names(s.target) == {tape.top})]
+            for stmt in items:
+                if isinstance(stmt, gast.Assign) and _is_pop(stmt.value, tape):
+                    stmt.value = name_node(tape.name)
+    return single
+
+
+def _blocks(items):
+    """``items`` and every statement list nested in it."""
+    yield items
+    for stmt in items:
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and not isinstance(stmt, (gast.For, gast.While)):
+                yield from _blocks(inner)
+
+
+def _names(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def _is_append(stmt, name):
+    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and isinstance(
+        stmt.value.func, gast.Attribute) and stmt.value.func.attr == "append" and \
+        _names(stmt.value.func.value) == {name}
+
+
+def _is_push(stmt, tape):
+    if tape.dtype is None:
+        return _is_append(stmt, tape.name)
+    return isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) and \
+        isinstance(stmt.value.func, gast.Attribute) and stmt.value.func.attr == "push" and \
+        _names(stmt.value.args[0]) == {tape.name}
+
+
+def _is_pop(value, tape):
+    if tape.dtype is None:
+        return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+            value.func.attr == "pop" and _names(value.func.value) == {tape.name}
+    return isinstance(value, gast.Subscript) and _names(value.value) == {tape.name}
 
 
 def _tuple(names, ctx=None):
