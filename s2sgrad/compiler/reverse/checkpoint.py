@@ -24,7 +24,7 @@ import gast
 
 from ...errors import CheckpointError
 from ..front.literals import atom_node
-from ..ir import If, Loop, atom_vars, walk_statements
+from ..ir import Const, If, Loop, atom_vars, walk_statements
 from ..syntax.nodes import Comment, assign, call, name_node
 from .tape import trip_count, value_reads
 
@@ -110,8 +110,8 @@ class _LoopSteps:
         # (a value the reversed body restores on some path is read on those paths only:
         # its branches mirror the forward body's)
         carried = set(_live_in(body)) & _stores(body)
-        live_b = [v for v in _live_in(reversed_loop.body) if v not in stored_b
-                  or v not in _stores(body) or v in carried]
+        live_b = [v for v in _live_in(reversed_loop.body) if v != rtarget and (
+            v not in stored_b or v not in _stores(body) or v in carried)]
         after_f = set(_live_in(forward[f_at + 1:] + backward[:b_at])) | after_b | set(
             atom_vars(self.lowered.output)) | set(live_b)
         state, consts = self._interface(body, forward[f_at].target.id, after_f)
@@ -239,10 +239,12 @@ class _LoopSteps:
                               step, copy.deepcopy(start), copy.deepcopy(stride), name_node(n),
                               name_node(slots), _tuple(state), _tuple(consts)]))]
         if self.target_read_after:    # what the loop variable was last, as Python leaves it
-            last = gast.BinOp(left=copy.deepcopy(start), op=gast.Add(), right=gast.BinOp(
-                left=gast.BinOp(left=name_node(n), op=gast.Sub(),
-                                right=gast.Constant(value=1, kind=None)),
-                op=gast.Mult(), right=copy.deepcopy(stride)))
+            last = gast.BinOp(left=name_node(n), op=gast.Sub(),
+                              right=gast.Constant(value=1, kind=None))
+            if not (isinstance(loop.bounds[2], Const) and loop.bounds[2].value == 1):
+                last = gast.BinOp(left=last, op=gast.Mult(), right=copy.deepcopy(stride))
+            if not (isinstance(loop.bounds[0], Const) and loop.bounds[0].value == 0):
+                last = gast.BinOp(left=copy.deepcopy(start), op=gast.Add(), right=last)
             stepped.append(gast.If(test=gast.Compare(
                 left=name_node(n), ops=[gast.Gt()], comparators=[gast.Constant(value=0,
                                                                               kind=None)]),
