@@ -9,7 +9,7 @@ step).  Each configuration runs in a fresh Python process (threads pinned to 1),
 the generated code already in a shared cache folder (a first process builds and
 compiles it): the process calls the gradient once on a short run (loading the code),
 reads its peak resident memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``), then
-times the long gradient (median of a few calls) and reads the peak again.  The memory
+times the long gradient (median of 5 calls) and reads the peak again.  The memory
 column is the growth of the peak over the short run: what the long run kept (tape or
 snapshots, the gradient's own arrays, numpy's temporaries).  Every checkpointed
 gradient is compared with the full-tape one first (bit for bit).
@@ -65,7 +65,7 @@ def one(name, limit, quick):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     value, grad = g(*long)
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    seconds = median_time(g, *long, repeat=3, min_time=0)
+    seconds = median_time(g, *long, repeat=5, min_time=0)
     digest = float(np.sum(grad * np.arange(grad.size)))
     return {"grow_kb": after - before, "peak_kb": after, "seconds": seconds, "value":
             float(value), "digest": digest, "backend": g.backend, "last": dict(ck.LAST)}
@@ -86,13 +86,15 @@ def main(quick):
         for name in ("heat", "recurrence"):
             _, _, long, tape, state = workload(name, quick)
             n = long[2] if name == "heat" else long[0].shape[0]
+            label = (f"heat 1-D, {long[0].shape[0]:,} cells x {n:,} steps" if name == "heat"
+                     else f"tanh recurrence, {n:,} steps")
             limits = [tape // 10, tape // 30, tape // 100] if name == "heat" else \
                 [tape // 10, tape // 1000, tape // 100_000]
             run(name, None, quick, cache)      # build and compile once, in the cache
             for limit in limits:
                 run(name, limit, quick, cache)
             full = run(name, None, quick, cache)
-            rows.append([f"{name}, n = {n:,}", "full tape", f"{tape / 1e6:.1f} MB",
+            rows.append([label, "full tape", f"{tape / 1e6:.1f} MB",
                          f"{full['grow_kb'] / 1024:.1f} MB", f"{full['seconds'] * 1e3:.0f} ms",
                          "1.00x", full["backend"]])
             for limit in limits:
@@ -100,7 +102,7 @@ def main(quick):
                 assert got["value"] == full["value"] and got["digest"] == full["digest"], name
                 slots = ck.slots_for(n, limit, state, state + 16 if name == "heat" else 16, "")
                 rows.append([
-                    "", f"{limit / 1e6:g} MB: {slots} snapshots, r = "
+                    "", f"{limit / 1e6:.4g} MB: {slots} snapshots, r = "
                     f"{ck.repetitions(n, slots)}", f"{(slots * state) / 1e6:.2f} MB",
                     f"{got['grow_kb'] / 1024:.1f} MB", f"{got['seconds'] * 1e3:.0f} ms",
                     f"{got['seconds'] / full['seconds']:.2f}x", got["backend"]])

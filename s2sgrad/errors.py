@@ -108,7 +108,8 @@ class VmapAxisError(S2sgradError, ValueError):
 class MemoryLimitError(S2sgradError, ValueError):
     """``memory_limit`` is too small for a loop: one snapshot of its loop-carried state
     and one step's tape do not fit.  Raised by the generated code (Numba too) with
-    ``where`` (the user's loop, ``file:line``) and the byte counts."""
+    ``where`` (the user's loop, ``file:line``) and the byte counts (``state_bytes``: one
+    snapshot's, its step number included)."""
 
     def __init__(self, where, limit, state_bytes, tape_bytes):
         self.where, self.limit = where, limit
@@ -116,7 +117,8 @@ class MemoryLimitError(S2sgradError, ValueError):
         need = state_bytes + tape_bytes
         super().__init__(
             f"{where}: memory_limit={limit} bytes is too small for this loop: one snapshot "
-            f"of its loop-carried state ({state_bytes} bytes) and one step's tape "
+            f"of its loop-carried state ({state_bytes} bytes with its step number) and one "
+            f"step's tape "
             f"({tape_bytes} bytes) need {need} bytes\nraise memory_limit to at least "
             f"{need} bytes, or leave it out to keep the whole tape")
 

@@ -2,7 +2,8 @@
 
 ``grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False)``
 checks its arguments as the reference does (see docs/mindspore-semantics.md),
-and returns a ``GradFunction``.  On its first call the function's source is
+and returns a ``GradFunction``; ``memory_limit=`` (keyword only, ``api/memory.py``) bounds
+what a loop's tape keeps (``compiler/reverse/checkpoint.py``).  On its first call the function's source is
 differentiated (``s2sgrad.compiler.pipeline``), the result is written to the
 cache directory and imported, and Numba compiles it where it can (``Derivative``
 does that for every mode).  The object then picks the return structure: one

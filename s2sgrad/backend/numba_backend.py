@@ -2,7 +2,8 @@
 
 ``Compiled(py_func, ...)`` wraps one generated function.  Which backend runs
 it is decided on its first call, for the types of that call's arguments:
-``numba.njit(cache=True)`` compiles it, or, if Numba cannot type the code
+``numba.njit(cache=True)`` compiles it (and the other functions of its module that it
+calls: the step functions of a checkpointed loop), or, if Numba cannot type the code
 (the user's code is outside Numba's subset), it runs as plain Python from
 then on and ``fallback_reason`` says why.  A failed compile is remembered
 beside the module (``cache.remember_fallback``) so later processes do not try
@@ -227,15 +228,16 @@ class Compiled:
 
 
 def with_compiled_helpers(py_func, cache_it):
-    """``py_func`` itself, or, when its module defines other functions (the step functions
-    of a checkpointed loop), a copy of it reading Numba-compiled versions of them: the
-    module keeps its Python functions for the Python runs."""
+    """``py_func`` itself, or, when it reads other functions of its module (the step
+    functions of a checkpointed loop), a copy of it reading Numba-compiled versions of
+    them: the module keeps its Python functions for the Python runs."""
     import types
 
     import numba
     module = py_func.__globals__
-    helpers = [name for name, value in module.items() if isinstance(value, types.FunctionType)
-               and value is not py_func and value.__module__ == py_func.__module__]
+    helpers = [name for name in py_func.__code__.co_names
+               if isinstance(module.get(name), types.FunctionType)
+               and module[name] is not py_func and module[name].__module__ == py_func.__module__]
     if not helpers:
         return py_func
     scope = dict(module)

@@ -13,7 +13,8 @@ in the limit (0: run the loop as usual) or how many snapshots of the state it ho
 ``checkpoint_reverse`` runs the adjoint steps last first, recomputing the states between
 snapshots (revolve: Griewank & Walther, ACM TOMS 26(1), 2000): with ``c`` snapshots no
 step is run forward more than ``r`` times, ``r`` the least with C(c + r, c) >= n.
-The bytes kept (snapshots and one step's tape) never pass the limit; the Python version
+The bytes kept (snapshots with their step numbers, and one step's tape) never pass the
+limit; the Python version
 records them in ``LAST`` (the Numba one, ``backend/numba_checkpoint.py``, runs the same
 code without the record).
 """
@@ -73,14 +74,14 @@ def split(n, c):
 
 
 def slots_for(n, limit, state, tape, where):
-    """0 when ``n`` steps of ``tape`` bytes fit in ``limit``, else the snapshots of
-    ``state`` bytes that fit beside one step's tape (at most ``n``); too few for one
-    snapshot: ``MemoryLimitError`` naming ``where`` (the user's loop)."""
+    """0 when ``n`` steps of ``tape`` bytes fit in ``limit``, else the snapshots that fit
+    beside one step's tape (at most ``n``), each ``state`` bytes and 8 for its step
+    number; too few for one: ``MemoryLimitError`` naming ``where`` (the user's loop)."""
     if n * tape <= limit:
         return 0
-    slots = (limit - tape) // state if state > 0 else n
+    slots = (limit - tape) // (state + 8)
     if slots < 1:
-        raise MemoryLimitError(where, limit, state, tape)
+        raise MemoryLimitError(where, limit, state + 8, tape)
     return min(slots, n)
 
 
@@ -145,7 +146,7 @@ def reverse_sweep(step, taped, adjoint, start, stride, n, slots, snapshots, cons
     recomputed from it step by step when none is.  Gives (carry, the most bytes
     kept, steps run forward)."""
     positions, states = snapshots
-    size = state_bytes(states[0])
+    size = state_bytes(states[0]) + 8             # a snapshot and its step number
     peak, steps, hi = 0, 0, n
     while len(positions) > 0:
         lo, state = positions[-1], states[-1]
