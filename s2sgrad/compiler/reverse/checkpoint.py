@@ -155,7 +155,12 @@ class _LoopSteps:
         for stmt in body:
             for node in gast.walk(stmt) if isinstance(stmt, gast.AST) else ():
                 base = _written_base(node)
-                if base is not None and base in before and base not in self.tape_names:
+                if base is None or base in self.tape_names:
+                    continue
+                if base not in before:   # made in the iteration, but maybe a view of one
+                    base = next((v for v in sorted(
+                        self.lowered.shared_at_write.get(base, ())) if v in before), None)
+                if base is not None:
                     raise CheckpointError(
                         f"memory_limit cannot checkpoint this loop: its body writes into "
                         f"`{base}`, which the iteration did not make, so a snapshot taken "
