@@ -14,9 +14,8 @@ in the limit (0: run the loop as usual) or how many snapshots of the state it ho
 snapshots (revolve: Griewank & Walther, ACM TOMS 26(1), 2000): with ``c`` snapshots no
 step is run forward more than ``r`` times, ``r`` the least with C(c + r, c) >= n.
 The bytes kept (snapshots with their step numbers, and one step's tape) never pass the
-limit; the Python version
-records them in ``LAST`` (the Numba one, ``backend/numba_checkpoint.py``, runs the same
-code without the record).
+limit; the Python version records them in ``LAST`` (the Numba one,
+``backend/numba_checkpoint.py``, runs the same code without the record).
 """
 import numpy as np
 

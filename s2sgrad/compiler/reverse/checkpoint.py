@@ -26,6 +26,8 @@ from ...errors import CheckpointError
 from ..front.literals import atom_node
 from ..ir import Const, If, Loop, atom_vars, walk_statements
 from ..syntax.nodes import Comment, assign, call, name_node
+from .step_reads import live_in, ordered, stores, without, written_base
+from .step_tapes import one_step_declaration, single_values
 from .tape import trip_count, value_reads
 
 
@@ -89,8 +91,8 @@ class _LoopSteps:
         self.counters = {loop.counter} | {s.counter for s in walk_statements(loop.body)
                                           if isinstance(s, Loop)}
         #: the gradient function's own names (the rest a step reads are modules, builtins)
-        self.known = set(lowered.params) | {f.name for f in lowered.free} | _stores(
-            sweeps.forward) | _stores(sweeps.backward)
+        self.known = set(lowered.params) | {f.name for f in lowered.free} | stores(
+            sweeps.forward) | stores(sweeps.backward)
 
     def rewrite(self):
         forward, backward = self.sweeps.forward, self.sweeps.backward
@@ -104,20 +106,20 @@ class _LoopSteps:
         reversed_loop = backward[b_at]
         self._check_writes(body)
         # what the code after the loop reads as the loop left it (before assigning it)
-        after_b = set(_live_in(backward[b_at + 1:])) | {g for g in self.returned if g}
+        after_b = set(live_in(backward[b_at + 1:])) | {g for g in self.returned if g}
         rtarget = reversed_loop.target.id
-        stored_b = _stores(reversed_loop.body)
+        stored_b = stores(reversed_loop.body)
         # (a value the reversed body restores on some path is read on those paths only:
         # its branches mirror the forward body's)
-        carried = set(_live_in(body)) & _stores(body)
-        live_b = [v for v in _live_in(reversed_loop.body) if v != rtarget and (
-            v not in stored_b or v not in _stores(body) or v in carried)]
-        after_f = set(_live_in(forward[f_at + 1:] + backward[:b_at])) | after_b | set(
+        carried = set(live_in(body)) & stores(body)
+        live_b = [v for v in live_in(reversed_loop.body) if v != rtarget and (
+            v not in stored_b or v not in stores(body) or v in carried)]
+        after_f = set(live_in(forward[f_at + 1:] + backward[:b_at])) | after_b | set(
             atom_vars(self.lowered.output)) | set(live_b)
         state, consts = self._interface(body, forward[f_at].target.id, after_f)
         self.target_read_after = forward[f_at].target.id in after_f
-        restored = _stores(body) - set(state)
-        carry = [v for v in _ordered(reversed_loop.body, stored_b - self.tape_names - restored)
+        restored = stores(body) - set(state)
+        carry = [v for v in ordered(reversed_loop.body, stored_b - self.tape_names - restored)
                  if v in live_b or v in after_b]
         adjoint_consts = [v for v in live_b if v not in stored_b and v not in self.tape_names
                           and v != rtarget and v in self.known]
@@ -132,8 +134,8 @@ class _LoopSteps:
 
     def _interface(self, body, target, after):
         """(the loop-carried state, the values the step reads that the loop never sets)."""
-        stored = _stores(body)
-        live = _live_in(body)
+        stored = stores(body)
+        live = live_in(body)
         state = [v for v in live if v in stored and v not in self.tape_names
                  and v not in self.counters]
         results = sorted(v for v in stored if v in after and v not in live
@@ -151,10 +153,10 @@ class _LoopSteps:
     def _check_writes(self, body):
         """Refuse a body that writes into an array or list made before the loop: a snapshot
         of the state would change under it."""
-        before = set(_live_in(body))     # what the iteration reads from before it
+        before = set(live_in(body))     # what the iteration reads from before it
         for stmt in body:
             for node in gast.walk(stmt) if isinstance(stmt, gast.AST) else ():
-                base = _written_base(node)
+                base = written_base(node)
                 if base is None or base in self.tape_names:
                     continue
                 if base not in before:   # made in the iteration, but maybe a view of one
@@ -171,7 +173,7 @@ class _LoopSteps:
     def _check_adjoint_reads(self, body, live_b, state):
         """The reversed body reads what the forward body sets only through the tape or the
         state; anything else would be the last iteration's value in every step."""
-        stray = sorted(v for v in live_b if v in _stores(body) and v not in state
+        stray = sorted(v for v in live_b if v in stores(body) and v not in state
                        and v not in self.tape_names and v not in self.counters)
         if stray:
             raise CheckpointError(
@@ -188,17 +190,17 @@ class _LoopSteps:
             "state", "consts", "tape", "carry"))
         self.param_names = (p_state, p_consts)
         unpack = [*_unpack(state, p_state), *_unpack(consts, p_consts)]
-        plain = _without(copy.deepcopy(body), self.tape_names | self.counters)
+        plain = without(copy.deepcopy(body), self.tape_names | self.counters)
         step = StepFunction(self.names.fresh(f"{base}_step"), [target, p_state, p_consts],
                             f"one iteration of the loop at {where}, no tape: the state "
                             f"{_tuple_text(state)} after it", unpack + plain +
                             [gast.Return(value=_tuple(state))])
         taped_body, adjoint_body = copy.deepcopy(body), copy.deepcopy(reversed_loop.body)
-        single = _single_values(taped_body, adjoint_body, self.tapes, self.loop)
+        single = single_values(taped_body, adjoint_body, self.tapes, self.loop)
         # (a value kept on one path of a branch only needs a typed start)
-        assigned = _stores([s for s in taped_body if isinstance(s, gast.Assign)])
+        assigned = stores([s for s in taped_body if isinstance(s, gast.Assign)])
         declared = [line for t in self.tapes
-                    for line in _declaration(t, self.loop, single, assigned)]
+                    for line in one_step_declaration(t, self.loop, single, assigned)]
         tape_names = [n for t in self.tapes for n in (
             [t.name] if t.name in single else [t.name, t.top] if t.top else [t.name])]
         taped = StepFunction(
@@ -284,177 +286,6 @@ def _counts(loop, counter):
 def _assigns(stmt, name):
     return isinstance(stmt, gast.Assign) and any(
         isinstance(t, gast.Name) and t.id == name for t in stmt.targets)
-
-
-def _stores(items):
-    return {n.id for item in items if isinstance(item, gast.AST) for n in gast.walk(item)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-
-
-def _ordered(items, among):
-    """The names of ``among`` in the order ``items`` first mention them."""
-    seen = []
-    for item in items:
-        for n in gast.walk(item) if isinstance(item, gast.AST) else ():
-            if isinstance(n, gast.Name) and n.id in among and n.id not in seen:
-                seen.append(n.id)
-    return seen
-
-
-def _live_in(items):
-    """The names ``items`` read before assigning them, in order (a name assigned in a
-    loop or on one side of a branch only counts as assigned after it on both sides)."""
-    live, defined = [], set()
-    _scan(items, defined, live)
-    return live
-
-
-def _scan(items, defined, live):
-    for item in items:
-        if not isinstance(item, gast.AST):
-            continue
-        if isinstance(item, gast.If):
-            for v in value_reads(item.test):
-                _read(v, defined, live)
-            body, orelse = set(defined), set(defined)
-            _scan(item.body, body, live)
-            _scan(item.orelse, orelse, live)
-            defined |= body & orelse
-        elif isinstance(item, (gast.For, gast.While)):
-            for v in value_reads(item.iter if isinstance(item, gast.For) else item.test):
-                _read(v, defined, live)
-            inner = set(defined) | _stores([item.target] if isinstance(item, gast.For) else [])
-            _scan(item.body, inner, live)
-        else:
-            for v in _reads_in_order(item):
-                _read(v, defined, live)
-            defined |= _stores([item])
-
-
-def _reads_in_order(item):
-    reads = value_reads(item)
-    return [n.id for n in gast.walk(item) if isinstance(n, gast.Name) and n.id in reads]
-
-
-def _read(name, defined, live):
-    if name not in defined and name not in live:
-        live.append(name)
-
-
-def _written_base(node):
-    """The name an element store, augmented assignment or list method call writes into."""
-    target = None
-    if isinstance(node, (gast.Assign, gast.AugAssign)):
-        targets = node.targets if isinstance(node, gast.Assign) else [node.target]
-        target = next((t for t in targets if isinstance(t, gast.Subscript)), None)
-        if target is None and isinstance(node, gast.AugAssign):
-            return None
-    elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
-            node.func.attr in ("append", "extend", "insert", "pop", "fill", "sort"):
-        target = node.func
-    while isinstance(target, (gast.Subscript, gast.Attribute)):
-        target = target.value
-    return target.id if isinstance(target, gast.Name) else None
-
-
-def _without(items, names):
-    """``items`` less the statements that touch ``names`` (tapes, iteration counters)."""
-    out = []
-    for item in items:
-        if isinstance(item, gast.AST) and not isinstance(item, (gast.If, gast.For, gast.While)):
-            if any(isinstance(n, gast.Name) and n.id in names for n in gast.walk(item)):
-                continue
-        if isinstance(item, gast.If):
-            item.body = _without(item.body, names) or [gast.Pass()]
-            item.orelse = _without(item.orelse, names)
-        elif isinstance(item, (gast.For, gast.While)):
-            item.body = _without(item.body, names) or [gast.Pass()]
-        out.append(item)
-    return out
-
-
-def _declaration(tape, loop, single, assigned):
-    """A one-step tape's creation: a typed zero for a tape of one value (``single``) set on
-    some paths only, an empty list or array for the others (a nested loop reserves room
-    in its own)."""
-    if tape.name in single:
-        if tape.dtype is None or tape.name in assigned:
-            return []
-        dtype = gast.parse(tape.dtype).body[0].value
-        return [assign(tape.name, gast.Call(func=dtype, args=[gast.Constant(value=0, kind=None)],
-                                            keywords=[]))]
-    if tape.dtype is None:
-        return [assign(tape.name, gast.List(elts=[], ctx=gast.Load()))]
-    size = 1 if tape.loop is loop else 0
-    dtype = gast.parse(tape.dtype).body[0].value
-    return [assign(tape.name, call("np", "empty", [gast.Constant(value=size, kind=None),
-                                                   dtype])),
-            assign(tape.top, gast.Constant(value=0, kind=None))]
-
-
-def _single_values(taped, adjoint, tapes, loop):  # noqa: C901 - three small rewrites
-    """Make the tapes that hold one value a step plain variables (no array or list made in
-    every step): a typed tape of the loop's own level, and a list pushed once at the top
-    of its body.  Rewrites the pushes in ``taped`` and the pops in ``adjoint`` in place;
-    gives the names of the tapes rewritten."""
-    single = set()
-    for tape in tapes:
-        if tape.loop is not loop:
-            continue
-        if tape.dtype is None and sum(_is_append(s, tape.name) for s in taped) != 1:
-            continue
-        single.add(tape.name)
-    for items in _blocks(taped):
-        for k, stmt in enumerate(items):
-            for tape in tapes:
-                if tape.name in single and _is_push(stmt, tape):
-                    items[k] = assign(tape.name, stmt.value.args[2] if tape.dtype else
-                                      stmt.value.args[0])
-    for items in _blocks(adjoint):
-        for tape in tapes:
-            if tape.name not in single:
-                continue
-            items[:] = [s for s in items if not (tape.top and isinstance(s, gast.AugAssign)
-                                                 and _names(s.target) == {tape.top})]
-            for stmt in items:
-                if isinstance(stmt, gast.Assign) and _is_pop(stmt.value, tape):
-                    stmt.value = name_node(tape.name)
-    return single
-
-
-def _blocks(items):
-    """``items`` and every statement list nested in it."""
-    yield items
-    for stmt in items:
-        for field in ("body", "orelse"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and not isinstance(stmt, (gast.For, gast.While)):
-                yield from _blocks(inner)
-
-
-def _names(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-
-
-def _is_append(stmt, name):
-    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and isinstance(
-        stmt.value.func, gast.Attribute) and stmt.value.func.attr == "append" and \
-        _names(stmt.value.func.value) == {name}
-
-
-def _is_push(stmt, tape):
-    if tape.dtype is None:
-        return _is_append(stmt, tape.name)
-    return isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) and \
-        isinstance(stmt.value.func, gast.Attribute) and stmt.value.func.attr == "push" and \
-        _names(stmt.value.args[0]) == {tape.name}
-
-
-def _is_pop(value, tape):
-    if tape.dtype is None:
-        return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
-            value.func.attr == "pop" and _names(value.func.value) == {tape.name}
-    return isinstance(value, gast.Subscript) and _names(value.value) == {tape.name}
 
 
 def _tuple(names, ctx=None):
