@@ -1,6 +1,8 @@
 """Numba implementations of the checkpointing driver (``s2sgrad/runtime/checkpoint.py``):
 the same code, compiled with the step functions it is given, without the Python-only
-record of what it kept (``checkpoint.LAST``)."""
+record of what it kept (``checkpoint.LAST``).  A function that passes the step functions
+here holds them as values, which Numba does not cache on disk: the gradient function is
+compiled again in each process (the step functions themselves are cached)."""
 from numba import literal_unroll, types
 from numba.extending import overload, register_jitable
 
