@@ -103,3 +103,30 @@ class DerivativeCompositionError(S2sgradError, ValueError):
 class VmapAxisError(S2sgradError, ValueError):
     """``vmap``'s ``in_axes`` or ``out_axes`` do not fit the arguments or the outputs, or
     the mapped axes differ in size; the message names the user's line."""
+
+
+class MemoryLimitError(S2sgradError, ValueError):
+    """``memory_limit`` is too small for a loop: one snapshot of its loop-carried state
+    and one step's tape do not fit.  Raised by the generated code (Numba too) with
+    ``where`` (the user's loop, ``file:line``) and the byte counts (``state_bytes``: one
+    snapshot's, its step number included)."""
+
+    def __init__(self, where, limit, state_bytes, tape_bytes):
+        self.where, self.limit = where, limit
+        self.state_bytes, self.tape_bytes = state_bytes, tape_bytes
+        need = state_bytes + tape_bytes
+        super().__init__(
+            f"{where}: memory_limit={limit} bytes is too small for this loop: one snapshot "
+            f"of its loop-carried state ({state_bytes} bytes with its step number) and one "
+            f"step's tape "
+            f"({tape_bytes} bytes) need {need} bytes\nraise memory_limit to at least "
+            f"{need} bytes, or leave it out to keep the whole tape")
+
+    def __reduce__(self):
+        return (type(self), (self.where, self.limit, self.state_bytes, self.tape_bytes))
+
+
+class CheckpointError(UserCodeError):
+    """A loop that ``memory_limit`` cannot checkpoint (a while loop, a ``break``, a loop
+    under a branch, a body that writes into arrays it did not make): the message names
+    the loop's line and what to change."""

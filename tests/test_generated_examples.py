@@ -41,6 +41,10 @@ CASES = {
                      (np.linspace(-1.0, 1.0, 5), 0.5)),
     "recurrence": (lambda: ms.grad(load_bench_workloads().recurrence, (0, 1)),
                    (0.7, np.linspace(-1.0, 1.0, 8))),
+    # the same under memory_limit: the loop as step functions run by the checkpointing driver
+    "recurrence_checkpointed": (lambda: ms.grad(load_bench_workloads().recurrence, (0, 1),
+                                                memory_limit="1MB"),
+                                (0.7, np.linspace(-1.0, 1.0, 8))),
 }
 
 

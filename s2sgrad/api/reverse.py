@@ -2,7 +2,8 @@
 
 ``grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False)``
 checks its arguments as the reference does (see docs/mindspore-semantics.md),
-and returns a ``GradFunction``.  On its first call the function's source is
+and returns a ``GradFunction``; ``memory_limit=`` (keyword only, ``api/memory.py``) bounds
+what a loop's tape keeps (``compiler/reverse/checkpoint.py``).  On its first call the function's source is
 differentiated (``s2sgrad.compiler.pipeline``), the result is written to the
 cache directory and imported, and Numba compiles it where it can (``Derivative``
 does that for every mode).  The object then picks the return structure: one
@@ -12,6 +13,7 @@ gradient, a tuple, weights' gradients, ``(id, grad)`` pairs, ``(value, grads)``,
 """
 from ..compiler.front.custom import custom_vjp  # noqa: F401  (public)
 from ..compiler.pipeline import build
+from ..errors import DerivativeCompositionError
 from ..tensor import Parameter, Tensor
 from .arguments import check_function, check_options, free_values, to_array
 from .call_plan import GradientPlan, plan_key
@@ -20,11 +22,13 @@ from .forward import derivative_rule
 from .derivative import Derivative
 from .higher import HvpFunction, grad_of_gradient
 from .inside import gradient_rule
+from .memory import memory_limit_bytes
 from .nested import gradient_as_function
 from .results import finish_gradient, float_dtype, wrap_output
 
 
-def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False):
+def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False, *,
+         memory_limit=None):
     """The gradient function of ``fn`` (a function, a method or a Cell) w.r.t. positions
     and weights.
 
@@ -33,10 +37,17 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     binds like a function: ``obj.method(x)`` differentiates w.r.t. the method's own
     arguments with ``self`` bound; ``weights`` may then be a function of the instance
     (``weights=nn.Cell.trainable_params``), read each time the method is looked up.
+
+    ``memory_limit`` (bytes, or a string such as ``"2GB"``): a loop whose tape would keep
+    more is differentiated with binomial checkpointing (the README's "Long loops under a
+    memory budget").
     """
     if fn is None:
-        return _decorator(grad, grad_position, weights, has_aux, return_ids)
+        return _decorator(grad, grad_position, weights, has_aux, return_ids, memory_limit)
     check_function(fn, "grad")
+    limit = _limit_for(fn, memory_limit)
+    if limit is not None:
+        return GradFunction(fn, grad_position, weights, has_aux, return_ids, False, limit)
     if _plain_gradient(fn):
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, False)
     if getattr(fn, "derivative_mode", None) is not None:
@@ -44,11 +55,16 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=False)
 
 
-def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False):
+def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False,
+                   *, memory_limit=None):
     """Like ``grad``, but the function returns ``(value, grads)``; a decorator too."""
     if fn is None:
-        return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids)
+        return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids,
+                          memory_limit)
     check_function(fn, "value_and_grad")
+    limit = _limit_for(fn, memory_limit)
+    if limit is not None:
+        return GradFunction(fn, grad_position, weights, has_aux, return_ids, True, limit)
     if _plain_gradient(fn):
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, True)
     if getattr(fn, "derivative_mode", None) is not None:
@@ -64,13 +80,27 @@ def _plain_gradient(fn):
         not fn.with_value
 
 
-def _decorator(make, grad_position, weights, has_aux, return_ids):
+def _limit_for(fn, memory_limit):
+    """``memory_limit`` in bytes (None: none); refused for a derivative object, whose
+    loops are its generated code's."""
+    limit = memory_limit_bytes(memory_limit)
+    if limit is not None and getattr(fn, "derivative_mode", None) is not None:
+        raise DerivativeCompositionError(
+            f"memory_limit applies to the loops of a function; {fn!r} is a derivative, "
+            "whose gradient s2sgrad builds without a tape to bound: leave out memory_limit, "
+            "or give it to the innermost grad")
+    return limit
+
+
+def _decorator(make, grad_position, weights, has_aux, return_ids, memory_limit=None):
     """``@grad(...)`` / ``@value_and_grad(...)``: the options checked now, the function
     given later."""
     check_options(grad_position, weights, has_aux, return_ids)
+    memory_limit_bytes(memory_limit)
 
     def decorate(fn):
-        return make(fn, grad_position, weights, has_aux, return_ids)
+        return make(fn, grad_position, weights, has_aux, return_ids,
+                    memory_limit=memory_limit)
     decorate.__name__ = f"{make.__name__}_decorator"
     return decorate
 
@@ -87,11 +117,16 @@ class GradFunction(Derivative):
     derivative_mode = "grad"
     name_suffix = "_grad"
 
-    def __init__(self, fn, grad_position, weights, has_aux, return_ids, with_value):
+    #: bytes a loop's tape may keep (``grad(..., memory_limit=...)``); None: no bound
+    memory_limit = None
+
+    def __init__(self, fn, grad_position, weights, has_aux, return_ids, with_value,
+                 memory_limit=None):
         check_options(grad_position, weights, has_aux, return_ids)
         super().__init__(fn, grad_position, weights, has_aux)
         self.return_ids = return_ids
         self.with_value = with_value
+        self.memory_limit = memory_limit_bytes(memory_limit)
 
     def __repr__(self):
         what = "value_and_grad" if self.with_value else "grad"
@@ -102,6 +137,8 @@ class GradFunction(Derivative):
             wrt.append(f"weights=[{', '.join(w.name for w in self._weight_list())}]")
         if self.has_aux:
             wrt.append("has_aux=True")
+        if self.memory_limit is not None:
+            wrt.append(f"memory_limit={self.memory_limit}")
         return (f"<s2sgrad {what} of {self.name} ({', '.join(wrt)}), backend "
                 f"{self.backend!r}>")
 
@@ -109,15 +146,16 @@ class GradFunction(Derivative):
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build(fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
-                     arg_types=arg_types, arg_trees=trees)
+                     arg_types=arg_types, arg_trees=trees, memory_limit=self.memory_limit)
 
     def bind_to(self, method, weights):
         return GradFunction(method, self.grad_position, weights, self.has_aux,
-                            self.return_ids, self.with_value)
+                            self.return_ids, self.with_value, self.memory_limit)
 
     def rule_inside(self):
         """A plain gradient's rule is a Hessian-vector product; a value_and_grad's is the
         Jacobian of its code (value and gradient) by forward mode."""
+        self._refuse_under_limit("called inside a function being differentiated")
         rule = gradient_rule(self, lambda floats: HvpFunction(self.fn, floats))
         if rule is None and self.weights is None and not self.has_aux and \
                 not self.return_ids and self.positions:
@@ -125,8 +163,19 @@ class GradFunction(Derivative):
         return rule
 
     def as_function(self, building):
+        self._refuse_under_limit("differentiated again (jvp, jacfwd, vmap of it...)")
         fn, bound_self = self._target()
         return gradient_as_function(self, fn, self.positions, bound_self, building)
+
+    def _refuse_under_limit(self, how):
+        """A gradient under memory_limit is not a function s2sgrad differentiates again:
+        its checkpointing is decided at run time, outside the code a transform reads."""
+        if self.memory_limit is not None:
+            raise DerivativeCompositionError(
+                f"{self!r} is {how}, but a gradient under memory_limit runs its loop through "
+                "the checkpointing driver (rt.checkpoint_*), which s2sgrad does not "
+                "differentiate: use a gradient without memory_limit there (the derivative "
+                "of a gradient keeps its tape whole)")
 
     # ------------------------------------------------------------ calling
 

@@ -2,7 +2,8 @@
 
 ``Compiled(py_func, ...)`` wraps one generated function.  Which backend runs
 it is decided on its first call, for the types of that call's arguments:
-``numba.njit(cache=True)`` compiles it, or, if Numba cannot type the code
+``numba.njit(cache=True)`` compiles it (and the other functions of its module that it
+calls: the step functions of a checkpointed loop), or, if Numba cannot type the code
 (the user's code is outside Numba's subset), it runs as plain Python from
 then on and ``fallback_reason`` says why.  A failed compile is remembered
 beside the module (``cache.remember_fallback``) so later processes do not try
@@ -128,8 +129,9 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import (numba_forward, numba_split, numba_indexing, numba_linalg, numba_lists,
-                       numba_more, numba_rules, numba_support, numba_surface)
+        from . import (numba_checkpoint, numba_forward, numba_split, numba_indexing,
+                       numba_linalg, numba_lists, numba_more, numba_rules, numba_support,
+                       numba_surface)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern
@@ -217,12 +219,36 @@ class Compiled:
         import numba
         if cache_it:
             try:
-                return numba.njit(cache=True)(self.py_func)
+                return numba.njit(cache=True)(with_compiled_helpers(self.py_func, True))
             except RuntimeError as exc:    # no folder Numba can write its cache to
                 cache.warn_once(("numba-cache", os.path.dirname(self.path or "")),
                                 f"Numba cannot cache compiled code for {self.path} ({exc}); "
                                 f"the gradient is compiled again in every process.")
-        return numba.njit(cache=False)(self.py_func)
+        return numba.njit(cache=False)(with_compiled_helpers(self.py_func, False))
+
+
+def with_compiled_helpers(py_func, cache_it):
+    """``py_func`` itself, or, when it reads other functions of its module (the step
+    functions of a checkpointed loop), a copy of it reading Numba-compiled versions of
+    them: the module keeps its Python functions for the Python runs."""
+    import types
+
+    import numba
+    module = py_func.__globals__
+    helpers = [name for name in py_func.__code__.co_names
+               if isinstance(module.get(name), types.FunctionType)
+               and module[name] is not py_func and module[name].__module__ == py_func.__module__]
+    if not helpers:
+        return py_func
+    scope = dict(module)
+    for name in helpers:
+        fn = module[name]
+        scope[name] = numba.njit(cache=cache_it)(
+            types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__))
+    copied = types.FunctionType(py_func.__code__, scope, py_func.__name__,
+                                py_func.__defaults__)
+    copied.__qualname__ = py_func.__qualname__
+    return copied
 
 
 #: seconds a first call may compile before s2sgrad says on stderr that it is compiling

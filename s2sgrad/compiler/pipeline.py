@@ -18,6 +18,7 @@ from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .optimize.spelling import as_operators
 from .optimize.substitute import fused_forward, inline_temporaries
+from .reverse.checkpoint import checkpointed
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
 from .syntax.nodes import name_uses
@@ -59,7 +60,7 @@ class Generated:
 
 
 def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None,
-          arg_trees=None):
+          arg_trees=None, memory_limit=None):
     """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
@@ -68,6 +69,9 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     ndim, unit dimensions: per dimension whether it is 1), ("const", value) for an option
     (None, a bool, a string: folded as that value) or None; the code is then specialised
     on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
+    ``memory_limit`` (bytes, optional): the top-level loops are written as step functions
+    run under binomial checkpointing when their tape would not fit
+    (``compiler/reverse/checkpoint.py``).
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
@@ -79,10 +83,12 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
     sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values())
+    steps = [] if memory_limit is None else checkpointed(d.lowered, sweeps, d.names,
+                                                         d.returned, memory_limit)
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
-        import_lines(d.names.modules))
+        import_lines(d.names.modules), steps)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
     generated = Generated(source, fname, d.lowered.free, d.wrt,
@@ -203,9 +209,10 @@ def title_of(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=()):
+def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=(), steps=()):
     """The generated module as (line, the user's SourceLocation it was generated for or
-    None) pairs, and the number of the adjoint sweep's first line (None: no sweep)."""
+    None) pairs, and the number of the adjoint sweep's first line (None: no sweep).
+    ``steps``: the ``StepFunction``s of checkpointed loops, written before the function."""
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
              f"array is kept", None) for name in args if name in lowered.mutated]
@@ -226,14 +233,19 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
     grads = [g for g in returned if g is not None]
     grads_src = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
     body.append((f"{INDENT}return {value_src}, {grads_src}", None))
-    code = [line for line, _ in body]
+    helpers = []
+    for step in steps:
+        helpers += [(line, None) for line in wrap(f"def {step.name}({', '.join(step.params)}):")]
+        helpers += [(line, None) for line in wrap(f"{INDENT}# {step.doc}")]
+        helpers += [*render_mapped(step.body, 1), ("", None), ("", None)]
+    code = [line for line, _ in body + helpers]
     header = [*wrap(f"# s2sgrad: {title}"),
               "# Generated code: edits are overwritten. Forward sweep, then adjoints in "
               "reverse.",
               *(["import math", ""] if reads_name(code, "math") else []),
-              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", "",
-              *wrap(f"def {fname}({', '.join(args)}):")]
-    lines = [(line, None) for line in header]
+              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", ""]
+    lines = [(line, None) for line in header] + helpers
+    lines += [(line, None) for line in wrap(f"def {fname}({', '.join(args)}):")]
     adjoint_from = None
     for k, (line, origin) in enumerate(body):
         if k == adjoint_at:

@@ -21,6 +21,8 @@ from .split import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 from .second import *  # noqa: F401,F403  (rt.inv_tangent... : second order)
 from .second_arrays import *  # noqa: F401,F403  (rt.cumprod_adjoint_tangent...)
 from .second_linalg import *  # noqa: F401,F403  (rt.svd_adjoint_tangent...)
+from .checkpoint import (checkpoint_forward, checkpoint_reverse,  # noqa: F401  (memory_limit)
+                         checkpoint_slots, no_snapshots, tape_bytes)
 
 
 def ones_like(value):
