@@ -9,12 +9,16 @@ and shapes its results as the inner object does: what the outer derivative's low
 reads and differentiates.  Derivative objects are told apart by their
 ``derivative_mode``, so this module needs none of their classes.
 """
+import re
+
+from .. import runtime as rt
 from ..backend import cache
 from ..compiler.batch.loops import structure_text
 from ..compiler.front.guards import fixed_objects
 from ..compiler.pipeline_higher import differentiable_gradient, refuse_inner_derivatives
 from ..compiler.pipeline_split import build_split
 from ..errors import DerivativeCompositionError, GradientArgumentError
+from ..rules import lookup
 from ..trees import leaf_paths, unflatten
 from .arguments import argument_types
 
@@ -72,6 +76,42 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
                                        argument_types(arrays), trees)
     refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
                              "a derivative of the gradient")
+    return _gradient_written(gradient, fn, positions, trees)
+
+
+def gradient_inlined(inner, arg_types):
+    """A plain gradient object ``inner`` called inside a function being differentiated,
+    with arguments of ``arg_types`` (as ``argument_types`` gives them, one per argument):
+    the function ``gradient_as_function`` writes, for the front end to lower as a callee
+    (``compiler/front/derivative_calls.py``); None where the call keeps its custom rule
+    (``api/inside.py``): a gradient with options, of a derivative, built by sizes, or
+    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``)."""
+    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+             not inner.return_ids and inner.positions and
+             not inner.differentiates_a_derivative and
+             max(inner.positions) < len(arg_types))
+    if not plain:
+        return None
+    fn, bound_self = inner._target()
+    gradient = differentiable_gradient(fn, inner.positions, bound_self, arg_types, None)
+    if gradient.differentiated.lowered.by_shape or any(
+            getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or \
+            not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
+                    for name in set(_HELPER.findall(gradient.source))):
+        return None
+    function = _gradient_written(gradient, fn, inner.positions, None)
+    positions = inner.positions
+    function.__s2sgrad_result_like__ = positions[0] if len(positions) == 1 else positions
+    return function
+
+
+#: a call of a runtime helper in generated code
+_HELPER = re.compile(r"\brt\.(\w+)\(")
+
+
+def _gradient_written(gradient, fn, positions, trees):
+    """The function of ``gradient`` (a ``differentiable_gradient``) that
+    ``gradient_as_function`` gives."""
     d = gradient.differentiated
     free = [f"free_{k}" for k in range(len(gradient.free))]
     params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
