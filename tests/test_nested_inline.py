@@ -20,15 +20,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import runtime as rt
 from s2sgrad.api.reverse import GradFunction
-
-
-def _differences(fun, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (fun(x + e) - fun(x - e)) / (2 * eps)
-    return g
+from s2sgrad.testing import numerical_grad
 
 
 def potential(p, w):
@@ -79,15 +71,6 @@ CASES = {
 }
 
 
-def _wanted(outer, args, position):
-    def along(t):
-        changed = list(args)
-        changed[position] = t
-        return outer(*changed)
-    point = np.asarray(args[position], dtype=float)
-    return _differences(lambda t: along(t if np.ndim(args[position]) else float(t)), point)
-
-
 @pytest.fixture(params=["python", "numba"])
 def backend(request, monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", request.param)
@@ -97,7 +80,7 @@ def backend(request, monkeypatch):
 @pytest.mark.parametrize("name", list(CASES))
 def test_inlined_equals_the_rule_and_differences(name, backend, monkeypatch):
     outer, args, position = CASES[name]
-    want = _wanted(outer, args, position)
+    want = numerical_grad(outer, args, position)
     inlined = ms.grad(outer, position)
     got = inlined(*args)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
@@ -147,5 +130,26 @@ def test_reverse_rules_of_the_adjoint_helpers(helper, args):
     def f(g):
         out = helper(g)
         return np.sum(np.sin(out) * out)
-    want = _differences(f, np.asarray(args[0], dtype=float))
+    want = numerical_grad(f, args)
     np.testing.assert_allclose(ms.grad(f)(*args), want, rtol=1e-6, atol=1e-9)
+
+
+def looped(x):
+    s = x
+    for _ in range(2):
+        s = np.sin(s) * x
+    return s
+
+
+def test_a_derivative_of_a_derivative_runs_compiled(monkeypatch):
+    """``grad(jacfwd(f))`` stacks the Jacobian's columns (a list) and slices them per
+    input: Numba compiles it (``np.stack`` of a list along the last axis,
+    ``backend/numba_lists.py``; contiguous columns to reshape), where it ran as Python."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    x = np.array([0.3, 0.5, -0.2])
+    outer = ms.grad(ms.jacfwd(looped))
+    got = outer(x)
+    assert outer.forward.backend == "numba", outer.forward.fallback_reason
+    jacobian = ms.jacfwd(looped)
+    want = numerical_grad(jacobian, (x,))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)

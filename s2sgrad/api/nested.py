@@ -126,7 +126,7 @@ def _gradient_written(gradient, fn, positions, trees):
                     for p in positions]
     result = per_position[0] if len(per_position) == 1 else \
         "(" + ", ".join(per_position) + ")"
-    name = f"{getattr(fn, '__name__', 'f')}_grad"
+    name = f"{_identifier(fn)}_grad"
     source = _GRADIENT_SOURCE.format(
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
@@ -188,11 +188,13 @@ def forward_as_function(forward, building, summed=False):
             items = []
             for leaf in generated.arg_leaves[p]:
                 a, b = start_of[leaf]
-                block = (f"np.reshape(stacked_{o}[..., {a}:{b}], np.shape({out}) + "
-                         f"np.shape({leaves[leaf]}))")
+                # one input: every column; else its columns, made contiguous to reshape
+                part = f"stacked_{o}" if len(generated.wrt) == 1 else \
+                    f"np.ascontiguousarray(stacked_{o}[..., {a}:{b}])"
+                block = f"np.reshape({part}, np.shape({out}) + np.shape({leaves[leaf]}))"
                 if summed:
-                    block = (f"np.sum(np.reshape(stacked_{o}[..., {a}:{b}], (-1,) + "
-                             f"np.shape({leaves[leaf]})), axis=0)")
+                    block = (f"np.sum(np.reshape({part}, (-1,) + np.shape({leaves[leaf]})), "
+                             f"axis=0)")
                 items.append(block)
             per_position.append(items)
         per_output.append(per_position)
@@ -209,7 +211,7 @@ def forward_as_function(forward, building, summed=False):
     result = texts[0] if outputs is None or summed else \
         "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
     body.append(f"{pad}return {result}")
-    name = f"{getattr(fn, '__name__', 'f')}_{'grad' if summed else 'jacfwd'}"
+    name = f"{_identifier(fn)}_{'grad' if summed else 'jacfwd'}"
     return _with_origins(_written(_FORWARD_SOURCE, name, params, leaves, body, jacobian,
                                   generated), fn, path, generated.line_map)
 
@@ -318,8 +320,14 @@ def jacobian_as_function(inner, building):
     result = per_output[0] if not generated.output_is_tuple else \
         "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
     body.append(f"{pad}return {result}")
-    name = f"{getattr(fn, '__name__', 'f')}_jacrev"
+    name = f"{_identifier(fn)}_jacrev"
     return _written(_JACOBIAN_SOURCE, name, params, leaves, body, jacobian, generated)
+
+
+def _identifier(fn):
+    """``fn``'s name as a Python identifier (``<lambda>`` gives ``lambda``)."""
+    name = re.sub(r"\W", "", getattr(fn, "__name__", "f") or "f")
+    return name if name.isidentifier() else "f"
 
 
 def _parameters(n_args, trees):
