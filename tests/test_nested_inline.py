@@ -153,3 +153,12 @@ def test_a_derivative_of_a_derivative_runs_compiled(monkeypatch):
     jacobian = ms.jacfwd(looped)
     want = numerical_grad(jacobian, (x,))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_a_derivative_of_a_lambdas_hessian():
+    """The wrapper of a lambda's gradient was named ``<lambda>_grad`` (a SyntaxError)."""
+    x = np.array([0.3, -0.5])
+    third = ms.jacfwd(ms.hessian(lambda t: np.sum(t ** 4)))(x)
+    want = np.zeros((2, 2, 2))
+    want[0, 0, 0], want[1, 1, 1] = 24 * x[0], 24 * x[1]
+    np.testing.assert_allclose(third, want, rtol=1e-10, atol=1e-12)

@@ -8,6 +8,11 @@ differentiable spelling (``compiler/pipeline_higher.py``, ``compiler/pipeline_sp
 and shapes its results as the inner object does: what the outer derivative's lowering
 reads and differentiates.  Derivative objects are told apart by their
 ``derivative_mode``, so this module needs none of their classes.
+
+``gradient_inlined`` gives the same function for a plain gradient called inside a
+function being differentiated, built for the argument types the front end knows there
+(``compiler/front/derivative_calls.py`` lowers it as a callee), or None where the call
+keeps its rule (``api/inside.py``).
 """
 import re
 
