@@ -162,3 +162,30 @@ def test_a_derivative_of_a_lambdas_hessian():
     want = np.zeros((2, 2, 2))
     want[0, 0, 0], want[1, 1, 1] = 24 * x[0], 24 * x[1]
     np.testing.assert_allclose(third, want, rtol=1e-10, atol=1e-12)
+
+
+def quartic(p, w):
+    return np.sum(p ** 4) * w
+
+
+INNER = ms.grad(payoff, 1)
+
+
+def through_inner(x):
+    return np.sum(INNER(x, x * 0.5) ** 2)
+
+
+def test_an_inner_gradient_rebound_between_calls_is_seen(monkeypatch):
+    """The inlined code is the object's as the outer build saw it: rebinding the global
+    that names it (another gradient) or changing what its function reads is a change the
+    outer derivative checks for (its guards), never a stale result."""
+    import sys
+    here = sys.modules[__name__]
+    outer = ms.grad(through_inner)
+    x = np.array([0.3, -0.6])
+    first = outer(x)
+    np.testing.assert_allclose(first, numerical_grad(through_inner, (x,)), rtol=1e-6)
+    monkeypatch.setattr(here, "INNER", ms.grad(quartic, 0))
+    again = outer(x)
+    assert not np.allclose(again, first)
+    np.testing.assert_allclose(again, numerical_grad(through_inner, (x,)), rtol=1e-6)
