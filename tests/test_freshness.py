@@ -21,6 +21,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import Parameter, Tensor, nn, ops
 from s2sgrad.errors import UnsupportedConstructError
+from s2sgrad.testing import fresh_function
 
 HERE = sys.modules[__name__]
 X = np.array([0.3, -0.7, 1.1])
@@ -127,11 +128,9 @@ def _calling(gradient):
 TRANSFORMS = _transforms()
 
 
-def copy_of(fn):
-    """A new function object with ``fn``'s code, globals and closure: derivatives of it
-    are built afresh, reading the state as it is now."""
-    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              fn.__closure__)
+#: a new function object with ``fn``'s code: derivatives of it are built afresh, reading
+#: the state as it is now
+copy_of = fresh_function
 
 
 def flat(result):
@@ -209,7 +208,7 @@ def test_a_global_array_rebound_is_passed_in_without_a_new_build(monkeypatch):
 def test_a_value_changed_back_finds_its_earlier_build(monkeypatch):
     """Alternating values (train / eval, a flag) build once each, not at every change."""
     # a new function object: grad(flipped) is kept per function, and may have built before
-    g = ms.grad(types.FunctionType(flipped.__code__, flipped.__globals__, "flipped"))
+    g = ms.grad(fresh_function(flipped))
     builds = []
     original = g.build_code
     monkeypatch.setattr(g, "build_code", lambda *a: builds.append(a) or original(*a))
