@@ -10,6 +10,7 @@ gradient, a tuple, weights' gradients, ``(id, grad)`` pairs, ``(value, grads)``,
 ``(grads, aux)``.  The gradient of a derivative object (``grad(grad(f))``) is
 ``api.higher``'s.
 """
+from ..backend import cache
 from ..backend.numba_backend import backend_mode
 from ..compiler.front.custom import custom_vjp  # noqa: F401  (public)
 from ..compiler.pipeline import build
@@ -58,11 +59,13 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
 
 def _kept(fn, grad_position, weights, has_aux, return_ids, with_value):
     """The ``GradFunction`` of ``fn`` and these options: one per function and options
-    and backend setting while ``fn`` lives (``derivative_for``), so ``grad(f)(x)`` written
-    in a loop builds once; with weights, or options that are not hashable, a new one."""
+    and backend setting and cache folder while ``fn`` lives (``derivative_for``), so
+    ``grad(f)(x)`` written in a loop builds once; with weights, or options that are not
+    hashable, a new one."""
     def make():
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value)
-    key = ("grad", with_value, grad_position, has_aux, return_ids, backend_mode())
+    key = ("grad", with_value, grad_position, has_aux, return_ids, backend_mode(),
+           cache.cache_dir())
     try:
         hash(key)
     except TypeError:
