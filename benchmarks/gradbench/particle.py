@@ -7,7 +7,8 @@ inner gradient); the outer gradient descent differentiates the squared miss dist
 through that path.  GradBench's integrator stops where the path crosses the x axis (a
 data-dependent while loop, which JAX cannot differentiate in reverse mode); here it
 takes a fixed number of steps (``STEPS``) and the miss is measured at the last one,
-and the outer descent takes ``OUTER`` fixed steps: the same program for every tool."""
+and the outer descent takes ``OUTER`` fixed steps: the same program for every tool,
+JAX's with its two loops as ``lax.fori_loop`` (``_jax_tool``)."""
 import numpy as np
 
 import s2sgrad
