@@ -114,6 +114,33 @@ def test_grad_made_in_a_python_loop_builds_once():
     assert ms.value_and_grad(payoff, 1) is not made[0]
 
 
+def _made_and_dropped():
+    import weakref
+
+    def square(x):
+        return np.sum(x * x)
+    gradient = ms.grad(square)
+    gradient(np.ones(2))
+    return weakref.ref(gradient), weakref.ref(square)
+
+
+def test_kept_derivatives_go_with_their_function():
+    """Kept beside the function (not in a table that their reference to it would keep
+    alive): a function made and dropped in a loop takes its derivatives with it."""
+    import functools
+    import gc
+    refs = _made_and_dropped()
+    gc.collect()
+    assert refs[0]() is None and refs[1]() is None
+
+    @functools.wraps(payoff)      # copies payoff's __dict__: still its own derivatives
+    def wrapped(x, y):
+        return np.sum(x * y * y)
+    x = np.array([0.3, -0.2])
+    assert ms.grad(wrapped, 1) is not ms.grad(payoff, 1)
+    np.testing.assert_allclose(ms.grad(wrapped, 1)(x, x), 2 * x * x)
+
+
 @pytest.mark.parametrize("helper, args", [
     (lambda g: rt.unbroadcast(g, np.ones((2, 1))), (np.array([[0.3, -1.2, 0.4],
                                                               [0.9, 0.1, -0.5]]),)),
