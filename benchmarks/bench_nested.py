@@ -13,9 +13,10 @@ Two workloads written as GradBench's particle and saddle evals write them:
 
 Each is timed against a hand-written numpy derivative of the same computation (forward
 propagation of the Jacobians, timed in the same run) and against the function itself;
-the table gives medians per call and the ratios.  The inner gradient is called through
-its rule (``api/inside.py``): a Python-level call per use, so the ratio grows with
-``steps``.
+the table gives medians per call and the ratios.  The inner gradient's code is inlined
+into the outer generated code (``compiler/front/derivative_calls.py``): one module,
+compiled by Numba, with no Python-level call per step.  (Before, it was called through
+its rule, ``api/inside.py``, a Python call per use: 1347 / 19032 / 17914 us.)
 """
 import sys
 

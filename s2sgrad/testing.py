@@ -18,13 +18,19 @@ errors, the index of the worst element) when they disagree::
 ``numerical_grad(fn, args, position)`` gives the finite-difference gradient
 alone.  Both sum every output element (the sensitivity ``s2sgrad.grad``
 seeds is ones on every output element), also across a tuple of outputs.
+
+``fresh_function(fn)`` is a new function object with ``fn``'s code: ``grad(fn)`` is kept
+per function and options (a loop builds once), so a test of what a first build does
+differentiates a fresh one.
 """
+import types
+
 import numpy as np
 
 from .tensor import Tensor
 from .trees import flatten, is_tree, leaf_paths, unflatten
 
-__all__ = ["check_grad", "numerical_grad"]
+__all__ = ["check_grad", "fresh_function", "numerical_grad"]
 
 
 def _total(value):
@@ -59,6 +65,13 @@ def _like(template, arr):
     if isinstance(template, np.ndarray):
         return arr
     return float(arr)
+
+
+def fresh_function(fn):
+    """A new function object with ``fn``'s code, globals, defaults and closure: its
+    derivatives are new objects, built afresh (module doc)."""
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
 
 
 def numerical_grad(fn, args, position=0, eps=1e-6):

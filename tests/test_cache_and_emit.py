@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2sgrad as ms
+from s2sgrad.testing import fresh_function
 from s2sgrad.backend import cache
 from s2sgrad.compiler.syntax.source import to_source
 
@@ -34,14 +35,14 @@ def test_corrupt_cache_file_is_rewritten_not_used(tmp_path, monkeypatch, damage)
     monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     x, y = np.array([0.5, 1.5]), np.array([2.0, -1.0])
-    built = ms.grad(poly)
+    built = ms.grad(fresh_function(poly))
     built(x, y)                       # the code built for these arguments' types
     source = built.source
     path = cache.module_path("poly_value_and_grad", source, str(tmp_path))
     with open(path, "w") as f:
         f.write({"truncate": source[: len(source) // 2], "garbage": "\x00\x01 not python",
                  "other-code": source.replace("np.sin", "np.cos")}[damage])
-    g = ms.grad(poly)
+    g = ms.grad(fresh_function(poly))      # a new object: it reads the file
     a = x * y + np.sin(x)
     np.testing.assert_allclose(g(x, y), 2 * a * (y + np.cos(x)))
     assert open(path).read() == source

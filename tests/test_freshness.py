@@ -21,6 +21,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import Parameter, Tensor, nn, ops
 from s2sgrad.errors import UnsupportedConstructError
+from s2sgrad.testing import fresh_function
 
 HERE = sys.modules[__name__]
 X = np.array([0.3, -0.7, 1.1])
@@ -111,17 +112,25 @@ def _transforms():
         # what the inner derivative's code read is checked by the outer one's
         "jvp of grad": lambda fn: (lambda g: lambda x: ms.jvp(g, (x,), (V,)))(ms.grad(fn)),
         "jacfwd of jacrev": lambda fn: ms.jacfwd(ms.jacrev(fn)),
+        # a gradient called inside: its code inlined into the outer derivative's
+        "grad over a grad inside": lambda fn: ms.grad(_calling(ms.grad(fn))),
+        "jacfwd over a grad inside": lambda fn: ms.jacfwd(_calling(ms.grad(fn))),
     }
+
+
+def _calling(gradient):
+    """A function of x that calls ``gradient`` inside (its code is inlined)."""
+    def outer(x):
+        return np.sum(gradient(x) * x)
+    return outer
 
 
 TRANSFORMS = _transforms()
 
 
-def copy_of(fn):
-    """A new function object with ``fn``'s code, globals and closure: derivatives of it
-    are built afresh, reading the state as it is now."""
-    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              fn.__closure__)
+#: a new function object with ``fn``'s code: derivatives of it are built afresh, reading
+#: the state as it is now
+copy_of = fresh_function
 
 
 def flat(result):
@@ -149,7 +158,8 @@ SCENARIOS = {
 #: of reverse and forward mode: each transform checks through the same Derivative base),
 #: the derivatives of derivatives by a number and an array
 EVERY_TRANSFORM = ("module float", "module array", "helper function", "closure variable")
-NESTED = ("jvp of grad", "jacfwd of jacrev")
+NESTED = ("jvp of grad", "jacfwd of jacrev", "grad over a grad inside",
+          "jacfwd over a grad inside")
 CASES = [(s, t) for s in SCENARIOS for t in TRANSFORMS
          if (s in EVERY_TRANSFORM and t not in NESTED) or t in ("grad", "jvp") or
          (t in NESTED and s in ("module float", "module array"))]
@@ -197,7 +207,8 @@ def test_a_global_array_rebound_is_passed_in_without_a_new_build(monkeypatch):
 
 def test_a_value_changed_back_finds_its_earlier_build(monkeypatch):
     """Alternating values (train / eval, a flag) build once each, not at every change."""
-    g = ms.grad(flipped)
+    # a new function object: grad(flipped) is kept per function, and may have built before
+    g = ms.grad(fresh_function(flipped))
     builds = []
     original = g.build_code
     monkeypatch.setattr(g, "build_code", lambda *a: builds.append(a) or original(*a))

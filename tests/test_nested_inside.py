@@ -171,13 +171,23 @@ def test_what_cannot_be_made_inside_is_refused_at_the_users_line(outer, words):
         assert word in str(info.value), (word, str(info.value))
 
 
-@pytest.mark.parametrize("second", [ms.hessian, lambda f: ms.jacfwd(ms.jacfwd(f)),
-                                    lambda f: ms.jacfwd(ms.grad(f))],
-                         ids=["hessian", "jacfwd(jacfwd)", "jacfwd(grad)"])
-def test_a_second_derivative_over_an_inner_object_is_refused_at_the_users_line(second):
-    """Not built yet (the inner object's rule is a Python call): refused, naming the
-    user's line and the object, never a cache file or a wrong value."""
+SECOND = [ms.hessian, lambda f: ms.jacfwd(ms.jacfwd(f)), lambda f: ms.jacfwd(ms.grad(f))]
+
+
+@pytest.mark.parametrize("second", SECOND, ids=["hessian", "jacfwd(jacfwd)", "jacfwd(grad)"])
+def test_a_second_derivative_over_an_inner_gradient_is_the_jacobian_of_the_gradient(second):
+    """The inner gradient is inlined (``compiler/front/derivative_calls.py``): a second
+    derivative of the function differentiates its code like the rest."""
+    gradient = ms.grad(particle)
+    want = np.stack([_differences(lambda t: gradient(t)[i], W) for i in range(2)])
+    np.testing.assert_allclose(second(particle)(W), want, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("second", SECOND, ids=["hessian", "jacfwd(jacfwd)", "jacfwd(grad)"])
+def test_a_second_derivative_over_an_inner_object_is_refused(second):
+    """Not built yet where the inner object keeps its rule (a jacrev: a Python call):
+    refused, naming the object, never a cache file or a wrong value."""
     with pytest.raises(DerivativeCompositionError) as info:
-        second(particle)(W)
-    assert "test_nested_inside.py" in str(info.value) and "potential_grad" in str(info.value)
+        second(with_jacrev)(np.array([0.4, -0.7, 1.1]))
+    assert "field_jacrev" in str(info.value)
     assert ".cache" not in str(info.value) and "s2sgrad/" not in str(info.value)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import pickled_programs
+from s2sgrad.api.reverse import GradFunction
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -106,6 +107,11 @@ def test_a_worker_writes_the_code_to_its_own_cache_folder(objects, tmp_path):
 def test_an_object_pickled_before_its_first_call_builds_there(objects, tmp_path):
     made, expected = objects
     fresh = pickled_programs.derivatives()      # new objects, never called
+    # grad(f) is kept per function and options (so a loop builds once): made directly
+    fresh["grad"] = (GradFunction(pickled_programs.heat, 0, None, False, False, False),
+                     *fresh["grad"][1:])
+    fresh["value_and_grad"] = (GradFunction(pickled_programs.smooth, (0, 1), None, False,
+                                            False, True), *fresh["value_and_grad"][1:])
     picked = {k: fresh[k] for k in ("grad", "value_and_grad", "hessian")}
     report = _in_fresh_process(tmp_path, (picked, {k: expected[k] for k in picked}),
                                os.environ["S2SGRAD_CACHE_DIR"])

@@ -13,14 +13,16 @@ primitive is not all ones (a transposed or misplaced adjoint shows up).
 import math
 import operator
 import os
+import types
 
 import numpy as np
 import pytest
 
 import s2sgrad
 from s2sgrad import ops
+from s2sgrad import runtime as rt
 from s2sgrad.rules import all_rules
-from s2sgrad.testing import check_grad
+from s2sgrad.testing import check_grad, fresh_function
 from rule_cases_more import more_cases
 from rule_cases_surface import more_surface_cases
 
@@ -509,6 +511,17 @@ CASES = [
 ]
 
 CASES += more_cases(C)   # numpy_more, linalg_rules, scipy_rules: tests/rule_cases_more.py
+CASES += [   # the adjoint helpers gradient code calls (rules/runtime_vjp.py: inlined gradients)
+    C("rt_unbroadcast", lambda g: np.sum(np.sin(rt.unbroadcast(g, np.ones((3, 1))))),
+      [R(2, 3, 4)]),
+    C("rt_unbroadcast_number", lambda g: np.sin(rt.unbroadcast(g, 1.0)), [R(3)]),
+    C("rt_unreduce", lambda g: np.sum(np.sin(rt.unreduce(g, np.ones((3, 4)), 1, False))),
+      [R(3)]),
+    C("rt_sum", lambda x: np.sum(np.sin(rt.sum(x, 0, True))), [R(3, 4)]),
+    C("rt_mean", lambda x: np.sum(np.sin(rt.mean(x, (0, 1), False))), [R(3, 4)]),
+    C("rt_einsum", lambda a, b: np.sum(np.sin(rt.einsum("ij,jk->ik", a, b))),
+      [R(3, 4), R(4, 2)], (0, 1)),
+]
 CASES += more_surface_cases(C)   # numpy_surface and more scipy.special: rule_cases_surface.py
 
 IDS = [c.id for c in CASES]
@@ -580,7 +593,9 @@ def _rules_looked_up(case, monkeypatch):
     for module in modules:
         monkeypatch.setattr(module, "lookup", recording)
     try:
-        s2sgrad.grad(case.fn, grad_position=case.pos).source  # noqa: B018 - builds only
+        # a new function object: grad(case.fn) is kept per function, built already
+        fn = fresh_function(case.fn) if isinstance(case.fn, types.FunctionType) else case.fn
+        s2sgrad.grad(fn, grad_position=case.pos).source  # noqa: B018 - builds only
     except Exception:  # noqa: BLE001 - a case that cannot build fails (or xfails) in test_rule
         pass
     finally:

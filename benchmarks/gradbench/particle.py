@@ -7,7 +7,8 @@ inner gradient); the outer gradient descent differentiates the squared miss dist
 through that path.  GradBench's integrator stops where the path crosses the x axis (a
 data-dependent while loop, which JAX cannot differentiate in reverse mode); here it
 takes a fixed number of steps (``STEPS``) and the miss is measured at the last one,
-and the outer descent takes ``OUTER`` fixed steps: the same program for every tool."""
+and the outer descent takes ``OUTER`` fixed steps: the same program for every tool,
+JAX's with its two loops as ``lax.fori_loop`` (``_jax_tool``)."""
 import numpy as np
 
 import s2sgrad
@@ -57,12 +58,28 @@ def _with(module, grad):
                   miss_gradient=grad(rebind(miss, module, force_gradient=force), 0))
 
 
+def _jax_tool():
+    """JAX's spelling: the same functions, the two loops as ``lax.fori_loop`` (JAX's
+    idiomatic loop: traced once; the Python loops unrolled 8 x 60 steps of a nested
+    gradient, which XLA had not compiled after 5 minutes on this machine)."""
+    from common import jax_modules
+    jax, jnp = jax_modules()
+    force = jax.grad(rebind(potential, jnp), 0)
+
+    def miss_jax(w):
+        def step(i, state):
+            x, xdot = state
+            xddot = -force(x, w)
+            return x + 0.1 * xdot, xdot + 0.1 * xddot
+        x, _ = jax.lax.fori_loop(0, STEPS, step, (jnp.array([0.0, 8.0]),
+                                                  jnp.array([0.75, 0.0])))
+        return x[0] ** 2
+
+    gradient = jax.grad(miss_jax, 0)
+    compiled = jax.jit(lambda w: jax.lax.fori_loop(
+        0, OUTER, lambda i, w: w - 0.01 * gradient(w), w))
+    return lambda *args: jax.block_until_ready(compiled(*args))
+
+
 forward = None    # the eval is the nested derivative itself: no forward to time apart
-# measured on this branch's base: building miss_gradient runs for minutes (2.7-3 GB, inside
-# compiler/front/custom.py's _lower_backward while lowering the call of force_gradient in
-# the Euler loop; one run still had not finished at 10 minutes, another then failed as
-# saddle does); run.py --all tries it anyway
-SKIP = {"s2sgrad": "building miss_gradient runs for minutes, then fails as saddle does (a "
-                   "gradient object called in a loop of a differentiated function: "
-                   "compiler/front/custom.py)"}
-tools = {"s2sgrad": lambda: particle, **nested_tools(_with)}
+tools = {"s2sgrad": lambda: particle, **nested_tools(_with), "jax": _jax_tool}

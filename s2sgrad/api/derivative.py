@@ -542,9 +542,10 @@ def derivative_for(fn, key, make):
     ``key`` (its mode and options), kept while ``fn`` lives, so that repeated calls
     (``vjp(f, x)`` in a loop) build the code once: a bound method's or a Cell's on its
     instance (``binding.kept_on``: the derivative holds the instance, so a cache beside
-    it would keep it alive), a function's while it can be weakly referenced (else it is
-    made for this call only; an instance without a ``__dict__`` keeps its derivatives
-    here, and lives as long as they do)."""
+    it would keep it alive), a plain function's on the function (``_on_function``),
+    another callable's while it can be weakly referenced (else it is made for this call
+    only; an instance without a ``__dict__`` keeps its derivatives here, and lives as
+    long as they do)."""
     instance = instance_of(fn)
     kept = kept_on(instance) if instance is not None else None
     key = (key, getattr(fn, "__func__", None))   # a bound method: a new object per access
@@ -553,9 +554,10 @@ def derivative_for(fn, key, make):
             kept[key] = make()
         return kept[key]
     owner = instance if instance is not None else fn
+    per_owner = _on_function(fn) if instance is None else None
     try:
         # a get first: setdefault makes a weak reference with a callback, and a dict
-        per_owner = _KEPT.get(owner)
+        per_owner = per_owner if per_owner is not None else _KEPT.get(owner)
         if per_owner is None:
             per_owner = _KEPT.setdefault(owner, {})
     except TypeError:
@@ -564,6 +566,20 @@ def derivative_for(fn, key, make):
     if found is None:
         found = per_owner[key] = make()
     return found
+
+
+def _on_function(fn):
+    """The derivatives kept for the plain function ``fn``, in its own ``__dict__`` (they
+    hold ``fn``: kept beside it in a weak-keyed table, they would keep it alive for
+    ever; on it, they go with it), or None for anything else.  The table names its
+    function: ``functools.wraps`` copies a ``__dict__`` into the wrapper, which then
+    gets its own."""
+    if not isinstance(fn, types.FunctionType):
+        return None
+    found = fn.__dict__.get("__s2sgrad_derivatives__")
+    if found is None or found[0]() is not fn:
+        found = fn.__s2sgrad_derivatives__ = (weakref.ref(fn), {})
+    return found[1]
 
 
 def _located(exc, path, generated):

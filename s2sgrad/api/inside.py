@@ -1,5 +1,9 @@
 """A derivative object called inside a function being differentiated: its custom rule.
 
+A plain gradient is inlined instead where it can be (its generated code lowered into the
+outer function: ``api/nested.py``'s ``gradient_inlined``); this rule is what every other
+object, and a gradient that is not inlined, is differentiated by.
+
 Takes a derivative object (``grad(f)``, ``jacrev(f)``, ``jacfwd(f)``, ``hessian(f)``, a
 transform of one) and a way to build the derivative of it its backward needs; gives
 the rule the front end lowers as a ``custom_vjp`` (``compiler/front/custom.py``):

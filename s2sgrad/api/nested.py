@@ -8,13 +8,22 @@ differentiable spelling (``compiler/pipeline_higher.py``, ``compiler/pipeline_sp
 and shapes its results as the inner object does: what the outer derivative's lowering
 reads and differentiates.  Derivative objects are told apart by their
 ``derivative_mode``, so this module needs none of their classes.
+
+``gradient_inlined`` gives the same function for a plain gradient called inside a
+function being differentiated, built for the argument types the front end knows there
+(``compiler/front/derivative_calls.py`` lowers it as a callee), or None where the call
+keeps its rule (``api/inside.py``).
 """
+import re
+
+from .. import runtime as rt
 from ..backend import cache
 from ..compiler.batch.loops import structure_text
 from ..compiler.front.guards import fixed_objects
 from ..compiler.pipeline_higher import differentiable_gradient, refuse_inner_derivatives
 from ..compiler.pipeline_split import build_split
 from ..errors import DerivativeCompositionError, GradientArgumentError
+from ..rules import lookup
 from ..trees import leaf_paths, unflatten
 from .arguments import argument_types
 
@@ -73,6 +82,43 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
                                        argument_types(arrays), trees)
     refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
                              "a derivative of the gradient")
+    return _gradient_written(gradient, fn, positions, trees,
+                             inner is not None and inner.with_value)
+
+
+def gradient_inlined(inner, arg_types):
+    """A plain gradient object ``inner`` called inside a function being differentiated,
+    with arguments of ``arg_types`` (as ``argument_types`` gives them, one per argument):
+    the function ``gradient_as_function`` writes, for the front end to lower as a callee
+    (``compiler/front/derivative_calls.py``); None where the call keeps its custom rule
+    (``api/inside.py``): a gradient with options, of a derivative, built by sizes, or
+    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``)."""
+    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+             not inner.return_ids and inner.positions and
+             not inner.differentiates_a_derivative and
+             max(inner.positions) < len(arg_types))
+    if not plain:
+        return None
+    fn, bound_self = inner._target()
+    gradient = differentiable_gradient(fn, inner.positions, bound_self, arg_types, None)
+    if gradient.differentiated.lowered.by_shape or any(
+            getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or \
+            not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
+                    for name in set(_HELPER.findall(gradient.source))):
+        return None
+    function = _gradient_written(gradient, fn, inner.positions, None)
+    positions = inner.positions
+    function.__s2sgrad_result_like__ = positions[0] if len(positions) == 1 else positions
+    return function
+
+
+#: a call of a runtime helper in generated code
+_HELPER = re.compile(r"\brt\.(\w+)\(")
+
+
+def _gradient_written(gradient, fn, positions, trees, with_value=False):
+    """The function of ``gradient`` (a ``differentiable_gradient``) that
+    ``gradient_as_function`` gives (``(value, gradients)`` with ``with_value``)."""
     d = gradient.differentiated
     free = [f"free_{k}" for k in range(len(gradient.free))]
     params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
@@ -87,10 +133,9 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
                     for p in positions]
     result = per_position[0] if len(per_position) == 1 else \
         "(" + ", ".join(per_position) + ")"
-    with_value = inner is not None and inner.with_value
     if with_value:
         result = f"value, {result}"
-    name = f"{getattr(fn, '__name__', 'f')}_{'value_and_grad' if with_value else 'grad'}"
+    name = f"{_identifier(fn)}_{'value_and_grad' if with_value else 'grad'}"
     source = _GRADIENT_SOURCE.format(
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
@@ -153,11 +198,13 @@ def forward_as_function(forward, building, summed=False, with_value=False):
             items = []
             for leaf in generated.arg_leaves[p]:
                 a, b = start_of[leaf]
-                block = (f"np.reshape(stacked_{o}[..., {a}:{b}], np.shape({out}) + "
-                         f"np.shape({leaves[leaf]}))")
+                # one input: every column; else its columns, made contiguous to reshape
+                part = f"stacked_{o}" if len(generated.wrt) == 1 else \
+                    f"np.ascontiguousarray(stacked_{o}[..., {a}:{b}])"
+                block = f"np.reshape({part}, np.shape({out}) + np.shape({leaves[leaf]}))"
                 if summed:
-                    block = (f"np.sum(np.reshape(stacked_{o}[..., {a}:{b}], (-1,) + "
-                             f"np.shape({leaves[leaf]})), axis=0)")
+                    block = (f"np.sum(np.reshape({part}, (-1,) + np.shape({leaves[leaf]})), "
+                             f"axis=0)")
                 items.append(block)
             per_position.append(items)
         per_output.append(per_position)
@@ -176,7 +223,7 @@ def forward_as_function(forward, building, summed=False, with_value=False):
     if with_value:
         result = f"value, {result}"
     body.append(f"{pad}return {result}")
-    name = f"{getattr(fn, '__name__', 'f')}_{'grad' if summed else 'jacfwd'}"
+    name = f"{_identifier(fn)}_{'grad' if summed else 'jacfwd'}"
     return _with_origins(_written(_FORWARD_SOURCE, name, params, leaves, body, jacobian,
                                   generated), fn, path, generated.line_map)
 
@@ -285,8 +332,14 @@ def jacobian_as_function(inner, building):
     result = per_output[0] if not generated.output_is_tuple else \
         "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
     body.append(f"{pad}return {result}")
-    name = f"{getattr(fn, '__name__', 'f')}_jacrev"
+    name = f"{_identifier(fn)}_jacrev"
     return _written(_JACOBIAN_SOURCE, name, params, leaves, body, jacobian, generated)
+
+
+def _identifier(fn):
+    """``fn``'s name as a Python identifier (``<lambda>`` gives ``lambda``)."""
+    name = re.sub(r"\W", "", getattr(fn, "__name__", "f") or "f")
+    return name if name.isidentifier() else "f"
 
 
 def _parameters(n_args, trees):

@@ -11,6 +11,8 @@ gradient, a tuple, weights' gradients, ``(id, grad)`` pairs, ``(value, grads)``,
 ``(grads, aux)``.  The gradient of a derivative object (``grad(grad(f))``) is
 ``api.higher``'s.
 """
+from ..backend import cache
+from ..backend.numba_backend import backend_mode
 from ..compiler.front.custom import custom_vjp  # noqa: F401  (public)
 from ..compiler.pipeline import build
 from ..errors import DerivativeCompositionError
@@ -18,12 +20,12 @@ from ..tensor import Parameter, Tensor
 from .arguments import check_function, check_options, free_values, to_array
 from .call_plan import GradientPlan, plan_key
 from .composed import reverse_of_derivative
+from .derivative import Derivative, derivative_for
 from .forward import derivative_rule
-from .derivative import Derivative
 from .higher import HvpFunction, grad_of_gradient
 from .inside import gradient_rule
 from .memory import memory_limit_bytes
-from .nested import gradient_as_function
+from .nested import gradient_as_function, gradient_inlined
 from .results import finish_gradient, float_dtype, wrap_output
 
 
@@ -52,7 +54,7 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, False)
     if getattr(fn, "derivative_mode", None) is not None:
         return reverse_of_derivative(fn, grad_position, weights, has_aux, return_ids, False)
-    return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=False)
+    return _kept(fn, grad_position, weights, has_aux, return_ids, False)
 
 
 def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False,
@@ -69,7 +71,23 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, True)
     if getattr(fn, "derivative_mode", None) is not None:
         return reverse_of_derivative(fn, grad_position, weights, has_aux, return_ids, True)
-    return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value=True)
+    return _kept(fn, grad_position, weights, has_aux, return_ids, True)
+
+
+def _kept(fn, grad_position, weights, has_aux, return_ids, with_value):
+    """The ``GradFunction`` of ``fn`` and these options: one per function and options
+    and backend setting and cache folder while ``fn`` lives (``derivative_for``), so
+    ``grad(f)(x)`` written in a loop builds once; with weights, or options that are not
+    hashable, a new one."""
+    def make():
+        return GradFunction(fn, grad_position, weights, has_aux, return_ids, with_value)
+    key = ("grad", with_value, grad_position, has_aux, return_ids, backend_mode(),
+           cache.cache_dir())
+    try:
+        hash(key)
+    except TypeError:
+        return make()
+    return make() if weights is not None else derivative_for(fn, key, make)
 
 
 def _plain_gradient(fn):
@@ -176,6 +194,13 @@ class GradFunction(Derivative):
                 "the checkpointing driver (rt.checkpoint_*), which s2sgrad does not "
                 "differentiate: use a gradient without memory_limit there (the derivative "
                 "of a gradient keeps its tape whole)")
+
+    def __s2sgrad_inline_call__(self, arg_types):
+        """This gradient's code for a call inside a function being differentiated, or
+        None (``api/nested.py``'s ``gradient_inlined``)."""
+        if self.memory_limit is not None:
+            return None     # its rule refuses it, saying why
+        return gradient_inlined(self, arg_types)
 
     # ------------------------------------------------------------ calling
 

@@ -72,16 +72,19 @@ def _item_added(items, index, g):
 
 @overload(np.stack, prefer_literal=True)
 def _stack_list(arrays, axis=0):
-    """``np.stack`` of a list of arrays (Numba stacks only tuples), along the first axis:
-    a list built by ``append`` in a loop (a run-time length).  Another ``axis`` is left
-    to Numba (which refuses it: the code then runs as Python and says why)."""
+    """``np.stack`` of a list of arrays (Numba stacks only tuples), along the first axis
+    (a list built by ``append`` in a loop: a run-time length) or the last (the columns
+    of a Jacobian, ``api/nested.py``).  Another ``axis`` is left to Numba (which refuses
+    it: the code then runs as Python and says why)."""
     if not isinstance(arrays, types.List) or not isinstance(arrays.dtype, types.Array):
         return None
-    if not (isinstance(axis, types.Omitted) and axis.value == 0 or
-            isinstance(axis, types.IntegerLiteral) and axis.literal_value == 0 or
-            isinstance(axis, int) and axis == 0):
+    value = axis.value if isinstance(axis, types.Omitted) else (
+        axis.literal_value if isinstance(axis, types.IntegerLiteral) else axis)
+    ndim = arrays.dtype.ndim
+    if not isinstance(value, int) or value not in (0, -1 - ndim, -1, ndim):
         return None
     dtype = arrays.dtype.dtype
+    last = value in (-1, ndim)
 
     def impl(arrays, axis=0):
         if len(arrays) == 0:
@@ -92,5 +95,8 @@ def _stack_list(arrays, axis=0):
             if arrays[k].shape != shape:
                 raise ValueError("all input arrays must have the same shape")
             out[k] = arrays[k]
+        if last:     # (n, *shape) -> (*shape, n)
+            return np.ascontiguousarray(out.reshape((len(arrays), -1)).T).reshape(
+                shape + (len(arrays),))
         return out
     return impl

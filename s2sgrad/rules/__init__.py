@@ -5,5 +5,6 @@ from . import operators, numpy_rules, no_gradient  # noqa: F401  (registering th
 from . import numpy_more, linalg_rules, scipy_rules, numpy_surface, scipy_more  # noqa: F401,E402
 from . import jvp_rules, jvp_arrays, jvp_linalg  # noqa: F401,E402  (forward mode: after the VJP tables)
 from . import runtime_jvp, second_rules  # noqa: F401,E402  (forward mode of gradient code)
+from . import runtime_vjp  # noqa: F401,E402  (reverse mode of gradient code)
 
 __all__ = ["Rule", "all_rules", "d", "lookup", "nondifferentiable", "vjp"]

@@ -22,6 +22,7 @@ import operator
 import numpy as np
 
 from .. import primitives as prims
+from .. import runtime as rt
 from .registry import nondifferentiable
 
 #: array attributes the lowering reads as ``attr.<name>``: facts about the array's layout
@@ -66,7 +67,10 @@ TABLE = (
      "dtypes only)",
      (range, np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
       np.eye, np.identity, np.tri, np.indices, np.tril_indices, np.triu_indices,
-      np.diag_indices, np.tril_indices_from, np.triu_indices_from, np.diag_indices_from)),
+      np.diag_indices, np.tril_indices_from, np.triu_indices_from, np.diag_indices_from,
+      rt.zeros_like, rt.ones_like)),
+    ("a count or size (an integer) that gradient code divides or loops by",
+     (rt.reduction_count, rt.tangent_size)),
     ("for real input: the imaginary part is 0 and the angle 0 or pi (piecewise constant)",
      (np.imag, np.angle)),
     ("a rank: an integer result", (np.linalg.matrix_rank,)),

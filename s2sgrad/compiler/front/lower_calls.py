@@ -19,6 +19,7 @@ from ..ir import Const, DictAtom, Seq, Var
 from ..syntax.source import source_segment, unsupported
 from . import literals
 from .custom import lower_custom_call
+from .derivative_calls import inlined_derivative
 from .frontend import is_user_code, parse_function
 from .jumps import structured_body
 from .lower_expressions import DICT_VIEWS
@@ -126,6 +127,9 @@ class CallLowering:
             return self.inline(frame, node, inline, args, kwargs, None)
         if getattr(obj, "__s2sgrad_transform__", None) is not None:
             return made_inside(frame, node, obj, args, kwargs)
+        inlined = inlined_derivative(self, frame, node, obj, args, kwargs)
+        if inlined is not None:     # a gradient object: its code, lowered as a callee
+            return inlined
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
         if custom is not None and hasattr(custom, "with_arity") and not kwargs:
             custom = custom.with_arity(len(args))     # a derivative object's rule
