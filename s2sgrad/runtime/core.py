@@ -4,7 +4,8 @@ reductions.  ``s2sgrad.runtime`` re-exports them (generated code reads them as
 import them from here, so no runtime module imports another in a cycle."""
 import numpy as np
 
-__all__ = ["unbroadcast", "unreduce", "reduction_count", "extremum_mask", "divide_or_zero",
+__all__ = ["unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
+           "divide_or_zero",
            "normalise_axes"]
 
 
@@ -70,6 +71,26 @@ def extremum_mask(x, ans, axis, keepdims):
         ans = np.expand_dims(ans, normalise_axes(axis, np.ndim(x)))
     hit = (x == ans).astype(np.result_type(x, np.float32))
     return hit / np.add.reduce(hit, axis=axis, keepdims=True)
+
+
+def extremum_adjoint(g, x, ans, axis, keepdims):
+    """The adjoint of a max or min ``ans`` of ``x`` over ``axis``: the adjoint ``g`` where
+    ``x`` attains ``ans`` (split evenly between ties), 0 elsewhere.
+
+    The numbers of ``unreduce(g, x, axis, keepdims) * extremum_mask(x, ans, axis,
+    keepdims)`` in two passes over ``x`` (a comparison, then the product written once)
+    instead of five, with no float mask: the ties are counted on the comparison, and
+    only where there are any (or a NaN) is ``g`` divided by the counts.  Has ``x``'s
+    shape and the dtype of ``g`` times ``x``'s floating dtype.
+    """
+    if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
+        axes = normalise_axes(axis, np.ndim(x))
+        ans, g = np.expand_dims(ans, axes), np.expand_dims(g, axes)
+    hit = np.equal(x, ans)
+    dtype = np.result_type(g, np.result_type(x, np.float32))
+    if np.count_nonzero(hit) != np.size(ans) or np.isnan(ans).any():
+        g = g / np.add.reduce(hit, axis=axis, keepdims=True, dtype=dtype)
+    return np.multiply(hit, g, dtype=dtype)
 
 
 def divide_or_zero(g, d):
