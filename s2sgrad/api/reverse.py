@@ -11,6 +11,7 @@ gradient, a tuple, weights' gradients, ``(id, grad)`` pairs, ``(value, grads)``,
 ``api.higher``'s.
 """
 from ..compiler.front.custom import custom_vjp  # noqa: F401  (public)
+from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline import build
 from ..tensor import Parameter, Tensor
 from .arguments import check_function, check_options, free_values, to_array
@@ -106,7 +107,7 @@ class GradFunction(Derivative):
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build(fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
-                     arg_types=arg_types, arg_trees=trees)
+                     arg_types=arg_types, arg_trees=trees, hoist=backend_mode() != "numba")
 
     def bind_to(self, method, weights):
         return GradFunction(method, self.grad_position, weights, self.has_aux,

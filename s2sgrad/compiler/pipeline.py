@@ -10,17 +10,20 @@ arguments, which gradients it returns).
 import copy
 import os
 
+import gast
+
 from ..errors import OutputStructureError
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
+from .optimize.constants import hoisted_constants
 from .optimize.spelling import as_operators
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
-from .syntax.nodes import name_uses
+from .syntax.nodes import Comment, name_uses
 from .syntax.source import to_source
 
 
@@ -59,7 +62,7 @@ class Generated:
 
 
 def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None,
-          arg_trees=None):
+          arg_trees=None, hoist=False):
     """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
@@ -68,6 +71,9 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     ndim, unit dimensions: per dimension whether it is 1), ("const", value) for an option
     (None, a bool, a string: folded as that value) or None; the code is then specialised
     on them (``x.dtype``/``x.ndim`` fold, broadcasting is decided while building).
+    ``hoist``: compute the arrays of a loop-free gradient that depend only on sizes and
+    plain numbers once per their values (``optimize/constants.py``; code run as numpy:
+    Numba cannot compile the table).
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
@@ -79,10 +85,11 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
     sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values())
+    prelude = hoist_constants(d, sweeps, fname) if hoist else []
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
-        import_lines(d.names.modules))
+        import_lines(d.names.modules), prelude)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
     generated = Generated(source, fname, d.lowered.free, d.wrt,
@@ -203,9 +210,47 @@ def title_of(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=()):
+def hoist_constants(d, sweeps, fname):
+    """Move what ``d``'s forward sweep computes from sizes and plain numbers only into a
+    function of them, called through an ``rt.Constants`` table (``optimize/constants.py``):
+    ``sweeps.forward`` is replaced; gives the (line, origin) pairs of that function and
+    table, to write before the gradient's (none when nothing is moved)."""
+    lowered = d.lowered
+    wrt = {lowered.params[k] for kind, k in d.wrt if kind == "position"}
+    roots = {p for p in lowered.params if p not in wrt and p not in lowered.mutated
+             and lowered.ndims.get(p) == 0 and p not in lowered.lists
+             and p not in lowered.tuples}
+    keep = set(atom_vars(lowered.output)) | set(lowered.mutated) | {
+        g for g in d.returned if g is not None}
+    hoisted = hoisted_constants(sweeps.forward, sweeps.backward, roots, lowered.params, keep,
+                                lambda n: None if lowered.ndims.get(n) is None
+                                else lowered.ndims[n] >= 1, d.names.fresh)
+    if hoisted is None:
+        return []
+    function = d.names.fresh(f"{lowered.name}_constants")
+    table = d.names.fresh(f"_{lowered.name}_constants")
+    inputs = [name for name, _ in hoisted.inputs]
+    outputs = ", ".join(hoisted.outputs) + ("," if len(hoisted.outputs) == 1 else "")
+    said = " and ".join(to_source(e) for _, e in hoisted.inputs)
+    lines = [(line, None) for line in wrap(
+        f"# what {fname} computes from {said} only: run once per their values "
+        "(rt.Constants keeps the results, read-only)")]
+    lines += [(line, None) for line in wrap(f"def {function}({', '.join(inputs)}):")]
+    lines += render_mapped(hoisted.function, 1)
+    lines += [(f"{INDENT}return {outputs}", None), ("", None), ("", None),
+              (f"{table} = rt.Constants({function})", None), ("", None), ("", None)]
+    call = f"{outputs} = {table}({', '.join(to_source(e) for _, e in hoisted.inputs)})"
+    sweeps.forward = [Comment(f"{', '.join(hoisted.outputs)}: from {said} only, computed "
+                              f"once per their values ({function} above)"),
+                      gast.parse(call).body[0]] + hoisted.forward
+    return lines
+
+
+def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=(),
+                        prelude=()):
     """The generated module as (line, the user's SourceLocation it was generated for or
-    None) pairs, and the number of the adjoint sweep's first line (None: no sweep)."""
+    None) pairs, and the number of the adjoint sweep's first line (None: no sweep).
+    ``prelude``: (line, origin) pairs written before the function."""
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
              f"array is kept", None) for name in args if name in lowered.mutated]
@@ -226,14 +271,14 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
     grads = [g for g in returned if g is not None]
     grads_src = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
     body.append((f"{INDENT}return {value_src}, {grads_src}", None))
-    code = [line for line, _ in body]
+    code = [line for line, _ in list(prelude) + body]
     header = [*wrap(f"# s2sgrad: {title}"),
               "# Generated code: edits are overwritten. Forward sweep, then adjoints in "
               "reverse.",
               *(["import math", ""] if reads_name(code, "math") else []),
-              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", "",
-              *wrap(f"def {fname}({', '.join(args)}):")]
-    lines = [(line, None) for line in header]
+              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", ""]
+    lines = [(line, None) for line in header] + list(prelude)
+    lines += [(line, None) for line in wrap(f"def {fname}({', '.join(args)}):")]
     adjoint_from = None
     for k, (line, origin) in enumerate(body):
         if k == adjoint_at:

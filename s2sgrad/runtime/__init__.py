@@ -20,6 +20,7 @@ from .split import *  # noqa: F401,F403  (rt.jacobian_rows: jacrev)
 from .second import *  # noqa: F401,F403  (rt.inv_tangent... : second order)
 from .second_arrays import *  # noqa: F401,F403  (rt.cumprod_adjoint_tangent...)
 from .second_linalg import *  # noqa: F401,F403  (rt.svd_adjoint_tangent...)
+from .constants import Constants  # noqa: F401  (rt.Constants: values of sizes, once)
 
 
 def ones_like(value):
