@@ -4,12 +4,17 @@ and by central differences, under both backends.
 - A max or min's adjoint is ``rt.extremum_adjoint`` (a comparison and one product), never
   the float one-hot ``rt.extremum_mask`` times the spread adjoint (five passes); ties
   split evenly; forward mode over it (``jvp`` of ``grad``, kmeans' Newton step) agrees.
+- A sign goes on a sum (``a - rt.unbroadcast(b, a)``, not ``rt.unbroadcast(-b, a)``) or
+  into a number (``b * -2``), and a number onto a reduced adjoint before it is spread
+  (``rt.unreduce(g * 2, x, 1, False) * x``): a pass over the large array fewer each.
 - Arrays computed from sizes and plain numbers only (``llsq``'s powers of ``t``) move into
   a function of them run once per their values (``rt.Constants``): a second call with the
   same values does not run it, other values (a size, a number's bits, ``-0.0``) do, a 0-d
   array is never looked up, and what is written in place or returned stays in the
   gradient.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -157,3 +162,26 @@ def test_written_or_returned_arrays_stay():
     (_, again), dx2 = g(x, 4)
     assert again[0, 0] == 0.0
     np.testing.assert_allclose(dx2, np.arange(4)[:, None] + np.array([1.0, 0, 0]))
+
+
+# ---------------------------------------------------------------- signs and numbers
+
+
+def spelled(x, w):
+    a = np.max(x)
+    lse = a + np.log(np.sum(np.exp(x - a)))             # -d(x - a) summed onto a scalar
+    rows = np.sum(x ** 2, axis=1)                        # unreduce(g) * 2 * x
+    return lse + np.sum(rows * w) + np.sum(np.min(w[:, None] - 2 * (x @ x.T), axis=0))
+
+
+def test_numbers_and_signs_go_on_the_smaller_operand(backend):
+    rng = np.random.default_rng(1)
+    x, w = rng.random((5, 3)), rng.random(5)
+    g = s2sgrad.grad(spelled, 0)
+    got = g(x, w)
+    source = g.source
+    assert "- rt.unbroadcast(" in source and "unbroadcast(-" not in source
+    assert re.search(r"rt\.unreduce\([^()]* \* 2, x_pow2, 1, False\) \* x", source)
+    assert "* -2" in source and "(-d" not in source and "= -d" not in source
+    np.testing.assert_allclose(got, numeric_grad(lambda v: spelled(v, w), x), rtol=1e-6,
+                               atol=1e-8)

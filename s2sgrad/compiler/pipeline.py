@@ -19,7 +19,7 @@ from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .optimize.constants import hoisted_constants
-from .optimize.spelling import as_operators
+from .optimize.spelling import as_operators, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
@@ -145,7 +145,8 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
 def inline_sweeps(d):
     """Inline the single-use temporaries of ``d``'s sweeps (``compiler/optimize/substitute.py``): all
     but the names read outside them (the output, the parameters, the gradients returned);
-    ``np.add(a, b)`` of arrays written ``a + b`` first."""
+    ``np.add(a, b)`` of arrays written ``a + b`` first, signs moved onto sums and numbers
+    after (``without_negations``)."""
     lowered, sweeps = d.lowered, d.sweeps
     keep = set(atom_vars(lowered.output)) | set(lowered.params) | set(lowered.mutated) | {
         f.name for f in lowered.free} | {g for g in d.returned if g is not None}
@@ -158,9 +159,12 @@ def inline_sweeps(d):
         return (lowered.ndims.get(name) or 0) >= 1 and name not in lowered.lists \
             and name not in lowered.tuples
 
-    sweeps.forward, sweeps.backward = inline_temporaries(
+    forward, backward = inline_temporaries(
         as_operators(sweeps.forward, is_array), as_operators(sweeps.backward, is_array),
         d.names.invented, keep, d.names.modules.values(), same_shape)
+    sweeps.forward, sweeps.backward = (
+        [item if isinstance(item, Comment) else without_negations(item) for item in sweep]
+        for sweep in (forward, backward))
 
 
 def output_seeds(lowered, has_aux):

@@ -1,7 +1,8 @@
 """Spellings of generated expressions that give the same numbers with fewer arrays, on
 gast statements: ``as_operators`` (``np.add(a, b)`` of arrays written ``a + b``),
 ``Broadcasting`` (``rt.unreduce(g, x, axis, True) * y`` written ``g * y`` where ``y``
-has ``x``'s shape) and ``without_negations`` (``a + -b`` written ``a - b``).
+has ``x``'s shape) and ``without_negations`` (``a + -b`` written ``a - b``, ``-b * 2``
+written ``b * -2``).
 """
 import gast
 
@@ -43,7 +44,9 @@ class Broadcasting(gast.NodeTransformer):
     False)``, ``g`` then a scalar) where ``y`` has ``x``'s
     shape: numpy's broadcasting spreads ``g`` over ``x``'s shape as ``rt.unreduce``
     would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
-    (``same_shape``) or ``rt.extremum_mask(x, ...)``."""
+    (``same_shape``) or ``rt.extremum_mask(x, ...)``.  A number multiplies the adjoint
+    before it is spread: ``rt.unreduce(g, x, 2, False) * 2`` -> ``rt.unreduce(g * 2, x,
+    2, False)``."""
 
     def __init__(self, same_shape):
         self.same_shape = same_shape
@@ -52,6 +55,9 @@ class Broadcasting(gast.NodeTransformer):
         self.generic_visit(node)
         if not isinstance(node.op, (gast.Mult, gast.Div)):
             return node
+        scaled = _scaled_before_spreading(node)
+        if scaled is not None:
+            return scaled
         for side, other in (("left", node.right), ("right", node.left)):
             spread = _unreduce_over(getattr(node, side))
             if spread is not None and self._shape_of(other, spread[1]):
@@ -74,6 +80,23 @@ class Broadcasting(gast.NodeTransformer):
             parts = [p for p in (other.left, other.right) if _number(p) is None]
             return bool(parts) and all(self._shape_of(p, like) for p in parts)
         return False
+
+
+def _scaled_before_spreading(node):
+    """``rt.unreduce(g, x, axis, keepdims) * 2`` (``/ 2``, ``2 * ...``) -> ``rt.unreduce(g *
+    2, x, axis, keepdims)``: the number multiplies the reduced adjoint, not its spread
+    over ``x`` (a pass over ``x``'s shape fewer; the same numbers), or None."""
+    for side, other in (("left", "right"), ("right", "left")):
+        spread, number = getattr(node, side), getattr(node, other)
+        if _number(number) is not None and isinstance(spread, gast.Call) \
+                and _is_rt(spread.func, "unreduce") and len(spread.args) == 4 \
+                and (side == "left" or isinstance(node.op, gast.Mult)):
+            g = spread.args[0]
+            scaled = gast.BinOp(left=g, op=node.op, right=number) if side == "left" else \
+                gast.BinOp(left=number, op=node.op, right=g)
+            return gast.Call(func=spread.func, args=[scaled] + spread.args[1:],
+                             keywords=spread.keywords)
+    return None
 
 
 def _unreduce_over(node):
@@ -109,7 +132,11 @@ def _is_rt(func, name):
 
 def without_negations(statement):
     """``statement`` (changed in place, and given back) with ``a + -b`` written ``a -
-    b`` and ``a += -b * c`` written ``a -= b * c``: the same numbers."""
+    b``, ``a += -b * c`` written ``a -= b * c`` and ``-b * 2`` written ``b * -2``: the
+    same numbers; ``rt.unbroadcast(-b, x)`` (``rt.sum``, ``np.sum``) written
+    ``-rt.unbroadcast(b, x)``, so that the sign goes on the smaller sum (exact: rounding
+    is symmetric) and into a ``-`` above it."""
+    statement = _SumsOfNegations().visit(statement)
     if isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add):
         positive = _negated(statement.value)
         if positive is not None:
@@ -119,7 +146,41 @@ def without_negations(statement):
             positive = _negated(node.right)
             if positive is not None:
                 node.op, node.right = gast.Sub(), positive
+        if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+            _sign_into_number(node)
     return statement
+
+
+#: sums whose first operand's sign can go outside them: (module name, function)
+_SUMS = {("rt", "unbroadcast"), ("rt", "sum"), ("np", "sum")}
+
+
+class _SumsOfNegations(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and (func.value.id, func.attr) in _SUMS and node.args \
+                and isinstance(node.args[0], gast.UnaryOp) \
+                and isinstance(node.args[0].op, gast.USub) \
+                and not any(k.arg in ("out", "dtype", "initial", "where")
+                            for k in node.keywords):
+            node.args[0] = node.args[0].operand
+            return gast.UnaryOp(op=gast.USub(), operand=node)
+        return node
+
+
+def _sign_into_number(node):
+    """``-b * 2`` -> ``b * -2`` (also ``2 * -b``, ``-b / 2``) in place: a pass over ``b``
+    fewer, and the same numbers (a product's sign is exact)."""
+    for side, other in (("left", "right"), ("right", "left")):
+        negated, number = getattr(node, side), getattr(node, other)
+        if isinstance(negated, gast.UnaryOp) and isinstance(negated.op, gast.USub) \
+                and isinstance(number, gast.Constant) and type(number.value) in (int, float) \
+                and (side == "left" or isinstance(node.op, gast.Mult)):
+            setattr(node, side, negated.operand)
+            setattr(node, other, gast.Constant(value=-number.value, kind=None))
+            return
 
 
 def _negated(node):
