@@ -7,6 +7,7 @@ and by central differences, under both backends.
 - A sign goes on a sum (``a - rt.unbroadcast(b, a)``, not ``rt.unbroadcast(-b, a)``) or
   into a number (``b * -2``), and a number onto a reduced adjoint before it is spread
   (``rt.unreduce(g * 2, x, 1, False) * x``): a pass over the large array fewer each.
+- Sums over short trailing rows (ba's (n, 3) arrays) go to BLAS (``rt.summed_over``).
 - ``rt.einsum``'s BLAS products come back in C order, not as a transposed view.
 - Arrays computed from sizes and plain numbers only (``llsq``'s powers of ``t``) move into
   a function of them run once per their values (``rt.Constants``): a second call with the
@@ -205,3 +206,30 @@ def test_einsum_products_come_back_in_c_order(spec, a_shape, b_shape):
     got = rt.einsum(spec, a, b)
     assert got.flags["C_CONTIGUOUS"]
     np.testing.assert_allclose(got, np.einsum(spec, a, b), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- short rows summed by BLAS
+
+
+@pytest.mark.parametrize("shape, axes", [((600, 3), (1,)), ((300, 5, 2), (1, 2)),
+                                         ((300, 4, 10), (2,)), ((600, 3), (0,))])
+def test_short_trailing_rows_summed_by_blas(shape, axes, monkeypatch):
+    """``summed_over`` (rt.sum, rt.unbroadcast): rows of a few elements by one
+    matrix-vector product with ones (numpy loops once per row there), the same numbers
+    to rounding and shapes as numpy's; it takes that path, and no other, where it pays."""
+    x = np.random.default_rng(3).random(shape)
+    calls = []
+    original = np.ones
+    monkeypatch.setattr(np, "ones", lambda *a, **k: calls.append(a) or original(*a, **k))
+    for keepdims in (False, True):
+        got = rt.summed_over(x, axes, keepdims)
+        want = np.sum(x, axis=axes, keepdims=keepdims)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    trailing = axes[-1] == len(shape) - 1
+    assert len(calls) == (2 if trailing else 0)
+    like = np.zeros(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    np.testing.assert_allclose(rt.unbroadcast(x, like), np.sum(x, axis=axes, keepdims=True),
+                               rtol=1e-13)
+    ints = np.ones(shape, dtype=np.int32)               # ints: numpy's own sum, in int64
+    assert rt.sum(ints, axes, False).dtype == np.sum(ints, axis=axes).dtype

@@ -340,7 +340,10 @@ def trip_count(start, stop, step=1):
 
 def sum(x, axis, keepdims):  # noqa: A001 - read as rt.sum in generated code
     """``np.sum(x, axis=axis, keepdims=keepdims)``: float dtypes are kept, smaller
-    ints and bools sum in int64."""
+    ints and bools sum in int64 (a float array's short trailing rows by BLAS:
+    ``summed_over``)."""
+    if axis is not None and type(x) is np.ndarray:
+        return summed_over(x, normalise_axes(axis, x.ndim), keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 

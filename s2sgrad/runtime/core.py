@@ -2,10 +2,12 @@
 reductions.  ``s2sgrad.runtime`` re-exports them (generated code reads them as
 ``rt.unbroadcast``...); ``arrays``, ``linalg`` and ``surface``
 import them from here, so no runtime module imports another in a cycle."""
+import math
+
 import numpy as np
 
 __all__ = ["unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
-           "divide_or_zero",
+           "summed_over", "divide_or_zero",
            "normalise_axes"]
 
 
@@ -37,8 +39,28 @@ def _summed_to(g, shape):
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    summed = g.sum(axis=axes, keepdims=True) if axes else g
+    summed = summed_over(g, axes, True) if axes else g
     return summed.reshape(shape)
+
+
+#: the longest trailing run of summed elements, and the fewest sums, that go to BLAS
+SHORT_ROWS, MANY_ROWS = 32, 256
+
+
+def summed_over(x, axes, keepdims):
+    """``np.sum(x, axis=axes, keepdims=keepdims)`` (``axes``: a tuple of non-negative
+    axes).  A float array summed over its last few axes, rows of at most ``SHORT_ROWS``
+    elements, is summed by one BLAS matrix-vector product with ones: numpy's reduction
+    loops once per row there, some 60 times slower (31,843 rows of 3: 2.5 ms against
+    0.04 ms).  The numbers agree to rounding (BLAS adds in its own order)."""
+    if type(x) is np.ndarray and x.dtype.kind == "f" and axes and x.flags.c_contiguous \
+            and tuple(axes) == tuple(range(x.ndim - len(axes), x.ndim)):
+        rows = x.shape[:x.ndim - len(axes)]
+        k = x.size // max(1, math.prod(rows))
+        if 1 < k <= SHORT_ROWS and math.prod(rows) >= MANY_ROWS:
+            out = x.reshape(-1, k) @ np.ones(k, x.dtype)
+            return out.reshape(rows + (1,) * len(axes) if keepdims else rows)
+    return np.sum(x, axis=axes, keepdims=keepdims)
 
 
 def unreduce(g, like, axis, keepdims):
