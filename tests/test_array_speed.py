@@ -7,7 +7,8 @@ and by central differences, under both backends.
 - A sign goes on a sum (``a - rt.unbroadcast(b, a)``, not ``rt.unbroadcast(-b, a)``) or
   into a number (``b * -2``), and a number onto a reduced adjoint before it is spread
   (``rt.unreduce(g * 2, x, 1, False) * x``): a pass over the large array fewer each.
-- Sums over short trailing rows (ba's (n, 3) arrays) go to BLAS (``rt.summed_over``).
+- Sums over short trailing rows (ba's (n, 3) arrays) go to BLAS (``rt.summed_over``), the
+  forward sweep's ``np.sum(x, axis=1)`` too (written ``rt.sum(x, 1, False)``).
 - ``rt.einsum``'s BLAS products come back in C order, not as a transposed view.
 - Arrays computed from sizes and plain numbers only (``llsq``'s powers of ``t``) move into
   a function of them run once per their values (``rt.Constants``): a second call with the
@@ -185,6 +186,7 @@ def test_numbers_and_signs_go_on_the_smaller_operand(backend):
     assert "- rt.unbroadcast(" in source and "unbroadcast(-" not in source
     assert re.search(r"rt\.unreduce\([^()]* \* 2, x_pow2, 1, False\) \* x", source)
     assert "* -2" in source and "(-d" not in source and "= -d" not in source
+    assert "rows = rt.sum(x_pow2, 1, False)" in source and "np.sum(x_pow2" not in source
     np.testing.assert_allclose(got, numeric_grad(lambda v: spelled(v, w), x), rtol=1e-6,
                                atol=1e-8)
 

@@ -19,7 +19,7 @@ from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .optimize.constants import hoisted_constants
-from .optimize.spelling import as_operators, without_negations
+from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
@@ -84,7 +84,8 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
-    sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values())
+    sweeps.forward = sums_as_runtime(
+        fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values()))
     prelude = hoist_constants(d, sweeps, fname) if hoist else []
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,

@@ -192,3 +192,38 @@ def _negated(node):
         if left is not None and isinstance(node.left, gast.UnaryOp):
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None
+
+
+def sums_as_runtime(items):
+    """``items`` (a sweep, blocks too) with ``np.sum(x, axis=1)`` (an int axis, keepdims
+    a bool or absent, nothing else) written ``rt.sum(x, 1, False)``: the same sum, which
+    goes to BLAS for short trailing rows (``rt.summed_over``: numpy loops once per row
+    there).  For the code ``grad`` runs (Numba has ``rt.sum`` too)."""
+    return [_RuntimeSums().visit(item) if not isinstance(item, Comment) else item
+            for item in items]
+
+
+class _RuntimeSums(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id == "np" and func.attr == "sum" and len(node.args) in (1, 2)
+                and not any(isinstance(a, gast.Starred) for a in node.args)):
+            return node
+        options = {k.arg: k.value for k in node.keywords}
+        if len(node.args) == 2:
+            if "axis" in options:
+                return node
+            options["axis"] = node.args[1]
+        axis, keepdims = options.pop("axis", None), options.pop("keepdims", None)
+        if options or _number(axis) is None or not isinstance(axis.value, int) or (
+                keepdims is not None and not (isinstance(keepdims, gast.Constant)
+                                              and isinstance(keepdims.value, bool))):
+            return node
+        keepdims = keepdims or gast.Constant(value=False, kind=None)
+        return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(),
+                                                             annotation=None,
+                                                             type_comment=None),
+                                             attr="sum", ctx=gast.Load()),
+                         args=[node.args[0], axis, keepdims], keywords=[])
