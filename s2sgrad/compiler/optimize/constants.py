@@ -28,7 +28,7 @@ from ..syntax.nodes import Comment, name_node
 #: numpy's functions that give the same result for the same arguments and touch nothing else
 PURE_NUMPY = frozenset("""
     abs absolute add arange arccos arcsin arctan arctan2 array asarray ceil clip concatenate
-    cos cosh cumprod cumsum diag divide dot empty_like exp exp2 expm1 eye float64 floor full
+    cos cosh cumprod cumsum diag divide dot exp exp2 expm1 eye float64 floor full
     full_like hstack identity int64 linspace log log10 log1p log2 logspace matmul maximum
     meshgrid minimum mod multiply negative ones ones_like outer power prod repeat reshape
     sign sin sinh sqrt square stack subtract sum tan tanh tile transpose tri tril
