@@ -8,7 +8,7 @@ and by central differences, under both backends.
   into a number (``b * -2``), and a number onto a reduced adjoint before it is spread
   (``rt.unreduce(g * 2, x, 1, False) * x``): a pass over the large array fewer each.
 - Sums over short trailing rows (ba's (n, 3) arrays) go to BLAS (``rt.summed_over``), the
-  forward sweep's ``np.sum(x, axis=1)`` too (written ``rt.sum(x, 1, False)``).
+  forward sweep's ``np.sum(x, axis=1)`` over a last axis too (``rt.sum(x, 1, False)``).
 - ``rt.einsum``'s BLAS products come back in C order, not as a transposed view.
 - Arrays computed from sizes and plain numbers only (``llsq``'s powers of ``t``) move into
   a function of them run once per their values (``rt.Constants``): a second call with the

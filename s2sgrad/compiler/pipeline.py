@@ -85,7 +85,8 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
     sweeps.forward = sums_as_runtime(
-        fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values()))
+        fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values()),
+        lambda name: rank_of(d.lowered, name))
     prelude = hoist_constants(d, sweeps, fname) if hoist else []
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,
@@ -99,6 +100,16 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     generated.guards = d.lowered.guards
     generated.by_shape = d.lowered.by_shape
     return generated
+
+
+def rank_of(lowered, name):
+    """``name``'s rank where the lowering knows it (its ranks, else its shape table), or
+    None."""
+    rank = lowered.ndims.get(name)
+    if rank is None and lowered.shapes is not None:
+        shape = lowered.shapes.of.get(name)
+        rank = len(shape) if isinstance(shape, tuple) else None
+    return rank
 
 
 class Differentiated:

@@ -194,16 +194,21 @@ def _negated(node):
     return None
 
 
-def sums_as_runtime(items):
-    """``items`` (a sweep, blocks too) with ``np.sum(x, axis=1)`` (an int axis, keepdims
-    a bool or absent, nothing else) written ``rt.sum(x, 1, False)``: the same sum, which
-    goes to BLAS for short trailing rows (``rt.summed_over``: numpy loops once per row
-    there).  For the code ``grad`` runs (Numba has ``rt.sum`` too)."""
-    return [_RuntimeSums().visit(item) if not isinstance(item, Comment) else item
+def sums_as_runtime(items, ndim_of):
+    """``items`` (a sweep, blocks too) with ``np.sum(x, axis=1)`` over the last axis of a
+    variable ``x`` of known rank 2 or more (``ndim_of(name)``: the rank or None; an int
+    axis, keepdims a bool or absent, nothing else) written ``rt.sum(x, 1, False)``: the
+    same sum, which goes to BLAS for short trailing rows (``rt.summed_over``: numpy
+    loops once per row there).  Any other sum keeps numpy's spelling.  For the code
+    ``grad`` runs (Numba has ``rt.sum`` too)."""
+    return [_RuntimeSums(ndim_of).visit(item) if not isinstance(item, Comment) else item
             for item in items]
 
 
 class _RuntimeSums(gast.NodeTransformer):
+    def __init__(self, ndim_of):
+        self.ndim_of = ndim_of
+
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
@@ -220,6 +225,10 @@ class _RuntimeSums(gast.NodeTransformer):
         if options or _number(axis) is None or not isinstance(axis.value, int) or (
                 keepdims is not None and not (isinstance(keepdims, gast.Constant)
                                               and isinstance(keepdims.value, bool))):
+            return node
+        x = node.args[0]
+        rank = self.ndim_of(x.id) if isinstance(x, gast.Name) else None
+        if not rank or rank < 2 or axis.value not in (-1, rank - 1):
             return node
         keepdims = keepdims or gast.Constant(value=False, kind=None)
         return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(),
