@@ -17,7 +17,12 @@ def as_operators(items, is_array):
     """``items`` (a sweep, blocks too) with ``np.add(a, b)`` written ``a + b`` (also
     subtract, multiply, divide, matmul) where ``is_array(name)`` says an operand is an
     array: the same call, which numpy may do in place on a result no variable holds."""
-    return [_Operators(is_array).visit(item) if not isinstance(item, Comment) else item
+    return _each(items, _Operators(is_array))
+
+
+def _each(items, transformer):
+    """``items`` (statements and comments) with ``transformer`` run over each statement."""
+    return [transformer.visit(item) if not isinstance(item, Comment) else item
             for item in items]
 
 
@@ -201,8 +206,7 @@ def sums_as_runtime(items, ndim_of):
     same sum, which goes to BLAS for short trailing rows (``rt.summed_over``: numpy
     loops once per row there).  Any other sum keeps numpy's spelling.  For the code
     ``grad`` runs (Numba has ``rt.sum`` too)."""
-    return [_RuntimeSums(ndim_of).visit(item) if not isinstance(item, Comment) else item
-            for item in items]
+    return _each(items, _RuntimeSums(ndim_of))
 
 
 class _RuntimeSums(gast.NodeTransformer):
