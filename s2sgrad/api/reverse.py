@@ -164,7 +164,8 @@ class GradFunction(Derivative):
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build(fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
-                     arg_types=arg_types, arg_trees=trees, memory_limit=self.memory_limit)
+                     arg_types=arg_types, arg_trees=trees, memory_limit=self.memory_limit,
+                     hoist=backend_mode() != "numba")
 
     def bind_to(self, method, weights):
         return GradFunction(method, self.grad_position, weights, self.has_aux,

@@ -178,6 +178,14 @@ def _extremum_mask(x, ans, axis, keepdims):
     return along
 
 
+@overload(rt.extremum_adjoint)
+def _extremum_adjoint(g, x, ans, axis, keepdims):
+    if not isinstance(x, types.Array) or _axis_count(axis, x.ndim) is None:
+        return None
+    return lambda g, x, ans, axis, keepdims: (rt.unreduce(g, x, axis, keepdims)
+                                              * rt.extremum_mask(x, ans, axis, keepdims))
+
+
 @overload(rt.matmul_adjoints)
 def _matmul_adjoints(g, a, b):
     if not (isinstance(a, types.Array) and isinstance(b, types.Array)):

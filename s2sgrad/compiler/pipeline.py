@@ -10,18 +10,21 @@ arguments, which gradients it returns).
 import copy
 import os
 
+import gast
+
 from ..errors import OutputStructureError
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
-from .optimize.spelling import as_operators
+from .optimize.constants import hoisted_constants
+from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.checkpoint import checkpointed
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
-from .syntax.nodes import name_uses
+from .syntax.nodes import Comment, name_uses
 from .syntax.source import to_source
 
 
@@ -60,7 +63,7 @@ class Generated:
 
 
 def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None,
-          arg_trees=None, memory_limit=None):
+          arg_trees=None, memory_limit=None, hoist=False):
     """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
@@ -72,6 +75,9 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     ``memory_limit`` (bytes, optional): the top-level loops are written as step functions
     run under binomial checkpointing when their tape would not fit
     (``compiler/reverse/checkpoint.py``).
+    ``hoist``: compute the arrays of a loop-free gradient that depend only on sizes and
+    plain numbers once per their values (``optimize/constants.py``; code run as numpy:
+    Numba cannot compile the table).
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
@@ -82,13 +88,16 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
-    sweeps.forward = fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values())
+    sweeps.forward = sums_as_runtime(
+        fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values()),
+        lambda name: rank_of(d.lowered, name))
     steps = [] if memory_limit is None else checkpointed(d.lowered, sweeps, d.names,
                                                          d.returned, memory_limit)
+    prelude = hoist_constants(d, sweeps, fname) if hoist else []
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
-        import_lines(d.names.modules), steps)
+        import_lines(d.names.modules), steps, prelude)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
     generated = Generated(source, fname, d.lowered.free, d.wrt,
@@ -97,6 +106,16 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     generated.guards = d.lowered.guards
     generated.by_shape = d.lowered.by_shape
     return generated
+
+
+def rank_of(lowered, name):
+    """``name``'s rank where the lowering knows it (its ranks, else its shape table), or
+    None."""
+    rank = lowered.ndims.get(name)
+    if rank is None and lowered.shapes is not None:
+        shape = lowered.shapes.of.get(name)
+        rank = len(shape) if isinstance(shape, tuple) else None
+    return rank
 
 
 class Differentiated:
@@ -144,7 +163,8 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
 def inline_sweeps(d):
     """Inline the single-use temporaries of ``d``'s sweeps (``compiler/optimize/substitute.py``): all
     but the names read outside them (the output, the parameters, the gradients returned);
-    ``np.add(a, b)`` of arrays written ``a + b`` first."""
+    ``np.add(a, b)`` of arrays written ``a + b`` first, signs moved onto sums and numbers
+    after (``without_negations``)."""
     lowered, sweeps = d.lowered, d.sweeps
     keep = set(atom_vars(lowered.output)) | set(lowered.params) | set(lowered.mutated) | {
         f.name for f in lowered.free} | {g for g in d.returned if g is not None}
@@ -157,9 +177,12 @@ def inline_sweeps(d):
         return (lowered.ndims.get(name) or 0) >= 1 and name not in lowered.lists \
             and name not in lowered.tuples
 
-    sweeps.forward, sweeps.backward = inline_temporaries(
+    forward, backward = inline_temporaries(
         as_operators(sweeps.forward, is_array), as_operators(sweeps.backward, is_array),
         d.names.invented, keep, d.names.modules.values(), same_shape)
+    sweeps.forward, sweeps.backward = (
+        [item if isinstance(item, Comment) else without_negations(item) for item in sweep]
+        for sweep in (forward, backward))
 
 
 def output_seeds(lowered, has_aux):
@@ -209,10 +232,48 @@ def title_of(lowered, positions, weights):
     return f"value and gradient of {lowered.name} ({where}) w.r.t. {', '.join(parts) or 'nothing'}"
 
 
-def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=(), steps=()):
+def hoist_constants(d, sweeps, fname):
+    """Move what ``d``'s forward sweep computes from sizes and plain numbers only into a
+    function of them, called through an ``rt.Constants`` table (``optimize/constants.py``):
+    ``sweeps.forward`` is replaced; gives the (line, origin) pairs of that function and
+    table, to write before the gradient's (none when nothing is moved)."""
+    lowered = d.lowered
+    wrt = {lowered.params[k] for kind, k in d.wrt if kind == "position"}
+    roots = {p for p in lowered.params if p not in wrt and p not in lowered.mutated
+             and lowered.ndims.get(p) == 0 and p not in lowered.lists
+             and p not in lowered.tuples}
+    keep = set(atom_vars(lowered.output)) | set(lowered.mutated) | {
+        g for g in d.returned if g is not None}
+    hoisted = hoisted_constants(sweeps.forward, sweeps.backward, roots, lowered.params, keep,
+                                lambda n: None if lowered.ndims.get(n) is None
+                                else lowered.ndims[n] >= 1, d.names.fresh)
+    if hoisted is None:
+        return []
+    function = d.names.fresh(f"{lowered.name}_constants")
+    table = d.names.fresh(f"_{lowered.name}_constants")
+    inputs = [name for name, _ in hoisted.inputs]
+    outputs = ", ".join(hoisted.outputs) + ("," if len(hoisted.outputs) == 1 else "")
+    said = " and ".join(to_source(e) for _, e in hoisted.inputs)
+    lines = [(line, None) for line in wrap(
+        f"# what {fname} computes from {said} only: run once per their values "
+        "(rt.Constants keeps the results, read-only)")]
+    lines += [(line, None) for line in wrap(f"def {function}({', '.join(inputs)}):")]
+    lines += render_mapped(hoisted.function, 1)
+    lines += [(f"{INDENT}return {outputs}", None), ("", None), ("", None),
+              (f"{table} = rt.Constants({function})", None), ("", None), ("", None)]
+    call = f"{outputs} = {table}({', '.join(to_source(e) for _, e in hoisted.inputs)})"
+    sweeps.forward = [Comment(f"{', '.join(hoisted.outputs)}: from {said} only, computed "
+                              f"once per their values ({function} above)"),
+                      gast.parse(call).body[0]] + hoisted.forward
+    return lines
+
+
+def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=(), steps=(),
+                        prelude=()):
     """The generated module as (line, the user's SourceLocation it was generated for or
     None) pairs, and the number of the adjoint sweep's first line (None: no sweep).
-    ``steps``: the ``StepFunction``s of checkpointed loops, written before the function."""
+    ``steps``: the ``StepFunction``s of checkpointed loops, and ``prelude``: (line,
+    origin) pairs, written before the function."""
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
              f"array is kept", None) for name in args if name in lowered.mutated]
@@ -238,13 +299,13 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
         helpers += [(line, None) for line in wrap(f"def {step.name}({', '.join(step.params)}):")]
         helpers += [(line, None) for line in wrap(f"{INDENT}# {step.doc}")]
         helpers += [*render_mapped(step.body, 1), ("", None), ("", None)]
-    code = [line for line, _ in body + helpers]
+    code = [line for line, _ in list(prelude) + body + helpers]
     header = [*wrap(f"# s2sgrad: {title}"),
               "# Generated code: edits are overwritten. Forward sweep, then adjoints in "
               "reverse.",
               *(["import math", ""] if reads_name(code, "math") else []),
               "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", ""]
-    lines = [(line, None) for line in header] + helpers
+    lines = [(line, None) for line in header] + list(prelude) + helpers
     lines += [(line, None) for line in wrap(f"def {fname}({', '.join(args)}):")]
     adjoint_from = None
     for k, (line, origin) in enumerate(body):

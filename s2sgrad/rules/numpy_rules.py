@@ -183,7 +183,7 @@ def _(ans, a, axis=None, keepdims=False):
 
 @vjp(np.max, np.amax, np.min, np.amin)
 def _(ans, a, axis=None, keepdims=False):
-    d[a] = rt.unreduce(d[ans], a, axis, keepdims) * rt.extremum_mask(a, ans, axis, keepdims)
+    d[a] = rt.extremum_adjoint(d[ans], a, ans, axis, keepdims)
 
 
 @vjp(np.prod)

@@ -220,6 +220,8 @@ def _(ans, x, axis, keepdims, ddof=0):
 
 
 jvp_linear_in("a", rt.tile, constant=("reps",))
+# the mask of where x attains ans is constant almost everywhere, like rt.extremum_mask's
+jvp_linear_in("g", rt.extremum_adjoint, constant=("x", "ans", "axis", "keepdims"))
 # forward-mode code differentiated again (a derivative of jacfwd(f)): a tangent broadcast
 # to its result's shape is linear in the tangent (``like`` gives only the shape)
 jvp_linear_in("t", rt.broadcast_like, constant=("like",))

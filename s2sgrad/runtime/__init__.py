@@ -23,6 +23,7 @@ from .second_arrays import *  # noqa: F401,F403  (rt.cumprod_adjoint_tangent...)
 from .second_linalg import *  # noqa: F401,F403  (rt.svd_adjoint_tangent...)
 from .checkpoint import (checkpoint_forward, checkpoint_reverse,  # noqa: F401  (memory_limit)
                          checkpoint_slots, no_snapshots, tape_bytes)
+from .constants import Constants  # noqa: F401  (rt.Constants: values of sizes, once)
 
 
 def ones_like(value):
@@ -345,7 +346,10 @@ def trip_count(start, stop, step=1):
 
 def sum(x, axis, keepdims):  # noqa: A001 - read as rt.sum in generated code
     """``np.sum(x, axis=axis, keepdims=keepdims)``: float dtypes are kept, smaller
-    ints and bools sum in int64."""
+    ints and bools sum in int64 (a float array's short trailing rows by BLAS:
+    ``summed_over``)."""
+    if axis is not None and type(x) is np.ndarray:
+        return summed_over(x, normalise_axes(axis, x.ndim), keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 

@@ -1,7 +1,8 @@
 """Spellings of generated expressions that give the same numbers with fewer arrays, on
 gast statements: ``as_operators`` (``np.add(a, b)`` of arrays written ``a + b``),
 ``Broadcasting`` (``rt.unreduce(g, x, axis, True) * y`` written ``g * y`` where ``y``
-has ``x``'s shape) and ``without_negations`` (``a + -b`` written ``a - b``).
+has ``x``'s shape) and ``without_negations`` (``a + -b`` written ``a - b``, ``-b * 2``
+written ``b * -2``).
 """
 import gast
 
@@ -16,7 +17,12 @@ def as_operators(items, is_array):
     """``items`` (a sweep, blocks too) with ``np.add(a, b)`` written ``a + b`` (also
     subtract, multiply, divide, matmul) where ``is_array(name)`` says an operand is an
     array: the same call, which numpy may do in place on a result no variable holds."""
-    return [_Operators(is_array).visit(item) if not isinstance(item, Comment) else item
+    return _each(items, _Operators(is_array))
+
+
+def _each(items, transformer):
+    """``items`` (statements and comments) with ``transformer`` run over each statement."""
+    return [transformer.visit(item) if not isinstance(item, Comment) else item
             for item in items]
 
 
@@ -43,7 +49,9 @@ class Broadcasting(gast.NodeTransformer):
     False)``, ``g`` then a scalar) where ``y`` has ``x``'s
     shape: numpy's broadcasting spreads ``g`` over ``x``'s shape as ``rt.unreduce``
     would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
-    (``same_shape``) or ``rt.extremum_mask(x, ...)``."""
+    (``same_shape``) or ``rt.extremum_mask(x, ...)``.  A number multiplies the adjoint
+    before it is spread: ``rt.unreduce(g, x, 2, False) * 2`` -> ``rt.unreduce(g * 2, x,
+    2, False)``."""
 
     def __init__(self, same_shape):
         self.same_shape = same_shape
@@ -52,6 +60,9 @@ class Broadcasting(gast.NodeTransformer):
         self.generic_visit(node)
         if not isinstance(node.op, (gast.Mult, gast.Div)):
             return node
+        scaled = _scaled_before_spreading(node)
+        if scaled is not None:
+            return scaled
         for side, other in (("left", node.right), ("right", node.left)):
             spread = _unreduce_over(getattr(node, side))
             if spread is not None and self._shape_of(other, spread[1]):
@@ -74,6 +85,23 @@ class Broadcasting(gast.NodeTransformer):
             parts = [p for p in (other.left, other.right) if _number(p) is None]
             return bool(parts) and all(self._shape_of(p, like) for p in parts)
         return False
+
+
+def _scaled_before_spreading(node):
+    """``rt.unreduce(g, x, axis, keepdims) * 2`` (``/ 2``, ``2 * ...``) -> ``rt.unreduce(g *
+    2, x, axis, keepdims)``: the number multiplies the reduced adjoint, not its spread
+    over ``x`` (a pass over ``x``'s shape fewer; the same numbers), or None."""
+    for side, other in (("left", "right"), ("right", "left")):
+        spread, number = getattr(node, side), getattr(node, other)
+        if _number(number) is not None and isinstance(spread, gast.Call) \
+                and _is_rt(spread.func, "unreduce") and len(spread.args) == 4 \
+                and (side == "left" or isinstance(node.op, gast.Mult)):
+            g = spread.args[0]
+            scaled = gast.BinOp(left=g, op=node.op, right=number) if side == "left" else \
+                gast.BinOp(left=number, op=node.op, right=g)
+            return gast.Call(func=spread.func, args=[scaled] + spread.args[1:],
+                             keywords=spread.keywords)
+    return None
 
 
 def _unreduce_over(node):
@@ -109,7 +137,11 @@ def _is_rt(func, name):
 
 def without_negations(statement):
     """``statement`` (changed in place, and given back) with ``a + -b`` written ``a -
-    b`` and ``a += -b * c`` written ``a -= b * c``: the same numbers."""
+    b``, ``a += -b * c`` written ``a -= b * c`` and ``-b * 2`` written ``b * -2``: the
+    same numbers; ``rt.unbroadcast(-b, x)`` (``rt.sum``, ``np.sum``) written
+    ``-rt.unbroadcast(b, x)``, so that the sign goes on the smaller sum (exact: rounding
+    is symmetric) and into a ``-`` above it."""
+    statement = _SumsOfNegations().visit(statement)
     if isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add):
         positive = _negated(statement.value)
         if positive is not None:
@@ -119,7 +151,41 @@ def without_negations(statement):
             positive = _negated(node.right)
             if positive is not None:
                 node.op, node.right = gast.Sub(), positive
+        if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+            _sign_into_number(node)
     return statement
+
+
+#: sums whose first operand's sign can go outside them: (module name, function)
+_SUMS = {("rt", "unbroadcast"), ("rt", "sum"), ("np", "sum")}
+
+
+class _SumsOfNegations(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and (func.value.id, func.attr) in _SUMS and node.args \
+                and isinstance(node.args[0], gast.UnaryOp) \
+                and isinstance(node.args[0].op, gast.USub) \
+                and not any(k.arg in ("out", "dtype", "initial", "where")
+                            for k in node.keywords):
+            node.args[0] = node.args[0].operand
+            return gast.UnaryOp(op=gast.USub(), operand=node)
+        return node
+
+
+def _sign_into_number(node):
+    """``-b * 2`` -> ``b * -2`` (also ``2 * -b``, ``-b / 2``) in place: a pass over ``b``
+    fewer, and the same numbers (a product's sign is exact)."""
+    for side, other in (("left", "right"), ("right", "left")):
+        negated, number = getattr(node, side), getattr(node, other)
+        if isinstance(negated, gast.UnaryOp) and isinstance(negated.op, gast.USub) \
+                and isinstance(number, gast.Constant) and type(number.value) in (int, float) \
+                and (side == "left" or isinstance(node.op, gast.Mult)):
+            setattr(node, side, negated.operand)
+            setattr(node, other, gast.Constant(value=-number.value, kind=None))
+            return
 
 
 def _negated(node):
@@ -131,3 +197,46 @@ def _negated(node):
         if left is not None and isinstance(node.left, gast.UnaryOp):
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None
+
+
+def sums_as_runtime(items, ndim_of):
+    """``items`` (a sweep, blocks too) with ``np.sum(x, axis=1)`` over the last axis of a
+    variable ``x`` of known rank 2 or more (``ndim_of(name)``: the rank or None; an int
+    axis, keepdims a bool or absent, nothing else) written ``rt.sum(x, 1, False)``: the
+    same sum, which goes to BLAS for short trailing rows (``rt.summed_over``: numpy
+    loops once per row there).  Any other sum keeps numpy's spelling.  For the code
+    ``grad`` runs (Numba has ``rt.sum`` too)."""
+    return _each(items, _RuntimeSums(ndim_of))
+
+
+class _RuntimeSums(gast.NodeTransformer):
+    def __init__(self, ndim_of):
+        self.ndim_of = ndim_of
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id == "np" and func.attr == "sum" and len(node.args) in (1, 2)
+                and not any(isinstance(a, gast.Starred) for a in node.args)):
+            return node
+        options = {k.arg: k.value for k in node.keywords}
+        if len(node.args) == 2:
+            if "axis" in options:
+                return node
+            options["axis"] = node.args[1]
+        axis, keepdims = options.pop("axis", None), options.pop("keepdims", None)
+        if options or _number(axis) is None or not isinstance(axis.value, int) or (
+                keepdims is not None and not (isinstance(keepdims, gast.Constant)
+                                              and isinstance(keepdims.value, bool))):
+            return node
+        x = node.args[0]
+        rank = self.ndim_of(x.id) if isinstance(x, gast.Name) else None
+        if not rank or rank < 2 or axis.value not in (-1, rank - 1):
+            return node
+        keepdims = keepdims or gast.Constant(value=False, kind=None)
+        return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(),
+                                                             annotation=None,
+                                                             type_comment=None),
+                                             attr="sum", ctx=gast.Load()),
+                         args=[node.args[0], axis, keepdims], keywords=[])
