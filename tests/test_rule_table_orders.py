@@ -92,6 +92,29 @@ def test_a_refusal_at_these_values_names_the_users_line(monkeypatch, tmp_path):
     assert ".cache" not in str(info.value).splitlines()[0]
 
 
+def eigenvalue_energy(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum(w ** 2) + np.sum(np.linalg.eigvalsh(a) ** 3)
+
+
+def test_a_hessian_through_eigh_at_a_repeated_eigenvalue_is_refused_not_wrong(monkeypatch,
+                                                                             tmp_path):
+    """The tangent of eigh's adjoint left out the tied pairs' terms: at a repeated
+    eigenvalue hvp of sum(w ** 2) (which is ||a||^2, smooth) lost its off-diagonal
+    entries, silently.  Refused there, naming the line; right where they differ."""
+    monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    v = np.array([[0.3, 0.2, -0.1], [0.2, -0.5, 0.4], [-0.1, 0.4, 0.7]])
+    with pytest.raises(DerivativeNotAvailableError) as info:
+        ms.hvp(eigenvalue_energy, np.eye(3), v)
+    assert "repeated eigenvalue" in str(info.value) and "grad" in str(info.value)
+    assert str(info.value.location).startswith(__file__), str(info.value)
+    a = np.diag([1.0, 2.0, 3.5]) + 0.1 * v
+    gradient, eps = ms.grad(eigenvalue_energy), 1e-6
+    want = (gradient(a + eps * v) - gradient(a - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(ms.hvp(eigenvalue_energy, a, v), want, rtol=1e-5, atol=1e-7)
+
+
 def quantile_loss(x, q):
     return np.sum(np.sin(np.quantile(x * x, q, axis=1)) * np.array([1.0, 2.0]))
 

@@ -22,16 +22,15 @@ from test_rules import CASES
 NO_SECOND_ORDER = {}
 
 #: cases whose gradient is not differentiable where the case evaluates it
-NOT_TWICE_DIFFERENTIABLE = {
-    # a repeated eigenvalue: the eigenvectors are not functions of the matrix; the
-    # adjoint leaves out the tied pairs' terms, whose derivatives do not exist there
-    "eigh_repeated_eigenvalue": "eigh at a repeated eigenvalue",
-}
+NOT_TWICE_DIFFERENTIABLE = {}
 
 #: cases refused at run time (DerivativeNotAvailableError, naming the case's line): the
 #: second derivative does not exist as the rules compute it at the case's values
 REFUSED_AT_THESE_VALUES = {
     "svd_repeated_singular_value": "svd's singular vectors at a repeated singular value",
+    # a repeated eigenvalue: the eigenvectors are not functions of the matrix; the
+    # adjoint's tangent would leave out the tied pairs' terms (a wrong Hessian)
+    "eigh_repeated_eigenvalue": "eigh at a repeated eigenvalue",
 }
 
 #: a representative subset under Numba: elementwise, products, loops, linear helpers

@@ -399,7 +399,7 @@ def _(res, g, L):
 @jvp_rule(rt.eigh_adjoint)
 def _(res, g, ans, a):
     t[res] = rt.eigh_adjoint(t[g], ans, a)
-    t[res] += rt.eigh_adjoint_tangent(g, ans, t[ans])
+    t[res] += rt.eigh_adjoint_tangent(g, ans, t[ans], t[a])
 
 
 @jvp_rule(rt.eigvalsh_adjoint)

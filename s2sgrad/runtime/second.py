@@ -135,18 +135,48 @@ def cholesky_adjoint_tangent(g, L, L_dot):
     return lower_only((s_dot + _t(s_dot)) / 2.0)
 
 
+def _symmetric_lower(t):
+    """The symmetric matrix whose lower triangle is ``t``'s (what eigh and eigvalsh read)."""
+    t = np.asarray(t)
+    return np.tril(t) + _t(np.tril(t, -1))
+
+
+def refuse_tied_coupling(w, m, name):
+    """Raise NotImplementedError (the user's line is added where it is caught) when ``m``
+    (``v^T a_dot v``) couples two eigenvectors of a repeated eigenvalue of ``w``: the
+    second derivative there needs how those eigenvectors turn, which is not a function of
+    the matrix (the rule's gap factors leave the tied pairs out, which would drop the
+    terms of the second derivative along them: a wrong Hessian)."""
+    scale = np.max(np.abs(w), axis=-1)[..., None, None]
+    gap = w[..., None, :] - w[..., :, None]
+    tied = (np.abs(gap) <= 100.0 * np.finfo(np.result_type(w, np.float32)).eps * scale) & \
+        ~np.eye(w.shape[-1], dtype=bool)
+    size = np.max(np.abs(m)) if np.size(m) else 0.0
+    if np.any(tied & (np.abs(m) > 1e-10 * max(size, 1e-300))):
+        raise NotImplementedError(
+            f"second derivatives through np.linalg.{name} at a repeated eigenvalue, along a "
+            f"direction that turns its eigenvectors into each other: they are no function of "
+            f"the matrix there, and s2sgrad has the Hessian only where the eigenvalues are "
+            f"distinct; use grad for this function, or evaluate it where the eigenvalues "
+            f"differ")
+
+
 def _eigen_gaps(w):
     gap = w[..., None, :] - w[..., :, None]
     return inverse_gaps(gap, np.max(np.abs(w), axis=-1), w.dtype)
 
 
-def eigh_adjoint_tangent(g, ans, ans_dot):
+def eigh_adjoint_tangent(g, ans, ans_dot, a_dot=None):
     """The tangent of ``rt.eigh_adjoint(g, ans, a)`` along the tangent ``(w_dot, v_dot)``
     of ``ans = (w, v)``: the product rule on ``v diag(gw) v^T + v (F * v^T gv) v^T``, with
-    ``dF_ij = -F_ij^2 (w_dot_j - w_dot_i)`` (0 for equal eigenvalues, as ``F``)."""
+    ``dF_ij = -F_ij^2 (w_dot_j - w_dot_i)`` (0 for equal eigenvalues, as ``F``).  Refused
+    (``refuse_tied_coupling``) where ``a_dot`` turns eigenvectors of a repeated eigenvalue
+    into each other."""
     gw, gv = g
     w, v = ans
     w_dot, v_dot = ans_dot
+    if a_dot is not None:
+        refuse_tied_coupling(w, _t(v) @ _symmetric_lower(a_dot) @ v, "eigh")
     gw = np.asarray(gw)[..., None, :]
     j = (v_dot * gw) @ _t(v) + (v * gw) @ _t(v_dot)
     if np.any(gv):
@@ -160,9 +190,11 @@ def eigh_adjoint_tangent(g, ans, ans_dot):
 
 def eigvalsh_adjoint_tangent(g, a, a_dot):
     """The tangent of ``rt.eigvalsh_adjoint(g, a)`` along ``a_dot`` (``a``'s lower triangle
-    read, as eigvalsh does): ``v`` moves by ``v (F * v^T a_dot v)``."""
+    read, as eigvalsh does): ``v`` moves by ``v (F * v^T a_dot v)``; refused where that
+    turns eigenvectors of a repeated eigenvalue into each other."""
     w, v = np.linalg.eigh(a)
-    sym = np.tril(a_dot) + _t(np.tril(a_dot, -1))
+    sym = _symmetric_lower(a_dot)
+    refuse_tied_coupling(w, _t(v) @ sym @ v, "eigvalsh")
     v_dot = v @ (_eigen_gaps(w) * (_t(v) @ sym @ v))
     gw = np.asarray(g)[..., None, :]
     return lower_only((v_dot * gw) @ _t(v) + (v * gw) @ _t(v_dot))
