@@ -120,6 +120,13 @@ class Compiled:
             return jitted
         return lambda *values: restore(jitted(*values))
 
+    @property
+    def dispatcher(self):
+        """The Numba dispatcher compiled for the argument types run so far (None unless
+        the backend is 'numba'): what another compiled function calls in its place (its
+        results are the code's own, without the restorer's types)."""
+        return self._jitted if self.backend == "numba" else None
+
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
         remembered_as = f"{self.name}: numba {numba_version()}; {key_text(key)}"
