@@ -236,6 +236,49 @@ def test_numba_driver_counts_the_same_bytes():
     assert run(50, 4) == expected and expected[1] <= 4 * 16 + 8
 
 
+COMPILES_IN_A_NEW_PROCESS = r"""
+import json, sys
+import numpy as np
+import numba.core.compiler as compiler
+compiles = []
+compile_extra = compiler.compile_extra
+def counted(*args, **kwargs):
+    compiles.append(args[3] if len(args) > 3 else "?")
+    return compile_extra(*args, **kwargs)
+compiler.compile_extra = counted            # what every Numba compile runs
+import s2sgrad
+from test_checkpoint import recurrence
+g = s2sgrad.value_and_grad(recurrence, grad_position=(0, 1), memory_limit="100B")
+value, (dx, dw) = g(np.sin(np.arange(300.0)), 0.8)
+print(json.dumps({"compiles": len(compiles), "backend": g.backend,
+                  "result": [float(value), dx.tolist(), float(dw)]}))
+"""
+
+
+def test_a_new_process_loads_the_checkpointed_gradient_from_numbas_cache(numba_gradients):
+    """The checkpointed gradient is kept in Numba's on-disk cache like any other: a new
+    process with the same cache folder runs it without compiling anything (it passed its
+    step functions to the driver as values, which Numba does not cache: ~6 s a process)."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    _, checkpointed = numba_gradients["recurrence"]
+    x = np.sin(np.arange(300.0))
+    value, (dx, dw) = checkpointed(x, 0.8)          # compiled, or loaded, here first
+    tests = pathlib.Path(__file__).resolve().parent
+    env = dict(os.environ, S2SGRAD_BACKEND="numba", S2SGRAD_QUIET="1",
+               PYTHONPATH=os.pathsep.join([str(tests.parent), str(tests)]))
+    done = subprocess.run([sys.executable, "-c", COMPILES_IN_A_NEW_PROCESS], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    child = json.loads(done.stdout.strip().splitlines()[-1])
+    assert child["backend"] == "numba"
+    assert child["compiles"] == 0, child["compiles"]
+    assert child["result"] == [float(value), dx.tolist(), float(dw)]
+
+
 # ------------------------------------------------------------ what it refuses
 
 def while_loop(x):
