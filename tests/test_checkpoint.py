@@ -328,6 +328,32 @@ def test_loops_it_cannot_checkpoint_are_refused_naming_their_line(fn, args, what
     assert "test_checkpoint.py:" in str(info.value)
 
 
+def growing_tape(x, w):
+    s = 0.0
+    for t in range(x.shape[0]):
+        acc = s
+        for k in range(t + 1):          # a step's tape grows with t
+            acc = np.sin(acc * w + x[k])
+        s = acc
+    return s
+
+
+def test_a_later_step_whose_tape_passes_the_limit_is_refused_naming_it(monkeypatch):
+    """The snapshots are planned from the first step's tape; every step's is measured
+    again as the adjoint keeps it, and one that passes the limit with the snapshots kept
+    then is refused, naming the loop and the step (never more kept than the limit)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x = np.linspace(0.1, 1.0, 12)
+    with pytest.raises(MemoryLimitError, match="step 11 keeps a tape of") as info:
+        s2sgrad.grad(growing_tape, 1, memory_limit=200)(x, 0.7)
+    assert "test_checkpoint.py:" in str(info.value) and info.value.step == 11
+    assert pickle.loads(pickle.dumps(info.value)).step == 11
+    # a limit that holds every step's tape: the same gradient as the full tape, within it
+    full = s2sgrad.grad(growing_tape, 1)(x, 0.7)
+    assert same(s2sgrad.grad(growing_tape, 1, memory_limit=320)(x, 0.7), full)
+    assert ck.LAST["slots"] > 0 and 0 < ck.LAST["peak_bytes"] <= 320
+
+
 def test_too_small_a_limit_names_the_loop_and_the_bytes_needed(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     with pytest.raises(MemoryLimitError) as info:

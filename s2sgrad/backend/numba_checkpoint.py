@@ -63,12 +63,13 @@ def _forward_sweep(step, start, stride, n, slots, state, consts):
 
 @overload(ck.reverse_sweep)
 def _reverse_sweep(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                   adjoint_consts, carry):
+                   adjoint_consts, carry, limit=-1, where=""):
     sweep = _sweep(ck.reverse_sweep_of, (step, taped, adjoint))
     if sweep is not None:
         def reverse(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                    adjoint_consts, carry):
-            return sweep(start, stride, n, slots, snapshots, consts, adjoint_consts, carry)
+                    adjoint_consts, carry, limit=-1, where=""):
+            return sweep(start, stride, n, slots, snapshots, consts, adjoint_consts, carry,
+                         limit, where)
         return reverse
 
 
@@ -139,14 +140,14 @@ def _checkpoint_forward(step, start, stride, n, slots, state, consts):
 
 @overload(ck.checkpoint_reverse, prefer_literal=True)
 def _checkpoint_reverse(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                        adjoint_consts, carry):
+                        adjoint_consts, carry, limit, where):
     sweep = _sweep(ck.reverse_sweep_of, (step, taped, adjoint))
     if sweep is None:
         return None
 
     def reverse(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                adjoint_consts, carry):
+                adjoint_consts, carry, limit, where):
         carry, _, _ = sweep(start, stride, n, slots, snapshots, consts, adjoint_consts,
-                            carry)
+                            carry, limit, where)
         return carry
     return reverse

@@ -138,28 +138,30 @@ def forward_sweep_of(step):
 
 
 def checkpoint_reverse(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                       adjoint_consts, carry):
+                       adjoint_consts, carry, limit, where):
     """The carry after the adjoint steps ``n - 1`` .. 0: see ``reverse_sweep``."""
     carry, peak, steps = reverse_sweep(step, taped, adjoint, start, stride, n, slots,
-                                       snapshots, consts, adjoint_consts, carry)
+                                       snapshots, consts, adjoint_consts, carry, limit, where)
     LAST["peak_bytes"] = max(LAST.get("peak_bytes", 0), peak)
     LAST["forward_steps"] = LAST.get("forward_steps", 0) + steps
     return carry
 
 
 def reverse_sweep(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                  adjoint_consts, carry):
+                  adjoint_consts, carry, limit=-1, where=""):
     """Run the adjoint steps last first from the snapshots ``checkpoint_forward`` left:
     the segment above the last snapshot is split again while a snapshot is free,
     recomputed from it step by step when none is.  Gives (carry, the most bytes
-    kept, steps run forward)."""
+    kept, steps run forward).  Each step's tape is measured as it is kept: one that,
+    with the snapshots kept then, passes ``limit`` (>= 0; the plan measured the first
+    step's only) raises ``MemoryLimitError`` naming ``where`` and that step."""
     return reverse_sweep_of(step, taped, adjoint)(start, stride, n, slots, snapshots, consts,
-                                                  adjoint_consts, carry)
+                                                  adjoint_consts, carry, limit, where)
 
 
 def reverse_sweep_of(step, taped, adjoint):
     """``reverse_sweep`` with its step functions bound (as ``forward_sweep_of``)."""
-    def sweep(start, stride, n, slots, snapshots, consts, adjoint_consts, carry):
+    def sweep(start, stride, n, slots, snapshots, consts, adjoint_consts, carry, limit, where):
         positions, states = snapshots
         size = state_bytes(states[0]) + 8             # a snapshot and its step number
         peak, steps, hi = 0, 0, n
@@ -179,6 +181,9 @@ def reverse_sweep_of(step, taped, adjoint):
             t = start + (hi - 1) * stride
             _, tape, kept = taped(t, state, consts)
             steps += 1
+            if 0 <= limit < len(states) * size + kept:   # a step keeps more than the first
+                raise MemoryLimitError(where, limit, len(states) * size, kept,
+                                       (t - start) // stride)
             peak = max(peak, len(states) * size + kept)
             carry = adjoint(t, tape, adjoint_consts, carry)
             hi -= 1
