@@ -104,7 +104,7 @@ def rnn_loss(w, u, x, y):
     return (np.sum(h) - y) ** 2
 
 
-def interleaved_minimum(calls, rounds=15):
+def interleaved_minimum(calls, rounds=25):
     """Per named call, the minimum seconds over ``rounds`` rounds that run each call once
     in turn (a shared machine: each round sees the same load; the minimum is the call's
     time with the least interference).  ``calls``: name -> (setup, fn)."""
