@@ -2,13 +2,16 @@
 
 Takes a ``Batching`` (the function's name, the generated parameter names, each
 argument's structure and the axis of each of its leaves, the structure, ranks and
-dtypes of one result, each output leaf's out_axis) and gives source lines:
+dtypes of one result, each output leaf's out_axis, and where the loop calls a
+derivative's compiled code rather than the function, how each result leaf is picked out
+of what that code returns) and gives source lines:
 
 - ``rows_lines``: the rows function, run for a call: the result at index 0 gives the
   outputs' shapes, each output gets a preallocated array with the mapped axis first,
   and the loop over the remaining indices writes row ``b`` of each (``prange`` where
   the module compiles it with ``numba.njit(parallel=True)``: every row is written by
-  one index only, so the parallel result is the sequential one);
+  one index only, so the parallel result is the sequential one; there an array row is
+  written item by item, which Numba compiles in far less time than a row assignment);
 - ``differentiable_lines``: the same loop spelled for the derivative transforms
   (``grad(vmap(f))``, a vmapped function called inside a differentiated one): results
   appended to lists and stacked, which reverse and forward mode both read.
