@@ -10,8 +10,11 @@ batched function.  The form is chosen by one rule:
   operation has a batching rule (``batch/vectorise.py``): one pass of whole-array numpy;
 - otherwise the **loop form** (``batch/loops.py``): ``fn`` once per index of the mapped
   axis, written as a ``prange`` loop compiled with ``numba.njit(parallel=True)`` when
-  ``numba`` is true (the caller's rule: ``fn`` is a plain function with loops that Numba
-  compiles, and every argument is an array or a number), else a Python ``range`` loop.
+  ``numba`` is true (the caller's rule, ``api/vmap.py``: every argument is an array or a
+  number, and ``fn`` is a plain function with loops that Numba compiles, or a derivative
+  object whose code ran compiled, called through that code with ``batching.picks``
+  saying what to take of its results), else a Python ``range`` loop; ``not_compiled``
+  says why not, in the module and in ``not_vectorised``.
 
 ``build_differentiable(fn, batching, n_outputs)`` writes the loop that the derivative
 transforms read when they differentiate a vmap (``grad(vmap(f))``, a vmapped function
