@@ -11,11 +11,20 @@ BLAS stays on one).  Every batched result is checked against the Python loop fir
 - simulation (``s = s * a - 0.1 * sin(s)``, 2,000 steps) for 512 parameter values:
   a Python loop of the Numba-compiled function, ``vmap(sim)`` (a prange loop) on 1 and 2
   threads, and per-example gradients ``vmap(grad(sim))`` against a loop of ``grad(sim)``.
+- recurrent model (16 hidden, 50 steps, ``np.tanh(w @ h + u * x[t])``), per-example
+  gradients of 256 sequences: ``vmap(grad(loss), in_axes=(None, None, 0, 0))`` (a prange
+  driver calling the gradient's compiled code) on 2 threads and on 1 (the sequential
+  compiled loop), against a Python loop of ``grad(loss)`` calls; rounds interleaved,
+  minimums taken, the load average printed beside them (``python benchmarks/bench_vmap.py
+  per-example`` runs only this one).
 """
 import os
 os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 
 from harness import median_time, table  # noqa: E402  (pins BLAS to one thread)
+
+import sys  # noqa: E402
+import time  # noqa: E402
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
@@ -88,11 +97,67 @@ def sim_rows(rng):
              f"{g_vmap * 1e3:.2f}", f"{g_loop / g_vmap:.2f}x", per_example.form]]
 
 
+def rnn_loss(w, u, x, y):
+    h = np.zeros(w.shape[0])
+    for t in range(x.shape[0]):
+        h = np.tanh(w @ h + u * x[t])
+    return (np.sum(h) - y) ** 2
+
+
+def interleaved_minimum(calls, rounds=25):
+    """Per named call, the minimum seconds over ``rounds`` rounds that run each call once
+    in turn (a shared machine: each round sees the same load; the minimum is the call's
+    time with the least interference).  ``calls``: name -> (setup, fn)."""
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(rounds):
+        for name, (setup, fn) in calls.items():
+            setup()
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def per_example_rows(rng, batch=256, steps=50, hidden=16):
+    """Per-example gradients of a recurrent loop model: the prange driver over the
+    gradient's compiled code on every thread, the same driver on one thread (the
+    sequential compiled loop), and a Python loop of calls of the gradient."""
+    w, u = rng.standard_normal((hidden, hidden)) * 0.3, rng.standard_normal(hidden)
+    x, y = rng.standard_normal((batch, steps)), rng.standard_normal(batch)
+    grad = s2sgrad.grad(rnn_loss, (0, 1))
+    per_example = s2sgrad.vmap(grad, in_axes=(None, None, 0, 0))
+    threads = numba.get_num_threads()
+    loop = [grad(w, u, x[i], y[i]) for i in range(batch)]
+    got = per_example(w, u, x, y)
+    assert per_example.form == "numba", per_example.not_vectorised
+    numba.set_num_threads(1)
+    sequential = per_example(w, u, x, y)
+    numba.set_num_threads(threads)
+    for k in range(2):     # bit for bit: the same compiled code per example
+        assert np.array_equal(got[k], np.stack([g[k] for g in loop]))
+        assert np.array_equal(got[k], sequential[k])
+    best = interleaved_minimum({
+        "prange": (lambda: numba.set_num_threads(threads),
+                   lambda: per_example(w, u, x, y)),
+        "sequential": (lambda: numba.set_num_threads(1), lambda: per_example(w, u, x, y)),
+        "python": (lambda: None, lambda: [grad(w, u, x[i], y[i]) for i in range(batch)]),
+    })
+    numba.set_num_threads(threads)
+    load = os.getloadavg()[0]
+    return [[f"RNN per-example gradients ({batch} x {steps} steps, {threads} threads, "
+             f"load {load:.1f})", f"{best['python'] * 1e3:.2f}",
+             f"{best['sequential'] * 1e3:.2f}", f"{best['prange'] * 1e3:.2f}",
+             f"{best['python'] / best['prange']:.2f}x (prange "
+             f"{best['sequential'] / best['prange']:.2f}x)", per_example.form]]
+
+
 def main():
     rng = np.random.default_rng(0)
-    rows = mlp_rows(rng) + sim_rows(rng)
+    only = sys.argv[1:]
+    rows = per_example_rows(rng) if only == ["per-example"] else \
+        mlp_rows(rng) + sim_rows(rng) + per_example_rows(rng)
     table(rows, ["workload", "Python loop ms", "vmap 1 thread ms", "vmap ms",
-                       "loop / vmap", "form"])
+                 "loop / vmap", "form"])
 
 
 if __name__ == "__main__":

@@ -107,23 +107,31 @@ class VmapAxisError(S2sgradError, ValueError):
 
 class MemoryLimitError(S2sgradError, ValueError):
     """``memory_limit`` is too small for a loop: one snapshot of its loop-carried state
-    and one step's tape do not fit.  Raised by the generated code (Numba too) with
-    ``where`` (the user's loop, ``file:line``) and the byte counts (``state_bytes``: one
-    snapshot's, its step number included)."""
+    and one step's tape do not fit, or (``step`` >= 0) a later step's tape with the
+    snapshots kept then does not (the plan measured the first step's).  Raised by the
+    generated code (Numba too) with ``where`` (the user's loop, ``file:line``) and the
+    byte counts (``state_bytes``: one snapshot's, its step number included; for a later
+    step, the snapshots')."""
 
-    def __init__(self, where, limit, state_bytes, tape_bytes):
+    def __init__(self, where, limit, state_bytes, tape_bytes, step=-1):
         self.where, self.limit = where, limit
-        self.state_bytes, self.tape_bytes = state_bytes, tape_bytes
+        self.state_bytes, self.tape_bytes, self.step = state_bytes, tape_bytes, step
         need = state_bytes + tape_bytes
-        super().__init__(
-            f"{where}: memory_limit={limit} bytes is too small for this loop: one snapshot "
-            f"of its loop-carried state ({state_bytes} bytes with its step number) and one "
-            f"step's tape "
-            f"({tape_bytes} bytes) need {need} bytes\nraise memory_limit to at least "
-            f"{need} bytes, or leave it out to keep the whole tape")
+        if step >= 0:       # a later step's tape: the plan measured the first step's
+            text = (f"{where}: memory_limit={limit} bytes is too small for this loop: "
+                    f"step {step} keeps a tape of {tape_bytes} bytes, more than its first "
+                    f"step (whose tape planned the snapshots), and with the snapshots kept "
+                    f"then ({state_bytes} bytes) it needs {need} bytes")
+        else:
+            text = (f"{where}: memory_limit={limit} bytes is too small for this loop: one "
+                    f"snapshot of its loop-carried state ({state_bytes} bytes with its step "
+                    f"number) and one step's tape ({tape_bytes} bytes) need {need} bytes")
+        super().__init__(f"{text}\nraise memory_limit to at least {need} bytes, or leave "
+                         f"it out to keep the whole tape")
 
     def __reduce__(self):
-        return (type(self), (self.where, self.limit, self.state_bytes, self.tape_bytes))
+        return (type(self), (self.where, self.limit, self.state_bytes, self.tape_bytes,
+                             self.step))
 
 
 class CheckpointError(UserCodeError):

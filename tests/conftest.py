@@ -1,12 +1,16 @@
-"""Shared test setup.
+"""Shared test setup (each set only where the environment does not set it already).
 
 - One persistent cache directory for generated code and Numba's machine code, so repeated
   runs (and tests that build the same gradient) compile once.
 - Numba compiles the tests' code without LLVM's optimisation passes (``NUMBA_OPT=0``):
   the suite checks values, which optimisation does not change (no fast-math anywhere), and
-  the passes are about half of each compile's time; speed is measured by ``benchmarks/``
-  at Numba's default level.  ``NUMBA_OPT=3 python -m pytest`` runs the suite at the level
-  users get (both are set only where the environment does not set them already).
+  the passes are half to three quarters of each compile's time; speed is measured by
+  ``benchmarks/`` at Numba's default level.  ``NUMBA_OPT=3 python -m pytest`` runs the
+  suite at the level users get.
+- Numba's thread count is fixed for the session (its default), so that a test importing a
+  benchmark (whose harness pins ``NUMBA_NUM_THREADS=1`` when it is unset) after a prange
+  loop has started Numba's threads does not make every later compile raise ("Cannot set
+  NUMBA_NUM_THREADS to a different value once the threads have been launched").
 """
 import os
 import pathlib
@@ -14,3 +18,6 @@ import pathlib
 CACHE = pathlib.Path(__file__).resolve().parent.parent / ".s2sgrad_test_cache"
 os.environ.setdefault("S2SGRAD_CACHE_DIR", str(CACHE))
 os.environ.setdefault("NUMBA_OPT", "0")
+os.environ.setdefault("NUMBA_NUM_THREADS", str(len(os.sched_getaffinity(0))
+                                               if hasattr(os, "sched_getaffinity")
+                                               else os.cpu_count() or 1))

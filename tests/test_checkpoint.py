@@ -236,6 +236,49 @@ def test_numba_driver_counts_the_same_bytes():
     assert run(50, 4) == expected and expected[1] <= 4 * 16 + 8
 
 
+COMPILES_IN_A_NEW_PROCESS = r"""
+import json, sys
+import numpy as np
+import numba.core.compiler as compiler
+compiles = []
+compile_extra = compiler.compile_extra
+def counted(*args, **kwargs):
+    compiles.append(args[3] if len(args) > 3 else "?")
+    return compile_extra(*args, **kwargs)
+compiler.compile_extra = counted            # what every Numba compile runs
+import s2sgrad
+from test_checkpoint import recurrence
+g = s2sgrad.value_and_grad(recurrence, grad_position=(0, 1), memory_limit="100B")
+value, (dx, dw) = g(np.sin(np.arange(300.0)), 0.8)
+print(json.dumps({"compiles": len(compiles), "backend": g.backend,
+                  "result": [float(value), dx.tolist(), float(dw)]}))
+"""
+
+
+def test_a_new_process_loads_the_checkpointed_gradient_from_numbas_cache(numba_gradients):
+    """The checkpointed gradient is kept in Numba's on-disk cache like any other: a new
+    process with the same cache folder runs it without compiling anything (it passed its
+    step functions to the driver as values, which Numba does not cache: ~6 s a process)."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    _, checkpointed = numba_gradients["recurrence"]
+    x = np.sin(np.arange(300.0))
+    value, (dx, dw) = checkpointed(x, 0.8)          # compiled, or loaded, here first
+    tests = pathlib.Path(__file__).resolve().parent
+    env = dict(os.environ, S2SGRAD_BACKEND="numba", S2SGRAD_QUIET="1",
+               PYTHONPATH=os.pathsep.join([str(tests.parent), str(tests)]))
+    done = subprocess.run([sys.executable, "-c", COMPILES_IN_A_NEW_PROCESS], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    child = json.loads(done.stdout.strip().splitlines()[-1])
+    assert child["backend"] == "numba"
+    assert child["compiles"] == 0, child["compiles"]
+    assert child["result"] == [float(value), dx.tolist(), float(dw)]
+
+
 # ------------------------------------------------------------ what it refuses
 
 def while_loop(x):
@@ -283,6 +326,32 @@ def test_loops_it_cannot_checkpoint_are_refused_naming_their_line(fn, args, what
     with pytest.raises(CheckpointError, match=what) as info:
         s2sgrad.grad(fn, memory_limit="1MB")(*args)
     assert "test_checkpoint.py:" in str(info.value)
+
+
+def growing_tape(x, w):
+    s = 0.0
+    for t in range(x.shape[0]):
+        acc = s
+        for k in range(t + 1):          # a step's tape grows with t
+            acc = np.sin(acc * w + x[k])
+        s = acc
+    return s
+
+
+def test_a_later_step_whose_tape_passes_the_limit_is_refused_naming_it(monkeypatch):
+    """The snapshots are planned from the first step's tape; every step's is measured
+    again as the adjoint keeps it, and one that passes the limit with the snapshots kept
+    then is refused, naming the loop and the step (never more kept than the limit)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    x = np.linspace(0.1, 1.0, 12)
+    with pytest.raises(MemoryLimitError, match="step 11 keeps a tape of") as info:
+        s2sgrad.grad(growing_tape, 1, memory_limit=200)(x, 0.7)
+    assert "test_checkpoint.py:" in str(info.value) and info.value.step == 11
+    assert pickle.loads(pickle.dumps(info.value)).step == 11
+    # a limit that holds every step's tape: the same gradient as the full tape, within it
+    full = s2sgrad.grad(growing_tape, 1)(x, 0.7)
+    assert same(s2sgrad.grad(growing_tape, 1, memory_limit=320)(x, 0.7), full)
+    assert ck.LAST["slots"] > 0 and 0 < ck.LAST["peak_bytes"] <= 320
 
 
 def test_too_small_a_limit_names_the_loop_and_the_bytes_needed(monkeypatch):

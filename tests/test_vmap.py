@@ -234,11 +234,132 @@ def _leaves(value):
     return [value]
 
 
-def test_a_derivative_of_a_vmapped_derivative_is_refused_clearly():
+def test_a_derivative_of_a_vmapped_jacobian_is_refused_naming_the_line():
     from s2sgrad.errors import DerivativeCompositionError
-    per_example = ms.vmap(ms.grad(scalar_loss), (None, 0))
-    with pytest.raises(DerivativeCompositionError, match="vmap the derivative instead"):
+    per_example = ms.vmap(ms.jacrev(scalar_loss), (None, 0))
+    with pytest.raises(DerivativeCompositionError, match=r"made at test_vmap\.py:\d+"):
         ms.grad(lambda w, xs: np.sum(per_example(w, xs)))(WV, XS)
+
+
+# ---------------------------------------------------------------- per-example derivatives,
+# compiled: one prange driver calling the derivative's Numba-compiled code
+
+DECAY = 0.1      # read by sim_loss: a changed value must reach a built vmap
+
+
+def sim_loss(a, x0):
+    s = x0
+    for i in range(8):
+        s = s * a - DECAY * np.sin(s)
+    return np.sum(s ** 2)
+
+
+def sim_vector(a, x0):
+    s = x0
+    for i in range(8):
+        s = s * a - 0.1 * np.sin(s)
+    return s
+
+
+AM, XM = RNG.uniform(0.5, 0.9, (5, 3)), RNG.standard_normal((5, 3))
+PER_EXAMPLE = {     # built once: each is one Numba compile of a gradient and a driver
+    "grad": (ms.grad(sim_loss, (0, 1)), (None, 0), (AM[0], XM)),
+    "jacrev": (ms.jacrev(sim_vector), (0, 0), (AM, XM)),
+}
+PER_EXAMPLE_VMAPS = {name: ms.vmap(inner, axes) for name, (inner, axes, _) in
+                     PER_EXAMPLE.items()}
+
+
+def _bits(got, want):
+    """Leaf by leaf: the same structure, shapes, dtypes and bits."""
+    got_leaves, want_leaves = _leaves(got), _leaves(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves):
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
+        assert np.array_equal(g, w), (g, w)
+
+
+@pytest.mark.parametrize("name", sorted(PER_EXAMPLE))
+def test_vmap_of_a_compiled_derivative_is_one_prange_driver_bit_for_bit(name):
+    import numba
+    inner, axes, args = PER_EXAMPLE[name]
+    v = PER_EXAMPLE_VMAPS[name]
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = v(*args)
+        numba.set_num_threads(max(threads, 2) if numba.config.NUMBA_NUM_THREADS > 1 else 1)
+        many = v(*args)
+    finally:
+        numba.set_num_threads(threads)
+    assert v.form == "numba", v.not_vectorised
+    # the driver says what it calls, and calls it from a prange
+    assert "prange(1, n)" in v.source and "Numba-compiled code of" in v.source
+    assert f"code of {name}(sim_" in " ".join(v.source.split())
+    _bits(one, many)
+    _bits(many, loop_of(inner, args, axes))
+
+
+def test_vmap_of_a_compiled_value_and_grad_picks_the_value_and_each_gradient():
+    # its code is grad(sim_loss, (0, 1))'s (Numba's cache); the driver is built, not run
+    v = ms.vmap(ms.value_and_grad(sim_loss, (0, 1)), in_axes=(None, 0))
+    generated = v.show_for((AM[0], XM), {})
+    assert generated.form == "numba", generated.not_vectorised
+    for line in ["out_0[b] = result[0]", "out_1_row = result[1][0].ravel()",
+                 "out_2_row = result[1][1].ravel()", "code of value_and_grad(sim_loss)"]:
+        assert line in " ".join(generated.source.split()), line
+
+
+def test_vmap_of_a_derivative_that_does_not_compile_says_why():
+    v = ms.vmap(ms.grad(scalar_loss), in_axes=(None, 0))      # loop-free: runs as numpy
+    v(WV, XS)
+    assert v.form == "python" and "not compiled: its code runs as numpy" in v.not_vectorised
+    assert "not compiled: its code runs as numpy" in " ".join(v.source.split())
+
+
+def test_compiled_per_example_gradients_follow_a_changed_global():
+    global DECAY
+    v = PER_EXAMPLE_VMAPS["grad"]
+    inner, axes, args = PER_EXAMPLE["grad"]
+    before = v(*args)
+    try:
+        DECAY = 0.3
+        changed = v(*args)
+        assert v.form == "numba"
+        _bits(changed, loop_of(inner, args, axes))
+        assert not np.array_equal(changed[0], before[0])
+    finally:
+        DECAY = 0.1
+    _bits(v(*args), before)      # the loop over the first code, found again
+    assert len(v._earlier) == 1
+
+
+def test_grad_and_jvp_of_functions_calling_vmapped_gradients(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")      # the compositions, not Numba
+    per_example = ms.vmap(ms.grad(sim_loss, (0, 1)), (None, 0))
+    values = ms.vmap(ms.value_and_grad(sim_loss), (None, 0))
+
+    def outer(w, xs):
+        da, dx = per_example(w, xs)
+        return np.sum(np.sin(da)) + np.sum(dx * dx)
+
+    def outer_value(w, xs):
+        v, da = values(w, xs)
+        return np.sum(np.sin(da)) + np.sum(v * v)
+    w = AM[0]
+    for fn in (outer, outer_value):
+        check_grad(fn, (w, XM), (0, 1))
+        _, tangent = ms.jvp(fn, (w, XM), (np.ones(3), XM))
+        eps = 1e-6
+        fd = (fn(w + eps, XM * (1 + eps)) - fn(w - eps, XM * (1 - eps))) / (2 * eps)
+        np.testing.assert_allclose(tangent, fd, rtol=1e-6)
+    # jvp of the vmap of a gradient itself: the tangent of every example's gradient
+    _, tangent = ms.jvp(per_example, (w, XM), (np.ones(3), np.zeros_like(XM)))
+    eps = 1e-6
+    fd = [(p - m) / (2 * eps) for p, m in zip(per_example(w + eps, XM),
+                                              per_example(w - eps, XM))]
+    for t, f in zip(tangent, fd):
+        np.testing.assert_allclose(t, f, rtol=1e-5, atol=1e-8)
 
 
 # ---------------------------------------------------------------- misuse

@@ -99,5 +99,6 @@ def recurrence_value_and_grad(w, x):
     else:
         h, dh, dw = rt.checkpoint_reverse(recurrence_step, recurrence_step_taped,
                                           recurrence_step_adjoint, 0, 1, n_iter, loop_slots,
-                                          loop_snapshots, (w, x), (dx, w), (h, dh, dw))
+                                          loop_snapshots, (w, x), (dx, w), (h, dh, dw), 1000000,
+                                          'bench_workloads.py:31')
     return value, (dw, dx)

@@ -203,6 +203,39 @@ class GradFunction(Derivative):
             return None     # its rule refuses it, saying why
         return gradient_inlined(self, arg_types)
 
+    def flat_result_count(self):
+        """How many arrays a call returns when they are one array (1) or a flat tuple
+        (k); None when the result nests or depends on Parameters (weights, has_aux,
+        return_ids, a value with several gradients): what a vmap of this object needs to
+        be differentiated (``api/vmap.py``)."""
+        if self.weights is not None or self.has_aux or self.return_ids or \
+                self.positions is None:
+            return None
+        grads = len(self.positions)      # one position: one array, not a tuple of one
+        if self.with_value:
+            return 2 if grads == 1 else None
+        return grads
+
+    def compiled_picks(self, generated, compiled):
+        """(the ``Compiled`` of ``generated``, per leaf of this object's result its pick of
+        the code's result ``{r}``, what the code returns) for a compiled loop calling the
+        code (``api/compiled_call.py``); a str saying why the result is not a pick."""
+        if self.weights is not None or self.has_aux or self.return_ids:
+            return "its results are shaped in Python (weights, has_aux or return_ids)"
+        slots, index = {}, 0
+        for (kind, i), has in zip(generated.wrt, generated.computed):
+            if has and kind == "position":
+                slots[i] = index
+            index += has
+        picks = ["{r}[0]"] if self.with_value else []
+        for p in self.positions:
+            leaves = generated.arg_leaves[p]
+            if len(leaves) != 1 or leaves[0] not in slots:
+                return (f"the gradient for argument {p} is not one array the code returns "
+                        f"(a container, or zeros)")
+            picks.append(f"{{r}}[1][{slots[leaves[0]]}]")
+        return compiled, picks, "(value, (the gradients it computes,))"
+
     # ------------------------------------------------------------ calling
 
     def __call__(self, *args, **kwargs):

@@ -230,6 +230,22 @@ class JacrevFunction(SplitFunction):
     def as_function(self, building):
         return jacobian_as_function(self, building)
 
+    def compiled_picks(self, generated, parts):
+        """(the jacobian part's ``Compiled``, the pick of this Jacobian from the code's
+        result ``{r}`` = (value, (rows by input,)), what that returns) for a compiled loop
+        calling the code (``api/compiled_call.py``); a str saying why it is not a pick."""
+        if not isinstance(self.grad_position, int) or self.has_aux or \
+                generated.n_cotangents != 1:
+            return "its Jacobian is assembled in Python (a tuple of positions or outputs, " \
+                   "or has_aux)"
+        leaves = generated.arg_leaves[self.grad_position]
+        slots = [k for (_, k), has in zip(generated.wrt, generated.computed) if has]
+        if len(leaves) != 1 or slots != [leaves[0]]:
+            return "its Jacobian is not one array the code returns (a container, or zeros)"
+        # the rows (one per output element) shaped output shape + input shape
+        return (parts.jacobian, ["{r}[1][0].reshape(np.shape({r}[0]) + {r}[1][0].shape[1:])"],
+                "(value, (Jacobian rows,))")
+
     def __call__(self, *args, **kwargs):
         generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)
         value, jacs = self._run_part(parts.jacobian, generated, code_args)

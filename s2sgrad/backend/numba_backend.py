@@ -120,6 +120,13 @@ class Compiled:
             return jitted
         return lambda *values: restore(jitted(*values))
 
+    @property
+    def dispatcher(self):
+        """The Numba dispatcher compiled for the argument types run so far (None unless
+        the backend is 'numba'): what another compiled function calls in its place (its
+        results are the code's own, without the restorer's types)."""
+        return self._jitted if self.backend == "numba" else None
+
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
         remembered_as = f"{self.name}: numba {numba_version()}; {key_text(key)}"
@@ -230,25 +237,43 @@ class Compiled:
 def with_compiled_helpers(py_func, cache_it):
     """``py_func`` itself, or, when it reads other functions of its module (the step
     functions of a checkpointed loop), a copy of it reading Numba-compiled versions of
-    them: the module keeps its Python functions for the Python runs."""
+    them: the module keeps its Python functions for the Python runs.  A helper the code
+    only passes on as a value (to ``rt.checkpoint_*``) is read as its token
+    (``numba_checkpoint.step_token``): Numba cannot cache code holding a function value."""
     import types
 
     import numba
+
+    from .numba_checkpoint import step_token
     module = py_func.__globals__
     helpers = [name for name in py_func.__code__.co_names
                if isinstance(module.get(name), types.FunctionType)
                and module[name] is not py_func and module[name].__module__ == py_func.__module__]
     if not helpers:
         return py_func
+    called = _called_globals(py_func)
     scope = dict(module)
     for name in helpers:
         fn = module[name]
         scope[name] = numba.njit(cache=cache_it)(
             types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__))
+        if called is not None and name not in called:
+            scope[name] = step_token(scope[name])
     copied = types.FunctionType(py_func.__code__, scope, py_func.__name__,
                                 py_func.__defaults__)
     copied.__qualname__ = py_func.__qualname__
     return copied
+
+
+def _called_globals(py_func):
+    """The global names ``py_func`` calls (Python 3.11 on: a LOAD_GLOBAL that pushes the
+    NULL of a call), or None where the bytecode does not tell calls from other reads."""
+    import dis
+    import sys
+    if sys.version_info < (3, 11):
+        return None
+    return {ins.argval for ins in dis.get_instructions(py_func)
+            if ins.opname == "LOAD_GLOBAL" and ins.arg & 1}
 
 
 #: seconds a first call may compile before s2sgrad says on stderr that it is compiling

@@ -114,59 +114,81 @@ def checkpoint_forward(step, start, stride, n, slots, state, consts):
 def forward_sweep(step, start, stride, n, slots, state, consts):
     """Run ``n`` steps from ``state``, storing snapshots where the schedule first puts
     them: ((positions, states), steps run)."""
-    positions, states = [0], [state]
-    lo = 0
-    while n - lo > 1 and len(states) < slots:
-        m = lo + split(n - lo, slots - len(states) + 1)
-        for k in range(lo, m):
+    return forward_sweep_of(step)(start, stride, n, slots, state, consts)
+
+
+def forward_sweep_of(step):
+    """``forward_sweep`` with its step function bound: Numba compiles this closure, which
+    calls ``step`` directly (compiled code that passes a function as a value cannot be
+    kept in Numba's cache: ``backend/numba_checkpoint.py``)."""
+    def sweep(start, stride, n, slots, state, consts):
+        positions, states = [0], [state]
+        lo = 0
+        while n - lo > 1 and len(states) < slots:
+            m = lo + split(n - lo, slots - len(states) + 1)
+            for k in range(lo, m):
+                state = step(start + k * stride, state, consts)
+            positions.append(m)
+            states.append(state)
+            lo = m
+        for k in range(lo, n):
             state = step(start + k * stride, state, consts)
-        positions.append(m)
-        states.append(state)
-        lo = m
-    for k in range(lo, n):
-        state = step(start + k * stride, state, consts)
-    return state, (positions, states), n
+        return state, (positions, states), n
+    return sweep
 
 
 def checkpoint_reverse(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                       adjoint_consts, carry):
+                       adjoint_consts, carry, limit, where):
     """The carry after the adjoint steps ``n - 1`` .. 0: see ``reverse_sweep``."""
     carry, peak, steps = reverse_sweep(step, taped, adjoint, start, stride, n, slots,
-                                       snapshots, consts, adjoint_consts, carry)
+                                       snapshots, consts, adjoint_consts, carry, limit, where)
     LAST["peak_bytes"] = max(LAST.get("peak_bytes", 0), peak)
     LAST["forward_steps"] = LAST.get("forward_steps", 0) + steps
     return carry
 
 
 def reverse_sweep(step, taped, adjoint, start, stride, n, slots, snapshots, consts,
-                  adjoint_consts, carry):
+                  adjoint_consts, carry, limit=-1, where=""):
     """Run the adjoint steps last first from the snapshots ``checkpoint_forward`` left:
     the segment above the last snapshot is split again while a snapshot is free,
     recomputed from it step by step when none is.  Gives (carry, the most bytes
-    kept, steps run forward)."""
-    positions, states = snapshots
-    size = state_bytes(states[0]) + 8             # a snapshot and its step number
-    peak, steps, hi = 0, 0, n
-    while len(positions) > 0:
-        lo, state = positions[-1], states[-1]
-        if hi - lo > 1 and len(states) < slots:   # a free snapshot: split the segment
-            m = lo + split(hi - lo, slots - len(states) + 1)
-            for k in range(lo, m):
+    kept, steps run forward).  Each step's tape is measured as it is kept: one that,
+    with the snapshots kept then, passes ``limit`` (>= 0; the plan measured the first
+    step's only) raises ``MemoryLimitError`` naming ``where`` and that step."""
+    return reverse_sweep_of(step, taped, adjoint)(start, stride, n, slots, snapshots, consts,
+                                                  adjoint_consts, carry, limit, where)
+
+
+def reverse_sweep_of(step, taped, adjoint):
+    """``reverse_sweep`` with its step functions bound (as ``forward_sweep_of``)."""
+    def sweep(start, stride, n, slots, snapshots, consts, adjoint_consts, carry, limit, where):
+        positions, states = snapshots
+        size = state_bytes(states[0]) + 8             # a snapshot and its step number
+        peak, steps, hi = 0, 0, n
+        while len(positions) > 0:
+            lo, state = positions[-1], states[-1]
+            if hi - lo > 1 and len(states) < slots:   # a free snapshot: split the segment
+                m = lo + split(hi - lo, slots - len(states) + 1)
+                for k in range(lo, m):
+                    state = step(start + k * stride, state, consts)
+                steps += m - lo
+                positions.append(m)
+                states.append(state)
+                continue
+            for k in range(lo, hi - 1):               # none free: up to the last step
                 state = step(start + k * stride, state, consts)
-            steps += m - lo
-            positions.append(m)
-            states.append(state)
-            continue
-        for k in range(lo, hi - 1):               # none free: up to the last step
-            state = step(start + k * stride, state, consts)
-        steps += hi - 1 - lo
-        t = start + (hi - 1) * stride
-        _, tape, kept = taped(t, state, consts)
-        steps += 1
-        peak = max(peak, len(states) * size + kept)
-        carry = adjoint(t, tape, adjoint_consts, carry)
-        hi -= 1
-        if hi == lo:
-            positions.pop()
-            states.pop()
-    return carry, peak, steps
+            steps += hi - 1 - lo
+            t = start + (hi - 1) * stride
+            _, tape, kept = taped(t, state, consts)
+            steps += 1
+            if 0 <= limit < len(states) * size + kept:   # a step keeps more than the first
+                raise MemoryLimitError(where, limit, len(states) * size, kept,
+                                       (t - start) // stride)
+            peak = max(peak, len(states) * size + kept)
+            carry = adjoint(t, tape, adjoint_consts, carry)
+            hi -= 1
+            if hi == lo:
+                positions.pop()
+                states.pop()
+        return carry, peak, steps
+    return sweep

@@ -2,17 +2,21 @@
 
 Takes a ``Batching`` (the function's name, the generated parameter names, each
 argument's structure and the axis of each of its leaves, the structure, ranks and
-dtypes of one result, each output leaf's out_axis) and gives source lines:
+dtypes of one result, each output leaf's out_axis, and where the loop calls a
+derivative's compiled code rather than the function, how each result leaf is picked out
+of what that code returns) and gives source lines:
 
 - ``rows_lines``: the rows function, run for a call: the result at index 0 gives the
   outputs' shapes, each output gets a preallocated array with the mapped axis first,
   and the loop over the remaining indices writes row ``b`` of each (``prange`` where
   the module compiles it with ``numba.njit(parallel=True)``: every row is written by
-  one index only, so the parallel result is the sequential one);
+  one index only, so the parallel result is the sequential one; there an array row is
+  written item by item, which Numba compiles in far less time than a row assignment);
 - ``differentiable_lines``: the same loop spelled for the derivative transforms
   (``grad(vmap(f))``, a vmapped function called inside a differentiated one): results
   appended to lists and stacked, which reverse and forward mode both read.
 """
+import re
 from dataclasses import dataclass, field
 
 from ...trees import leaf_paths
@@ -33,6 +37,11 @@ class Batching:
     out_axes: list = field(default_factory=list)     # per output leaf: out axis or None
     origin: str = ""             # "file:line" of the user's function
     header: str = ""             # one line: vmap of what, with which axes
+    #: per output leaf, source text over "{r}" picking it out of what the called function
+    #: returns (a derivative object's compiled code: ``api/compiled_call.py``); None: the
+    #: function returns the result itself
+    picks: list = None
+    calls: str = ""              # one line: what the loop calls, when it is not the function
 
     def mapped_leaves(self):
         """(argument index, leaf path, axis) of every mapped leaf, in argument order."""
@@ -95,23 +104,52 @@ def rows_lines(batching, fn_name, loop="prange"):
     with ``loop`` (``prange`` or ``range``), returning each output with the mapped axis
     first."""
     paths = leaf_paths(batching.out_tree)
+    picks = batching.picks or ["{r}" + path for path in paths]
     outs = [f"out_{k}" for k in range(len(paths))] if len(paths) > 1 else ["out"]
     call = f"{fn_name}({example_args(batching, 'b')})"
     lines = [size_line(batching),
              f"# {batching.name} at index 0 gives the outputs' shapes and dtypes",
              f"first = {fn_name}({example_args(batching, '0')})"]
-    for out, path, rank, dtype in zip(outs, paths, batching.out_ranks, batching.out_dtypes):
-        shape = f"(n,) + first{path}.shape" if rank else "n"
+    # compiled: an array row is written item by item, through a view with one row per
+    # index (Numba compiles that in a second, a whole-row assignment's shape check in
+    # several)
+    by_item = [loop == "prange" and rank > 0 for rank in batching.out_ranks]
+    for out, pick, rank, dtype, item in zip(outs, picks, batching.out_ranks,
+                                            batching.out_dtypes, by_item):
+        row = pick.format(r="first")
+        if not re.fullmatch(r"\{r\}(\[\d+\])*", pick):     # more than an item: once
+            lines.append(f"{out}_first = {row}")
+            row = f"{out}_first"
+        shape = f"(n,) + {row}.shape" if rank else "n"
         lines.append(f"{out} = np.empty({shape}, {_dtype_text(dtype)})")
-        lines.append(f"{out}[0] = first{path}")
+        if item:
+            lines.append(f"{out}_items = {out}.reshape(n, -1)   # row b: {out}_items[b]")
+            lines.extend(_row_by_item(out, row, "0"))
+        else:
+            lines.append(f"{out}[0] = {row}")
     lines.append(f"for b in {loop}(1, n):")
-    if len(paths) == 1 and batching.out_tree is None:
+    if batching.picks is None and len(paths) == 1 and batching.out_tree is None \
+            and not by_item[0]:
         lines.append(f"    out[b] = {call}")
-    else:
-        lines.append(f"    result = {call}")
-        lines.extend(f"    {out}[b] = result{path}" for out, path in zip(outs, paths))
+        lines.append(f"return {', '.join(outs)}")
+        return lines
+    lines.append(f"    result = {call}")
+    for out, pick, item in zip(outs, picks, by_item):
+        if not item:
+            lines.append(f"    {out}[b] = {pick.format(r='result')}")
+            continue
+        lines.extend("    " + line for line in _row_by_item(out, pick.format(r="result"),
+                                                             "b"))
     lines.append(f"return {', '.join(outs)}")
     return lines
+
+
+def _row_by_item(out, row, index):
+    """Lines writing the array ``row`` (source text) into row ``index`` of ``out``, item
+    by item through ``<out>_items``."""
+    return [f"{out}_row = {row}.ravel()",
+            f"for k in range({out}_row.size):",
+            f"    {out}_items[{index}, k] = {out}_row[k]"]
 
 
 def differentiable_lines(batching, fn_name, n_outputs):

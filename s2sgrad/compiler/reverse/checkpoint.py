@@ -260,7 +260,8 @@ class _LoopSteps:
         reverse = [assign(_tuple(carry, gast.Store()), call("rt", "checkpoint_reverse", [
             copy.deepcopy(step), copy.deepcopy(taped), adjoint, copy.deepcopy(start),
             copy.deepcopy(stride), name_node(n), name_node(slots), name_node(snapshots),
-            _tuple(consts), _tuple(adjoint_consts), _tuple(carry)]))]
+            _tuple(consts), _tuple(adjoint_consts), _tuple(carry), copy.deepcopy(limit),
+            copy.deepcopy(where)]))]
         backward[b_at:b_at + 1] = [_branch(slots, [backward[b_at]], reverse)]
 
 
