@@ -6,9 +6,10 @@ directional derivatives along ``v``, computed by one run of generated
 forward-mode code (``compiler/pipeline_forward.py``).  ``jacfwd(fn,
 grad_position=0, has_aux=False)`` gives a function computing the Jacobian
 (shape ``out.shape + in.shape``; a tuple over positions for a tuple
-``grad_position``, a tuple over outputs for a function of several) whose
-generated code loops over the inputs' basis directions itself, compiled
-with the rest.  The code is built once per argument signature, cached on
+``grad_position``, a tuple over outputs for a function of several): one
+batched sweep whose tangents carry the directions first, or generated code
+that loops over the inputs' basis directions itself, compiled with the rest
+(``JacfwdFunction`` says which runs a call).  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
 numpy).  Arguments are checked as for ``grad``.
 
@@ -312,8 +313,9 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     Called with ``fn``'s arguments it returns the Jacobian, of shape ``out.shape +
     in.shape``: a tuple over positions for a tuple ``grad_position``, a tuple over
     outputs when ``fn`` returns several; with ``has_aux=True`` ``(jacobian, aux)``, the
-    Jacobian of the first output.  The generated code runs one forward-mode pass per
-    basis direction of the inputs, in one compiled loop.
+    Jacobian of the first output.  The generated code runs every basis direction of
+    the inputs in one batched sweep, or one forward-mode pass per direction in one
+    compiled loop (``JacfwdFunction``).
     """
     check_function(fn, "jacfwd")
     check_has_aux(has_aux)
