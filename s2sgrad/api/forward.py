@@ -336,9 +336,9 @@ class JacfwdFunction:
     with loops, it runs under the auto backend where an argument holds at least
     ``LOOP_BATCH_NUMBERS`` numbers, and is compiled by Numba under
     ``S2SGRAD_BACKEND=numba`` (which runs loop-free code per direction):
-    ``_check_batched``.  ``not_batched``: per call signature (``plan_key`` and whether
-    an argument is that large), why the batched code does not run it; ``last``: the one
-    that ran the last call."""
+    ``_check_batched``.  ``not_batched``: per call signature (``plan_key``, whether an
+    argument is that large, the backend), why the batched code does not run it;
+    ``last``: the one that ran the last call."""
 
     #: a derivative object: the front end never reads the function it wraps
     derivative_mode = "jacfwd"
@@ -354,8 +354,8 @@ class JacfwdFunction:
     def __call__(self, *args, **kwargs):
         self.last = self.forward
         if self.batched is not None:
-            key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS) if not kwargs \
-                else None
+            key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()) \
+                if not kwargs else None
             if key not in self.not_batched:
                 try:
                     if key is None or key not in self.batched_keys:
