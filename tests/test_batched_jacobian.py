@@ -6,9 +6,9 @@ rank pair, indexing and item writes, ``np.array`` literals, reshapes, transposes
 several inputs and outputs, a scalar input): the batched Jacobian is built (the object
 says so), equals the per-direction one and central finite differences (float64); the
 sweep width splits the directions into blocks without changing a column; a form without
-a batched rule, and a loop, fall back to per-direction sweeps (named in
+a batched rule, and a loop of scalar work, fall back to per-direction sweeps (named in
 ``fallback_reason``); ``S2SGRAD_BACKEND=numba`` runs the per-direction sweeps; the
-generated code is one sweep with ``rt.basis_batch``.
+generated code is one sweep with ``rt.basis_batch``.  Loops: ``test_batched_loops.py``.
 """
 import numpy as np
 import pytest
@@ -139,14 +139,15 @@ def not_batched(x):
     return np.cumsum(x) * np.linalg.norm(x)
 
 
-def looped(x):
-    s = x * 1.0
-    for _ in range(3):
-        s = np.sin(s) + x
-    return s
+def scalar_loop(x):
+    h = 0.0
+    for i in range(x.shape[0]):
+        h = np.tanh(h * 0.5 + x[i])
+    return x * h
 
 
-@pytest.mark.parametrize("f, why", [(not_batched, "no batched rule"), (looped, "a loop")])
+@pytest.mark.parametrize("f, why", [(not_batched, "no batched rule"),
+                                    (scalar_loop, "a loop of scalar work")])
 def test_forms_without_a_batched_rule_run_per_direction(f, why):
     jac = s2sgrad.jacfwd(f)
     got = jac(X[0])

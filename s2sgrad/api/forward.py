@@ -6,9 +6,10 @@ directional derivatives along ``v``, computed by one run of generated
 forward-mode code (``compiler/pipeline_forward.py``).  ``jacfwd(fn,
 grad_position=0, has_aux=False)`` gives a function computing the Jacobian
 (shape ``out.shape + in.shape``; a tuple over positions for a tuple
-``grad_position``, a tuple over outputs for a function of several) whose
-generated code loops over the inputs' basis directions itself, compiled
-with the rest.  The code is built once per argument signature, cached on
+``grad_position``, a tuple over outputs for a function of several): one
+batched sweep whose tangents carry the directions first, or generated code
+that loops over the inputs' basis directions itself, compiled with the rest
+(``JacfwdFunction`` says which runs a call).  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
 numpy).  Arguments are checked as for ``grad``.
 
@@ -89,7 +90,8 @@ class ForwardFunction(Derivative):
 
     def load_code(self, generated):
         compiled, path = super().load_code(generated)
-        if generated.batched and compiled.backend == UNDECIDED:
+        if generated.batched and compiled.backend == UNDECIDED and (
+                not generated.loops or backend_mode() == "auto"):
             compiled._use_python(JACOBIAN_BATCHED_REASON, backend="numpy")
         elif not generated.loops and backend_mode() == "auto" and \
                 compiled.backend == UNDECIDED:
@@ -311,8 +313,9 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     Called with ``fn``'s arguments it returns the Jacobian, of shape ``out.shape +
     in.shape``: a tuple over positions for a tuple ``grad_position``, a tuple over
     outputs when ``fn`` returns several; with ``has_aux=True`` ``(jacobian, aux)``, the
-    Jacobian of the first output.  The generated code runs one forward-mode pass per
-    basis direction of the inputs, in one compiled loop.
+    Jacobian of the first output.  The generated code runs every basis direction of
+    the inputs in one batched sweep, or one forward-mode pass per direction in one
+    compiled loop (``JacfwdFunction``).
     """
     check_function(fn, "jacfwd")
     check_has_aux(has_aux)
@@ -328,10 +331,14 @@ def jacfwd(fn, grad_position=0, has_aux=False):
 class JacfwdFunction:
     """What ``jacfwd`` returns: call it with ``fn``'s arguments.  A new one per ``jacfwd``
     call, running the ``ForwardFunction``s kept for ``fn``'s options: ``batched`` (all
-    directions in one sweep, as numpy) where every operation has a batched rule and the
-    backend is not forced to Numba, else ``forward`` (one pass per direction, compiled
-    where it loops).  ``not_batched``: per call signature (``plan_key``), why the batched
-    code could not be built; ``last``: the one that ran the last call."""
+    directions in one sweep) where every operation has a batched rule, else ``forward``
+    (one pass per direction, compiled where it loops).  The batched sweep runs as numpy;
+    with loops, it runs under the auto backend where an argument holds at least
+    ``LOOP_BATCH_NUMBERS`` numbers, and is compiled by Numba under
+    ``S2SGRAD_BACKEND=numba`` (which runs loop-free code per direction):
+    ``_check_batched``.  ``not_batched``: per call signature (``plan_key``, whether an
+    argument is that large, the backend), why the batched code does not run it;
+    ``last``: the one that ran the last call."""
 
     #: a derivative object: the front end never reads the function it wraps
     derivative_mode = "jacfwd"
@@ -339,22 +346,44 @@ class JacfwdFunction:
     def __init__(self, forward, batched=None):
         self.forward, self.batched = forward, batched
         self.not_batched = {}
+        self.batched_keys = set()     # the call signatures the batched code runs
         self.last = None
         self.__name__ = forward.name + "_jacfwd"
         self.__wrapped__ = forward.fn
 
     def __call__(self, *args, **kwargs):
         self.last = self.forward
-        if self.batched is not None and backend_mode() != "numba":
-            key = plan_key(args) if not kwargs else None
+        if self.batched is not None:
+            key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()) \
+                if not kwargs else None
             if key not in self.not_batched:
                 try:
+                    if key is None or key not in self.batched_keys:
+                        self._check_batched(args, kwargs, key)
                     result = self.batched(*args, **kwargs)
                     self.last = self.batched
                     return result
                 except NotBatchable as exc:   # an operation without a batched rule
                     self.not_batched[key] = str(exc)
         return self.forward(*args, **kwargs)
+
+    def _check_batched(self, args, kwargs, key):
+        """Build the batched code for these arguments (``NotBatchable`` where an operation
+        has no batched rule) and refuse it where the per-direction sweeps are the faster
+        choice: loop-free code under ``S2SGRAD_BACKEND=numba``; code with loops over
+        small arrays (no argument of ``LOOP_BATCH_NUMBERS`` numbers) under the auto
+        policy, where numpy's per-call cost on a batch would outweigh Numba's compiled
+        passes (module doc of ``compiler/forward/batched.py``)."""
+        generated = self.batched._prepare(args, kwargs)[0]
+        mode = backend_mode()
+        if not generated.loops and mode == "numba":
+            raise NotBatchable("S2SGRAD_BACKEND=numba compiles one pass per direction of "
+                               "loop-free code")
+        if generated.loops and mode == "auto" and not key[1]:
+            raise NotBatchable(f"loops over small arrays (no argument holds "
+                               f"{LOOP_BATCH_NUMBERS} numbers): the per-direction sweeps "
+                               "compile with Numba")
+        self.batched_keys.add(key)
 
     def __get__(self, instance, owner=None):
         """``jacfwd`` on a method binds as ``grad`` and ``jacrev`` do: ``obj.jac`` is the
@@ -395,6 +424,21 @@ class JacfwdFunction:
 
     def __repr__(self):
         return repr(self.last or self.forward)
+
+
+#: the numbers the largest argument must hold for a batched sweep of code with loops to run
+#: as numpy (auto backend), from measurements (README, "Which mode"): on two loops of 2 x 2
+#: rotations applied to n points (8 directions) the batched numpy sweep took 1.3x the
+#: per-direction passes compiled by Numba at 8 numbers, 0.72x at 128 and 0.33x at 1,024;
+#: on GradBench's ht (11,968 numbers) 0.6x
+LOOP_BATCH_NUMBERS = 128
+
+
+def _largest(args):
+    """How many numbers the largest array among ``args`` (and their leaves) holds."""
+    sizes = [_largest(flatten(a)[0]) if is_tree(a) else
+             int(np.size(to_array(a))) if hasattr(a, "shape") else 1 for a in args]
+    return max(sizes, default=1)
 
 
 def derivative_rule(derivative):

@@ -136,9 +136,9 @@ class Compiled:
                 self._use_python(reason)
                 return as_numpy_scalars(self.py_func(*args))
         import numba
-        from . import (numba_checkpoint, numba_forward, numba_split, numba_indexing,
-                       numba_linalg, numba_lists, numba_more, numba_rules, numba_support,
-                       numba_surface)
+        from . import (numba_batched, numba_checkpoint, numba_forward, numba_split,
+                       numba_indexing, numba_linalg, numba_lists, numba_more, numba_rules,
+                       numba_support, numba_surface)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings():   # compile-time hints are not the user's concern

@@ -1,8 +1,9 @@
 """The helpers of batched forward-mode code (``compiler/forward/batched.py``), as ``rt.<name>``.
 
-A batched tangent holds a batch of directions first: ``(width,) + value.shape``.  These
-run as numpy only: batched Jacobian code always runs as numpy (``api/forward.py``), so
-none has a Numba implementation.
+A batched tangent holds a batch of directions first: ``(width,) + value.shape``.  Batched
+code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
+(``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
+``array_batch`` (a literal of arrays: the code then runs as numpy) a Numba version.
 """
 import numpy as np
 
@@ -52,10 +53,27 @@ def broadcast_batch(t, like):
 
 def array_batch(items, width):
     """``np.array(items)``'s batched tangent: ``items`` (nested lists or tuples of batched
-    tangents and numbers, a number's tangent being 0.0) stacked after the directions."""
-    if isinstance(items, (list, tuple)):
-        return np.stack([array_batch(item, width) for item in items], axis=1) if items \
-            else np.zeros((width, 0))
-    if np.ndim(items) == 0 and not isinstance(items, np.ndarray):
-        return np.full(width, float(items))
-    return np.asarray(items)
+    tangents and numbers, a number's tangent being 0.0) stacked after the directions.
+    One array is filled item by item (a 3 x 3 literal: nine writes, no stack per row)."""
+    shape, leaves = _nested(items)
+    if not isinstance(items, (list, tuple)):
+        return np.full(width, float(items)) if np.ndim(items) == 0 and \
+            not isinstance(items, np.ndarray) else np.asarray(items)
+    arrays = [leaf for leaf in leaves if isinstance(leaf, np.ndarray)]
+    inner = np.shape(arrays[0])[1:] if arrays else ()
+    dtype = np.result_type(*arrays, np.float64) if arrays else np.float64
+    out = np.zeros((width, len(leaves)) + inner, dtype=dtype)
+    for k, leaf in enumerate(leaves):
+        if isinstance(leaf, np.ndarray) or leaf != 0:
+            out[:, k] = leaf
+    return out.reshape((width,) + shape + inner)
+
+
+def _nested(items):
+    """The shape of a nested list's structure and its leaves in C order."""
+    if not isinstance(items, (list, tuple)):
+        return (), [items]
+    if not items:
+        return (0,), []
+    parts = [_nested(item) for item in items]
+    return (len(items),) + parts[0][0], [leaf for _, part in parts for leaf in part]

@@ -22,8 +22,15 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   (``rt.array_batch``), copies and negations (the call itself);
 - zeros of an active value: ``rt.zeros_batch(x, width)``.
 
-Code with a loop is refused too (its per-direction sweeps compile with Numba, which
-measured faster than numpy's batched sweep on GradBench's ht).  Any other operation (a
+Loops run as they are, each tangent carrying the directions through them: a
+loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
+of a nested list of scalars gets its tangent written item by item (a batch of zeros,
+``x_dot[:, i, j] = c_dot``; Numba compiles that, and numpy runs it faster than stacking
+rows), an empty list's tangent is an empty list.  A loop of scalar work (under a quarter
+of its active operations compute arrays: ``scalar_loop``) is refused: numpy's per-call
+cost on a batch of numbers outweighs the per-direction sweeps Numba compiles.  Which of
+the batched and the per-direction code runs a call (by backend and argument sizes) is
+``api/forward.py``'s ``JacfwdFunction``'s choice.  Any other operation (a
 rule written for one direction: a reduction template, a linear
 algebra helper, a custom rule, an index whose array parts could move the directions'
 axis, a value of unknown rank) raises ``NotBatchable`` naming it, and the caller writes
@@ -39,8 +46,8 @@ from ... import primitives as prims
 from ...rules.jvp_registry import is_elementwise, jvp_lookup
 from ...rules.registry import display_name
 from ..front.literals import atom_node
-from ..ir import Const, Seq, Var
-from ..syntax.nodes import name_node
+from ..ir import Const, Loop, Op, Seq, Var, walk_ops, walk_statements
+from ..syntax.nodes import assign, name_node
 from ..syntax.source import to_source
 from .transform import Tangents, is_broadcast_like, sum_terms
 
@@ -56,6 +63,8 @@ _PER_ELEMENT = (operator.neg, np.negative, operator.pos, np.positive, np.copy,
 _RESHAPES = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d,
              prims.method("ravel"), prims.method("flatten"), prims.method("reshape"))
 _MATMUL = (operator.matmul, np.matmul, np.dot)
+#: operations that only name or gather values (not counted as a loop's work)
+_SYNTAX = (prims.ASSIGN, prims.LIST, prims.GETITEM)
 #: the options a batched linear rule reads (any other must have its default)
 _OPTIONS = {np.transpose: ("axes",), np.swapaxes: ("axis1", "axis2"),
             prims.ASTYPE: ("dtype",),
@@ -86,6 +95,8 @@ class BatchedTangents(Tangents):
         self.ndims = dict(lowered.ndims)      # learnt ranks are added as ops are met
         self.item_ranks = {}                  # a list's name -> the ranks of its items
         self.int_arrays = set()               # arrays of int literals (indices)
+        self.carried = {n for s in walk_statements(lowered.body) if isinstance(s, Loop)
+                        for n in s.carried}   # the loops' carried names
         self.align_to = None
 
     def refuse(self, what, origin=None):
@@ -110,9 +121,14 @@ class BatchedTangents(Tangents):
         return _parse(f"rt.zeros_batch({var}, {self.width})")
 
     def loop(self, stmt):
-        # measured on GradBench's ht (22 bones in a loop, 26 directions): the batched numpy
-        # sweep took 18-27 ms, the per-direction sweep compiled by Numba 15-17 ms
-        self.refuse("a loop: its per-direction sweeps compile with Numba", stmt.origin)
+        """The loop as it is, each tangent carrying the directions through it (refused for
+        a loop of scalar work: ``scalar_loop``; a loop-carried value of changing or
+        unknown rank is refused where it is assigned, ``op``)."""
+        if scalar_loop(stmt, self.active, self.lowered.ndims):
+            self.refuse("a loop of scalar work: its per-direction sweeps compile with Numba",
+                        stmt.origin)
+        return super().loop(stmt)
+
 
     def list_append(self, stmt):
         self.item_ranks.setdefault(stmt.target, set()).add(self.known_rank(stmt.value))
@@ -139,6 +155,16 @@ class BatchedTangents(Tangents):
                 self.ndims[target] = rank
         elif op.primitive == prims.LIST:
             self.item_ranks[target] = {self.known_rank(a) for a in op.args}
+        elif op.primitive == prims.GETITEM and isinstance(op.expr, gast.Subscript) and \
+                isinstance(first, Var) and first.name not in self.active:
+            base = self.known_rank(first)          # a constant's item (``points[picks]``)
+            try:
+                rank = None if base is None else self.index_rank(base, op.expr.slice, None,
+                                                                 True)
+            except NotBatchable:
+                rank = None
+            if rank is not None:
+                self.ndims[target] = rank
         elif is_elementwise(op.primitive) or op.primitive in _ELEMENTWISE_TEMPLATES + _LOGIC:
             ranks = [self.known_rank(a) for a in op.operand_atoms()]
             if ranks and None not in ranks:
@@ -157,12 +183,49 @@ class BatchedTangents(Tangents):
     def op(self, op):
         if op.expr is not None and op.targets:
             self.learn_rank(op)
+        if op.primitive == prims.ASSIGN and op.targets[0] in self.carried and \
+                op.targets[0] in self.active:
+            # a loop-carried value keeps one rank (its tangent one shape), else refused
+            have, want = self.known_rank(op.args[0]), self.known_rank(Var(op.targets[0]))
+            if have is None or have != want:
+                self.refuse(f"`{op.targets[0]}` changes rank in a loop (or its rank is not "
+                            "known)", op.origin)
+        written = self.literal_items(op)
+        if written is not None:
+            return written
         out = super().op(op)
         for stmt in out:       # s = 0.0: the zero tangent of every direction
             if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Constant) and \
                     isinstance(stmt.targets[0], gast.Name) and stmt.targets[0].id in \
                     (self.of.get(t) for t in op.targets):
                 stmt.value = _parse(f"np.zeros({self.width})")
+        return out
+
+    def literal_items(self, op):
+        """``np.array`` of a nested list of numbers and scalars, or an empty list, whose
+        result is active: the value, then its tangent written item by item (a batch of
+        zeros, each active item's tangent after a ``:``), as Numba compiles it; None for
+        any other operation."""
+        target = op.targets[0] if len(op.targets) == 1 else None
+        if target not in self.active or op.expr is None:
+            return None
+        if op.primitive == prims.LIST and not op.args:
+            return [assign(target, op.expr), assign(self.name(target), gast.List(
+                elts=[], ctx=gast.Load()))]
+        if op.primitive not in (np.array, np.asarray) or len(op.args) != 1 or op.kwargs or \
+                not isinstance(op.args[0], Seq):
+            return None
+        items = _literal_leaves(op.args[0], ())
+        if items is None or any(self.known_rank(a) != 0 for _, a in items):
+            return None
+        self.ndims[target] = len(items[0][0]) if items else 1
+        tangent = self.name(target)
+        out = [assign(target, op.expr), assign(tangent, self.zeros(target))]
+        for index, atom in items:
+            if isinstance(atom, Var) and atom.name in self.active:
+                where = _parse(f"{tangent}[:, {', '.join(map(str, index))}]")
+                where.ctx = gast.Store()
+                out.append(assign(where, name_node(self.of[atom.name])))
         return out
 
     def setitem(self, stmt):
@@ -341,6 +404,35 @@ class BatchedTangents(Tangents):
                 self.refuse("a stack of matrices times a vector", op.origin)
         self.ndims.setdefault(op.targets[0], max(ra, rb) - (ra == 1) - (rb == 1))
         return sum_terms(terms) if terms else None
+
+
+def _literal_leaves(seq, index):
+    """(index, atom) of each leaf of a nested list literal of equal lengths, or None."""
+    lengths = {len(i.items) for i in seq.items if isinstance(i, Seq)}
+    if lengths and (len(lengths) > 1 or len(lengths) == 1 and
+                    not all(isinstance(i, Seq) for i in seq.items)):
+        return None
+    out = []
+    for k, item in enumerate(seq.items):
+        if isinstance(item, Seq):
+            inner = _literal_leaves(item, index + (k,))
+            if inner is None:
+                return None
+            out += inner
+        else:
+            out.append((index + (k,), item))
+    return out if out else None
+
+
+def scalar_loop(loop, active, ndims, share=0.25):
+    """True when under ``share`` of the active operations a loop runs (its test's and
+    nested loops' included) compute arrays (a result of rank >= 1, or of unknown rank):
+    numpy's per-call cost on a batch of numbers would outweigh the per-direction sweeps
+    compiled by Numba (measured in ``benchmarks/bench_jacobian.py``)."""
+    ops = [s for s in walk_ops(loop.test_ops + loop.body) if isinstance(s, Op) and
+           any(t in active for t in s.targets) and s.primitive not in _SYNTAX]
+    arrays = [op for op in ops if ndims.get(op.targets[0]) != 0]
+    return not ops or len(arrays) < share * len(ops)
 
 
 def copy_node(node):
