@@ -55,9 +55,9 @@ def measure(which):
     from numba.core import event
     grad, args = case(which)
     with event.install_recorder("numba:compile") as recorder:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         grad(*args)
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
     inclusive, inner, count, stack = collections.Counter(), collections.Counter(), \
         collections.Counter(), []
     for stamp, ev in recorder.buffer:
@@ -76,7 +76,7 @@ def measure(which):
             "pipeline_times"].values():
         for name, t in pipeline.items():
             passes[name.split("_", 1)[1]] += t.init + t.run + t.finalize
-    print(f"{which}: first call {total:.2f} s ({grad.backend}); generated "
+    print(f"{which}: first call {total:.2f} s ({cpu:.2f} s of CPU; {grad.backend}); generated "
           f"{len(grad.source.splitlines())} lines; Numba compiled {len(count)} functions "
           f"({sum(count.values())} signatures)")
     print("  passes of the generated function: " + ", ".join(
