@@ -51,3 +51,72 @@ def test_loop_adjoint_helpers_link_no_messages_and_match_python():
     assert any("split_like" in name for name in linked)      # the walk sees the helpers
     costly = sorted(name for name in linked if any(c in name for c in COSTLY))
     assert not costly, costly
+
+
+# ------------------------------------------------ one list tape per loop (records)
+
+def recurrent(W, xs):
+    """An LSTM-like loop: a join, a product and three transcendental values per step."""
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        z = W @ np.concatenate((xs[t], h))
+        h = np.tanh(z) * np.exp(-z * z)
+    return np.sum(h * h)
+
+
+def branchy(x, n):
+    """Values pushed in a branch, in a nested loop and before a break keep their own
+    place in the iteration (only what the body pushes at its own level is merged)."""
+    s = x * 0.0
+    k = 0
+    while k < n:
+        y = np.sin(x + k)
+        if np.sum(y) > 0.0:
+            w = np.cos(y) * x
+        else:
+            w = np.exp(y)
+        for j in range(2):
+            w = np.tanh(w * x + j)
+        s = s + w * y
+        k += 1
+        if k > 3:
+            break
+        s = s * np.cos(s)
+    return np.sum(s)
+
+
+def _list_tapes(source):
+    return [line.strip() for line in source.splitlines() if line.strip().endswith("= []")]
+
+
+def test_a_loop_keeps_its_list_tapes_as_one_record():
+    import s2sgrad
+    rng = np.random.default_rng(3)
+    args = (rng.standard_normal((4, 7)) * 0.4, rng.standard_normal((3, 3)))
+    g = s2sgrad.value_and_grad(recurrent, 0)
+    g(*args)
+    src = g.source
+    assert _list_tapes(src) == ["tape = []"], _list_tapes(src)
+    assert src.count(".append(") == 1 and src.count("tape.pop()") == 1
+    b = s2sgrad.value_and_grad(branchy, 0)
+    b(np.linspace(-0.9, 1.3, 3), 6)
+    # the while loop's record (7 values, ints and flags too); the nested loop's one
+    # value and the branches' three values on their own tapes (was 11 lists)
+    assert len(_list_tapes(b.source)) == 5, b.source
+    assert b.source.count("tape = []") == 1
+
+
+def test_records_give_the_gradient_at_every_trip_count(monkeypatch):
+    """Python and Numba, each trip count after another (zero trips too), against central
+    differences: the record's tuple holds whatever the first call held."""
+    from s2sgrad.testing import check_grad
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((4, 7)) * 0.4
+    for backend in ("python", "numba"):
+        monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+        for steps in (3, 0, 5):
+            g = check_grad(recurrent, (W, rng.standard_normal((steps, 3))), 0)
+        assert g.backend == backend
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    for n in (6, 0, 2):
+        check_grad(branchy, (np.linspace(-0.9, 1.3, 3), n), 0)
