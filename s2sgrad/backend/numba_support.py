@@ -54,6 +54,18 @@ def _unbroadcast(g, like):
             return out
         return fill
     same_ndim = g.ndim == like.ndim
+    if same_ndim and g.ndim == 1:
+        # a vector onto a vector: itself, or summed onto one element (``like`` of length
+        # 1).  Spelt apart from the general case so that the loops of most gradients do
+        # not compile ``_sum_to_shape`` (about a second of Numba's time).
+        def vector(g, like):
+            if like.shape[0] != 1 or g.shape[0] == 1:
+                return np.ascontiguousarray(g)
+            out = np.zeros(1, dtype=g.dtype)
+            for k in range(g.shape[0]):
+                out[0] += g[k]
+            return out
+        return vector
 
     def reduce(g, like):
         if same_ndim and g.shape == like.shape:
@@ -797,16 +809,26 @@ def _split_like(g, parts, axis):
         return None
     nd = g.ndim
 
+    # Copied by loops, element by element: a slice assignment from an array would make
+    # Numba compile its shape-mismatch message (str, repr and concatenation of strings:
+    # seconds of compile time) into every gradient that concatenates.
     def impl(g, parts, axis):
         ax = axis % nd
         sizes = _part_sizes(parts, ax)
         gc = np.ascontiguousarray(g)
         outer, n, inner = _outer_n_inner(gc.shape, ax)
         src = gc.reshape((outer, n, inner))
-        starts = np.zeros(len(sizes) + 1, dtype=np.int64)
-        starts[1:] = np.cumsum(sizes)
-        return [np.ascontiguousarray(src[:, starts[k]:starts[k + 1], :]).reshape(
-            tuple_setitem(gc.shape, ax, sizes[k])) for k in range(len(sizes))]
+        pieces = []
+        start = 0
+        for k in range(len(sizes)):
+            piece = np.empty((outer, sizes[k], inner), dtype=gc.dtype)
+            for o in range(outer):
+                for j in range(sizes[k]):
+                    for i in range(inner):
+                        piece[o, j, i] = src[o, start + j, i]
+            start += sizes[k]
+            pieces.append(piece.reshape(tuple_setitem(gc.shape, ax, sizes[k])))
+        return pieces
     return impl
 
 

@@ -2,7 +2,7 @@
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
 order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
-temporaries, emission) and
+temporaries, a loop's list tapes merged into one, emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
@@ -22,6 +22,7 @@ from .optimize.constants import hoisted_constants
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.checkpoint import checkpointed
+from .reverse.records import merged_tapes
 from .reverse.transform import reverse
 from .syntax.imports import import_lines
 from .syntax.nodes import Comment, name_uses
@@ -93,6 +94,8 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
         lambda name: rank_of(d.lowered, name))
     steps = [] if memory_limit is None else checkpointed(d.lowered, sweeps, d.names,
                                                          d.returned, memory_limit)
+    if memory_limit is None:   # one list tape per loop (the checkpointed steps keep theirs)
+        merged_tapes(sweeps, d.names.fresh)
     prelude = hoist_constants(d, sweeps, fname) if hoist else []
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,

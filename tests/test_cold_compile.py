@@ -1,0 +1,123 @@
+"""What Numba is given to compile on a gradient's first call (issue 20's cold-compile target):
+the runtime helpers every loop's adjoint calls link no string formatting and no general
+reduction they do not need, and give the Python helpers' values bit for bit.
+
+``benchmarks/bench_cold_compile.py`` measures where the seconds go."""
+import numba
+import numpy as np
+
+from s2sgrad import runtime as rt
+from s2sgrad.backend import numba_support  # noqa: F401 - the helpers' Numba versions
+
+#: libraries whose presence means Numba compiled a message (str/repr of ints, string
+#: concatenation: about 3 s of a cold compile) or the general ``_sum_to_shape``
+COSTLY = ("raise_with_shape_context", "unicode", "integer_str", "ol_str_generic",
+          "ol_repr_generic", "_sum_to_shape")
+
+
+def adjoint_helpers(g5, g23, a1, a4, b2, b21):
+    """The helpers a loop over vectors calls: a concatenate's adjoint (axis 0 and 1),
+    unbroadcast of a vector onto a vector, onto one element and of a scalar, add_into."""
+    p = rt.split_like(g5, (a1, a4), 0)
+    q = rt.split_like(g23, (b21, b2), 1)
+    same = rt.unbroadcast(p[1], a4)
+    one = rt.unbroadcast(p[1], a1)
+    filled = rt.unbroadcast(2.5, a4)
+    view = np.zeros(5)
+    rt.add_into(view[1:], same)
+    return p[0], p[1], q[0], q[1], same, one, filled, view
+
+
+def _linked(library, seen):
+    for lib in library._linking_libraries:
+        if lib.name not in seen:
+            seen.add(lib.name)
+            _linked(lib, seen)
+    return seen
+
+
+ARGS = (np.arange(1.0, 6.0) / 7.0, np.arange(6.0).reshape(2, 3) / 5.0, np.ones(1),
+        np.ones(4), np.ones((2, 2)), np.ones((2, 1)))
+
+
+def test_loop_adjoint_helpers_link_no_messages_and_match_python():
+    jitted = numba.njit(adjoint_helpers)
+    got = jitted(*ARGS)
+    want = adjoint_helpers(*ARGS)
+    for g, w in zip(got, want):
+        assert g.shape == np.shape(w) and g.dtype == np.asarray(w).dtype
+        assert np.array_equal(g, w)
+    linked = _linked(jitted.overloads[jitted.signatures[0]].library, set())
+    assert any("split_like" in name for name in linked)      # the walk sees the helpers
+    costly = sorted(name for name in linked if any(c in name for c in COSTLY))
+    assert not costly, costly
+
+
+# ------------------------------------------------ one list tape per loop (records)
+
+def recurrent(W, xs):
+    """An LSTM-like loop: a join, a product and three transcendental values per step."""
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        z = W @ np.concatenate((xs[t], h))
+        h = np.tanh(z) * np.exp(-z * z)
+    return np.sum(h * h)
+
+
+def branchy(x, n):
+    """Values pushed in a branch, in a nested loop and before a break keep their own
+    place in the iteration (only what the body pushes at its own level is merged)."""
+    s = x * 0.0
+    k = 0
+    while k < n:
+        y = np.sin(x + k)
+        if np.sum(y) > 0.0:
+            w = np.cos(y) * x
+        else:
+            w = np.exp(y)
+        for j in range(2):
+            w = np.tanh(w * x + j)
+        s = s + w * y
+        k += 1
+        if k > 3:
+            break
+        s = s * np.cos(s)
+    return np.sum(s)
+
+
+def _list_tapes(source):
+    return [line.strip() for line in source.splitlines() if line.strip().endswith("= []")]
+
+
+def test_a_loop_keeps_its_list_tapes_as_one_record(monkeypatch):
+    import s2sgrad
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")     # the source is what is looked at
+    rng = np.random.default_rng(3)
+    args = (rng.standard_normal((4, 7)) * 0.4, rng.standard_normal((3, 3)))
+    g = s2sgrad.value_and_grad(recurrent, 0)
+    g(*args)
+    src = g.source
+    assert _list_tapes(src) == ["tape = []"], _list_tapes(src)
+    assert src.count(".append(") == 1 and src.count("tape.pop()") == 1
+    b = s2sgrad.value_and_grad(branchy, 0)
+    b(np.linspace(-0.9, 1.3, 3), 6)
+    # the while loop's record (7 values, ints and flags too); the nested loop's one
+    # value and the branches' three values on their own tapes (was 11 lists)
+    assert len(_list_tapes(b.source)) == 5, b.source
+    assert b.source.count("tape = []") == 1
+
+
+def test_records_give_the_gradient_at_every_trip_count(monkeypatch):
+    """Python and Numba, each trip count after another (zero trips too), against central
+    differences: the record's tuple holds whatever the first call held."""
+    from s2sgrad.testing import check_grad
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((4, 7)) * 0.4
+    for backend in ("python", "numba"):
+        monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+        for steps in (3, 0, 5):
+            g = check_grad(recurrent, (W, rng.standard_normal((steps, 3))), 0)
+        assert g.backend == backend
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    for n in (6, 0, 2):
+        check_grad(branchy, (np.linspace(-0.9, 1.3, 3), n), 0)
