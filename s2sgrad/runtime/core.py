@@ -95,9 +95,10 @@ def extremum_mask(x, ans, axis, keepdims):
     return hit / np.add.reduce(hit, axis=axis, keepdims=True)
 
 
-def extremum_adjoint(g, x, ans, axis, keepdims):
+def extremum_adjoint(g, x, ans, axis, keepdims, out=None):
     """The adjoint of a max or min ``ans`` of ``x`` over ``axis``: the adjoint ``g`` where
-    ``x`` attains ``ans`` (split evenly between ties), 0 elsewhere.
+    ``x`` attains ``ans`` (split evenly between ties), 0 elsewhere (written into ``out``,
+    an array of the result's shape and dtype, when given: ``rt.Kept``).
 
     The numbers of ``unreduce(g, x, axis, keepdims) * extremum_mask(x, ans, axis,
     keepdims)`` in two passes over ``x`` (a comparison, then the product written once)
@@ -112,7 +113,7 @@ def extremum_adjoint(g, x, ans, axis, keepdims):
     dtype = np.result_type(g, np.result_type(x, np.float32))
     if np.count_nonzero(hit) != np.size(ans) or np.isnan(ans).any():
         g = g / np.add.reduce(hit, axis=axis, keepdims=True, dtype=dtype)
-    return np.multiply(hit, g, dtype=dtype)
+    return np.multiply(hit, g, dtype=dtype, out=out)
 
 
 def divide_or_zero(g, d):

@@ -1,0 +1,162 @@
+"""Large elementwise results written into arrays kept between calls (``rt.Buffers``,
+``compiler/optimize/buffers.py``): the generated code, the memory a repeated call
+allocates, and that no result depends on an earlier call (other shapes and dtypes,
+results of earlier calls left alone, calls in flight together) or breaks a composition.
+
+``KEEP_BYTES`` is set to 0 here so that small arrays are kept too (quick tests)."""
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.runtime import buffers
+
+
+@pytest.fixture(autouse=True)
+def keep_every_array(monkeypatch):
+    monkeypatch.setattr(buffers, "KEEP_BYTES", 0)
+
+
+def centred(x, mu):
+    d = x[:, None, :] - mu[None, :, :]
+    e = np.exp(-0.5 * d ** 2) * d
+    return np.sum(np.log(np.sum(e * e, axis=2) + 1.0))
+
+
+def centred_grad(x, mu):
+    """The gradient of ``centred`` w.r.t. ``mu``, by hand."""
+    d = x[:, None, :] - mu[None, :, :]
+    e = np.exp(-0.5 * d ** 2) * d
+    s = np.sum(e * e, axis=2) + 1.0
+    de = 2 * e / s[:, :, None]
+    dd = de * np.exp(-0.5 * d ** 2) * (1 - d ** 2)
+    return -np.sum(dd, axis=0)
+
+
+def with_aux(x):
+    y = np.tanh(x) * 3.0
+    return np.sum(y ** 2), y[1:]
+
+
+GRAD = s2sgrad.grad(centred, 1)
+AUX = s2sgrad.grad(with_aux, has_aux=True)
+rng = np.random.default_rng(0)
+
+
+def data(n, k, d, dtype=np.float64):
+    return rng.normal(size=(n, d)).astype(dtype), rng.normal(size=(k, d)).astype(dtype)
+
+
+def test_the_generated_code_writes_elementwise_results_into_kept_arrays():
+    x, mu = data(6, 3, 2)
+    GRAD(x, mu)
+    source = GRAD.source
+    assert "= rt.Buffers()" in source and "kept = _centred_buffers.take()" in source
+    assert "kept(0, np.subtract, x[:, None, :], mu[None, :, :])" in source
+    assert "kept(" in source.split("# sensitivity of the output")[1]     # adjoints too
+    assert "return _centred_buffers.give(kept, (" in source
+    # the returned gradient is assigned as written: a kept array would be copied
+    last = [line for line in source.splitlines() if line.strip().startswith("dmu =")][-1]
+    assert "kept(" not in last.split("=", 1)[1].split("(", 1)[0]
+
+
+def test_a_repeated_call_allocates_a_fraction_of_the_first():
+    x, mu = data(200, 20, 8)
+    fresh = s2sgrad.grad(centred, 1)
+    peaks = []
+    for _ in range(2):
+        tracemalloc.start()
+        fresh(x, mu)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] < peaks[0] / 4, peaks
+
+
+@pytest.mark.parametrize("sizes", [[(7, 3, 2), (5, 4, 2), (7, 3, 2)],
+                                   [(6, 2, 3), (6, 2, 1), (1, 2, 3)]])
+def test_other_shapes_and_dtypes_between_calls_give_their_own_gradients(sizes):
+    calls = [data(*s) for s in sizes] + [data(*sizes[0], dtype=np.float32)]
+    results = [GRAD(x, mu) for x, mu in calls]
+    for (x, mu), result in zip(calls, results):
+        tol = 1e-4 if x.dtype == np.float32 else 1e-10
+        assert result.dtype == x.dtype and result.shape == mu.shape
+        np.testing.assert_allclose(result, centred_grad(x, mu), rtol=tol, atol=tol)
+
+
+def test_results_of_an_earlier_call_are_not_written_by_a_later_one():
+    x = rng.normal(size=(5, 4))
+    g1, (aux1,) = AUX(x)
+    kept = (g1.copy(), aux1.copy())
+    for _ in range(2):
+        AUX(x * 2.0)                      # same shapes: the kept arrays are written
+    np.testing.assert_array_equal(g1, kept[0])
+    np.testing.assert_array_equal(aux1, kept[1])   # a view of a kept array was copied
+    np.testing.assert_allclose(aux1, 3.0 * np.tanh(x)[1:])
+    assert "kept(" in AUX.source
+
+
+def test_calls_in_flight_together_each_have_their_own_arrays():
+    x, mu = data(30, 5, 3)
+    expected = centred_grad(x, mu)
+    errors = []
+
+    def run():
+        for _ in range(20):
+            if not np.allclose(GRAD(x, mu), expected, rtol=1e-10, atol=1e-10):
+                errors.append("wrong")
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    pool = buffers.Buffers()
+    a, b = pool.take(), pool.take()
+    assert a is not b                     # a second call in flight gets its own
+    pool.give(a, None), pool.give(b, None)
+    assert len(pool.pool) == 1            # one call's arrays are kept
+
+
+def test_operators_of_numbers_and_sequences_run_as_written():
+    kept = buffers.Kept()
+    assert kept(0, np.add, (1, 2), (3,)) == (1, 2, 3)
+    assert kept(1, np.multiply, 2, 3) == 6 and type(kept(1, np.multiply, 2, 3)) is int
+    assert kept(2, np.negative, 1.5) == -1.5
+    a = np.arange(4.0)
+    first = kept(3, np.multiply, a, 2.0)
+    again = kept(3, np.multiply, a, 3.0)
+    assert again is first and list(again) == [0, 3, 6, 9]
+    other = kept(3, np.multiply, a[:3], 3.0)       # another shape: a new array
+    assert other is not first and list(other) == [0, 3, 6]
+    # an int (an axis, to a helper) counts by its value
+    assert kept(3, np.multiply, a[:3], 3) is not other
+
+
+def test_jvp_and_compositions_over_code_with_kept_arrays():
+    x, mu = data(8, 3, 2)
+    v = rng.normal(size=mu.shape)
+    step = 1e-6
+    for _ in range(2):
+        _, tangent = s2sgrad.jvp(GRAD, (x, mu), (np.zeros_like(x), v))
+        numeric = (centred_grad(x, mu + step * v) - centred_grad(x, mu - step * v)) / (2 * step)
+        np.testing.assert_allclose(tangent, numeric, rtol=1e-5, atol=1e-7)
+    assert "kept(" in s2sgrad.show(GRAD, x, mu, mode="jvp")
+    # a gradient called inside a differentiated function, and vmap of a gradient
+    outer = s2sgrad.grad(lambda m: np.sum(GRAD(x, m) ** 2))
+    GRAD(x, mu)
+    h = 1e-6
+    e = np.zeros_like(mu)
+    e[1, 0] = 1.0
+    fd = (np.sum(centred_grad(x, mu + h * e) ** 2) -
+          np.sum(centred_grad(x, mu - h * e) ** 2)) / (2 * h)
+    np.testing.assert_allclose(outer(mu)[1, 0], fd, rtol=1e-5)
+    batched = s2sgrad.vmap(GRAD, in_axes=(None, 0))(x, np.stack([mu, 2 * mu]))
+    np.testing.assert_allclose(batched[1], centred_grad(x, 2 * mu), rtol=1e-10)
+
+
+def test_code_compiled_by_numba_keeps_no_arrays(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    source = s2sgrad.show(s2sgrad.grad(with_aux, has_aux=True), rng.normal(size=3))
+    assert "kept(" not in source and "Buffers" not in source
