@@ -54,12 +54,12 @@ def test_the_generated_code_writes_elementwise_results_into_kept_arrays():
     GRAD(x, mu)
     source = GRAD.source
     assert "= rt.Buffers()" in source and "kept = _centred_buffers.take()" in source
-    assert "kept(0, np.subtract, x[:, None, :], mu[None, :, :])" in source
-    assert "kept(" in source.split("# sensitivity of the output")[1]     # adjoints too
+    assert "d_1 = kept.subtract(x[:, None, :], mu[None, :, :])" in source
+    assert "kept." in source.split("# sensitivity of the output")[1]     # adjoints too
     assert "return _centred_buffers.give(kept, (" in source
     # the returned gradient is assigned as written: a kept array would be copied
     last = [line for line in source.splitlines() if line.strip().startswith("dmu =")][-1]
-    assert "kept(" not in last.split("=", 1)[1].split("(", 1)[0]
+    assert not last.split("=", 1)[1].strip().startswith("kept.")
 
 
 def test_a_repeated_call_allocates_a_fraction_of_the_first():
@@ -94,7 +94,7 @@ def test_results_of_an_earlier_call_are_not_written_by_a_later_one():
     np.testing.assert_array_equal(g1, kept[0])
     np.testing.assert_array_equal(aux1, kept[1])   # a view of a kept array was copied
     np.testing.assert_allclose(aux1, 3.0 * np.tanh(x)[1:])
-    assert "kept(" in AUX.source
+    assert "kept." in AUX.source
 
 
 def test_calls_in_flight_together_each_have_their_own_arrays():
@@ -120,18 +120,21 @@ def test_calls_in_flight_together_each_have_their_own_arrays():
 
 
 def test_operators_of_numbers_and_sequences_run_as_written():
-    kept = buffers.Kept()
-    assert kept(0, np.add, (1, 2), (3,)) == (1, 2, 3)
-    assert kept(1, np.multiply, 2, 3) == 6 and type(kept(1, np.multiply, 2, 3)) is int
-    assert kept(2, np.negative, 1.5) == -1.5
+    kept = buffers.Buffers().take()
+    assert kept.add((1, 2), (3,)) == (1, 2, 3)
+    assert kept.multiply(2, 3) == 6 and type(kept.multiply(2, 3)) is int
+    assert kept.negative(1.5) == -1.5
     a = np.arange(4.0)
-    first = kept(3, np.multiply, a, 2.0)
-    again = kept(3, np.multiply, a, 3.0)
+    kept.at = 0
+    first = kept.multiply(a, 2.0)
+    kept.at = 0
+    again = kept.multiply(a, 3.0)
     assert again is first and list(again) == [0, 3, 6, 9]
-    other = kept(3, np.multiply, a[:3], 3.0)       # another shape: a new array
+    kept.at = 0
+    other = kept.multiply(a[:3], 3.0)            # another shape: a new array
     assert other is not first and list(other) == [0, 3, 6]
-    # an int (an axis, to a helper) counts by its value
-    assert kept(3, np.multiply, a[:3], 3) is not other
+    kept.at = 0
+    assert kept.multiply(a[:3], 3) is not other   # an int (an axis, to a helper): its value
 
 
 def test_jvp_and_compositions_over_code_with_kept_arrays():
@@ -142,7 +145,7 @@ def test_jvp_and_compositions_over_code_with_kept_arrays():
         _, tangent = s2sgrad.jvp(GRAD, (x, mu), (np.zeros_like(x), v))
         numeric = (centred_grad(x, mu + step * v) - centred_grad(x, mu - step * v)) / (2 * step)
         np.testing.assert_allclose(tangent, numeric, rtol=1e-5, atol=1e-7)
-    assert "kept(" in s2sgrad.show(GRAD, x, mu, mode="jvp")
+    assert "kept." in s2sgrad.show(GRAD, x, mu, mode="jvp")
     # a gradient called inside a differentiated function, and vmap of a gradient
     outer = s2sgrad.grad(lambda m: np.sum(GRAD(x, m) ** 2))
     GRAD(x, mu)
@@ -159,4 +162,4 @@ def test_jvp_and_compositions_over_code_with_kept_arrays():
 def test_code_compiled_by_numba_keeps_no_arrays(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
     source = s2sgrad.show(s2sgrad.grad(with_aux, has_aux=True), rng.normal(size=3))
-    assert "kept(" not in source and "Buffers" not in source
+    assert "kept." not in source and "Buffers" not in source

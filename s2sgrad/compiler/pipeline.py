@@ -296,15 +296,16 @@ def keep_buffers(statements, keep, scalar, names, base):
     the result through; ``give`` is None (and ``statements`` unchanged) when nothing is
     kept.  ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
     kept = names.fresh("kept")
-    rewritten, slots = kept_results(statements, keep, scalar, kept)
-    if not slots:
+    rewritten, count = kept_results(statements, keep, scalar, kept)
+    if not count:
         return [], statements, [], None
     table = names.fresh(f"_{base}_buffers")
-    head = [Comment(f"{kept}(k, f, *args): f(*args) written into the array slot k made "
-                    f"last call, when the arguments are alike (rt.Buffers: no fresh pages)"),
+    head = [Comment(f"{kept}.f(...): np.f (rt.f) written into the array this operation "
+                    f"made last call, when the arguments are alike (rt.Buffers: no fresh "
+                    f"pages to fault)"),
             gast.parse(f"{kept} = {table}.take()").body[0]]
     prelude = [(line, None) for line in wrap(
-        f"# the arrays the function below writes its {slots} elementwise results into "
+        f"# the arrays the function below writes its {count} elementwise results into "
         "(the large ones), kept from one call to the next")]
     prelude += [(f"{table} = rt.Buffers()", None), ("", None), ("", None)]
     return head, rewritten, prelude, (table, kept)

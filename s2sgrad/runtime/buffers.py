@@ -9,16 +9,19 @@ call (numpy's ``out=``) touches memory that is already mapped.
 
 - ``BUFFERS = rt.Buffers()`` sits beside the generated function (one per generated
   module: one call plan);
-- a call starts with ``kept = BUFFERS.take()``: a ``Kept`` (slot -> the array that slot's
-  line made last time, and what it was made from); a call running while another holds
-  the pool's ``Kept`` (another thread, a recursion) gets an empty one;
-- ``kept(slot, np.subtract, a, b)`` is ``np.subtract(a, b, out=<the slot's array>)``
-  when the operands have the types, shapes and dtypes (and the ints and strings the
-  values) they had when that array was made, so that the result has its shape and dtype;
-  otherwise ``np.subtract(a, b)``, whose result (if an array of ``KEEP_BYTES`` or more)
-  becomes the slot's array.  With no exact ``np.ndarray`` among the operands, an
-  operator's ufunc runs as the Python operator it was written as (``a - b`` of two
-  Python numbers stays a Python number, of two lists an error as before);
+- a call starts with ``kept = BUFFERS.take()``: a ``Kept`` (per operation, in the
+  order the call runs them, the array it made last call and what it was made from); a
+  call running while another holds the pool's ``Kept`` (another thread, a recursion)
+  gets an empty one;
+- ``kept.subtract(a, b)`` (any numpy ufunc by its name, and the helpers ``einsum`` and
+  ``extremum_adjoint`` of ``rt``) is ``np.subtract(a, b, out=<that array>)`` when the
+  operands have the types, shapes and dtypes (ints and strings: the values) they had
+  when that array was made, so that the result has its shape and dtype; otherwise
+  ``np.subtract(a, b)``, whose result (an array of ``KEEP_BYTES`` or more) is kept in
+  its place.  The check is made at every call, so nothing depends on an earlier call
+  but where the result is written.  With no exact ``np.ndarray`` among the operands, a
+  ufunc that spells a Python operator runs as that operator (``a - b`` of two Python
+  numbers stays a Python number, of two tuples an error as before);
 - the call ends with ``return BUFFERS.give(kept, result)``: an array of the result that
   is a kept array or a view of one is copied first, so nothing the caller holds is
   written by a later call; then the ``Kept`` goes back to the pool.
@@ -26,6 +29,9 @@ call (numpy's ``out=``) touches memory that is already mapped.
 import operator
 
 import numpy as np
+
+from .core import extremum_adjoint
+from .einsum import einsum
 
 __all__ = ["Buffers", "Kept"]
 
@@ -46,16 +52,19 @@ class Buffers:
         self.pool = []
 
     def take(self):
-        """The ``Kept`` of the last call that ended (an empty one when none is free)."""
+        """The ``Kept`` of the last call that ended (an empty one when none is free),
+        at its first operation."""
         try:
-            return self.pool.pop()
+            kept = self.pool.pop()
         except IndexError:
-            return Kept()
+            kept = Kept()
+        kept.at = 0
+        return kept
 
     def give(self, kept, result):
         """``result`` with every array that is (or views) one of ``kept``'s copied; puts
         ``kept`` back into the pool (one is kept: the arrays of one call)."""
-        owned = {id(array) for _, array in kept.slots.values()}
+        owned = {id(entry[1]) for entry in kept.arrays if entry is not None}
         if owned:
             result = _unshared(result, owned, kept)
         if not self.pool:
@@ -68,23 +77,48 @@ class Buffers:
 
 
 class Kept:
-    """Slot -> (key of the operands, array) of one call in flight (module doc)."""
+    """The arrays of one call in flight, one per operation in the order they run, as
+    (key of the operands, array) or None (module doc).  ``kept.<ufunc>(*args)``."""
 
     def __init__(self):
-        self.slots = {}
+        self.arrays = []
+        self.at = 0
 
-    def __call__(self, slot, fn, *args):
+    def run(self, fn, args):
+        """``fn(*args)``, into the array the operation at this place made last call when
+        the operands are alike (module doc)."""
+        at = self.at
+        self.at = at + 1
         key = _key(args)
         if key is None:
             return OPERATORS.get(fn, fn)(*args)
-        entry = self.slots.get(slot)
+        arrays = self.arrays
+        entry = arrays[at] if at < len(arrays) else None
         if entry is not None and entry[0] == key:
             return fn(*args, out=entry[1])
         result = fn(*args)
         if type(result) is np.ndarray and result.nbytes >= KEEP_BYTES and \
                 result.base is None:
-            self.slots[slot] = (key, result)
+            if at >= len(arrays):
+                arrays.extend([None] * (at + 1 - len(arrays)))
+            arrays[at] = (key, result)
         return result
+
+
+def _operation(fn):
+    def operation(self, *args):
+        return self.run(fn, args)
+    operation.__name__ = operation.__qualname__ = getattr(fn, "__name__", "operation")
+    operation.__doc__ = f"``{operation.__name__}(*args)`` into a kept array (``Kept.run``)."
+    return operation
+
+
+for _name in dir(np):
+    if isinstance(getattr(np, _name), np.ufunc) and not _name.startswith("_"):
+        setattr(Kept, _name, _operation(getattr(np, _name)))
+Kept.einsum = _operation(einsum)
+Kept.extremum_adjoint = _operation(extremum_adjoint)
+del _name
 
 
 def _key(args):
@@ -132,4 +166,5 @@ def _shares(array, owned, kept):
             return False
         base = base.base
     # a view through something that is not an array: compare the memory itself
-    return any(np.may_share_memory(array, kept_array) for _, kept_array in kept.slots.values())
+    return any(np.may_share_memory(array, entry[1]) for entry in kept.arrays
+               if entry is not None)

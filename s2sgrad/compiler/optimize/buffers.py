@@ -1,22 +1,24 @@
 """Elementwise results written into arrays the generated function keeps between calls.
 
-``kept_results(statements, keep, scalar)`` takes the straight-line sweeps of a loop-free
-gradient or tangent function run as numpy (gast statements and comments), ``keep`` (the
-names the function returns: never written into a kept array) and ``scalar(name)``
-(whether ``name`` is known to be a number, not an array).  It gives the statements with
-every elementwise operation that may make an array (``a - b``, ``-a``, ``a @ b``,
-``np.exp(a)``: any numpy ufunc called with positional arguments, and the helpers that
-take ``out=``: ``rt.extremum_adjoint``, ``rt.einsum``) written ``kept(k, np.subtract,
-a, b)``, one slot ``k`` per operation, and the number of slots (0: nothing changed).
+``kept_results(statements, keep, scalar, kept)`` takes the straight-line sweeps of a
+loop-free gradient or tangent function run as numpy (gast statements and comments),
+``keep`` (the names the function returns: their statements are left as written),
+``scalar(name)`` (whether ``name`` is known to be a number, not an array) and ``kept``
+(the name of the call's ``rt.Kept``).  It gives the statements with every operation
+that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
+called with positional arguments, and the helpers that take ``out=``:
+``rt.extremum_adjoint``, ``rt.einsum``) written ``kept.subtract(a, b)``, and how many
+it wrote (0: nothing changed).
 
 ``rt.Kept`` (``runtime/buffers.py``) runs ``np.subtract(a, b, out=...)`` into the array
-slot ``k`` made last call when the operands have the same types, shapes and dtypes,
-else as written: large results stop being fresh arrays whose pages fault on every call
-(gmm's gradient: 24 ms -> 6 ms).  Nothing here depends on the sizes of the first call:
-the check is made at every call.  Values of operations that are arguments of other
-calls are kept too (``rt.sum(dt3 * xcentered, 0, False)``: the product is a
-temporary), each in its own slot: one call writes each slot once (straight-line code),
-and what the function returns is copied if it shares a kept array (``Buffers.give``).
+the same operation made last call when the operands have the same types, shapes and
+dtypes, and as written otherwise: large results stop being fresh arrays whose pages
+fault on every call (gmm's gradient: 24 -> 6.6 ms).  The check is made at every call,
+so no result depends on an earlier one.  Operations nested in others are kept too
+(``rt.sum(kept.multiply(dt3, xcentered), 0, False)``: the product is a temporary, and
+numpy's own reuse of temporaries needs a temporary no one else holds).  One call runs
+each operation of straight-line code once, in one order; what the function returns is
+copied where it shares a kept array (``Buffers.give``).
 """
 import gast
 import numpy as np
@@ -34,9 +36,8 @@ RT_OUT = frozenset({"extremum_adjoint", "einsum"})
 
 
 def kept_results(statements, keep, scalar, kept):
-    """``(statements, slots)``: see the module doc; ``kept``: the name of the call's
-    ``rt.Kept``.  Straight-line code only: with a loop or a branch the statements come
-    back unchanged, with 0 slots."""
+    """``(statements, count)``: see the module doc.  Straight-line code only: with a
+    loop or a branch the statements come back unchanged, with a count of 0."""
     if any(isinstance(item, (gast.For, gast.While, gast.If, gast.Try, gast.With))
            for item in statements):
         return statements, 0
@@ -47,7 +48,7 @@ def kept_results(statements, keep, scalar, kept):
             out.append(item)
         else:
             out.append(writer.visit(item))
-    return out, writer.slots
+    return out, writer.count
 
 
 def _returned(item, keep):
@@ -61,7 +62,7 @@ class _Writer(gast.NodeTransformer):
     """Writes each operation that may make an array as a ``kept(k, ...)`` call."""
 
     def __init__(self, scalar, kept):
-        self.scalar, self.kept, self.slots = scalar, kept, 0
+        self.scalar, self.kept, self.count = scalar, kept, 0
         self.numbers = set()        # names assigned a value made of numbers only
 
     def visit_Assign(self, node):
@@ -83,15 +84,13 @@ class _Writer(gast.NodeTransformer):
         ufunc = BINARY.get(type(node.op))
         if ufunc is None or not (self._array(node.left) or self._array(node.right)):
             return node
-        return self._kept(gast.Attribute(name_node("np"), ufunc, gast.Load()),
-                          [node.left, node.right])
+        return self._kept(ufunc, [node.left, node.right])
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if not isinstance(node.op, gast.USub) or not self._array(node.operand):
             return node
-        return self._kept(gast.Attribute(name_node("np"), "negative", gast.Load()),
-                          [node.operand])
+        return self._kept("negative", [node.operand])
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -102,9 +101,9 @@ class _Writer(gast.NodeTransformer):
         module, attr = func.value.id, func.attr
         if module == "np" and attr not in OPERATOR_UFUNCS and _is_ufunc(attr) and \
                 any(self._array(a) for a in node.args):
-            return self._kept(func, node.args)
+            return self._kept(attr, node.args)
         if module == "rt" and attr in RT_OUT:
-            return self._kept(func, node.args)
+            return self._kept(attr, node.args)
         return node
 
     def _array(self, node):
@@ -122,10 +121,10 @@ class _Writer(gast.NodeTransformer):
             return False
         return True
 
-    def _kept(self, func, args):
-        self.slots += 1
-        return gast.Call(name_node(self.kept),
-                         [gast.Constant(self.slots - 1, None), func] + list(args), [])
+    def _kept(self, operation, args):
+        self.count += 1
+        return gast.Call(gast.Attribute(name_node(self.kept), operation, gast.Load()),
+                         list(args), [])
 
 
 def _is_ufunc(name):
