@@ -41,6 +41,7 @@ def kept_results(statements, keep, scalar, kept):
     if any(isinstance(item, (gast.For, gast.While, gast.If, gast.Try, gast.With))
            for item in statements):
         return statements, 0
+    keep = _returned_names(statements, keep)
     writer = _Writer(scalar, kept)
     out = []
     for item in statements:
@@ -49,6 +50,18 @@ def kept_results(statements, keep, scalar, kept):
         else:
             out.append(writer.visit(item))
     return out, writer.count
+
+
+def _returned_names(statements, keep):
+    """``keep`` with the names a returned name is bound to as is (``db = dz``: ``dz``
+    is returned too, and a kept ``dz`` would be copied at the return)."""
+    keep = set(keep)
+    for item in reversed(statements):
+        if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+                isinstance(item.targets[0], gast.Name) and item.targets[0].id in keep and \
+                isinstance(item.value, gast.Name):
+            keep.add(item.value.id)
+    return keep
 
 
 def _returned(item, keep):
