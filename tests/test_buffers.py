@@ -163,3 +163,14 @@ def test_code_compiled_by_numba_keeps_no_arrays(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
     source = s2sgrad.show(s2sgrad.grad(with_aux, has_aux=True), rng.normal(size=3))
     assert "kept." not in source and "Buffers" not in source
+
+
+
+def test_code_that_could_keep_a_value_elsewhere_keeps_no_arrays():
+    import gast
+    from s2sgrad.compiler.optimize.buffers import kept_results
+    plain = gast.parse("y = a * b\nz = np.exp(y)").body
+    assert kept_results(plain, set(), lambda name: False, "kept")[1] == 2
+    for escape in ("obj.attr = y", "seen.append(y)", "cache.update(k=y)"):
+        statements = gast.parse(f"y = a * b\n{escape}").body
+        assert kept_results(statements, set(), lambda name: False, "kept") == (statements, 0)

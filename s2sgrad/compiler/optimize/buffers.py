@@ -31,6 +31,9 @@ BINARY = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply",
 #: numpy ufuncs with an operator spelling: left as called (``np.add(a, b)`` of two lists
 #: is not ``a + b``, which is what ``rt.Kept`` runs for operands that are not arrays)
 OPERATOR_UFUNCS = frozenset(BINARY.values()) | {"negative"}
+#: methods that put a value into a container (which may outlive the call)
+STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add",
+                             "__setitem__", "put", "set_data", "assign_value"})
 #: helpers of ``rt`` that write into an ``out=`` array
 RT_OUT = frozenset({"extremum_adjoint", "einsum"})
 
@@ -39,7 +42,7 @@ def kept_results(statements, keep, scalar, kept):
     """``(statements, count)``: see the module doc.  Straight-line code only: with a
     loop or a branch the statements come back unchanged, with a count of 0."""
     if any(isinstance(item, (gast.For, gast.While, gast.If, gast.Try, gast.With))
-           for item in statements):
+           for item in statements) or _stores_elsewhere(statements):
         return statements, 0
     keep = _returned_names(statements, keep)
     writer = _Writer(scalar, kept)
@@ -50,6 +53,24 @@ def kept_results(statements, keep, scalar, kept):
         else:
             out.append(writer.visit(item))
     return out, writer.count
+
+
+def _stores_elsewhere(statements):
+    """Whether a statement could keep a value past the call other than by returning it:
+    an attribute set, a container's ``append``/``extend``/``insert``/``update``...
+    (into a list the caller holds: a kept array there would change at the next call)."""
+    for item in statements:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Store):
+                return True
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                    node.func.attr in STORING_METHODS and not (
+                        isinstance(node.func.value, gast.Name) and
+                        node.func.value.id in ("np", "rt", "math")):
+                return True
+    return False
 
 
 def _returned_names(statements, keep):
@@ -72,7 +93,7 @@ def _returned(item, keep):
 
 
 class _Writer(gast.NodeTransformer):
-    """Writes each operation that may make an array as a ``kept(k, ...)`` call."""
+    """Writes each operation that may make an array as a ``kept.<ufunc>(...)`` call."""
 
     def __init__(self, scalar, kept):
         self.scalar, self.kept, self.count = scalar, kept, 0
