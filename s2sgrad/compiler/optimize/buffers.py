@@ -2,7 +2,8 @@
 
 ``kept_results(statements, keep, scalar, kept)`` takes the straight-line sweeps of a
 loop-free gradient or tangent function run as numpy (gast statements and comments),
-``keep`` (the names the function returns: their statements are left as written),
+``keep`` (the names the function returns: the operation that makes one is left as
+written),
 ``scalar(name)`` (whether ``name`` is known to be a number, not an array) and ``kept``
 (the name of the call's ``rt.Kept``).  It gives the statements with every operation
 that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
@@ -48,7 +49,10 @@ def kept_results(statements, keep, scalar, kept):
     writer = _Writer(scalar, kept)
     out = []
     for item in statements:
-        if isinstance(item, Comment) or _returned(item, keep):
+        if isinstance(item, Comment):
+            out.append(item)
+        elif _returned(item, keep):          # its own result is left as written
+            item.value = writer.generic_visit(item.value)
             out.append(item)
         else:
             out.append(writer.visit(item))
@@ -86,8 +90,8 @@ def _returned_names(statements, keep):
 
 
 def _returned(item, keep):
-    """Whether ``item`` assigns one of the returned names (it is then left as written:
-    a kept array would be copied at the return)."""
+    """Whether ``item`` assigns one of the returned names (its outermost operation is
+    then left as written: a kept array would be copied at the return)."""
     return isinstance(item, gast.Assign) and any(
         isinstance(t, gast.Name) and t.id in keep for t in item.targets)
 
