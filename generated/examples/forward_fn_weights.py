@@ -5,7 +5,7 @@ import numpy as np
 from s2sgrad import runtime as rt
 
 
-# the arrays the function below writes its 15 elementwise results into (the large ones), kept from
+# the arrays the function below writes its 18 elementwise results into (the large ones), kept from
 #    one call to the next
 _forward_fn_buffers = rt.Buffers()
 
@@ -26,9 +26,9 @@ def forward_fn_value_and_grad(x, y, w, b):
     dout = rt.ones_like(out)
     # grad of: loss = loss_fn(z, y)  (functional_autodiff.py:60)
     dloss = kept.true_divide(rt.unreduce(dout, loss, None, False), rt.reduction_count(loss, None))
-    dz = -dloss * y
+    dz = kept.negative(dloss) * y
     dneg_absolute_z = kept.multiply(kept.true_divide(dloss, kept.add(1, t1)), t1)
-    dz = dz - dneg_absolute_z * np.sign(z)
+    dz = dz - kept.multiply(dneg_absolute_z, kept.sign(z))
     dz += kept.multiply(dloss, z >= 0)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
     db = dz

@@ -5,7 +5,7 @@ import numpy as np
 from s2sgrad import runtime as rt
 
 
-# the arrays the function below writes its 23 elementwise results into (the large ones), kept from
+# the arrays the function below writes its 26 elementwise results into (the large ones), kept from
 #    one call to the next
 _function_buffers = rt.Buffers()
 
@@ -34,10 +34,10 @@ def function_value_and_grad(x, y, w, b):
     dloss_1 = kept.true_divide(rt.unreduce(dout, loss_1, None, False),
                                rt.reduction_count(loss_1, None))
     dloss = kept.multiply(dloss_1, ones_like_z)
-    dz = -dloss * t7
+    dz = kept.negative(dloss) * t7
     dsoftplus = kept.multiply(dloss, t5)
     dneg_absolute_z = kept.multiply(kept.true_divide(dsoftplus, kept.add(1, t1)), t1)
-    dz = dz - dneg_absolute_z * np.sign(z)
+    dz = dz - kept.multiply(dneg_absolute_z, kept.sign(z))
     dz += kept.multiply(dsoftplus, z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:26)
     db = dz

@@ -5,7 +5,7 @@ import numpy as np
 from s2sgrad import runtime as rt
 
 
-# the arrays the function below writes its 21 elementwise results into (the large ones), kept from
+# the arrays the function below writes its 25 elementwise results into (the large ones), kept from
 #    one call to the next
 _function_with_logits_buffers = rt.Buffers()
 
@@ -15,7 +15,7 @@ def function_with_logits_value_and_grad(x, y, w, b):
     #    arguments are alike (rt.Buffers: no fresh pages to fault)
     kept = _function_with_logits_buffers.take()
     # z = ops.matmul(x, w) + b  (functional_autodiff.py:32)
-    z = x @ w + b
+    z = kept.matmul(x, w) + b
     # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:33)
     ones_like_z = np.ones_like(z)
     pos_weight = np.ones_like(z)
@@ -34,10 +34,10 @@ def function_with_logits_value_and_grad(x, y, w, b):
     dloss_1 = kept.true_divide(rt.unreduce(dout, loss_1, None, False),
                                rt.reduction_count(loss_1, None))
     dloss = kept.multiply(dloss_1, ones_like_z)
-    dz = -dloss * t7
+    dz = kept.negative(dloss) * t7
     dsoftplus = kept.multiply(dloss, t5)
     dneg_absolute_z = kept.multiply(kept.true_divide(dsoftplus, kept.add(1, t1)), t1)
-    dz = dz - dneg_absolute_z * np.sign(z)
+    dz = dz - kept.multiply(dneg_absolute_z, kept.sign(z))
     dz += kept.multiply(dsoftplus, z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:32)
     db = dz
