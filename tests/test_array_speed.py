@@ -16,7 +16,6 @@ and by central differences, under both backends.
   array is never looked up, and what is written in place or returned stays in the
   gradient.
 """
-import ast
 import re
 
 import numpy as np
@@ -24,6 +23,8 @@ import pytest
 
 import s2sgrad
 from s2sgrad import runtime as rt
+
+from kept_spelling import as_written
 
 
 def numeric_grad(f, x, eps=1e-6):
@@ -33,33 +34,6 @@ def numeric_grad(f, x, eps=1e-6):
         e[i] = eps
         g[i] = (f(x + e) - f(x - e)) / (2 * eps)
     return g
-
-
-#: the operators ``kept.<ufunc>`` (``rt.Buffers``) writes
-KEPT_OPERATORS = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult,
-                  "true_divide": ast.Div, "power": ast.Pow, "matmul": ast.MatMult}
-
-
-class _AsWritten(ast.NodeTransformer):
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        func = node.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id == "kept"):
-            return node
-        if func.attr in KEPT_OPERATORS:
-            return ast.BinOp(node.args[0], KEPT_OPERATORS[func.attr](), node.args[1])
-        if func.attr == "negative":
-            return ast.UnaryOp(ast.USub(), node.args[0])
-        module = "rt" if func.attr in ("einsum", "extremum_adjoint") else "np"
-        return ast.Call(ast.Attribute(ast.Name(module, ast.Load()), func.attr, ast.Load()),
-                        node.args, [])
-
-
-def as_written(source):
-    """``source`` with its ``kept.subtract(a, b)`` calls (numpy code writing into arrays
-    kept between calls) written back as ``a - b``: the spelling the passes chose."""
-    return ast.unparse(_AsWritten().visit(ast.parse(source)))
 
 
 @pytest.fixture(params=["auto", "numba"])

@@ -30,8 +30,8 @@ import operator
 
 import numpy as np
 
-from .core import extremum_adjoint
-from .einsum import einsum
+from .core import extremum_adjoint_into
+from .einsum import einsum_into
 
 __all__ = ["Buffers", "Kept"]
 
@@ -105,19 +105,29 @@ class Kept:
         return result
 
 
-def _operation(fn):
+def _operation(fn, name):
     def operation(self, *args):
         return self.run(fn, args)
-    operation.__name__ = operation.__qualname__ = getattr(fn, "__name__", "operation")
+    operation.__name__ = operation.__qualname__ = name
     operation.__doc__ = f"``{operation.__name__}(*args)`` into a kept array (``Kept.run``)."
     return operation
 
 
+def _writing_out(into):
+    """``into(out, *args)`` (a helper of ``rt`` that writes into ``out``) as a function
+    of ``*args`` with ``out=``, the way ``Kept.run`` calls a ufunc."""
+    def fn(*args, out=None):
+        return into(out, *args)
+    return fn
+
+
 for _name in dir(np):
     if isinstance(getattr(np, _name), np.ufunc) and not _name.startswith("_"):
-        setattr(Kept, _name, _operation(getattr(np, _name)))
-Kept.einsum = _operation(einsum)
-Kept.extremum_adjoint = _operation(extremum_adjoint)
+        setattr(Kept, _name, _operation(getattr(np, _name), _name))
+Kept.einsum = _operation(_writing_out(einsum_into), "einsum")
+Kept.extremum_adjoint = _operation(_writing_out(
+    lambda out, g, x, ans, axis, keepdims: extremum_adjoint_into(g, x, ans, axis, keepdims,
+                                                                 out)), "extremum_adjoint")
 del _name
 
 

@@ -95,10 +95,9 @@ def extremum_mask(x, ans, axis, keepdims):
     return hit / np.add.reduce(hit, axis=axis, keepdims=True)
 
 
-def extremum_adjoint(g, x, ans, axis, keepdims, out=None):
+def extremum_adjoint(g, x, ans, axis, keepdims):
     """The adjoint of a max or min ``ans`` of ``x`` over ``axis``: the adjoint ``g`` where
-    ``x`` attains ``ans`` (split evenly between ties), 0 elsewhere (written into ``out``,
-    an array of the result's shape and dtype, when given: ``rt.Kept``).
+    ``x`` attains ``ans`` (split evenly between ties), 0 elsewhere.
 
     The numbers of ``unreduce(g, x, axis, keepdims) * extremum_mask(x, ans, axis,
     keepdims)`` in two passes over ``x`` (a comparison, then the product written once)
@@ -106,6 +105,12 @@ def extremum_adjoint(g, x, ans, axis, keepdims, out=None):
     only where there are any (or a NaN) is ``g`` divided by the counts.  Has ``x``'s
     shape and the dtype of ``g`` times ``x``'s floating dtype.
     """
+    return extremum_adjoint_into(g, x, ans, axis, keepdims, None)
+
+
+def extremum_adjoint_into(g, x, ans, axis, keepdims, out):
+    """``extremum_adjoint(g, x, ans, axis, keepdims)`` written into ``out`` (an array of
+    the result's shape and dtype: ``rt.Kept``), or a new array when ``out`` is None."""
     if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
         axes = normalise_axes(axis, np.ndim(x))
         ans, g = np.expand_dims(ans, axes), np.expand_dims(g, axes)

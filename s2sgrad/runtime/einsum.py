@@ -101,10 +101,15 @@ def _matmul_plan(spec, a_ndim, b_ndim):
         tuple(letters.index(c) for c in output)
 
 
-def einsum(*operands, out=None):
+def einsum(*operands):
     """``np.einsum(*operands)``, as one BLAS matmul where the call is a two-operand
-    contraction of at least ``MATMUL_WORK`` multiply-adds (module doc); written into
-    ``out`` (a C-ordered array of the result's shape and dtype: ``rt.Kept``) when given."""
+    contraction of at least ``MATMUL_WORK`` multiply-adds (module doc)."""
+    return einsum_into(None, *operands)
+
+
+def einsum_into(out, *operands):
+    """``einsum(*operands)`` written into ``out`` (a C-ordered array of the result's shape
+    and dtype: ``rt.Kept``), or a new array when ``out`` is None."""
     if len(operands) != 3 or not isinstance(operands[0], str):
         return np.einsum(*operands, out=out)
     spec, a, b = operands
