@@ -2,7 +2,8 @@
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
 order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
-temporaries, emission) and
+temporaries; for code run as numpy, constants computed once and elementwise results
+written into arrays kept between calls; emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
