@@ -5,27 +5,19 @@ import numpy as np
 from s2sgrad import runtime as rt
 
 
-# the arrays the function below writes its 25 elementwise results into (the large ones), kept from
-#    one call to the next
-_function_stop_gradient_buffers = rt.Buffers()
-
-
 def function_stop_gradient_value_and_grad(x, y, w, b):
-    # kept.f(...): np.f (rt.f) written into the array this operation made last call, when the
-    #    arguments are alike (rt.Buffers: no fresh pages to fault)
-    kept = _function_stop_gradient_buffers.take()
     # z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
-    z = kept.matmul(x, w) + b
+    z = x @ w + b
     # loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
     ones_like_z = np.ones_like(z)
     pos_weight = np.ones_like(z)
-    t1 = kept.exp(kept.negative(kept.absolute(z)))
-    softplus = kept.add(kept.maximum(z, 0), kept.log1p(t1))
-    t4 = kept.multiply(kept.subtract(pos_weight, np.float32(1.0)), y)
-    t5 = kept.add(np.float32(1.0), t4)
-    t7 = kept.multiply(pos_weight, y)
-    loss = kept.subtract(kept.multiply(t5, softplus), kept.multiply(t7, z))
-    loss_1 = kept.multiply(loss, ones_like_z)
+    t1 = np.exp(-np.absolute(z))
+    softplus = np.maximum(z, 0) + np.log1p(t1)
+    t4 = (pos_weight - np.float32(1.0)) * y
+    t5 = np.float32(1.0) + t4
+    t7 = pos_weight * y
+    loss = t5 * softplus - t7 * z
+    loss_1 = loss * ones_like_z
     out = np.mean(loss_1)
     # return loss, ops.stop_gradient(z)  (functional_autodiff.py:40)
     z_stopped = z
@@ -33,15 +25,14 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
     # sensitivity of the output
     dout = rt.ones_like(out)
     # grad of: loss = ops.binary_cross_entropy_with_logits(z, y, ...  (functional_autodiff.py:39)
-    dloss_1 = kept.true_divide(rt.unreduce(dout, loss_1, None, False),
-                               rt.reduction_count(loss_1, None))
-    dloss = kept.multiply(dloss_1, ones_like_z)
-    dz = kept.negative(dloss) * t7
-    dsoftplus = kept.multiply(dloss, t5)
-    dneg_absolute_z = kept.multiply(kept.true_divide(dsoftplus, kept.add(1, t1)), t1)
-    dz = dz - kept.multiply(dneg_absolute_z, kept.sign(z))
-    dz += kept.multiply(dsoftplus, z >= 0)
+    dloss_1 = rt.unreduce(dout, loss_1, None, False) / rt.reduction_count(loss_1, None)
+    dloss = dloss_1 * ones_like_z
+    dz = -dloss * t7
+    dsoftplus = dloss * t5
+    dneg_absolute_z = dsoftplus / (1 + t1) * t1
+    dz = dz - dneg_absolute_z * np.sign(z)
+    dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
     db = dz
     dw = rt.matmul_right(dz, x, w)
-    return _function_stop_gradient_buffers.give(kept, ((out, z_stopped), (dw, db)))
+    return (out, z_stopped), (dw, db)

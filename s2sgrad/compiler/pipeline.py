@@ -2,8 +2,8 @@
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
 order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
-temporaries; for code run as numpy, constants computed once and elementwise results
-written into arrays kept between calls; emission) and
+temporaries; for code run as numpy, constants computed once and, for large arguments,
+elementwise results written into arrays kept between calls; emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
@@ -65,7 +65,7 @@ class Generated:
 
 
 def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None,
-          arg_trees=None, memory_limit=None, hoist=False):
+          arg_trees=None, memory_limit=None, hoist=False, kept=False):
     """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
@@ -78,9 +78,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     run under binomial checkpointing when their tape would not fit
     (``compiler/reverse/checkpoint.py``).
     ``hoist``: compute the arrays of a loop-free gradient that depend only on sizes and
-    plain numbers once per their values (``optimize/constants.py``), and write its
-    elementwise results into arrays kept between calls (``optimize/buffers.py``); for
-    code run as numpy: Numba cannot compile the tables.
+    plain numbers once per their values (``optimize/constants.py``); ``kept``: write its
+    elementwise results into arrays kept between calls (``optimize/buffers.py``: the
+    caller asks for it where arrays are large, ``api.derivative``'s ``kept_arrays``).
+    Both for code run as numpy: Numba cannot compile the tables.
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
@@ -98,7 +99,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
                                                          d.returned, memory_limit)
     prelude = hoist_constants(d, sweeps, fname) if hoist else []
     give = None
-    if hoist and not steps:
+    if kept and not steps:
         more, give = kept_sweeps(d, sweeps)
         prelude += more
     lines, adjoint_from = emit_value_and_grad(
