@@ -19,8 +19,8 @@ defaults filled in take the full path every time.
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
+from ..runtime import buffers
 from ..tensor import Tensor
-from .arguments import large_array
 
 #: the bits of ``ndarray.flags.num`` that Numba types an array by (NumPy's C API values):
 #: C-contiguous 0x1, Fortran-contiguous 0x2, aligned 0x100, writeable 0x400
@@ -60,7 +60,8 @@ def plan_key(args):
 def _array_key(kind, array):
     """What ``plan_key`` keeps of an array (``kind``: the argument's type)."""
     return (kind, array.dtype, array.ndim, array.flags.num & NUMBA_FLAGS,
-            1 in array.shape and unit_dimensions(array), large_array(array))
+            1 in array.shape and unit_dimensions(array),
+            array.nbytes >= buffers.KEEP_BYTES)     # its size class (``large_array``)
 
 
 def free_units_changed(free_values, arrays):
