@@ -3,13 +3,17 @@
 Takes the options a transform is given (``grad_position``, ``weights``, ``has_aux``,
 ``return_ids``) and the values a derivative is called with; gives the reference's
 errors for bad ones (see docs/mindspore-semantics.md), and for good ones what the code
-is specialised on (``argument_signature``, ``argument_types``) and what it takes
+is specialised on (``argument_signature``, ``argument_types``, the size class
+``large_arguments``) and what it takes
 (``to_array``, ``free_values``, whether Numba can take a value: ``numba_argument``).
 """
+import math
+
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
 from ..errors import GradientTypeError
+from ..runtime import buffers
 from ..tensor import Parameter, Tensor
 
 # ---------------------------------------------------------------- options
@@ -150,6 +154,22 @@ def argument_types(arrays):
         else:
             out.append(None)
     return out
+
+
+def large_array(value):
+    """Whether ``value`` is an array of ``rt.Buffers``' ``KEEP_BYTES`` or more: the size
+    class of an argument (``large_arguments``)."""
+    return isinstance(value, np.ndarray) and value.nbytes >= buffers.KEEP_BYTES
+
+
+def large_arguments(arg_types):
+    """Whether some array among ``arg_types`` (as ``argument_types`` gives, or None) has
+    ``KEEP_BYTES`` or more: the size class code that keeps its arrays between calls is
+    built for (``kept.subtract(a, b)`` pays on large arrays only; small programs keep
+    numpy's operators).  The same answer as ``large_array`` on the arrays themselves."""
+    return any(isinstance(t, tuple) and len(t) == 4 and
+               math.prod(t[3]) * np.dtype(t[0]).itemsize >= buffers.KEEP_BYTES
+               for t in arg_types or ())
 
 
 def is_array(obj):

@@ -19,6 +19,7 @@ defaults filled in take the full path every time.
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
+from ..runtime import buffers
 from ..tensor import Tensor
 
 #: the bits of ``ndarray.flags.num`` that Numba types an array by (NumPy's C API values):
@@ -29,10 +30,11 @@ C_ALIGNED_WRITEABLE = 0x1 | 0x100 | 0x400
 
 
 def plan_key(args):
-    """A key at least as fine as the signature the code is built for (dtype, rank and unit
-    dimensions of each array, the value of each option) and as the types Numba compiles
-    for (an array's layout and writeability), telling Tensors and Parameters from arrays;
-    None when the call cannot be planned (an argument is a tuple, list or dict)."""
+    """A key at least as fine as the signature the code is built for (dtype, rank, unit
+    dimensions and size class of each array, the value of each option) and as the types
+    Numba compiles for (an array's layout and writeability), telling Tensors and
+    Parameters from arrays; None when the call cannot be planned (an argument is a
+    tuple, list or dict)."""
     key = []
     for a in args:
         kind = type(a)
@@ -58,7 +60,8 @@ def plan_key(args):
 def _array_key(kind, array):
     """What ``plan_key`` keeps of an array (``kind``: the argument's type)."""
     return (kind, array.dtype, array.ndim, array.flags.num & NUMBA_FLAGS,
-            1 in array.shape and unit_dimensions(array))
+            1 in array.shape and unit_dimensions(array),
+            array.nbytes >= buffers.KEEP_BYTES)     # its size class (``large_array``)
 
 
 def free_units_changed(free_values, arrays):

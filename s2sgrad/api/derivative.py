@@ -39,7 +39,7 @@ import inspect
 import types
 import weakref
 
-from ..backend.numba_backend import undecided_state
+from ..backend.numba_backend import backend_mode, undecided_state
 from ..errors import (DerivativeCompositionError, DerivativeNotAvailableError,
                       GradientArgumentError, S2sgradError)
 from ..nn import Cell
@@ -47,8 +47,8 @@ from ..tensor import Parameter
 from ..trees import flatten, is_tree, leaf_paths, unflatten
 from .arguments import (argument_signature, argument_types, check_differentiable,
                         check_options, check_positions, check_weights, count_text,
-                        free_values, is_option, is_weights_function, positions_text,
-                        to_array)
+                        free_values, is_option, is_weights_function, large_array,
+                        large_arguments, positions_text, to_array)
 from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
 from .guards import holds, unchecked
@@ -73,6 +73,8 @@ class Derivative:
     derivative_mode = None
     #: what ``__name__`` adds to the function's name
     name_suffix = "_grad"
+    #: whether the mode builds code per size class of the arguments too (``kept_arrays``)
+    by_size_class = False
     #: ``grad``'s options, the same for every other mode
     with_value = False
     return_ids = False
@@ -302,9 +304,19 @@ class Derivative:
     def _signature_of(self, arrays, trees):
         """The key of ``_variants`` for arguments of leaves ``arrays`` and structures
         ``trees``: each leaf's ``argument_signature``, and its shape once a build has
-        unrolled a recursion by shapes (``Generated.by_shape``)."""
+        unrolled a recursion by shapes (``Generated.by_shape``); with ``by_size_class``,
+        whether an array is large (``arguments.large_arguments``: the build keeps arrays
+        between calls, and a call of the other class gets the other build)."""
         sizes = tuple(getattr(a, "shape", None) for a in arrays) if self._by_shape else ()
+        if self.by_size_class:
+            sizes += (any(large_array(a) for a in arrays),)
         return (tuple(trees or ()), tuple(argument_signature(a) for a in arrays)) + sizes
+
+    def kept_arrays(self, arg_types):
+        """Whether code built for ``arg_types`` writes its large elementwise results into
+        arrays kept between calls (``rt.Buffers``): run as numpy, for arguments of the
+        large size class (``by_size_class`` keys the builds by it)."""
+        return backend_mode() != "numba" and large_arguments(arg_types)
 
     def _build_generic(self):
         """The build for no argument types (dtypes and ranks unknown), with the options

@@ -58,6 +58,7 @@ class ForwardFunction(Derivative):
         self.jacobian = jacobian
         self.batched = batched and jacobian
         self.name_suffix = "_jacfwd" if jacobian else "_jvp"
+        self.by_size_class = not jacobian      # a jvp keeps large arrays between calls
         super().__init__(fn, grad_position, None, has_aux)
 
     def __repr__(self):
@@ -74,7 +75,7 @@ class ForwardFunction(Derivative):
         try:
             return build_jvp(fn, self.positions, self.has_aux, bound_self,
                              arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian,
-                             batched=self.batched)
+                             batched=self.batched, kept=self.kept_arrays(arg_types))
         except UserCodeError as exc:      # in the generated code of a derivative object
             raise at_user_line(exc, fn) from None
 

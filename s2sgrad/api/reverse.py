@@ -134,6 +134,7 @@ class GradFunction(Derivative):
 
     derivative_mode = "grad"
     name_suffix = "_grad"
+    by_size_class = True        # large arguments: arrays kept between calls
 
     #: bytes a loop's tape may keep (``grad(..., memory_limit=...)``); None: no bound
     memory_limit = None
@@ -165,7 +166,7 @@ class GradFunction(Derivative):
     def build_code(self, fn, bound_self, arg_types, trees):
         return build(fn, self.positions or (), self._weight_list(), self.has_aux, bound_self,
                      arg_types=arg_types, arg_trees=trees, memory_limit=self.memory_limit,
-                     hoist=backend_mode() != "numba")
+                     hoist=backend_mode() != "numba", kept=self.kept_arrays(arg_types))
 
     def bind_to(self, method, weights):
         return GradFunction(method, self.grad_position, weights, self.has_aux,

@@ -2,7 +2,9 @@
 
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
 order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
-temporaries, a loop's list tapes merged into one, emission) and
+temporaries, a loop's list tapes merged into one; for code run as numpy, constants
+computed once and, for large arguments, elementwise results written into arrays kept
+between calls; emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
@@ -18,6 +20,7 @@ from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
+from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
@@ -64,7 +67,7 @@ class Generated:
 
 
 def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_types=None,
-          arg_trees=None, memory_limit=None, hoist=False):
+          arg_trees=None, memory_limit=None, hoist=False, kept=False):
     """Differentiate ``fn`` w.r.t. argument ``positions`` and the Parameters ``weights``.
 
     ``arg_trees`` (optional): per argument, its treedef (``s2sgrad.trees``) when it is a
@@ -77,8 +80,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     run under binomial checkpointing when their tape would not fit
     (``compiler/reverse/checkpoint.py``).
     ``hoist``: compute the arrays of a loop-free gradient that depend only on sizes and
-    plain numbers once per their values (``optimize/constants.py``; code run as numpy:
-    Numba cannot compile the table).
+    plain numbers once per their values (``optimize/constants.py``); ``kept``: write its
+    elementwise results into arrays kept between calls (``optimize/buffers.py``: the
+    caller asks for it where arrays are large, ``api.derivative``'s ``kept_arrays``).
+    Both for code run as numpy: Numba cannot compile the tables.
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
@@ -97,10 +102,14 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     if memory_limit is None:   # one list tape per loop (the checkpointed steps keep theirs)
         merged_tapes(sweeps, d.names.fresh)
     prelude = hoist_constants(d, sweeps, fname) if hoist else []
+    give = None
+    if kept and not steps:
+        more, give = kept_sweeps(d, sweeps)
+        prelude += more
     lines, adjoint_from = emit_value_and_grad(
         d.lowered, sweeps, d.returned, fname,
         title or title_of(d.lowered, positions, weights), d.names,
-        import_lines(d.names.modules), steps, prelude)
+        import_lines(d.names.modules), steps, prelude, give)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
     generated = Generated(source, fname, d.lowered.free, d.wrt,
@@ -271,12 +280,50 @@ def hoist_constants(d, sweeps, fname):
     return lines
 
 
+def kept_sweeps(d, sweeps):
+    """``keep_buffers`` on both of ``sweeps`` (changed in place) of the ``Differentiated``
+    ``d``: gives the prelude lines and the ``give`` names (None: nothing kept)."""
+    keep = set(atom_vars(d.lowered.output)) | set(d.lowered.mutated) | {
+        g for g in d.returned if g is not None}
+    numbers = {n for n, rank in d.lowered.ndims.items() if rank == 0}
+    split = len(sweeps.forward)
+    head, both, prelude, give = keep_buffers(sweeps.forward + sweeps.backward, keep,
+                                             numbers.__contains__, d.names, d.lowered.name)
+    sweeps.forward, sweeps.backward = head + both[:split], both[split:]
+    return prelude, give
+
+
+def keep_buffers(statements, keep, scalar, names, base):
+    """Write the large elementwise results of the straight-line ``statements`` into
+    arrays kept between calls (``optimize/buffers.py``).  Gives ``(head, statements,
+    prelude, give)``: the statements to start the function with (taking the kept
+    arrays), the rewritten ``statements``, the (line, origin) pairs of the ``rt.Buffers``
+    table to write before the function, and the ``(table, kept)`` names the return hands
+    the result through; ``give`` is None (and ``statements`` unchanged) when nothing is
+    kept.  ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
+    kept = names.fresh("kept")
+    rewritten, count = kept_results(statements, keep, scalar, kept)
+    if not count:
+        return [], statements, [], None
+    table = names.fresh(f"_{base}_buffers")
+    head = [Comment(f"{kept}.f(...): np.f (rt.f) written into the array this operation "
+                    f"made last call, when the arguments are alike (rt.Buffers: no fresh "
+                    f"pages to fault)"),
+            gast.parse(f"{kept} = {table}.take()").body[0]]
+    prelude = [(line, None) for line in wrap(
+        f"# the arrays the function below writes its {count} elementwise results into "
+        "(the large ones), kept from one call to the next")]
+    prelude += [(f"{table} = rt.Buffers()", None), ("", None), ("", None)]
+    return head, rewritten, prelude, (table, kept)
+
+
 def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=(), steps=(),
-                        prelude=()):
+                        prelude=(), give=None):
     """The generated module as (line, the user's SourceLocation it was generated for or
     None) pairs, and the number of the adjoint sweep's first line (None: no sweep).
     ``steps``: the ``StepFunction``s of checkpointed loops, and ``prelude``: (line,
-    origin) pairs, written before the function."""
+    origin) pairs, written before the function; ``give``: the ``(table, kept)`` names of
+    kept arrays (``keep_buffers``), handed the result at the return."""
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
              f"array is kept", None) for name in args if name in lowered.mutated]
@@ -296,7 +343,10 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
         body += render_mapped(sweeps.backward, 1)
     grads = [g for g in returned if g is not None]
     grads_src = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
-    body.append((f"{INDENT}return {value_src}, {grads_src}", None))
+    result = f"{value_src}, {grads_src}"
+    if give is not None:
+        result = f"{give[0]}.give({give[1]}, ({result}))"
+    body.append((f"{INDENT}return {result}", None))
     helpers = []
     for step in steps:
         helpers += [(line, None) for line in wrap(f"def {step.name}({', '.join(step.params)}):")]

@@ -14,6 +14,9 @@ pass (``tangents.tangent_sweep``) and writes a module with one function:
   the generated (and compiled) code, and ``columns[k]`` is the output
   tangent of direction ``k`` (leaves in order, each flattened C-wise).
 
+With ``kept`` (a jvp run as numpy), its large elementwise results go into arrays kept
+between calls (``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).
+
 The result is a ``GeneratedJvp``: the module text and what the caller needs
 to run it (free values, which leaves are differentiated).  Higher-order code
 (forward over reverse) can call ``build_jvp`` on any Python function whose
@@ -29,7 +32,7 @@ from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Loop, Seq, Var, atom_vars, walk_statements
-from .pipeline import output_seeds
+from .pipeline import keep_buffers, output_seeds
 from .syntax.imports import import_lines
 from .syntax.nodes import call, name_node
 from .syntax.source import to_source
@@ -71,14 +74,15 @@ class GeneratedJvp:
 
 
 def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg_trees=None,
-              jacobian=False, title=None, batched=False):
+              jacobian=False, title=None, batched=False, kept=False):
     """The forward-mode function of ``fn`` w.r.t. argument ``positions`` (module doc).
 
     ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
     (dtype, ndim) or ("const", value), and per argument its treedef.  ``batched`` (with
     ``jacobian``): sweeps whose tangents carry a batch of directions first
     (``forward/batched.py``; raises ``NotBatchable`` naming an operation without a
-    batched rule)."""
+    batched rule).  ``kept`` (a jvp run as numpy): large elementwise results of
+    straight-line code go into arrays kept between calls (``optimize/buffers.py``)."""
     lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
@@ -98,6 +102,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     title = title or (f"{what} of {lowered.name} ({where}) w.r.t. "
                       f"{', '.join(wrt_vars) or 'nothing'}")
     emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux, width)
+    emitter.kept = kept and not jacobian
     lines = emitter.module(fname, title, jacobian)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
@@ -122,6 +127,7 @@ class _Emitter:
         self.wrt_vars = wrt_vars
         self.tangent_args = tangent_args
         self.has_aux = has_aux
+        self.kept = False       # large results into kept arrays (``_kept_statements``)
 
     def _output_tangent(self):
         out = self.lowered.output
@@ -175,11 +181,16 @@ class _Emitter:
         out = lowered.output
         value_src = to_source(atom_node(out)) if not isinstance(out, Var) else out.name
         args = lowered.params + [f.name for f in lowered.free]
+        prelude = []
         if not jacobian:
             signature = args + [self.tangent_args[v] for v in self.wrt_vars]
             body = [(INDENT + line, None) for line in self._prologue()]
-            body += render_mapped(self.sweep.statements, 1)
-            body.append((f"{INDENT}return {value_src}, {self._output_tangent()}", None))
+            result = f"{value_src}, {self._output_tangent()}"
+            statements, prelude, give = self._kept_statements(result)
+            body += render_mapped(statements, 1)
+            if give is not None:
+                result = f"{give[0]}.give({give[1]}, ({result}))"
+            body.append((f"{INDENT}return {result}", None))
             header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
                       "# (x_dot: the derivative of x along the input tangents).")
         elif self.batched:
@@ -195,10 +206,25 @@ class _Emitter:
         lines = [*wrap(f"# s2sgrad: {title}"), *header.split("\n"),
                  *(["import math", ""] if reads_name(code, "math") else []),
                  "import numpy as np", *import_lines(self.names.modules), "",
-                 "from s2sgrad import runtime as rt", "", "",
-                 *wrap(f"def {fname}({', '.join(signature)}):")]
-        return [(line, None) for line in lines] + [
+                 "from s2sgrad import runtime as rt", "", ""]
+        lines = [(line, None) for line in lines] + prelude + [
+            (line, None) for line in wrap(f"def {fname}({', '.join(signature)}):")]
+        return lines + [
             (wrapped, origin) for line, origin in body for wrapped in wrap(line)]
+
+    def _kept_statements(self, result):
+        """The sweep's statements, the prelude lines and the ``give`` names of
+        ``pipeline.keep_buffers`` (when ``self.kept``; ``result``: the returned source)."""
+        statements = self.sweep.statements
+        if not self.kept:
+            return statements, [], None
+        keep = {n.id for n in gast.walk(gast.parse(result)) if isinstance(n, gast.Name)}
+        keep |= set(self.lowered.mutated)
+        numbers = {n for n, rank in self.lowered.ndims.items() if rank == 0}
+        numbers |= {self.sweep.tangents[n] for n in numbers if n in self.sweep.tangents}
+        head, statements, prelude, give = keep_buffers(
+            statements, keep, numbers.__contains__, self.names, self.lowered.name)
+        return head + statements, prelude, give
 
     def _jacobian_body(self, args, value_src):
         names, lowered = self.names, self.lowered

@@ -24,6 +24,7 @@ from .second_linalg import *  # noqa: F401,F403  (rt.svd_adjoint_tangent...)
 from .checkpoint import (checkpoint_forward, checkpoint_reverse,  # noqa: F401  (memory_limit)
                          checkpoint_slots, no_snapshots, tape_bytes)
 from .constants import Constants  # noqa: F401  (rt.Constants: values of sizes, once)
+from .buffers import Buffers, Kept  # noqa: F401  (rt.Buffers: arrays kept between calls)
 
 
 def ones_like(value):

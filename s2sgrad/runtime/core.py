@@ -105,6 +105,12 @@ def extremum_adjoint(g, x, ans, axis, keepdims):
     only where there are any (or a NaN) is ``g`` divided by the counts.  Has ``x``'s
     shape and the dtype of ``g`` times ``x``'s floating dtype.
     """
+    return extremum_adjoint_into(g, x, ans, axis, keepdims, None)
+
+
+def extremum_adjoint_into(g, x, ans, axis, keepdims, out):
+    """``extremum_adjoint(g, x, ans, axis, keepdims)`` written into ``out`` (an array of
+    the result's shape and dtype: ``rt.Kept``), or a new array when ``out`` is None."""
     if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
         axes = normalise_axes(axis, np.ndim(x))
         ans, g = np.expand_dims(ans, axes), np.expand_dims(g, axes)
@@ -112,7 +118,7 @@ def extremum_adjoint(g, x, ans, axis, keepdims):
     dtype = np.result_type(g, np.result_type(x, np.float32))
     if np.count_nonzero(hit) != np.size(ans) or np.isnan(ans).any():
         g = g / np.add.reduce(hit, axis=axis, keepdims=True, dtype=dtype)
-    return np.multiply(hit, g, dtype=dtype)
+    return np.multiply(hit, g, dtype=dtype, out=out)
 
 
 def divide_or_zero(g, d):

@@ -104,40 +104,49 @@ def _matmul_plan(spec, a_ndim, b_ndim):
 def einsum(*operands):
     """``np.einsum(*operands)``, as one BLAS matmul where the call is a two-operand
     contraction of at least ``MATMUL_WORK`` multiply-adds (module doc)."""
+    return einsum_into(None, *operands)
+
+
+def einsum_into(out, *operands):
+    """``einsum(*operands)`` written into ``out`` (a C-ordered array of the result's shape
+    and dtype: ``rt.Kept``), or a new array when ``out`` is None."""
     if len(operands) != 3 or not isinstance(operands[0], str):
-        return np.einsum(*operands)
+        return np.einsum(*operands, out=out)
     spec, a, b = operands
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) \
             or a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
-        return np.einsum(*operands)
+        return np.einsum(*operands, out=out)
     plan = _matmul_plan(spec, a.ndim, b.ndim)
     if plan is None:
-        return np.einsum(*operands)
+        return np.einsum(*operands, out=out)
     a_axes, b_axes, (nb, nl, ns, nr), order = plan
     at, bt = a.transpose(a_axes), b.transpose(b_axes)
     batch, left, right = at.shape[:nb], at.shape[nb:nb + nl], bt.shape[nb + ns:]
     summed = at.shape[nb + nl:]
     if bt.shape[:nb] != batch or bt.shape[nb:nb + ns] != summed:
-        return np.einsum(*operands)    # sizes numpy would broadcast or refuse
+        return np.einsum(*operands, out=out)    # sizes numpy would broadcast or refuse
     rows, inner, cols = math.prod(left), math.prod(summed), math.prod(right)
     if math.prod(batch) * rows * inner * cols < MATMUL_WORK:
-        return np.einsum(*operands)
+        return np.einsum(*operands, out=out)
     return _product_in_order(at.reshape(batch + (rows, inner)),
-                             bt.reshape(batch + (inner, cols)), batch + left + right, order)
+                             bt.reshape(batch + (inner, cols)), batch + left + right, order,
+                             out)
 
 
-def _product_in_order(a, b, shape, order):
+def _product_in_order(a, b, shape, order, out=None):
     """``np.matmul(a, b).reshape(shape).transpose(order)`` as a C-ordered array: BLAS
     writes the product straight into the output's layout where its axes allow, else it
     is copied there once.  A transposed view would cost far more than the copy in every
     elementwise pass that reads it next to C-ordered arrays (gmm: 5 ms against 0.2)."""
-    out = np.empty(tuple(shape[k] for k in order), np.result_type(a, b))
+    if out is None or not out.flags.c_contiguous:
+        out = np.empty(tuple(shape[k] for k in order), np.result_type(a, b))
     target = out.transpose(np.argsort(order))
     try:
         target = target.view()
         target.shape = a.shape[:-1] + b.shape[-1:]
     except AttributeError:      # the axes merged for the product are not adjacent there
-        return np.ascontiguousarray(np.matmul(a, b).reshape(shape).transpose(order))
+        out[...] = np.matmul(a, b).reshape(shape).transpose(order)
+        return out
     np.matmul(a, b, out=target)
     return out
 

@@ -1,5 +1,7 @@
 """Passes over the generated statements, after a transform and before emission: single-use
 temporaries written into their reader (``substitute``: one engine, a policy for
 straight-line code and one for the elementwise chains of loop bodies), the same numbers
-spelled with fewer arrays (``spelling``) and matrix products added in place
-(``accumulate``).  Each keeps the program's meaning; each is tested on its effect."""
+spelled with fewer arrays (``spelling``), matrix products added in place
+(``accumulate``), arrays of sizes and numbers computed once (``constants``) and, last,
+elementwise results written into arrays kept between calls (``buffers``: code run as
+numpy).  Each keeps the program's meaning; each is tested on its effect."""

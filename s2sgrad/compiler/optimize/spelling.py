@@ -201,11 +201,12 @@ def _negated(node):
 
 def sums_as_runtime(items, ndim_of):
     """``items`` (a sweep, blocks too) with ``np.sum(x, axis=1)`` over the last axis of a
-    variable ``x`` of known rank 2 or more (``ndim_of(name)``: the rank or None; an int
+    variable ``x`` of known rank 2 or more, or over an axis that may be the last (-1, or
+    1 and up) of a value of unknown rank (``ndim_of(name)``: the rank or None; an int
     axis, keepdims a bool or absent, nothing else) written ``rt.sum(x, 1, False)``: the
-    same sum, which goes to BLAS for short trailing rows (``rt.summed_over``: numpy
-    loops once per row there).  Any other sum keeps numpy's spelling.  For the code
-    ``grad`` runs (Numba has ``rt.sum`` too)."""
+    same sum, which goes to BLAS for short trailing rows (``rt.summed_over``, which
+    checks the axes at run time: numpy loops once per row there).  Any other sum keeps
+    numpy's spelling.  For the code ``grad`` runs (Numba has ``rt.sum`` too)."""
     return _each(items, _RuntimeSums(ndim_of))
 
 
@@ -232,7 +233,10 @@ class _RuntimeSums(gast.NodeTransformer):
             return node
         x = node.args[0]
         rank = self.ndim_of(x.id) if isinstance(x, gast.Name) else None
-        if not rank or rank < 2 or axis.value not in (-1, rank - 1):
+        if rank is None:        # rt.sum checks at run time whether the axis is the last
+            if axis.value == 0 or axis.value < -1:
+                return node
+        elif rank < 2 or axis.value not in (-1, rank - 1):
             return node
         keepdims = keepdims or gast.Constant(value=False, kind=None)
         return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(),

@@ -47,7 +47,8 @@ from .spelling import Broadcasting, without_negations
 _PURE_MODULES = frozenset({"np", "math", "rt"})
 #: runtime helpers that update an argument in place (found by tests/test_inline.py)
 RUNTIME_WRITERS = frozenset({"add_at", "push", "item_added", "add_into", "add_matmul_left",
-                             "add_matmul_right", "add_dot_left", "add_dot_right"})
+                             "add_matmul_right", "add_dot_left", "add_dot_right",
+                             "einsum_into", "extremum_adjoint_into"})
 #: numpy functions and methods that update an argument in place
 _NUMPY_WRITERS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "at",
                             "put_along_axis", "shuffle", "seed", "fill", "sort", "resize",

@@ -1,0 +1,169 @@
+"""Elementwise results written into arrays the generated function keeps between calls.
+
+``kept_results(statements, keep, scalar, kept)`` takes the straight-line sweeps of a
+loop-free gradient or tangent function run as numpy (gast statements and comments),
+``keep`` (the names the function returns: the operation that makes one is left as
+written),
+``scalar(name)`` (whether ``name`` is known to be a number, not an array) and ``kept``
+(the name of the call's ``rt.Kept``).  It gives the statements with every operation
+that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
+called with positional arguments, and the helpers that take ``out=``:
+``rt.extremum_adjoint``, ``rt.einsum``) written ``kept.subtract(a, b)``, and how many
+it wrote (0: nothing changed).
+
+``rt.Kept`` (``runtime/buffers.py``) runs ``np.subtract(a, b, out=...)`` into the array
+the same operation made last call when the operands have the same types, shapes and
+dtypes, and as written otherwise: large results stop being fresh arrays whose pages
+fault on every call (gmm's gradient: 24 -> 6.6 ms).  The check is made at every call,
+so no result depends on an earlier one.  Operations nested in others are kept too
+(``rt.sum(kept.multiply(dt3, xcentered), 0, False)``: the product is a temporary, and
+numpy's own reuse of temporaries needs a temporary no one else holds).  One call runs
+each operation of straight-line code once, in one order; what the function returns is
+copied where it shares a kept array (``Buffers.give``).
+"""
+import gast
+import numpy as np
+
+from ..syntax.nodes import Comment, name_node
+
+#: Python operators and the ufuncs they are
+BINARY = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply",
+          gast.Div: "true_divide", gast.Pow: "power", gast.MatMult: "matmul"}
+#: numpy ufuncs with an operator spelling: left as called (``np.add(a, b)`` of two lists
+#: is not ``a + b``, which is what ``rt.Kept`` runs for operands that are not arrays)
+OPERATOR_UFUNCS = frozenset(BINARY.values()) | {"negative"}
+#: methods that put a value into a container (which may outlive the call)
+STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add",
+                             "__setitem__", "put", "set_data", "assign_value"})
+#: helpers of ``rt`` that write into an ``out=`` array
+RT_OUT = frozenset({"extremum_adjoint", "einsum"})
+
+
+def kept_results(statements, keep, scalar, kept):
+    """``(statements, count)``: see the module doc.  Straight-line code only: with a
+    loop or a branch the statements come back unchanged, with a count of 0."""
+    if any(isinstance(item, (gast.For, gast.While, gast.If, gast.Try, gast.With))
+           for item in statements) or _stores_elsewhere(statements):
+        return statements, 0
+    keep = _returned_names(statements, keep)
+    writer = _Writer(scalar, kept)
+    out = []
+    for item in statements:
+        if isinstance(item, Comment):
+            out.append(item)
+        elif _returned(item, keep):          # its own result is left as written
+            item.value = writer.generic_visit(item.value)
+            out.append(item)
+        else:
+            out.append(writer.visit(item))
+    return out, writer.count
+
+
+def _stores_elsewhere(statements):
+    """Whether a statement could keep a value past the call other than by returning it:
+    an attribute set, a container's ``append``/``extend``/``insert``/``update``...
+    (into a list the caller holds: a kept array there would change at the next call)."""
+    for item in statements:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Store):
+                return True
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                    node.func.attr in STORING_METHODS and not (
+                        isinstance(node.func.value, gast.Name) and
+                        node.func.value.id in ("np", "rt", "math")):
+                return True
+    return False
+
+
+def _returned_names(statements, keep):
+    """``keep`` with the names a returned name is bound to as is (``db = dz``: ``dz``
+    is returned too, and a kept ``dz`` would be copied at the return)."""
+    keep = set(keep)
+    for item in reversed(statements):
+        if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+                isinstance(item.targets[0], gast.Name) and item.targets[0].id in keep and \
+                isinstance(item.value, gast.Name):
+            keep.add(item.value.id)
+    return keep
+
+
+def _returned(item, keep):
+    """Whether ``item`` assigns one of the returned names (its outermost operation is
+    then left as written: a kept array would be copied at the return)."""
+    return isinstance(item, gast.Assign) and any(
+        isinstance(t, gast.Name) and t.id in keep for t in item.targets)
+
+
+class _Writer(gast.NodeTransformer):
+    """Writes each operation that may make an array as a ``kept.<ufunc>(...)`` call."""
+
+    def __init__(self, scalar, kept):
+        self.scalar, self.kept, self.count = scalar, kept, 0
+        self.numbers = set()        # names assigned a value made of numbers only
+
+    def visit_Assign(self, node):
+        # a target is written, not read: only the value is rewritten
+        node.value = self.visit(node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
+            if self._array(node.value):
+                self.numbers.discard(node.targets[0].id)
+            else:
+                self.numbers.add(node.targets[0].id)
+        return node
+
+    def visit_AugAssign(self, node):
+        node.value = self.visit(node.value)       # ``a += b`` writes in place already
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        ufunc = BINARY.get(type(node.op))
+        if ufunc is None or not (self._array(node.left) or self._array(node.right)):
+            return node
+        return self._kept(ufunc, [node.left, node.right])
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, gast.USub) or not self._array(node.operand):
+            return node
+        return self._kept("negative", [node.operand])
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
+                not isinstance(func, gast.Attribute) or not isinstance(func.value, gast.Name):
+            return node
+        module, attr = func.value.id, func.attr
+        if module == "np" and attr not in OPERATOR_UFUNCS and _is_ufunc(attr) and \
+                any(self._array(a) for a in node.args):
+            return self._kept(attr, node.args)
+        if module == "rt" and attr in RT_OUT:
+            return self._kept(attr, node.args)
+        return node
+
+    def _array(self, node):
+        """Whether ``node`` may be an array (``rt.Kept`` checks exactly at run time)."""
+        if isinstance(node, gast.Constant):
+            return False
+        if isinstance(node, gast.Name):
+            return node.id not in self.numbers and not self.scalar(node.id)
+        if isinstance(node, gast.BinOp):
+            return self._array(node.left) or self._array(node.right)
+        if isinstance(node, gast.UnaryOp):
+            return self._array(node.operand)
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                isinstance(node.func.value, gast.Name) and node.func.value.id == "math":
+            return False
+        return True
+
+    def _kept(self, operation, args):
+        self.count += 1
+        return gast.Call(gast.Attribute(name_node(self.kept), operation, gast.Load()),
+                         list(args), [])
+
+
+def _is_ufunc(name):
+    return isinstance(getattr(np, name, None), np.ufunc)

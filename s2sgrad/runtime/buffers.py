@@ -1,0 +1,180 @@
+"""``rt.Buffers``: the arrays one generated function writes its large elementwise results
+into, kept from one call to the next (``compiler/optimize/buffers.py`` writes the calls).
+
+Why: a fresh numpy array over glibc's mmap threshold (128 KiB and up) is mapped from the
+kernel when it is made and unmapped when it is freed, so every page of it faults on its
+first touch, on every call: on GradBench's gmm and kmeans that was most of the time
+(README, "GradBench").  Writing each such result into the array the same line made last
+call (numpy's ``out=``) touches memory that is already mapped.
+
+- ``BUFFERS = rt.Buffers()`` sits beside the generated function (one per generated
+  module: one call plan);
+- a call starts with ``kept = BUFFERS.take()``: a ``Kept`` (per operation, in the
+  order the call runs them, the array it made last call and what it was made from); a
+  call running while another holds the pool's ``Kept`` (another thread, a recursion)
+  gets an empty one;
+- ``kept.subtract(a, b)`` (any numpy ufunc by its name, and the helpers ``einsum`` and
+  ``extremum_adjoint`` of ``rt``) is ``np.subtract(a, b, out=<that array>)`` when the
+  operands have the types, shapes and dtypes (ints and strings: the values) they had
+  when that array was made, so that the result has its shape and dtype; otherwise
+  ``np.subtract(a, b)``, whose result (an array of ``KEEP_BYTES`` or more) is kept in
+  its place.  The check is made at every call, so nothing depends on an earlier call
+  but where the result is written.  With no exact ``np.ndarray`` among the operands, a
+  ufunc that spells a Python operator runs as that operator (``a - b`` of two Python
+  numbers stays a Python number, of two tuples an error as before);
+- the call ends with ``return BUFFERS.give(kept, result)``: an array of the result that
+  is a kept array or a view of one is copied first, so nothing the caller holds is
+  written by a later call; then the ``Kept`` goes back to the pool.
+"""
+import operator
+
+import numpy as np
+
+from .core import extremum_adjoint_into
+from .einsum import einsum_into
+
+__all__ = ["Buffers", "Kept"]
+
+#: results smaller than this are left to numpy (glibc reuses small blocks: no faults)
+KEEP_BYTES = 64 * 1024
+#: the ufuncs generated code writes for Python operators, and those operators
+OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+             np.true_divide: operator.truediv, np.power: operator.pow,
+             np.matmul: operator.matmul, np.negative: operator.neg}
+_NUMBERS = (float, complex, np.generic)
+_EXACT = (bool, int, str, type(None))
+
+
+class Buffers:
+    """The pool of one generated function's ``Kept`` arrays (module doc)."""
+
+    def __init__(self):
+        self.pool = []
+
+    def take(self):
+        """The ``Kept`` of the last call that ended (an empty one when none is free),
+        at its first operation."""
+        try:
+            kept = self.pool.pop()
+        except IndexError:
+            kept = Kept()
+        kept.at = 0
+        return kept
+
+    def give(self, kept, result):
+        """``result`` with every array that is (or views) one of ``kept``'s copied; puts
+        ``kept`` back into the pool (one is kept: the arrays of one call)."""
+        owned = {id(entry[1]) for entry in kept.arrays if entry is not None}
+        if owned:
+            result = _unshared(result, owned, kept)
+        if not self.pool:
+            self.pool.append(kept)
+        return result
+
+    def clear(self):
+        """Drop the kept arrays (the memory goes back; the next call makes them again)."""
+        self.pool.clear()
+
+
+class Kept:
+    """The arrays of one call in flight, one per operation in the order they run, as
+    (key of the operands, array) or None (module doc).  ``kept.<ufunc>(*args)``."""
+
+    def __init__(self):
+        self.arrays = []
+        self.at = 0
+
+    def run(self, fn, args):
+        """``fn(*args)``, into the array the operation at this place made last call when
+        the operands are alike (module doc)."""
+        at = self.at
+        self.at = at + 1
+        key = _key(args)
+        if key is None:
+            return OPERATORS.get(fn, fn)(*args)
+        arrays = self.arrays
+        entry = arrays[at] if at < len(arrays) else None
+        if entry is not None and entry[0] == key:
+            return fn(*args, out=entry[1])
+        result = fn(*args)
+        if type(result) is np.ndarray and result.nbytes >= KEEP_BYTES and \
+                result.base is None:
+            if at >= len(arrays):
+                arrays.extend([None] * (at + 1 - len(arrays)))
+            arrays[at] = (key, result)
+        return result
+
+
+def _operation(fn, name):
+    def operation(self, *args):
+        return self.run(fn, args)
+    operation.__name__ = operation.__qualname__ = name
+    operation.__doc__ = f"``{operation.__name__}(*args)`` into a kept array (``Kept.run``)."
+    return operation
+
+
+def _writing_out(into):
+    """``into(out, *args)`` (a helper of ``rt`` that writes into ``out``) as a function
+    of ``*args`` with ``out=``, the way ``Kept.run`` calls a ufunc."""
+    def fn(*args, out=None):
+        return into(out, *args)
+    return fn
+
+
+for _name in dir(np):
+    if isinstance(getattr(np, _name), np.ufunc) and not _name.startswith("_"):
+        setattr(Kept, _name, _operation(getattr(np, _name), _name))
+Kept.einsum = _operation(_writing_out(einsum_into), "einsum")
+Kept.extremum_adjoint = _operation(_writing_out(
+    lambda out, g, x, ans, axis, keepdims: extremum_adjoint_into(g, x, ans, axis, keepdims,
+                                                                 out)), "extremum_adjoint")
+del _name
+
+
+def _key(args):
+    """What decides the result's shape and dtype, hashable; None when an operand is not
+    an exact ndarray, a number, an int, a string or a tuple of them, or none is an
+    ndarray (the call is then left as written)."""
+    parts, arrays = [], False
+    for arg in args:
+        kind = type(arg)
+        if kind is np.ndarray:
+            parts.append((arg.shape, arg.dtype))
+            arrays = True
+        elif kind in _EXACT:
+            parts.append((kind, arg))
+        elif isinstance(arg, _NUMBERS):
+            parts.append(kind)
+        elif kind is tuple and all(type(a) in _EXACT for a in arg):
+            parts.append((kind, arg))
+        else:
+            return None
+    return tuple(parts) if arrays else None
+
+
+def _unshared(value, owned, kept):
+    """``value`` (an array, or tuples/lists/dicts of them) with the arrays that share
+    memory with ``kept``'s copied."""
+    if isinstance(value, np.ndarray):
+        return value.copy() if _shares(value, owned, kept) else value
+    if isinstance(value, (tuple, list)):
+        items = [_unshared(item, owned, kept) for item in value]
+        if type(value) in (tuple, list):
+            return type(value)(items)
+        return value._make(items) if hasattr(value, "_make") else type(value)(items)
+    if isinstance(value, dict):
+        return {k: _unshared(v, owned, kept) for k, v in value.items()}
+    return value
+
+
+def _shares(array, owned, kept):
+    base = array
+    while isinstance(base, np.ndarray):
+        if id(base) in owned:
+            return True
+        if base.base is None:
+            return False
+        base = base.base
+    # a view through something that is not an array: compare the memory itself
+    return any(np.may_share_memory(array, entry[1]) for entry in kept.arrays
+               if entry is not None)
