@@ -253,8 +253,11 @@ class _Reverser:
                               ctx=gast.Load())
         target = copy.deepcopy(item)
         target.ctx = gast.Store()
-        out.append(assign(target, gast.BinOp(left=item, op=gast.Add(),
-                                              right=name_node(self.adj.name(op.targets[0])))))
+        g = name_node(self.adj.name(op.targets[0]))
+        if op.targets[0] in self.adj.lists:   # a slice: its adjoint list, added item by item
+            out.append(assign(target, call("rt", "add_lists", [item, g])))
+        else:
+            out.append(assign(target, gast.BinOp(left=item, op=gast.Add(), right=g)))
 
     def list_append(self, stmt):
         """The adjoint of ``xs.append(v)``: the last adjoint of the list is v's; the list
