@@ -1,7 +1,8 @@
 """Numba implementations of the list and tuple helpers in ``s2sgrad.runtime``: adjoints
 of lists that a run-time loop extends with ``append``, and of tuple results
 (``w, v = np.linalg.eigh(a)``), whose adjoint is a tuple updated functionally; and
-``np.stack`` of such a list (Numba's stacks only tuples).
+``np.stack``, ``np.concatenate`` (Numba's take only tuples) and the builtin ``sum`` of
+such a list (or a slice of one) of arrays.
 
 A tuple's items may differ in type, so the tuple helpers are generated per length
 (``items[0], items[1], ...``) and ``rt.item_added`` needs its index as a literal (the

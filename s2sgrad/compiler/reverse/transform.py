@@ -229,7 +229,9 @@ class _Reverser:
                 adj.accumulate(atom.name, renamed(atom_node(g), renames), out)
 
     def _list_item_adjoint(self, op, out):
-        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints.  Of a
+        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints; of a
+        slice ``xs[a:b]`` (a list too): ``dxs[a:b] = rt.add_lists(dxs[a:b], d(xs[a:b]))``,
+        item by item into the sliced positions (``+`` would concatenate).  Of a
         tuple result, read at a constant index: ``dt = rt.item_added(dt, 0, dw)`` (Numba
         gives eigh, qr, svd... tuples, whose items differ in type: a tuple adjoint cannot
         be assigned into, so it is rebuilt; a list is updated in place)."""
