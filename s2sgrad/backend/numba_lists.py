@@ -1,7 +1,8 @@
 """Numba implementations of the list and tuple helpers in ``s2sgrad.runtime``: adjoints
 of lists that a run-time loop extends with ``append``, and of tuple results
 (``w, v = np.linalg.eigh(a)``), whose adjoint is a tuple updated functionally; and
-``np.stack`` of such a list (Numba's stacks only tuples).
+``np.stack``, ``np.concatenate`` (Numba's take only tuples) and the builtin ``sum`` of
+such a list (or a slice of one) of arrays.
 
 A tuple's items may differ in type, so the tuple helpers are generated per length
 (``items[0], items[1], ...``) and ``rt.item_added`` needs its index as a literal (the
@@ -98,5 +99,54 @@ def _stack_list(arrays, axis=0):
         if last:     # (n, *shape) -> (*shape, n)
             return np.ascontiguousarray(out.reshape((len(arrays), -1)).T).reshape(
                 shape + (len(arrays),))
+        return out
+    return impl
+
+
+@overload(np.concatenate, prefer_literal=True)
+def _concatenate_list(arrays, axis=0):
+    """``np.concatenate`` of a list of arrays along the first axis (a list built by
+    ``append``, or a slice of one: Numba joins only tuples).  Another ``axis`` is left to
+    Numba (which refuses it: the code then runs as Python and says why)."""
+    value = axis.value if isinstance(axis, types.Omitted) else (
+        axis.literal_value if isinstance(axis, types.IntegerLiteral) else axis)
+    if not isinstance(arrays, types.List) or not isinstance(arrays.dtype, types.Array) or \
+            not (isinstance(value, int) and value == 0):
+        return None
+    dtype = arrays.dtype.dtype
+
+    def impl(arrays, axis=0):
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to concatenate")
+        rest = arrays[0].shape[1:]
+        total = 0
+        for k in range(len(arrays)):
+            if arrays[k].shape[1:] != rest:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            total += arrays[k].shape[0]
+        out = np.empty((total,) + rest, dtype)
+        start = 0
+        for k in range(len(arrays)):
+            out[start:start + arrays[k].shape[0]] = arrays[k]
+            start += arrays[k].shape[0]
+        return out
+    return impl
+
+
+@overload(sum)
+def _sum_list(items, start=0):
+    """The builtin ``sum`` of a list of arrays (Numba has none): the item-by-item sum,
+    from ``start``; an empty list is refused (Python's sum would give ``start``, a number,
+    where the code expects an array)."""
+    if not isinstance(items, types.List) or not isinstance(items.dtype, types.Array):
+        return None
+
+    def impl(items, start=0):
+        if len(items) == 0:
+            raise ValueError("sum() of an empty list of arrays")
+        out = start + items[0]
+        for k in range(1, len(items)):
+            out = out + items[k]
         return out
     return impl

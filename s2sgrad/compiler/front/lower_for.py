@@ -146,19 +146,15 @@ class ForLowering:
         return ("enumerate", parts[0], start) if kind is enumerate else ("zip", tuple(parts))
 
     def reversed_rows(self, frame, stmt, node):
-        """``reversed(x)`` inside enumerate/zip: a tuple's items last first, or the view
-        ``x[::-1]`` of an array (its rows last first)."""
+        """``reversed(x)`` inside enumerate/zip: a tuple's items last first, the view
+        ``x[::-1]`` of an array (its rows last first), or the list ``xs[::-1]`` of a
+        run-time list (a slice of a list is a list: see ``Emitter.list_slice``)."""
         seq = self.expressions.lower_expr(frame, node)
         if isinstance(seq, Seq):
             return Seq(tuple(reversed(seq.items)), seq.kind)
         if isinstance(seq, Const) and isinstance(seq.value, (list, tuple)):
             return Const(tuple(reversed(seq.value)))
         self.check_loopable(frame, stmt, seq)
-        if seq.name in self.types.lists:
-            raise unsupported(frame, stmt, "reversed(...) of a list built at run time "
-                              "inside enumerate(...) or zip(...)", "loop over "
-                              "reversed(xs) alone, or stack the list first: "
-                              "reversed(np.stack(xs))")
         return self.emitter.emit_getitem(frame, stmt, seq, Const(slice(None, None, -1)), None)
 
     def check_loopable(self, frame, stmt, seq):

@@ -11,6 +11,7 @@ from ... import primitives as prims
 from ...rules import lookup
 from ..analysis.typeinfo import INTEGER_OPS, basic_index
 from ..ir import Const, Op, Seq, Var
+from ..syntax.source import unsupported
 from . import literals
 
 
@@ -54,6 +55,8 @@ class Emitter:
             base, index = args
             op.basic_index = basic_index(index, self.types.int_vars)
             op.list_base = isinstance(base, Var) and base.name in self.types.lists
+            if op.list_base and is_slice(index):
+                self.list_slice(frame, node, name, base)
         self.state.ops.append(op)
         self.state.producers[name] = prim
         if rule is not None and rule.tuple_result:
@@ -101,6 +104,18 @@ class Emitter:
             self.types.tuples.add(name)
             self.types.structures[name] = structure
 
+    def list_slice(self, frame, node, name, base):
+        """``xs[a:b:c]`` of a run-time list is a list (of the same items): read by index
+        and looped over with ``len``; its adjoint is a list added item by item into the
+        sliced positions of the list's adjoint.  A tuple result's slice is refused."""
+        if base.name in self.types.tuples:
+            raise unsupported(frame, node, "a slice of a tuple a call returned",
+                              "read its items by constant index: t[0], t[1]")
+        self.types.lists.add(name)
+        ranks = self.aliases.item_ranks
+        if base.name in ranks:
+            ranks[name] = ranks[base.name]
+
     def item_structure(self, name, base, index):
         """An item read at a constant index from a declared tuple is declared as its
         structure says."""
@@ -143,6 +158,12 @@ class Emitter:
         self.aliases.record_alias(target, atom)   # the same array in generated code
         return Op((target,), prims.ASSIGN, (atom,), {}, self.atoms.atom_node(atom), location,
                   lookup(prims.ASSIGN))
+
+
+def is_slice(index):
+    """True for a slice index (``a:b:c``, constant or made at run time)."""
+    return isinstance(index, Seq) and index.kind == "slice" or (
+        isinstance(index, Const) and isinstance(index.value, slice))
 
 
 def _cse_key(prim, args, kwargs):

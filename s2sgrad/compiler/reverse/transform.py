@@ -229,7 +229,9 @@ class _Reverser:
                 adj.accumulate(atom.name, renamed(atom_node(g), renames), out)
 
     def _list_item_adjoint(self, op, out):
-        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints.  Of a
+        """``dxs[i] = dxs[i] + d(xs[i])``: the adjoint of a list is a list of adjoints; of a
+        slice ``xs[a:b]`` (a list too): ``dxs[a:b] = rt.add_lists(dxs[a:b], d(xs[a:b]))``,
+        item by item into the sliced positions (``+`` would concatenate).  Of a
         tuple result, read at a constant index: ``dt = rt.item_added(dt, 0, dw)`` (Numba
         gives eigh, qr, svd... tuples, whose items differ in type: a tuple adjoint cannot
         be assigned into, so it is rebuilt; a list is updated in place)."""
@@ -253,8 +255,11 @@ class _Reverser:
                               ctx=gast.Load())
         target = copy.deepcopy(item)
         target.ctx = gast.Store()
-        out.append(assign(target, gast.BinOp(left=item, op=gast.Add(),
-                                              right=name_node(self.adj.name(op.targets[0])))))
+        g = name_node(self.adj.name(op.targets[0]))
+        if op.targets[0] in self.adj.lists:   # a slice: its adjoint list, added item by item
+            out.append(assign(target, call("rt", "add_lists", [item, g])))
+        else:
+            out.append(assign(target, gast.BinOp(left=item, op=gast.Add(), right=g)))
 
     def list_append(self, stmt):
         """The adjoint of ``xs.append(v)``: the last adjoint of the list is v's; the list
