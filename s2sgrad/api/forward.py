@@ -15,7 +15,10 @@ numpy).  Arguments are checked as for ``grad``.
 
 ``ForwardFunction`` is the derivative object of the forward-mode code (of a JVP, or of
 a Jacobian's loop over directions), kept per function and options
-(``forward_function``); ``JacfwdFunction`` is what ``jacfwd`` gives.
+(``forward_function``); ``JacfwdFunction`` is what ``jacfwd`` gives (of a function or of
+a derivative object: ``jacfwd(grad(f))``); ``BatchedChoice`` which of the batched and the
+per-direction code runs a call, for ``jacfwd`` and ``hessian`` alike; ``jacobian_backend``
+what runs a Jacobian's loaded code (numpy where the auto policy says so).
 """
 import numpy as np
 
