@@ -15,7 +15,10 @@ numpy).  Arguments are checked as for ``grad``.
 
 ``ForwardFunction`` is the derivative object of the forward-mode code (of a JVP, or of
 a Jacobian's loop over directions), kept per function and options
-(``forward_function``); ``JacfwdFunction`` is what ``jacfwd`` gives.
+(``forward_function``); ``JacfwdFunction`` is what ``jacfwd`` gives (of a function or of
+a derivative object: ``jacfwd(grad(f))``); ``BatchedChoice`` which of the batched and the
+per-direction code runs a call, for ``jacfwd`` and ``hessian`` alike; ``jacobian_backend``
+what runs a Jacobian's loaded code (numpy where the auto policy says so).
 """
 import numpy as np
 
@@ -91,15 +94,7 @@ class ForwardFunction(Derivative):
 
     def load_code(self, generated):
         compiled, path = super().load_code(generated)
-        if generated.batched and compiled.backend == UNDECIDED and (
-                not generated.loops or backend_mode() == "auto"):
-            compiled._use_python(JACOBIAN_BATCHED_REASON, backend="numpy")
-        elif not generated.loops and backend_mode() == "auto" and \
-                compiled.backend == UNDECIDED:
-            # a Jacobian of loop-free code loops over the directions only: numpy's own
-            # kernels run each pass, as for the function's gradient (no compile)
-            compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
-        return compiled, path
+        return jacobian_backend(compiled, generated), path
 
     # ------------------------------------------------------------ running
 
@@ -159,6 +154,21 @@ class ForwardFunction(Derivative):
 
     def _trees_of(self, args):
         return [flatten(a)[1] if is_tree(a) else None for a in self._complete(args, {})]
+
+
+def jacobian_backend(compiled, generated):
+    """``compiled`` (the loaded code of a forward-mode Jacobian, ``generated``'s) run as
+    numpy where the auto policy says so: a batched sweep of loop-free code (any backend
+    but python) or of code with loops (auto), and the per-direction passes of loop-free
+    code (auto: the loop over the directions is the only loop, and numpy's own kernels
+    run each pass, as for the function's gradient, with no compile)."""
+    if compiled.backend != UNDECIDED:
+        return compiled
+    if generated.batched and (not generated.loops or backend_mode() == "auto"):
+        compiled._use_python(JACOBIAN_BATCHED_REASON, backend="numpy")
+    elif not generated.loops and backend_mode() == "auto":
+        compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")
+    return compiled
 
 
 def _aux(value):
@@ -324,30 +334,26 @@ def jacfwd(fn, grad_position=0, has_aux=False):
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")
     check_positions(grad_position)
     f = forward_function(fn, grad_position, has_aux, True)
-    if getattr(fn, "derivative_mode", None) is not None:   # its composition rules apply
-        return JacfwdFunction(f)
+    # a derivative object too (jacfwd(grad(f)), jacfwd(jacrev(f))): its code as a plain
+    # function, batched where jacfwd of that function would be
     return JacfwdFunction(f, forward_function(fn, grad_position, has_aux, True, True))
 
 
 class JacfwdFunction:
     """What ``jacfwd`` returns: call it with ``fn``'s arguments.  A new one per ``jacfwd``
     call, running the ``ForwardFunction``s kept for ``fn``'s options: ``batched`` (all
-    directions in one sweep) where every operation has a batched rule, else ``forward``
-    (one pass per direction, compiled where it loops).  The batched sweep runs as numpy;
-    with loops, it runs under the auto backend where an argument holds at least
-    ``LOOP_BATCH_NUMBERS`` numbers, and is compiled by Numba under
-    ``S2SGRAD_BACKEND=numba`` (which runs loop-free code per direction):
-    ``_check_batched``.  ``not_batched``: per call signature (``plan_key``, whether an
-    argument is that large, the backend), why the batched code does not run it;
-    ``last``: the one that ran the last call."""
+    directions in one sweep) or ``forward`` (one pass per direction, compiled where it
+    loops), as ``BatchedChoice`` (``choice``) decides per call signature; ``not_batched``
+    (the choice's): why the batched code does not run a signature; ``last``: the one
+    that ran the last call."""
 
     #: a derivative object: the front end never reads the function it wraps
     derivative_mode = "jacfwd"
 
     def __init__(self, forward, batched=None):
         self.forward, self.batched = forward, batched
-        self.not_batched = {}
-        self.batched_keys = set()     # the call signatures the batched code runs
+        self.choice = BatchedChoice()
+        self.not_batched = self.choice.not_batched
         self.last = None
         self.__name__ = forward.name + "_jacfwd"
         self.__wrapped__ = forward.fn
@@ -355,36 +361,11 @@ class JacfwdFunction:
     def __call__(self, *args, **kwargs):
         self.last = self.forward
         if self.batched is not None:
-            key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()) \
-                if not kwargs else None
-            if key not in self.not_batched:
-                try:
-                    if key is None or key not in self.batched_keys:
-                        self._check_batched(args, kwargs, key)
-                    result = self.batched(*args, **kwargs)
-                    self.last = self.batched
-                    return result
-                except NotBatchable as exc:   # an operation without a batched rule
-                    self.not_batched[key] = str(exc)
+            ran, result = self.choice.run(self.batched, args, kwargs)
+            if ran:
+                self.last = self.batched
+                return result
         return self.forward(*args, **kwargs)
-
-    def _check_batched(self, args, kwargs, key):
-        """Build the batched code for these arguments (``NotBatchable`` where an operation
-        has no batched rule) and refuse it where the per-direction sweeps are the faster
-        choice: loop-free code under ``S2SGRAD_BACKEND=numba``; code with loops over
-        small arrays (no argument of ``LOOP_BATCH_NUMBERS`` numbers) under the auto
-        policy, where numpy's per-call cost on a batch would outweigh Numba's compiled
-        passes (module doc of ``compiler/forward/batched.py``)."""
-        generated = self.batched._prepare(args, kwargs)[0]
-        mode = backend_mode()
-        if not generated.loops and mode == "numba":
-            raise NotBatchable("S2SGRAD_BACKEND=numba compiles one pass per direction of "
-                               "loop-free code")
-        if generated.loops and mode == "auto" and not key[1]:
-            raise NotBatchable(f"loops over small arrays (no argument holds "
-                               f"{LOOP_BATCH_NUMBERS} numbers): the per-direction sweeps "
-                               "compile with Numba")
-        self.batched_keys.add(key)
 
     def __get__(self, instance, owner=None):
         """``jacfwd`` on a method binds as ``grad`` and ``jacrev`` do: ``obj.jac`` is the
@@ -420,11 +401,66 @@ class JacfwdFunction:
     @property
     def fallback_reason(self):
         if self.last is self.forward and self.not_batched:
-            return "Not batched: " + next(reversed(self.not_batched.values())) + "."
+            return self.choice.reason()
         return (self.last or self.forward).fallback_reason
 
     def __repr__(self):
         return repr(self.last or self.forward)
+
+
+class BatchedChoice:
+    """Which of a batched derivative (``batched``: a Derivative whose code sweeps every
+    direction at once, ``generated.batched``) and its per-direction twin runs a call:
+    the batched sweep, where every operation has a batched rule, as numpy; with loops,
+    under the auto backend where an argument holds at least ``LOOP_BATCH_NUMBERS``
+    numbers, and compiled by Numba under ``S2SGRAD_BACKEND=numba`` (which runs loop-free
+    code per direction): ``_check``.  ``not_batched``: per call signature (``plan_key``,
+    whether an argument is that large, the backend), why the batched code does not run
+    it; ``batched_keys``: the signatures it runs.  Used by ``jacfwd``
+    (``JacfwdFunction``) and ``hessian`` (``api/higher.py``)."""
+
+    def __init__(self):
+        self.not_batched = {}
+        self.batched_keys = set()
+
+    def run(self, batched, args, kwargs):
+        """(True, ``batched(*args, **kwargs)``) where the batched code runs this call, else
+        (False, None): the caller runs its per-direction code."""
+        key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()) \
+            if not kwargs else None
+        if key in self.not_batched:
+            return False, None
+        try:
+            if key is None or key not in self.batched_keys:
+                self._check(batched, args, kwargs, key)
+            return True, batched(*args, **kwargs)
+        except NotBatchable as exc:   # an operation without a batched rule
+            self.not_batched[key] = str(exc)
+            return False, None
+
+    def reason(self):
+        """Why the last signature refused ran per direction (None: none was refused)."""
+        if not self.not_batched:
+            return None
+        return "Not batched: " + next(reversed(self.not_batched.values())) + "."
+
+    def _check(self, batched, args, kwargs, key):
+        """Build the batched code for these arguments (``NotBatchable`` where an operation
+        has no batched rule) and refuse it where the per-direction sweeps are the faster
+        choice: loop-free code under ``S2SGRAD_BACKEND=numba``; code with loops over
+        small arrays (no argument of ``LOOP_BATCH_NUMBERS`` numbers) under the auto
+        policy, where numpy's per-call cost on a batch would outweigh Numba's compiled
+        passes (module doc of ``compiler/forward/batched.py``)."""
+        generated = batched._prepare(args, kwargs)[0]
+        mode = backend_mode()
+        if not generated.loops and mode == "numba":
+            raise NotBatchable("S2SGRAD_BACKEND=numba compiles one pass per direction of "
+                               "loop-free code")
+        if generated.loops and mode == "auto" and not (key is not None and key[1]):
+            raise NotBatchable(f"loops over small arrays (no argument holds "
+                               f"{LOOP_BATCH_NUMBERS} numbers): the per-direction sweeps "
+                               "compile with Numba")
+        self.batched_keys.add(key)
 
 
 #: the numbers the largest argument must hold for a batched sweep of code with loops to run

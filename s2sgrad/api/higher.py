@@ -4,8 +4,13 @@
   gradient's directional derivative along ``v``), by one run of the forward-mode
   transform of ``fn``'s generated value-and-gradient function (``compiler/pipeline_higher.py``).
 - ``hessian(fn, grad_position=0)``: the Hessian function (jacfwd of the gradient, as in
-  JAX): the generated code loops over the inputs' basis directions; shape
-  ``in.shape + in.shape``, a tuple of tuples ``H[i][j]`` for several positions.
+  JAX); shape ``in.shape + in.shape``, a tuple of tuples ``H[i][j]`` for several
+  positions.  Its code sweeps every basis direction of the inputs at once (the batched
+  forward mode of the gradient's code, run as numpy) where ``jacfwd`` would
+  (``forward.BatchedChoice``: every operation of the gradient has a batched rule, and
+  the code is loop-free or loops over an argument of ``LOOP_BATCH_NUMBERS`` numbers),
+  else loops over them, one pass per direction (compiled by Numba where the gradient
+  loops; ``fallback_reason`` says why it is not batched).
 - ``grad(grad(f))``: the gradient of a gradient object (``grad`` and ``value_and_grad``
   hand it here): the gradient of the sum of the inner gradient's elements, which by the
   symmetry of second derivatives is the inner gradient's directional derivative along
@@ -25,6 +30,7 @@ import inspect
 
 import numpy as np
 
+from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
@@ -32,7 +38,7 @@ from ..trees import flatten, is_tree, unflatten
 from .arguments import check_function, check_positions, free_values
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
-from .forward import ForwardFunction, derivative_rule
+from .forward import BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend
 from .loading import load_function
 from .nested import forward_as_function, gradient_as_function
 
@@ -90,20 +96,25 @@ class HvpFunction(Derivative):
     #: whether the code loops over the basis directions (a Hessian) or takes one tangent
     jacobian = False
 
+    #: whether the Hessian's tangents carry every direction at once (``HessianFunction``)
+    batched = False
+
     def __init__(self, fn, grad_position):
         super().__init__(fn, grad_position)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build_hvp(fn, self.positions, bound_self, arg_types=arg_types,
-                         arg_trees=trees, jacobian=self.jacobian)
+                         arg_trees=trees, jacobian=self.jacobian, batched=self.batched)
 
     def load_code(self, generated):
         """The module's function, taking the values both the gradient and its forward
-        mode read from outside (``generated.all_free``)."""
+        mode read from outside (``generated.all_free``); a Hessian's as numpy where
+        ``jacfwd``'s would be (``forward.jacobian_backend``)."""
         free = list(generated.free) + list(generated.jvp.free)
         generated.all_free = free
-        return load_function(generated.function_name, generated.source,
-                             generated.function_name, free)
+        compiled, path = load_function(generated.function_name, generated.source,
+                                       generated.function_name, free)
+        return (jacobian_backend(compiled, generated) if self.jacobian else compiled), path
 
     def _run_code(self, args, extra):
         """Check and flatten ``args``, build, run the code with ``extra(leaves)`` appended:
@@ -144,18 +155,37 @@ class HvpFunction(Derivative):
 
 
 class HessianFunction(HvpFunction):
-    """The Hessian function ``hessian`` gives: call it like the original."""
+    """The Hessian function ``hessian`` gives: call it like the original.  It runs its
+    ``batched_twin`` (the same Hessian, ``batched``: every direction in one sweep; one
+    per backend policy) where its ``BatchedChoice`` lets it (module doc), else its own
+    code, one pass per direction; ``source``, ``backend`` and ``fallback_reason`` are
+    the last call's (``ran_batched``: whether the twin ran it)."""
 
     derivative_mode = "hessian"
     name_suffix = "_hess"
     jacobian = True
+
+    def __init__(self, fn, grad_position, batched=False):
+        self.batched = batched
+        super().__init__(fn, grad_position)
+        self.choice = None if batched else BatchedChoice()
+        self._twins = {}        # per backend policy (S2SGRAD_BACKEND, read at each call)
+        self.ran_batched = False
+
+    @property
+    def batched_twin(self):
+        """The batched Hessian this one runs under the current backend policy."""
+        mode = backend_mode()
+        if mode not in self._twins:
+            self._twins[mode] = HessianFunction(self.fn, self.grad_position, True)
+        return self._twins[mode]
 
     def __repr__(self):
         return (f"<s2sgrad hessian of {self.name} (grad_position="
                 f"{self.grad_position!r}), backend {self.backend!r}>")
 
     def bind_to(self, method, weights):
-        return HessianFunction(method, self.grad_position)
+        return HessianFunction(method, self.grad_position, self.batched)
 
     def rule_inside(self):
         return derivative_rule(self)
@@ -172,8 +202,26 @@ class HessianFunction(HvpFunction):
         return forward_as_function(_jacobian_of_gradient(self.fn, self.grad_position,
                                                          self.positions, building), building)
 
+    @property
+    def source(self):
+        return self.batched_twin.source if self.ran_batched else super().source
+
+    @property
+    def backend(self):
+        return self.batched_twin.backend if self.ran_batched else super().backend
+
+    @property
+    def fallback_reason(self):
+        if self.ran_batched:
+            return self.batched_twin.fallback_reason
+        return (self.choice.reason() if self.choice is not None else None) or \
+            super().fallback_reason
 
     def __call__(self, *args, **kwargs):
+        if self.choice is not None:
+            self.ran_batched, result = self.choice.run(self.batched_twin, args, kwargs)
+            if self.ran_batched:
+                return result
         if kwargs:
             args = self._complete(args, kwargs)
         generated, leaves, trees, (value_and_grads, columns) = self._run_code(
@@ -182,17 +230,15 @@ class HessianFunction(HvpFunction):
         wrt = self._wrt_leaves(generated)
         sizes = [int(np.size(leaves[k])) for k in wrt]
         starts = np.cumsum([0] + sizes)
-        # columns[c]: the tangents of (value, grads) along basis direction c
-        grads_by_column = [_per_wrt(generated, column[1]) for column in columns]
+        rows = _gradient_tangents(generated, columns, [np.shape(leaves[k]) for k in wrt],
+                                  int(starts[-1]))
         blocks = {}
         for i, ki in enumerate(wrt):
             for j, kj in enumerate(wrt):
-                cols = [np.asarray(grads_by_column[c][i], dtype=float)
-                        for c in range(starts[j], starts[j + 1])]
                 shape_i, shape_j = np.shape(leaves[ki]), np.shape(leaves[kj])
-                block = (np.stack(cols, axis=-1) if cols else
-                         np.zeros(shape_i + (0,))).reshape(shape_i + shape_j)
-                blocks[ki, kj] = _finish(block, leaves[ki], leaves[kj])
+                block = np.moveaxis(rows[i][starts[j]:starts[j + 1]], 0, -1)
+                blocks[ki, kj] = _finish(block.reshape(shape_i + shape_j), leaves[ki],
+                                         leaves[kj])
         rows = [[unflatten(trees[p], [unflatten(trees[q], [blocks[ki, kj] for kj in
                                                           generated.arg_leaves[q]])
                                       for ki in generated.arg_leaves[p]])
@@ -200,6 +246,30 @@ class HessianFunction(HvpFunction):
         if isinstance(self.grad_position, int) or len(self.positions) == 1:
             return rows[0][0]
         return tuple(tuple(row) for row in rows)
+
+
+def _gradient_tangents(generated, columns, shapes, total):
+    """Per differentiated leaf ``i`` (of shape ``shapes[i]``), its gradient's tangents
+    along every basis direction, stacked: shape ``(total,) + shapes[i]``.  ``columns``:
+    the code's tangents of (value, grads), one per direction, or with a batched sweep
+    (``generated.batched``) one per block of directions, the directions first."""
+    if not generated.batched:
+        per = [_per_wrt(generated, column[1]) for column in columns]
+        return [np.stack([np.broadcast_to(np.asarray(c[i], dtype=float), shape)
+                          for c in per], axis=0) if per else np.zeros((0,) + shape)
+                for i, shape in enumerate(shapes)]
+    parts, done = [[] for _ in shapes], 0
+    for block in columns:
+        grads = _per_wrt(generated, block[1])
+        # the block's width: the leading axis of a batched tangent (all zeros: the rest)
+        widths = [np.shape(g)[0] for g, shape in zip(grads, shapes)
+                  if np.ndim(g) == len(shape) + 1]
+        width = widths[0] if widths else total - done
+        for i, (g, shape) in enumerate(zip(grads, shapes)):
+            parts[i].append(np.broadcast_to(np.asarray(g, dtype=float), (width,) + shape))
+        done += width
+    return [np.concatenate(p, axis=0) if p else np.zeros((0,) + shape)
+            for p, shape in zip(parts, shapes)]
 
 
 def _jacobian_of_gradient(fn, grad_position, positions, building, inner=None):

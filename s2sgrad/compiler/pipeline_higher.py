@@ -11,7 +11,10 @@ function w.r.t. the same inputs.  The result is forward over reverse:
   Hessian-vector product ``H v``;
 - with ``jacobian=True``, ``<f>_value_and_grad_jacfwd(args, free values)`` loops over the
   basis directions of the inputs (in the generated, compiled code) and returns the
-  columns: the Hessian.
+  columns: the Hessian; with ``batched=True`` too, its tangents carry a batch of
+  directions first (``forward/batched.py``: all of them in one sweep where memory
+  allows) and it returns the blocks of columns (``NotBatchable`` where an operation
+  of the gradient has no batched rule).
 
 The differentiable spelling differs from the code ``grad`` runs only in its tapes: a
 push onto an array tape is ``tape[top] = v; top = top + 1`` instead of ``rt.push`` (an
@@ -25,9 +28,11 @@ import os
 import re
 
 import gast
+import numpy as np
 
 from ..backend import cache
 from ..errors import DerivativeCompositionError, SourceLocation, UserCodeError
+from .analysis.shapes import unit_dimensions
 from .analysis.liveness import (assigned_anywhere, exposed_reads, rebound_and_changed,
                                 surely_assigned)
 from .emit.layout import wrap
@@ -49,6 +54,17 @@ class GeneratedHigher:
     #: recursion that ends by shapes unrolled: ``LoweredFunction.by_shape``)
     by_shape = False
 
+    @property
+    def batched(self):
+        """Whether every tangent carries a batch of directions first (``build_jvp``)."""
+        return self.jvp.batched
+
+    @property
+    def loops(self):
+        """Whether the gradient's statements loop (a Hessian's loop over the directions
+        aside)."""
+        return self.jvp.loops
+
     def __init__(self, gradient_source, gradient_path, jvp, free, n_params, arg_leaves,
                  computed):
         self.gradient_source, self.gradient_path = gradient_source, gradient_path
@@ -64,22 +80,25 @@ class GeneratedHigher:
 
 
 def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
-              jacobian=False):
-    """Forward over reverse of scalar ``fn`` w.r.t. argument ``positions`` (module doc)."""
+              jacobian=False, batched=False):
+    """Forward over reverse of scalar ``fn`` w.r.t. argument ``positions`` (module doc);
+    ``batched`` with ``jacobian``: the batched sweep."""
     gradient = differentiable_gradient(fn, positions, bound_self, arg_types, arg_trees)
     refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
                              "a second derivative")
     d, fname = gradient.differentiated, gradient.function_name
     n_args = len(d.lowered.params) + len(d.lowered.free)
     wrt_leaves = [k for i in positions for k in d.lowered.arg_leaves[i]]
-    # the gradient takes the leaves and the free values as plain arguments
-    arg_types = list(arg_types) + [None] * (n_args - len(arg_types)) if arg_types else None
+    # the gradient takes the leaves and the free values as plain arguments (an array's
+    # dtype, rank and unit dimensions known: the gradient was specialised on them)
+    arg_types = list(arg_types) + free_types(d.lowered.free)[:n_args - len(arg_types)] \
+        if arg_types else None
     what = "Hessian" if jacobian else "Hessian-vector product"
     where = title_of(d.lowered, positions, ()).split("value and gradient of ", 1)[-1]
     try:
         jvp = build_jvp(gradient.function, wrt_leaves, has_aux=False, arg_types=arg_types,
-                        jacobian=jacobian, title=f"{what} of {where}: forward mode over its "
-                                                 f"gradient {fname}")
+                        jacobian=jacobian, batched=batched,
+                        title=f"{what} of {where}: forward mode over its gradient {fname}")
     except UserCodeError as exc:
         raise at_user_line(exc, gradient) from None
     user_comments(jvp, gradient)
@@ -93,6 +112,26 @@ def build_hvp(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
                           if origin.filename == gradient.path
                           and origin.lineno in gradient.line_map}
     return generated
+
+
+def free_types(free):
+    """Per value ``free`` (``FreeValue``s) a function reads from outside, the type its
+    generated code was specialised on, as ``arg_types`` gives one: an array's (dtype,
+    rank, unit dimensions; its guard holds them at each call, ``front/guards.py``), a
+    float's, else None (not known)."""
+    out = []
+    for value in free:
+        obj = value.obj
+        if isinstance(obj, np.ndarray) or (hasattr(obj, "__array__") and
+                                           hasattr(obj, "shape") and hasattr(obj, "dtype")):
+            array = np.asarray(obj)
+            units = value.units if value.units is not None else unit_dimensions(array)
+            out.append((array.dtype, array.ndim, tuple(units)))
+        elif type(obj) is float:
+            out.append((None, 0))
+        else:
+            out.append(None)
+    return out
 
 
 #: what a refusal met while differentiating generated gradient code advises

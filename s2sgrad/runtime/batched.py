@@ -7,7 +7,8 @@ code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=nu
 """
 import numpy as np
 
-__all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch"]
+__all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
+           "unbroadcast_batch", "unreduce_batch", "reshape_like_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -77,3 +78,49 @@ def _nested(items):
         return (0,), []
     parts = [_nested(item) for item in items]
     return (len(items),) + parts[0][0], [leaf for _, part in parts for leaf in part]
+
+
+# ------------------------------------------ the adjoint helpers of gradient code, batched
+# (a Hessian's batched sweep differentiates a generated gradient: ``rt.unbroadcast`` and
+# its kin are linear in the adjoint, so a batch of their tangents is each row's helper)
+
+
+def unbroadcast_batch(t, like):
+    """``rt.unbroadcast`` of each row of the batched tangent ``t``: rows summed down to
+    ``like``'s shape (a scalar ``like``: each row's total), or a row of one number
+    spread over it."""
+    t = np.asarray(t)
+    shape = np.shape(like)
+    width = t.shape[0]
+    if t.shape[1:] == shape:
+        return t
+    if t.ndim == 1:
+        return np.broadcast_to(t.reshape((width,) + (1,) * len(shape)),
+                               (width,) + shape).copy()
+    lead = t.ndim - 1 - len(shape)
+    if lead > 0:
+        t = t.sum(axis=tuple(range(1, 1 + lead)))
+    axes = tuple(1 + i for i, n in enumerate(shape) if n == 1 and t.shape[1 + i] != 1)
+    return t.sum(axis=axes, keepdims=True) if axes else t
+
+
+def unreduce_batch(t, like, axis, keepdims):
+    """``rt.unreduce`` of each row of ``t``: spread back over ``like``'s shape (a copy,
+    which a later in-place update may write)."""
+    t = np.asarray(t)
+    shape = np.shape(like)
+    width = t.shape[0]
+    if axis is None:
+        t = t.reshape((width,) + (1,) * len(shape))
+    elif not keepdims:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        t = np.expand_dims(t, tuple(1 + (a % len(shape)) for a in axes))
+    return np.broadcast_to(t, (width,) + shape).copy()
+
+
+def reshape_like_batch(t, like):
+    """``rt.reshape_like`` of each row of ``t`` (a scalar ``like``: each row's total)."""
+    t = np.asarray(t)
+    if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
+        return t.reshape(t.shape[0], -1).sum(axis=1)
+    return np.reshape(t, t.shape[:1] + np.shape(like))

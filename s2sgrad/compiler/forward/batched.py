@@ -20,7 +20,12 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   (``np.reshape(x_dot, (width,) + np.shape(x))``), transposes, ``np.stack`` and
   ``np.concatenate`` (the axis shifted), ``np.array`` of a nested list of numbers
   (``rt.array_batch``), copies and negations (the call itself);
-- zeros of an active value: ``rt.zeros_batch(x, width)``.
+- zeros of an active value: ``rt.zeros_batch(x, width)``;
+- the adjoint helpers a generated gradient calls (a Hessian's sweep differentiates
+  one): ``rt.unbroadcast``, ``rt.unreduce`` and ``rt.reshape_like`` of an adjoint's
+  batch as ``rt.unbroadcast_batch``... (``runtime/batched.py``), ``rt.cast_like`` as it
+  is, seeds, masks and counts (``rt.ones_like``...) with no tangent; each result has
+  the rank of the value it is shaped like.
 
 Loops run as they are, each tangent carrying the directions through them: a
 loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
@@ -43,6 +48,7 @@ import gast
 import numpy as np
 
 from ... import primitives as prims
+from ... import runtime as rt
 from ...rules.jvp_registry import is_elementwise, jvp_lookup
 from ...rules.registry import display_name
 from ..front.literals import atom_node
@@ -146,6 +152,25 @@ class BatchedTangents(Tangents):
         array made by shape), for the operations after it."""
         target, first = op.targets[0], op.args[0] if op.args else None
         if target in self.ndims or len(op.targets) != 1:
+            return
+        if op.primitive in _SCALAR_HELPERS:
+            self.ndims[target] = 0
+            return
+        if op.primitive in _FORWARD_REDUCTIONS and len(op.args) == 3 and not op.kwargs:
+            rank, axis = self.known_rank(first), op.args[1]
+            if rank is not None and isinstance(axis, (Const, Seq)):
+                bound = dict(zip(("x", "axis", "keepdims"), op.args))
+                self.ndims[target] = _reduced_rank(op, bound, rank)
+            return
+        if op.primitive is rt.jacobian_rows and len(op.args) == 2:   # rows of ``like``
+            rank = self.known_rank(op.args[1])
+            if rank is not None:
+                self.ndims[target] = rank + 1
+            return
+        if op.primitive in _SHAPED_LIKE and len(op.args) > _SHAPED_LIKE[op.primitive]:
+            rank = self.known_rank(op.args[_SHAPED_LIKE[op.primitive]])
+            if rank is not None:
+                self.ndims[target] = rank
             return
         if op.primitive == prims.ASSIGN and isinstance(first, Var) and first.name in self.lists:
             self.item_ranks[target] = self.item_ranks.get(first.name, {None})
@@ -310,6 +335,12 @@ class BatchedTangents(Tangents):
             return super().tangent_of(op, out)
         if op.rule is not None and not op.rule.differentiable:
             return None
+        if op.primitive in _NO_TANGENT:
+            return None
+        if op.primitive in _ADJOINT_HELPERS:
+            return self.adjoint_helper(op)
+        if op.primitive in _FORWARD_REDUCTIONS and len(op.args) == 3 and not op.kwargs:
+            return _reduce(self, op, dict(zip(("x", "axis", "keepdims"), op.args)))
         rule = jvp_lookup(op.primitive)
         if rule is None:
             return super().tangent_of(op, out)      # refused, as for one direction
@@ -327,6 +358,18 @@ class BatchedTangents(Tangents):
         finally:
             self.align_to = None
         return _BatchBroadcast().visit(expr) if expr is not None else None
+
+    def adjoint_helper(self, op):
+        """``rt.unbroadcast(g, like)`` and its kin (module doc): the batched helper on
+        ``g``'s tangent, the other operands as they are."""
+        g = op.args[0] if op.args else None
+        if op.kwargs or not isinstance(g, Var):
+            self.refuse(f"{_name(op)} of these operands has no batched rule", op.origin)
+        if g.name not in self.active:
+            return None
+        self.ndims.setdefault(op.targets[0], self.rank(op.args[1]))
+        rest = ", ".join(atom_text(a) for a in op.args[1:])
+        return _parse(f"{_ADJOINT_HELPERS[op.primitive]}({self.of[g.name]}, {rest})")
 
     def getitem(self, op):
         if not isinstance(op.expr, gast.Subscript) or not isinstance(op.args[0], Var):
@@ -470,17 +513,26 @@ def _shifted(axis, rank):
     return axis + 1 if axis >= 0 else axis
 
 
+def _reduced_rank(op, bound, rank):
+    """The rank of a sum or mean of a value of ``rank`` over ``bound``'s axis."""
+    axis = _const(op, bound, "axis")
+    if bool(_const(op, bound, "keepdims", False)):
+        return rank
+    return rank - len(range(rank) if axis is None else axis if isinstance(axis, tuple)
+                      else (axis,))
+
+
 def _reduce(sweep, op, bound):
-    """``np.sum`` / ``np.mean`` of a batch: the axes shifted past the directions."""
+    """``np.sum`` / ``np.mean`` (``rt.sum`` / ``rt.mean``) of a batch: the axes shifted
+    past the directions."""
     x = next(iter(bound.values()))
     rank = sweep.rank(x)
     axis = _const(op, bound, "axis")
     keepdims = bool(_const(op, bound, "keepdims", False))
-    axes = range(rank) if axis is None else axis if isinstance(axis, tuple) else (axis,)
-    sweep.ndims.setdefault(op.targets[0], rank if keepdims else rank - len(axes))
+    sweep.ndims.setdefault(op.targets[0], _reduced_rank(op, bound, rank))
     if axis is None and rank == 0:
         return name_node(sweep.of[x.name])
-    func = "np.sum" if op.primitive is np.sum else "np.mean"
+    func = "np.mean" if op.primitive in (np.mean, rt.mean) else "np.sum"
     shifted = _shifted(axis, rank)
     shifted = shifted[0] if isinstance(shifted, tuple) and len(shifted) == 1 else shifted
     kept = ", keepdims=True" if keepdims else ""
@@ -553,6 +605,21 @@ def _join(sweep, op, bound):
     return gast.Call(func=_parse(func), args=[parts], keywords=[gast.keyword(
         arg="axis", value=gast.Constant(value=axis + 1 if axis >= 0 else axis, kind=None))])
 
+
+#: the adjoint helpers linear in their first operand -> their batched spelling
+_ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
+                    rt.reshape_like: "rt.reshape_like_batch", rt.cast_like: "rt.cast_like"}
+#: helpers giving seeds, masks and counts: no tangent
+_NO_TANGENT = (rt.ones_like, rt.zeros_like, rt.reduction_count, rt.extremum_mask,
+               rt.nan_extremum_mask, rt.trip_count, rt.tangent_size, rt.basis_tangent,
+               rt.jacobian_rows)
+#: helpers giving a number
+_SCALAR_HELPERS = (rt.reduction_count, rt.trip_count, rt.tangent_size)
+#: the forward spellings of reductions in gradient code: ``rt.sum(x, axis, keepdims)``
+_FORWARD_REDUCTIONS = (rt.sum, rt.mean)
+#: helpers whose result has the rank of one operand -> that operand's index
+_SHAPED_LIKE = {**{helper: 1 for helper in _ADJOINT_HELPERS}, rt.ones_like: 0,
+                rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0}
 
 _LINEAR = {np.sum: _reduce, np.mean: _reduce, np.transpose: _transpose,
            np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join}
