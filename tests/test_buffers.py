@@ -216,3 +216,24 @@ def test_code_that_could_keep_a_value_elsewhere_keeps_no_arrays():
     for escape in ("obj.attr = y", "seen.append(y)", "cache.update(k=y)"):
         statements = gast.parse(f"y = a * b\n{escape}").body
         assert kept_results(statements, set(), lambda name: False, "kept") == (statements, 0)
+
+
+def flattened(x, w):
+    """A shape joined from parts of another (``Flatten``): tuples, never kept arrays."""
+    z = np.reshape(x, x.shape[:1] + (-1,) + x.shape[-1:][1:]) @ w
+    return np.sum(np.tanh(z) ** 2)
+
+
+def test_shape_arithmetic_is_left_as_written_in_kept_code():
+    x = rng.normal(size=(N, 2, 4))
+    w = rng.normal(size=(8, 3))
+    g = s2sgrad.grad(flattened, 1)
+    got = g(x, w)
+    assert kept_code(g.source), g.source
+    code = [line for line in g.source.splitlines() if not line.strip().startswith("#")]
+    assert any("np.reshape(x, x.shape[:1] + (-1,) + x.shape[-1:][1:])" in line
+               for line in code), g.source
+    assert not any("kept.add(" in line and "shape" in line for line in code), g.source
+    z = x.reshape(N, -1) @ w
+    np.testing.assert_allclose(got, x.reshape(N, -1).T @ (2 * np.tanh(z) / np.cosh(z) ** 2),
+                               rtol=1e-10)

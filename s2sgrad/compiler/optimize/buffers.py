@@ -37,6 +37,8 @@ STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault
                              "__setitem__", "put", "set_data", "assign_value"})
 #: helpers of ``rt`` that write into an ``out=`` array
 RT_OUT = frozenset({"extremum_adjoint", "einsum"})
+#: attributes of an array that are numbers or tuples of numbers, never arrays
+SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "itemsize", "nbytes", "dtype"})
 
 
 def kept_results(statements, keep, scalar, kept):
@@ -146,8 +148,12 @@ class _Writer(gast.NodeTransformer):
 
     def _array(self, node):
         """Whether ``node`` may be an array (``rt.Kept`` checks exactly at run time)."""
-        if isinstance(node, gast.Constant):
+        if isinstance(node, (gast.Constant, gast.Tuple)):
+            return False          # a tuple literal's ``+`` joins tuples (a shape's)
+        if isinstance(node, gast.Attribute) and node.attr in SIZE_ATTRIBUTES:
             return False
+        if isinstance(node, gast.Subscript):      # ``x.shape[:1]``: a part of a shape
+            return self._array(node.value)
         if isinstance(node, gast.Name):
             return node.id not in self.numbers and not self.scalar(node.id)
         if isinstance(node, gast.BinOp):
