@@ -156,9 +156,10 @@ def programs(draw):
         elif kind == "last":
             # the last iteration's value, read after the loop: the adjoint passes through
             # the add of the index unchanged, and the reversed loop resets it per iteration
-            t, acc = f"t{next(_counter)}", pick(scalars)
+            t, acc, v = f"t{next(_counter)}", pick(scalars), pick(arrays)
             lines.append(f"{pad}for i in range({draw(st.integers(1, 3))}):")
-            lines.append(f"{pad}    {t} = {pick(UNARY).format(pick(arrays), pick(arrays))} + i")
+            # one array twice, as expression() does: np.sqrt(v * v + 1.0) stays defined
+            lines.append(f"{pad}    {t} = {pick(UNARY).format(v, v)} + i")
             lines.append(f"{pad}{acc} = {acc} + np.sum({t} * {pick(arrays)}) * 0.1")
         elif kind == "return":
             lines.append(f"{pad}if np.sum({pick(arrays)}) > {draw(st.floats(-2, 2)).__round__(2) + 0.013}:")
