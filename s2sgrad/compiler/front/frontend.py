@@ -180,8 +180,18 @@ def _body_span(code):
 
 
 @functools.lru_cache(maxsize=16)
-def _parse_file(filename, text):
-    return gast.parse(text)
+def _lambdas_of_file(filename, text):
+    """The lambdas of a file's source ``text``, by the position of their body and their
+    number of parameters (one walk of the file's tree, kept for the next lambda of the
+    same file: a test file of hundreds of lambdas was walked whole for each)."""
+    found = {}
+    for node in gast.walk(gast.parse(text)):
+        if isinstance(node, gast.Lambda):
+            body = node.body
+            key = (body.lineno, body.col_offset, body.end_lineno, body.end_col_offset,
+                   len(node.args.args))
+            found.setdefault(key, []).append(node)
+    return found
 
 
 def _lambda_in_file(fn):
@@ -192,12 +202,10 @@ def _lambda_in_file(fn):
         return None
     try:
         file_lines, _ = inspect.findsource(fn)
-        tree = _parse_file(fn.__code__.co_filename, "".join(file_lines))
+        lambdas = _lambdas_of_file(fn.__code__.co_filename, "".join(file_lines))
     except (OSError, TypeError, SyntaxError, ValueError):
         return None
-    found = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda) and
-             (n.body.lineno, n.body.col_offset, n.body.end_lineno, n.body.end_col_offset) == span
-             and len(n.args.args) == fn.__code__.co_argcount]
+    found = lambdas.get(span + (fn.__code__.co_argcount,), [])
     if len(found) != 1:
         return None
     return _as_function_def(copy.deepcopy(found[0]))
