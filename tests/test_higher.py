@@ -14,7 +14,7 @@ from s2sgrad.errors import GradientArgumentError, GradientTypeError
 from test_control_flow import CASES, inplace_slices
 
 RNG = np.random.default_rng(21)
-BACKENDS = ["numba", "python"]
+BACKENDS = ["auto", "python"]
 
 # ---------------------------------------------------------------- rt helpers' JVP rules
 

@@ -10,7 +10,7 @@ from s2sgrad.errors import GradientArgumentError, GradientTypeError
 from test_control_flow import CASES
 
 RNG = np.random.default_rng(5)
-BACKENDS = ["numba", "python"]
+BACKENDS = ["auto", "python"]
 
 
 def numerical_jacobian(fn, args, position, eps=1e-6):

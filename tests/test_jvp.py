@@ -58,7 +58,7 @@ def run_jvp(fn, args, positions, v):
     return forward, forward.jvp_call(tuple(args), tuple(tangents))
 
 
-@pytest.fixture(params=["numba", "python"])
+@pytest.fixture(params=["auto", "python"])
 def backend(request, monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", request.param)
     return request.param
@@ -123,7 +123,7 @@ def test_scalar_loop_jvp_and_jacfwd(backend):
     fd = np.stack([central(scalar_loop, (x, a), (0,), [e])[0] for e in np.eye(6)], axis=-1)
     np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-8)
     forward = forward_function(scalar_loop, 0, False, True)
-    if backend == "numba":
+    if backend == "auto":
         assert forward.backend == "numba", forward.fallback_reason
 
 

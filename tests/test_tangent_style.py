@@ -1743,7 +1743,7 @@ CASES = [
     ("copy_module_copy", copy_module_copy, (VEC,)),
 ]
 
-BACKENDS = ("numba", "python")
+BACKENDS = ("auto", "python")
 
 # Reasonable numpy code that s2sgrad rejects with a clear S2sgradError (file, line, construct).
 UNSUPPORTED = {

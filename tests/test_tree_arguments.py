@@ -19,7 +19,7 @@ X = RNG.normal(size=3)
 M = RNG.normal(size=(3, 3))
 
 
-@pytest.fixture(autouse=True, params=["python", "numba"])
+@pytest.fixture(autouse=True, params=["python", "auto"])
 def backend(request, monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", request.param)
     return request.param

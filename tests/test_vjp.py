@@ -16,7 +16,7 @@ from s2sgrad.testing import numerical_grad
 from test_control_flow import CASES
 
 RNG = np.random.default_rng(11)
-BACKENDS = ["numba", "python"]
+BACKENDS = ["auto", "python"]
 
 
 def _weighted(fn, cts):
