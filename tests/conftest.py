@@ -7,6 +7,13 @@
   the passes are half to three quarters of each compile's time; speed is measured by
   ``benchmarks/`` at Numba's default level.  ``NUMBA_OPT=3 python -m pytest`` runs the
   suite at the level users get.
+- Program-level suites (test_tangent_style, test_vjp, test_jvp, test_jacrev, test_higher,
+  test_tree_arguments...) run each program under plain Python and under the default
+  backend (``auto``: Numba compiles what loops, loop-free code runs as numpy), not under a
+  forced ``S2SGRAD_BACKEND=numba``: every rule's generated code is compiled by Numba in
+  the rule-table suites (test_rules, test_numba_rules, test_numba_coverage,
+  test_numba_tuples), and a forced compile of each loop-free program was a third of the
+  suite's time.
 - Numba's thread count is fixed for the session (its default), so that a test importing a
   benchmark (whose harness pins ``NUMBA_NUM_THREADS=1`` when it is unset) after a prange
   loop has started Numba's threads does not make every later compile raise ("Cannot set

@@ -1,7 +1,8 @@
 """Small functions in the style of google/tangent's tests/functions.py, checked against
 central finite differences (float64, sensitivity of ones on every output element).
 
-Every case runs under both backends (Numba, the default, and plain Python).  A case that
+Every case runs under the default backend (``auto``: Numba compiles the code that loops,
+loop-free code runs as numpy) and plain Python.  A case that
 s2sgrad should support but does not is ``xfail(strict=True)`` with the reason; a wrong
 gradient or a crash that is not an ``S2sgradError`` is marked ``BUG: ...``.  Constructs that
 are out of scope (recursion, generators, ...) must raise an ``S2sgradError`` that names

@@ -1,7 +1,7 @@
 """s2sgrad.vjp: the forward sweep once, the adjoint sweep per cotangent.
 
 Values against central finite differences (float64) of the cotangent-weighted output,
-under Numba and plain Python; the reference's return structures; the errors; and that
+under the default backend (Numba where the code loops) and plain Python; the reference's return structures; the errors; and that
 ``vjp_fn`` runs the stored adjoint sweep only, never the forward sweep again."""
 import ast
 
