@@ -3,6 +3,9 @@ template reads are imported by the generated module under names that cannot clas
 another library's function is named (not passed in), tuple results, and the forms a
 rule does not cover are refused loudly."""
 import colorsys   # a standard-library module no rule of s2sgrad reads (a template below does)
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -64,6 +67,27 @@ def test_template_reading_what_cannot_be_imported_is_refused():
 
     with pytest.raises(TypeError, match="reads `doubler`.*cannot import by name"):
         vjp(spaced)(template)
+
+
+def test_importing_s2sgrad_parses_no_template_and_a_rule_parses_on_first_use(tmp_path):
+    """s2sgrad's own tables (some 500 templates) are parsed when a rule is first used, not
+    at import (half of the import's time); a user's template is parsed at registration
+    (above: its mistake raises there)."""
+    probe = ("import s2sgrad\n"
+             "from s2sgrad.rules import registry, jvp_registry\n"
+             "import numpy as np\n"
+             "before = registry._parsed_template.cache_info().currsize\n"
+             "pending = sum(isinstance(r, jvp_registry._Pending)\n"
+             "              for _, r in jvp_registry._RULES.values())\n"
+             "s2sgrad.grad(lambda x: np.sum(np.sin(x)))(np.ones(3))\n"
+             "after = registry._parsed_template.cache_info().currsize\n"
+             "print(before, pending > 100, 0 < after < 20)\n")
+    (tmp_path / "probe.py").write_text(probe)
+    done = subprocess.run([sys.executable, str(tmp_path / "probe.py")], capture_output=True,
+                          text=True,
+                          env={**os.environ, "S2SGRAD_BACKEND": "python"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "True", "True"], done.stdout
 
 
 @pytest.mark.parametrize("fn,args,what", [

@@ -75,7 +75,8 @@ import textwrap
 import gast
 import numpy as np
 
-from .registry import display_name, is_adjoint_subscript, lookup, template_globals
+from .registry import (display_name, is_adjoint_subscript, lookup, parses_at_registration,
+                       template_globals)
 
 
 class _TangentMarker:
@@ -208,6 +209,28 @@ def _key(obj):
     return obj if isinstance(obj, str) else id(obj)
 
 
+class _Pending:
+    """A rule of s2sgrad's own tables not built yet: ``make()`` builds it (parsing its
+    template) on first use."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def _add(prim, make):
+    """Register the rule ``make()`` builds for ``prim``: built now for a rule registered
+    after s2sgrad's tables (its mistakes raise here), on first use for theirs."""
+    _RULES[_key(prim)] = (prim, make() if parses_at_registration() else _Pending(make))
+
+
+def _resolved(key):
+    prim, rule = _RULES[key]
+    if isinstance(rule, _Pending):
+        rule = rule.make()
+        _RULES[key] = (prim, rule)
+    return prim, rule
+
+
 def jvp_rule(*primitives, tuple_result=False):
     """Register the decorated template as the forward-mode rule of each primitive given
     (see the module doc).  ``tuple_result=True``: the primitive returns a tuple, and the
@@ -215,7 +238,7 @@ def jvp_rule(*primitives, tuple_result=False):
 
     def register(template):
         for prim in primitives:
-            _RULES[_key(prim)] = (prim, parse_template(template, prim, tuple_result))
+            _add(prim, lambda prim=prim: parse_template(template, prim, tuple_result))
         return template
 
     return register
@@ -234,7 +257,7 @@ def _operand_rule(kind, primitives):
         rule.tangent_params = tuple(vjp_rule.diff_params)
         return rule
     for prim in primitives:
-        _RULES[_key(prim)] = (prim, make(prim))
+        _add(prim, lambda prim=prim: make(prim))
 
 
 def jvp_linear(*primitives):
@@ -302,33 +325,40 @@ def jvp_reduction(*primitives):
     ``rt.sum(partials * t[x], axis, keepdims)``."""
     for prim in primitives:
         vjp_rule = lookup(prim)
-        params = vjp_rule.signature.parameters if vjp_rule is not None else {}
-        if vjp_rule is None or "axis" not in params:
+        if vjp_rule is None or "axis" not in vjp_rule.signature.parameters:
             raise TypeError(f"jvp_reduction({display_name(prim)}): needs a VJP rule with "
                             "an axis parameter")
-        statements = []
-        for stmt in vjp_rule.statements:
-            target = stmt.targets[0]
-            value = _DToOnes(vjp_rule.result).visit(copy.deepcopy(stmt.value))
-            if isinstance(target, gast.Name):
-                statements.append(("local", target.id, value))
-                continue
-            term = gast.BinOp(left=value, op=gast.Mult(), right=gast.Subscript(
-                value=_name("t"), slice=_name(target.slice.id), ctx=gast.Load()))
-            keepdims = _name("keepdims") if "keepdims" in params else \
-                gast.Constant(value=False, kind=None)
-            statements.append(("term", gast.Call(
-                func=gast.Attribute(value=_name("rt"), attr="sum", ctx=gast.Load()),
-                args=[term, _name("axis"), keepdims], keywords=[])))
-        _RULES[_key(prim)] = (prim, JvpRule(prim, vjp_rule.name, vjp_rule.signature,
-                                            vjp_rule.result, statements,
-                                            dict(vjp_rule.globals)))
+        _add(prim, lambda prim=prim, vjp_rule=vjp_rule: _reduction_rule(prim, vjp_rule))
+
+
+def _reduction_rule(prim, vjp_rule):
+    """The JvpRule of the reduction ``prim`` from its VJP rule (``jvp_reduction``)."""
+    params = vjp_rule.signature.parameters
+    statements = []
+    for stmt in vjp_rule.statements:
+        target = stmt.targets[0]
+        value = _DToOnes(vjp_rule.result).visit(copy.deepcopy(stmt.value))
+        if isinstance(target, gast.Name):
+            statements.append(("local", target.id, value))
+            continue
+        term = gast.BinOp(left=value, op=gast.Mult(), right=gast.Subscript(
+            value=_name("t"), slice=_name(target.slice.id), ctx=gast.Load()))
+        keepdims = _name("keepdims") if "keepdims" in params else \
+            gast.Constant(value=False, kind=None)
+        statements.append(("term", gast.Call(
+            func=gast.Attribute(value=_name("rt"), attr="sum", ctx=gast.Load()),
+            args=[term, _name("axis"), keepdims], keywords=[])))
+    return JvpRule(prim, vjp_rule.name, vjp_rule.signature, vjp_rule.result,
+                   statements, dict(vjp_rule.globals))
 
 
 def registered(primitive):
     """The registered (not derived) JVP rule of ``primitive``, or None."""
-    entry = _RULES.get(_key(primitive))
-    if entry is None or (entry[0] is not primitive and not isinstance(primitive, str)):
+    key = _key(primitive)
+    if key not in _RULES:
+        return None
+    entry = _resolved(key)
+    if entry[0] is not primitive and not isinstance(primitive, str):
         return None
     return entry[1]
 
@@ -351,7 +381,7 @@ def jvp_lookup(primitive):
 
 def all_jvp_rules():
     """Every registered (primitive, JvpRule) pair, in registration order."""
-    return list(_RULES.values())
+    return [_resolved(key) for key in list(_RULES)]
 
 
 # ---------------------------------------------------------------- derived from VJP rules

@@ -18,6 +18,7 @@ the generated module imports what the instantiated statements read, under a
 name the function's name allocator hands out (``compiler/syntax/imports.py``).
 """
 import builtins
+import functools
 import inspect
 import textwrap
 
@@ -44,6 +45,11 @@ class Rule:
     parameters that receive an adjoint; ``result`` the name of the result
     parameter.  A rule with no ``diff_params`` is non-differentiable: its
     result never depends differentiably on its inputs.
+
+    The template's source is parsed on the first use of ``statements``, ``globals`` or
+    ``diff_params`` (once per template, however many primitives share it): importing
+    s2sgrad parsed some 500 templates, half of its import time, for the few rules a
+    program uses.
     """
 
     tuple_result = False   # the primitive returns a tuple; d[ans] holds its items' adjoints
@@ -58,25 +64,41 @@ class Rule:
         self.template = template
         #: for a non-differentiable primitive: why its derivative is zero or undefined
         self.reason = reason
+        self._diff_params = None
         if template is None:
-            self.globals = {}
             self.result = None
             self.signature = None
-            self.statements = []
-            self.diff_params = ()
+            self._parsed = _NO_TEMPLATE
             return
-        src = textwrap.dedent(inspect.getsource(template))
-        fdef = gast.parse(src).body[0]
-        self.statements = fdef.body
+        self._parsed = None
         sig = inspect.signature(template)
         params = list(sig.parameters.values())
         self.result = params[0].name
         self.signature = sig.replace(parameters=params[1:])
-        # in the template's parameter order (a tuple, never a set: the generated code
-        # must not depend on the process's hash seed)
-        assigned = set(_assigned_adjoints(fdef.body))
-        self.diff_params = tuple(p.name for p in params[1:] if p.name in assigned)
-        self.globals = _template_globals(template, fdef, [p.name for p in params])
+
+    def _template(self):
+        if self._parsed is None:
+            self._parsed = _parsed_template(self.template)
+        return self._parsed
+
+    @property
+    def statements(self):
+        return self._template().statements
+
+    @property
+    def globals(self):
+        return self._template().globals
+
+    @property
+    def diff_params(self):
+        """The parameters given an adjoint or refused, in signature order (a tuple, never
+        a set: the generated code must not depend on the process's hash seed)."""
+        if self._diff_params is None:
+            assigned = self._template().assigned
+            self._diff_params = tuple(p for p in (self.signature.parameters
+                                                  if self.signature is not None else ())
+                                      if p in assigned or p in self.refused)
+        return self._diff_params
 
     @property
     def differentiable(self):
@@ -95,6 +117,30 @@ class Rule:
 
     def __repr__(self):
         return f"<Rule {self.name}>"
+
+
+class _Parsed:
+    """A template's body (``statements``), the parameters it assigns an adjoint
+    (``assigned``) and what it reads from its module (``globals``)."""
+
+    def __init__(self, statements, assigned, globals_):
+        self.statements = statements
+        self.assigned = frozenset(assigned)
+        self.globals = globals_
+
+
+_NO_TEMPLATE = _Parsed([], (), {})
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_template(template):
+    """The _Parsed of a template function (a TypeError names what its body reads that
+    generated code cannot import)."""
+    src = textwrap.dedent(inspect.getsource(template))
+    fdef = gast.parse(src).body[0]
+    params = list(inspect.signature(template).parameters)
+    return _Parsed(fdef.body, _assigned_adjoints(fdef.body),
+                   _template_globals(template, fdef, params))
 
 
 #: names every generated module defines: templates read them as they are
@@ -151,6 +197,21 @@ def is_adjoint_subscript(node):
 
 _RULES = {}
 
+#: False while s2sgrad's own tables register (their templates are parsed on first use);
+#: True after: a template registered later is parsed at once, so a mistake in it raises
+#: where it is registered
+_PARSE_AT_ONCE = [False]
+
+
+def parse_registrations_at_once():
+    """Called once s2sgrad's own tables are registered (``rules/__init__.py``)."""
+    _PARSE_AT_ONCE[0] = True
+
+
+def parses_at_registration():
+    """True once s2sgrad's own tables are registered (see ``_PARSE_AT_ONCE``)."""
+    return _PARSE_AT_ONCE[0]
+
 
 def _key(obj):
     return obj if isinstance(obj, str) else id(obj)
@@ -175,9 +236,8 @@ def vjp(*primitives, tuple_result=False, refuse=()):
             if unknown:
                 raise TypeError(f"vjp({rule.name}, refuse=...): {sorted(unknown)} are not "
                                 f"parameters of {template.__qualname__}")
-            # differentiable parameters in signature order (deterministic emission)
-            rule.diff_params = tuple(p for p in rule.signature.parameters
-                                     if p in rule.diff_params or p in rule.refused)
+            if parses_at_registration():
+                rule.diff_params  # noqa: B018 - parses the template: its errors raise here
             _RULES[_key(prim)] = (prim, rule)
         return template
 
