@@ -15,12 +15,23 @@ called in a loop (``benchmarks/bench_call_overhead.py``).
 Only calls with positional arguments that are each a single value (an array, a Tensor, a
 number, an option such as None or a string) are planned; containers, keywords and
 defaults filled in take the full path every time.
+
+A gradient also keeps its last plan *hot* (``GradientPlan.hot_call``) where nothing of
+the call needs Python-side shaping (no Tensors, weights, aux, ids or values read from
+outside): a call whose arguments pass the plan's own test (``matcher_of``: a function
+compiled from source comparing each argument's type, dtype, rank, layout, unit
+dimensions and size class with the plan's, without building and hashing a key) runs
+its code at once, the guards of what the code read from outside still checked
+(``api/guards.py``), and a gradient's call runs the Numba dispatcher without the
+restorer of the value it drops (``Compiled.gradients_runner``).
 """
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
 from ..runtime import buffers
 from ..tensor import Tensor
+from .guards import holds
+from .results import finish_gradient
 
 #: the bits of ``ndarray.flags.num`` that Numba types an array by (NumPy's C API values):
 #: C-contiguous 0x1, Fortran-contiguous 0x2, aligned 0x100, writeable 0x400
@@ -64,6 +75,41 @@ def _array_key(kind, array):
             array.nbytes >= buffers.KEEP_BYTES)     # its size class (``large_array``)
 
 
+def matcher_of(key):
+    """A function of a call's argument tuple that is True only when ``plan_key`` of it is
+    ``key`` (each argument's test as ``plan_key`` reads it, compiled from source), or
+    None for a key with Tensors or array subclasses (the full ``plan_key`` then)."""
+    tests, values = [], {"ndarray": np.ndarray, "unit_dimensions": unit_dimensions,
+                         "KEEP": buffers.KEEP_BYTES, "M": NUMBA_FLAGS}
+    for k, part in enumerate(key):
+        a = f"a{k}"
+        if isinstance(part, tuple) and part[0] is np.ndarray:
+            _, dtype, ndim, flags, units, large = part
+            values[f"d{k}"], values[f"u{k}"] = dtype, units
+            tests.append(f"type({a}) is ndarray and {a}.dtype is d{k} and {a}.ndim == {ndim} "
+                         f"and {a}.flags.num & M == {flags} and " +
+                         (f"1 not in {a}.shape" if units is False else
+                          f"unit_dimensions({a}) == u{k}") +
+                         f" and {a}.nbytes {'>=' if large else '<'} KEEP")
+        elif isinstance(part, tuple) and part[0] == "option":
+            values[f"t{k}"], values[f"v{k}"] = part[1], part[2]
+            tests.append(f"{a} is None" if part[2] is None else
+                         f"type({a}) is t{k} and {a} == v{k}")
+        elif isinstance(part, type) and not issubclass(part, (np.ndarray, Tensor)):
+            values[f"t{k}"] = part
+            tests.append(f"type({a}) is t{k}")
+        else:
+            return None
+    names = "".join(f"a{k}, " for k in range(len(key)))
+    source = (f"def matches(args):\n"
+              f"    if len(args) != {len(key)}:\n"
+              f"        return False\n"
+              f"    ({names}) = args\n"
+              f"    return {' and '.join(f'({t})' for t in tests) or 'True'}\n")
+    exec(compile(source, "<s2sgrad call plan>", "exec"), values)   # noqa: S102
+    return values["matches"]
+
+
 def free_units_changed(free_values, arrays):
     """True when an array the code reads from outside (a Parameter, a global) no longer
     has 1s where it had them when the code was built: the code must be built again."""
@@ -105,9 +151,14 @@ class GradientPlan(CallPlan):
     """A ``CallPlan`` of a gradient, with where each gradient the code returns goes:
     ``positions``, per differentiated position in order, (the argument's index, the index
     of its gradient among the code's computed results or None: not computed, zeros);
-    ``weights`` the same per weight, and ``weight_list`` the Parameters themselves."""
+    ``weights`` the same per weight, and ``weight_list`` the Parameters themselves; and,
+    for a plain gradient, ``matches`` and ``hot_call`` (module doc)."""
 
-    def __init__(self, signature, variant, args, inputs, weight_list):
+    def __init__(self, signature, variant, args, inputs, weight_list, key=None,
+                 shaping=None):
+        """``key``: the ``plan_key`` of ``args``; ``shaping``: None where the gradients are
+        shaped in Python (weights, has_aux, return_ids), else whether the result carries
+        the value (``value_and_grad``)."""
         super().__init__(signature, variant, args, inputs)
         self.weight_list = weight_list
         self.positions, self.weights = [], []
@@ -116,3 +167,34 @@ class GradientPlan(CallPlan):
             slot = index if has else None
             index += has
             (self.positions if kind == "position" else self.weights).append((i, slot))
+        #: the test a call's arguments pass to take ``hot_call`` (None: never hot)
+        self.matches = None
+        plain = shaping is not None and not (self.free or self.tensor_args or
+                                             self.tensor_free or self.weights)
+        if plain and key is not None:
+            self.matches = matcher_of(key)
+        #: whether the result is ``(value, gradients)``; one position: one gradient
+        self.with_value, self.one = bool(shaping), len(self.positions) == 1
+        self.compiled = variant[1]
+        self.run_grads = self.run if self.with_value or self.free else \
+            self.compiled.gradients_runner(inputs)
+
+    def hot_call(self, derivative, args):
+        """The result of ``derivative`` (whose last plan this is) for ``args`` (which
+        passed ``matches``), or None where the full path must decide: the code is no
+        longer the current one, a value it read from outside changed, or it now runs
+        as Python."""
+        compiled = self.compiled
+        if derivative._last is not self.signature or derivative._compiled is not compiled \
+                or compiled.backend != self.backend or \
+                (self.guarded and not holds(self.generated)):
+            return None
+        try:
+            value, computed = self.run_grads(*args) if not self.with_value else \
+                self.run(*args)
+        except Exception as exc:
+            raise derivative._noted(exc, self.generated, list(args))
+        grads = [finish_gradient(None if slot is None else computed[slot], args[i])
+                 for i, slot in self.positions]
+        result = grads[0] if self.one else tuple(grads)
+        return (value, result) if self.with_value else result
