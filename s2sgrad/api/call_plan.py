@@ -194,7 +194,10 @@ class GradientPlan(CallPlan):
                 self.run(*args)
         except Exception as exc:
             raise derivative._noted(exc, self.generated, list(args))
-        grads = [finish_gradient(None if slot is None else computed[slot], args[i])
-                 for i, slot in self.positions]
-        result = grads[0] if self.one else tuple(grads)
+        if self.one:
+            i, slot = self.positions[0]
+            result = finish_gradient(None if slot is None else computed[slot], args[i])
+        else:
+            result = tuple(finish_gradient(None if slot is None else computed[slot], args[i])
+                           for i, slot in self.positions)
         return (value, result) if self.with_value else result
