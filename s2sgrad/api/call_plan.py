@@ -79,6 +79,16 @@ def matcher_of(key):
     """A function of a call's argument tuple that is True only when ``plan_key`` of it is
     ``key`` (each argument's test as ``plan_key`` reads it, compiled from source), or
     None for a key with Tensors or array subclasses (the full ``plan_key`` then)."""
+    tests = _argument_tests(key)
+    if tests is None:
+        return None
+    test, values = tests
+    return _compiled("matches(args)", f"return {test}", "False", len(key), values)
+
+
+def _argument_tests(key):
+    """(the Python expression over ``a0``, ``a1``... true only for arguments whose
+    ``plan_key`` is ``key``, the names it reads), or None (``matcher_of``)."""
     tests, values = [], {"ndarray": np.ndarray, "unit_dimensions": unit_dimensions,
                          "KEEP": buffers.KEEP_BYTES, "M": NUMBA_FLAGS}
     for k, part in enumerate(key):
@@ -100,14 +110,53 @@ def matcher_of(key):
             tests.append(f"type({a}) is t{k}")
         else:
             return None
-    names = "".join(f"a{k}, " for k in range(len(key)))
-    source = (f"def matches(args):\n"
-              f"    if len(args) != {len(key)}:\n"
-              f"        return False\n"
-              f"    ({names}) = args\n"
-              f"    return {' and '.join(f'({t})' for t in tests) or 'True'}\n")
+    return " and ".join(f"({t})" for t in tests) or "True", values
+
+
+def _compiled(head, body, miss, arity, values):
+    """The function ``def {head}`` whose ``args`` (a tuple of ``arity``) are unpacked into
+    ``a0``, ``a1``... before ``body`` runs (``miss`` for another count), compiled
+    from source with ``values`` as its globals."""
+    names = "".join(f"a{k}, " for k in range(arity))
+    source = (f"def {head}:\n"
+              f"    if len(args) != {arity}:\n"
+              f"        return {miss}\n"
+              f"    ({names}) = args\n" +
+              "".join(f"    {line}\n" for line in body.splitlines()))
     exec(compile(source, "<s2sgrad call plan>", "exec"), values)   # noqa: S102
-    return values["matches"]
+    return values[head.split("(")[0]]
+
+
+def hot_function_of(plan, key):
+    """``plan.hot_call`` (``GradientPlan``): one function, compiled from source, of the
+    derivative and a call's argument tuple giving its result, or None where the full
+    path must decide (the arguments' ``plan_key`` is not ``key``, the code is no longer
+    the derivative's current one, a value it read from outside changed, or it now runs
+    as Python); None for a key ``matcher_of`` cannot test."""
+    tests = _argument_tests(key)
+    if tests is None:
+        return None
+    test, values = tests
+    arity = len(key)
+    names = ", ".join(f"a{k}" for k in range(arity))
+    grads = [f"finish(computed[{slot}], a{i})" if slot is not None else f"finish(None, a{i})"
+             for i, slot in plan.positions]
+    result = grads[0] if plan.one else f"({', '.join(grads)},)"
+    values.update(finish=finish_gradient, holds=holds, signature=plan.signature,
+                  compiled=plan.compiled, backend=plan.backend, generated=plan.generated,
+                  run=plan.run if plan.with_value else plan.run_grads)
+    body = (f"if not ({test}):\n"
+            f"    return None\n"
+            f"if derivative._last is not signature or derivative._compiled is not compiled "
+            f"or compiled.backend != backend" +
+            (" or not holds(generated)" if plan.guarded else "") + ":\n"
+            f"    return None\n"
+            f"try:\n"
+            f"    value, computed = run({names})\n"
+            f"except Exception as exc:\n"
+            f"    raise derivative._noted(exc, generated, [{names}])\n"
+            f"return " + (f"value, {result}" if plan.with_value else result))
+    return _compiled("hot_call(derivative, args)", body, "None", arity, values)
 
 
 def free_units_changed(free_values, arrays):
@@ -167,37 +216,16 @@ class GradientPlan(CallPlan):
             slot = index if has else None
             index += has
             (self.positions if kind == "position" else self.weights).append((i, slot))
-        #: the test a call's arguments pass to take ``hot_call`` (None: never hot)
-        self.matches = None
-        plain = shaping is not None and not (self.free or self.tensor_args or
-                                             self.tensor_free or self.weights)
-        if plain and key is not None:
-            self.matches = matcher_of(key)
+        #: the test a call's arguments pass to be planned by this plan, and the call
+        #: run at once where they do (``hot_function_of``); None: never hot
+        self.matches = self.hot_call = None
         #: whether the result is ``(value, gradients)``; one position: one gradient
         self.with_value, self.one = bool(shaping), len(self.positions) == 1
         self.compiled = variant[1]
         self.run_grads = self.run if self.with_value or self.free else \
             self.compiled.gradients_runner(inputs)
-
-    def hot_call(self, derivative, args):
-        """The result of ``derivative`` (whose last plan this is) for ``args`` (which
-        passed ``matches``), or None where the full path must decide: the code is no
-        longer the current one, a value it read from outside changed, or it now runs
-        as Python."""
-        compiled = self.compiled
-        if derivative._last is not self.signature or derivative._compiled is not compiled \
-                or compiled.backend != self.backend or \
-                (self.guarded and not holds(self.generated)):
-            return None
-        try:
-            value, computed = self.run_grads(*args) if not self.with_value else \
-                self.run(*args)
-        except Exception as exc:
-            raise derivative._noted(exc, self.generated, list(args))
-        if self.one:
-            i, slot = self.positions[0]
-            result = finish_gradient(None if slot is None else computed[slot], args[i])
-        else:
-            result = tuple(finish_gradient(None if slot is None else computed[slot], args[i])
-                           for i, slot in self.positions)
-        return (value, result) if self.with_value else result
+        plain = shaping is not None and not (self.free or self.tensor_args or
+                                             self.tensor_free or self.weights)
+        if plain and key is not None:
+            self.matches = matcher_of(key)
+            self.hot_call = hot_function_of(self, key)

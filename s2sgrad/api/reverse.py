@@ -241,7 +241,7 @@ class GradFunction(Derivative):
 
     def __call__(self, *args, **kwargs):
         hot = self._hot
-        if hot is not None and not kwargs and hot.matches(args):
+        if hot is not None and not kwargs:
             result = hot.hot_call(self, args)      # the last plan, its key not rebuilt
             if result is not None:
                 return result
@@ -250,7 +250,7 @@ class GradFunction(Derivative):
             if plan is not None:
                 result = self._call_planned(plan, args)
                 if result is not None:
-                    self._hot = plan if plan.matches is not None else None
+                    self._hot = plan if plan.hot_call is not None else None
                     return result
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
         inputs = [*arrays, *free_values(generated)]
