@@ -120,6 +120,8 @@ def test_arguments_of_other_types_miss_the_hot_plan_and_come_back():
     x, y0 = POINTS[1]
     want = PAYOFF_GRAD(x, y0)             # one position: one array back
     assert type(PAYOFF_GRAD(x, y0)) is np.ndarray and PAYOFF_GRAD._hot.matches((x, y0))
+    # loop-free, run as numpy: the generated function itself, no scalar conversion
+    assert PAYOFF_GRAD._hot.run_grads is PAYOFF_GRAD._hot.compiled.py_func
     as_f32 = PAYOFF_GRAD(x.astype(np.float32), y0.astype(np.float32))
     assert as_f32.dtype == np.float32
     np.testing.assert_allclose(as_f32, want, rtol=1e-5)
