@@ -16,14 +16,16 @@ Only calls with positional arguments that are each a single value (an array, a T
 number, an option such as None or a string) are planned; containers, keywords and
 defaults filled in take the full path every time.
 
-A gradient also keeps its last plan *hot* (``GradientPlan.hot_call``) where nothing of
-the call needs Python-side shaping (no Tensors, weights, aux, ids or values read from
-outside): a call whose arguments pass the plan's own test (``matcher_of``: a function
-compiled from source comparing each argument's type, dtype, rank, layout, unit
-dimensions and size class with the plan's, without building and hashing a key) runs
-its code at once, the guards of what the code read from outside still checked
-(``api/guards.py``), and a gradient's call runs the Numba dispatcher without the
-restorer of the value it drops (``Compiled.gradients_runner``).
+A gradient also keeps its last plan *hot* where nothing of the call needs Python-side
+shaping (no Tensors, weights, aux, ids or values read from outside): the plan's
+``hot_call`` (``hot_function_of``: one function compiled from source) tests each
+argument's type, dtype, rank, layout, unit dimensions and size class against the plan's
+(what ``plan_key`` reads, without building and hashing a key; ``matcher_of`` gives the
+test alone), checks that the code is still the derivative's current one and that what
+it read from outside is unchanged (``api/guards.py``), runs it and finishes the
+gradients; a ``grad``'s call runs the code without converting the value it drops
+(``Compiled.gradients_runner``: the Numba dispatcher, or the Python function of code
+run as numpy).  Where a test fails it gives None and the call takes the path above.
 """
 import numpy as np
 
