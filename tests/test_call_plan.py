@@ -10,6 +10,7 @@ from s2sgrad import Tensor
 from s2sgrad.api.forward import ForwardFunction, forward_function
 from s2sgrad.backend.numba_backend import restorer_like
 from s2sgrad.api.call_plan import plan_key
+from s2sgrad.api.reverse import GradFunction
 from s2sgrad.errors import GradientTypeError
 from s2sgrad.api.split import SplitFunction
 
@@ -205,6 +206,18 @@ def planned(monkeypatch):
         full.append(args)
         return prepare(self, args, kwargs)
 
+    grad_call = GradFunction.__call__
+
+    def counting_call(self, *args, **kwargs):
+        # a gradient's last plan run at once (``hot_call``): neither a plan run nor the
+        # full path was taken
+        hot, before = self._hot, (len(runs), len(full))
+        result = grad_call(self, *args, **kwargs)
+        if hot is not None and (len(runs), len(full)) == before:
+            runs.append(hot)
+        return result
+
+    monkeypatch.setattr(GradFunction, "__call__", counting_call)
     monkeypatch.setattr(cls, "_run_plan", counting_run)
     monkeypatch.setattr(cls, "_planned_inputs", counting_inputs)
     monkeypatch.setattr(cls, "_prepare", counting_prepare)

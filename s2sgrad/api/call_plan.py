@@ -15,12 +15,25 @@ called in a loop (``benchmarks/bench_call_overhead.py``).
 Only calls with positional arguments that are each a single value (an array, a Tensor, a
 number, an option such as None or a string) are planned; containers, keywords and
 defaults filled in take the full path every time.
+
+A gradient also keeps its last plan *hot* where nothing of the call needs Python-side
+shaping (no Tensors, weights, aux, ids or values read from outside): the plan's
+``hot_call`` (``hot_function_of``: one function compiled from source) tests each
+argument's type, dtype, rank, layout, unit dimensions and size class against the plan's
+(what ``plan_key`` reads, without building and hashing a key; ``matcher_of`` gives the
+test alone), checks that the code is still the derivative's current one and that what
+it read from outside is unchanged (``api/guards.py``), runs it and finishes the
+gradients; a ``grad``'s call runs the code without converting the value it drops
+(``Compiled.gradients_runner``: the Numba dispatcher, or the Python function of code
+run as numpy).  Where a test fails it gives None and the call takes the path above.
 """
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
 from ..runtime import buffers
 from ..tensor import Tensor
+from .guards import holds
+from .results import finish_gradient
 
 #: the bits of ``ndarray.flags.num`` that Numba types an array by (NumPy's C API values):
 #: C-contiguous 0x1, Fortran-contiguous 0x2, aligned 0x100, writeable 0x400
@@ -64,6 +77,90 @@ def _array_key(kind, array):
             array.nbytes >= buffers.KEEP_BYTES)     # its size class (``large_array``)
 
 
+def matcher_of(key):
+    """A function of a call's argument tuple that is True only when ``plan_key`` of it is
+    ``key`` (each argument's test as ``plan_key`` reads it, compiled from source), or
+    None for a key with Tensors or array subclasses (the full ``plan_key`` then)."""
+    tests = _argument_tests(key)
+    if tests is None:
+        return None
+    test, values = tests
+    return _compiled("matches(args)", f"return {test}", "False", len(key), values)
+
+
+def _argument_tests(key):
+    """(the Python expression over ``a0``, ``a1``... true only for arguments whose
+    ``plan_key`` is ``key``, the names it reads), or None (``matcher_of``)."""
+    tests, values = [], {"ndarray": np.ndarray, "unit_dimensions": unit_dimensions,
+                         "KEEP": buffers.KEEP_BYTES, "M": NUMBA_FLAGS}
+    for k, part in enumerate(key):
+        a = f"a{k}"
+        if isinstance(part, tuple) and part[0] is np.ndarray:
+            _, dtype, ndim, flags, units, large = part
+            values[f"d{k}"], values[f"u{k}"] = dtype, units
+            tests.append(f"type({a}) is ndarray and {a}.dtype is d{k} and {a}.ndim == {ndim} "
+                         f"and {a}.flags.num & M == {flags} and " +
+                         (f"1 not in {a}.shape" if units is False else
+                          f"unit_dimensions({a}) == u{k}") +
+                         f" and {a}.nbytes {'>=' if large else '<'} KEEP")
+        elif isinstance(part, tuple) and part[0] == "option":
+            values[f"t{k}"], values[f"v{k}"] = part[1], part[2]
+            tests.append(f"{a} is None" if part[2] is None else
+                         f"type({a}) is t{k} and {a} == v{k}")
+        elif isinstance(part, type) and not issubclass(part, (np.ndarray, Tensor)):
+            values[f"t{k}"] = part
+            tests.append(f"type({a}) is t{k}")
+        else:
+            return None
+    return " and ".join(f"({t})" for t in tests) or "True", values
+
+
+def _compiled(head, body, miss, arity, values):
+    """The function ``def {head}`` whose ``args`` (a tuple of ``arity``) are unpacked into
+    ``a0``, ``a1``... before ``body`` runs (``miss`` for another count), compiled
+    from source with ``values`` as its globals."""
+    names = "".join(f"a{k}, " for k in range(arity))
+    source = (f"def {head}:\n"
+              f"    if len(args) != {arity}:\n"
+              f"        return {miss}\n"
+              f"    ({names}) = args\n" +
+              "".join(f"    {line}\n" for line in body.splitlines()))
+    exec(compile(source, "<s2sgrad call plan>", "exec"), values)   # noqa: S102
+    return values[head.split("(")[0]]
+
+
+def hot_function_of(plan, key):
+    """``plan.hot_call`` (``GradientPlan``): one function, compiled from source, of the
+    derivative and a call's argument tuple giving its result, or None where the full
+    path must decide (the arguments' ``plan_key`` is not ``key``, the code is no longer
+    the derivative's current one, a value it read from outside changed, or it now runs
+    as Python); None for a key ``matcher_of`` cannot test."""
+    tests = _argument_tests(key)
+    if tests is None:
+        return None
+    test, values = tests
+    arity = len(key)
+    names = ", ".join(f"a{k}" for k in range(arity))
+    grads = [f"finish(computed[{slot}], a{i})" if slot is not None else f"finish(None, a{i})"
+             for i, slot in plan.positions]
+    result = grads[0] if plan.one else f"({', '.join(grads)},)"
+    values.update(finish=finish_gradient, holds=holds, signature=plan.signature,
+                  compiled=plan.compiled, backend=plan.backend, generated=plan.generated,
+                  run=plan.run if plan.with_value else plan.run_grads)
+    body = (f"if not ({test}):\n"
+            f"    return None\n"
+            f"if derivative._last is not signature or derivative._compiled is not compiled "
+            f"or compiled.backend != backend" +
+            (" or not holds(generated)" if plan.guarded else "") + ":\n"
+            f"    return None\n"
+            f"try:\n"
+            f"    value, computed = run({names})\n"
+            f"except Exception as exc:\n"
+            f"    raise derivative._noted(exc, generated, [{names}])\n"
+            f"return " + (f"value, {result}" if plan.with_value else result))
+    return _compiled("hot_call(derivative, args)", body, "None", arity, values)
+
+
 def free_units_changed(free_values, arrays):
     """True when an array the code reads from outside (a Parameter, a global) no longer
     has 1s where it had them when the code was built: the code must be built again."""
@@ -105,9 +202,14 @@ class GradientPlan(CallPlan):
     """A ``CallPlan`` of a gradient, with where each gradient the code returns goes:
     ``positions``, per differentiated position in order, (the argument's index, the index
     of its gradient among the code's computed results or None: not computed, zeros);
-    ``weights`` the same per weight, and ``weight_list`` the Parameters themselves."""
+    ``weights`` the same per weight, and ``weight_list`` the Parameters themselves; and,
+    for a plain gradient, ``matches`` and ``hot_call`` (module doc)."""
 
-    def __init__(self, signature, variant, args, inputs, weight_list):
+    def __init__(self, signature, variant, args, inputs, weight_list, key=None,
+                 shaping=None):
+        """``key``: the ``plan_key`` of ``args``; ``shaping``: None where the gradients are
+        shaped in Python (weights, has_aux, return_ids), else whether the result carries
+        the value (``value_and_grad``)."""
         super().__init__(signature, variant, args, inputs)
         self.weight_list = weight_list
         self.positions, self.weights = [], []
@@ -116,3 +218,16 @@ class GradientPlan(CallPlan):
             slot = index if has else None
             index += has
             (self.positions if kind == "position" else self.weights).append((i, slot))
+        #: the test a call's arguments pass to be planned by this plan, and the call
+        #: run at once where they do (``hot_function_of``); None: never hot
+        self.matches = self.hot_call = None
+        #: whether the result is ``(value, gradients)``; one position: one gradient
+        self.with_value, self.one = bool(shaping), len(self.positions) == 1
+        self.compiled = variant[1]
+        self.run_grads = self.run if self.with_value or self.free else \
+            self.compiled.gradients_runner(inputs)
+        plain = shaping is not None and not (self.free or self.tensor_args or
+                                             self.tensor_free or self.weights)
+        if plain and key is not None:
+            self.matches = matcher_of(key)
+            self.hot_call = hot_function_of(self, key)

@@ -94,6 +94,7 @@ class Derivative:
         self._earlier = {}    # argument signature -> variants whose guards failed, newest first
         self._plans = {}      # plan_key of a call's arguments -> CallPlan
         self._last = None     # the signature of the last call
+        self._hot = None      # the last plan a call ran, tried first (``call_plan``)
         # the code unrolls a recursion by the arguments' shapes: each signature has them
         self._by_shape = False
         self._signature = None  # the differentiated function's signature (its own params)
@@ -136,7 +137,7 @@ class Derivative:
     #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
     #: bindings (by ``id``), the rule inside, what a build in progress reads
     _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
-                    "_building", "_earlier")
+                    "_building", "_earlier", "_hot")
 
     def __getstate__(self):
         """The options, the function and, per argument signature, the generated code
@@ -158,6 +159,7 @@ class Derivative:
             state["fn"] = state["fn"].method()
         self.__dict__.update(state)
         self._plans, self._bound, self._rule, self._earlier = {}, {}, None, {}
+        self._hot = None
         self._variants = {key: (generated, *self.load_code(generated))
                           for key, generated in built.items()}
         self._generated, self._compiled, self.path = self._variants.get(
@@ -274,6 +276,7 @@ class Derivative:
         earlier.insert(0, self._variants.pop(key))
         del earlier[KEPT_VERSIONS:]
         self._plans = {k: p for k, p in self._plans.items() if p.signature != key}
+        self._hot = None
         if self._last == key:
             self._last = None
 
@@ -340,6 +343,7 @@ class Derivative:
         self._variants.clear()
         self._earlier.clear()
         self._plans.clear()
+        self._hot = None
         self._last = None
 
     @property

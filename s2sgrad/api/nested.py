@@ -87,13 +87,17 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
 
 
 def gradient_inlined(inner, arg_types):
-    """A plain gradient object ``inner`` called inside a function being differentiated,
+    """A plain gradient object ``inner`` (``grad(f, positions)`` or
+    ``value_and_grad(f, positions)``) called inside a function being differentiated,
     with arguments of ``arg_types`` (as ``argument_types`` gives them, one per argument):
     the function ``gradient_as_function`` writes, for the front end to lower as a callee
     (``compiler/front/derivative_calls.py``); None where the call keeps its custom rule
     (``api/inside.py``): a gradient with options, of a derivative, built by sizes, or
-    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``)."""
-    plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
+    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``).  The
+    function carries ``__s2sgrad_result_like__`` (the argument position of each
+    gradient: one int for one) and ``__s2sgrad_with_value__`` (its result is ``(value,
+    gradients)``)."""
+    plain = (inner.weights is None and not inner.has_aux and
              not inner.return_ids and inner.positions and
              not inner.differentiates_a_derivative and
              max(inner.positions) < len(arg_types))
@@ -106,9 +110,10 @@ def gradient_inlined(inner, arg_types):
             not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
                     for name in set(_HELPER.findall(gradient.source))):
         return None
-    function = _gradient_written(gradient, fn, inner.positions, None)
+    function = _gradient_written(gradient, fn, inner.positions, None, inner.with_value)
     positions = inner.positions
     function.__s2sgrad_result_like__ = positions[0] if len(positions) == 1 else positions
+    function.__s2sgrad_with_value__ = inner.with_value
     return function
 
 

@@ -240,17 +240,25 @@ class GradFunction(Derivative):
     # ------------------------------------------------------------ calling
 
     def __call__(self, *args, **kwargs):
+        hot = self._hot
+        if hot is not None and not kwargs:
+            result = hot.hot_call(self, args)      # the last plan, its key not rebuilt
+            if result is not None:
+                return result
         if self._plans and not kwargs:
             plan = self._plans.get(plan_key(args))
             if plan is not None:
                 result = self._call_planned(plan, args)
                 if result is not None:
+                    self._hot = plan if plan.hot_call is not None else None
                     return result
         generated, arrays, leaves, trees = self._prepare(args, kwargs)
         inputs = [*arrays, *free_values(generated)]
         value, computed = self._run(generated, inputs)
-        self._remember_plan(None if kwargs else plan_key(args), GradientPlan, args, leaves,
-                            inputs, self._weight_list())
+        key = None if kwargs else plan_key(args)
+        plain = self.weights is None and not self.has_aux and not self.return_ids
+        self._remember_plan(key, GradientPlan, args, leaves, inputs, self._weight_list(),
+                            key, self.with_value if plain else None)
         return self._finish(generated, value, computed, leaves, trees)
 
     def _call_planned(self, plan, args):

@@ -120,6 +120,21 @@ class Compiled:
             return jitted
         return lambda *values: restore(jitted(*values))
 
+    def gradients_runner(self, args):
+        """``runner(args)`` for a caller that uses only the second item of the result (a
+        gradient's call drops the value of ``(value, gradients)``) and gives each
+        gradient the type of its argument itself (``api/results.finish_gradient``): the
+        Numba dispatcher itself where the restorer changes nothing but the value's type;
+        the Python function itself for code run as numpy or Python (the scalars it
+        returns are made numpy scalars only to be made the argument's type again)."""
+        if self.backend in ("python", "numpy"):
+            return self.py_func
+        restore = self._ready.get(argument_key(args)) if self.backend == "numba" else None
+        parts = getattr(restore, "parts", None)
+        if parts is not None and parts[1] is result_types.identity:
+            return self._jitted
+        return self.runner(args)
+
     @property
     def dispatcher(self):
         """The Numba dispatcher compiled for the argument types run so far (None unless

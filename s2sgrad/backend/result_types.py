@@ -121,8 +121,11 @@ def _tuple_restorer(skeleton, compiled, strict):
     if skeleton[2] is True and len(parts) == 2:    # (value, gradients): each call
         first, second = parts
         if first is identity:
-            return lambda value: (value[0], second(value[1]))
-        return lambda value: (first(value[0]), second(value[1]))
+            pair = lambda value: (value[0], second(value[1]))      # noqa: E731
+        else:
+            pair = lambda value: (first(value[0]), second(value[1]))   # noqa: E731
+        pair.parts = parts      # (a gradient's call, which drops the value, reads them)
+        return pair
     fix = [(i, p) for i, p in enumerate(parts) if p is not identity]
 
     def restore(value):

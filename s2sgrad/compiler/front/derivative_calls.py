@@ -2,7 +2,7 @@
 
 ``inlined_derivative(calls, frame, node, obj, args, kwargs)`` takes the call lowerer at
 a call of an object that offers its own code (``__s2sgrad_inline_call__``: a plain
-``grad(f, positions)``, ``api/nested.py``), the argument types this lowering knows for
+``grad(f, positions)`` or ``value_and_grad(f, positions)``, ``api/nested.py``), the argument types this lowering knows for
 the call's atoms, and gives the call's result atom: the object's generated gradient
 code in its differentiable spelling, lowered as a callee like the user's own functions,
 so the outer generated code holds its statements (no Python-level call per use, one
@@ -32,7 +32,11 @@ def inlined_derivative(calls, frame, node, obj, args, kwargs):
         return None
     result = calls.inline(frame, node, function, tuple(args), {}, None)
     like = function.__s2sgrad_result_like__
-    items = result.items if isinstance(result, Seq) and not isinstance(like, int) else [result]
+    grads = result
+    if getattr(function, "__s2sgrad_with_value__", False):     # (value, gradients)
+        grads = result.items[1] if isinstance(result, Seq) and len(result.items) == 2 \
+            else None
+    items = grads.items if isinstance(grads, Seq) and not isinstance(like, int) else [grads]
     for item, p in zip(items, [like] if isinstance(like, int) else like):
         _like_argument(calls.types, item, args[p])
     return result
