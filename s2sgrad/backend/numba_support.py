@@ -820,6 +820,7 @@ def _split_like(g, parts, axis):
         src = gc.reshape((outer, n, inner))
         pieces = []
         start = 0
+        sizes[-1] = n - sizes[:-1].sum()      # the rest (rt.split_like)
         for k in range(len(sizes)):
             piece = np.empty((outer, sizes[k], inner), dtype=gc.dtype)
             for o in range(outer):
