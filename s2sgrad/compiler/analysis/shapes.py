@@ -15,13 +15,15 @@ an operation that was certainly executed (not inside a branch or a loop body, wh
 not run) the two symbols are *unified*: known equal from then on.  Inside a branch or a
 loop body such a broadcast gives an unknown shape instead.
 
-Such a broadcast in code that may not run gives a *fresh* dimension known not to be 1
-(whenever the value exists, its statement ran, so the broadcast succeeded), and a
-loop-carried variable is assumed to keep what is known of its shape on entry, rank and
-which dimensions differ from 1, in fresh dimensions (``assumed``), first of sizes that do
-not change (the body must end with the shape it started with), then of sizes that may;
-the lowering checks the assumption at the end of the body (``same``, ``covers``) and
-lowers the loop again with the weaker one, or none, where it fails.
+Such a broadcast in code that may not run gives the first operand's dimension, not
+unified with the second's (whenever the value exists, its statement ran, so the
+broadcast succeeded and both were equal: ``y + w * k`` in a loop body has ``y``'s shape),
+and a loop-carried variable is assumed to keep what is known of its shape on entry:
+first its entry's very dimensions (the body must end with the shape it started with),
+then rank and which dimensions differ from 1 in fresh dimensions of sizes that may
+change (``assumed``); the lowering checks the assumption at the end of the body
+(``same``, ``covers``) and lowers the loop again with the weaker one, or none, where it
+fails.
 
 What it is for: ``rt.unbroadcast(g, x)`` sums ``g`` down to the shape of ``x``; in an
 elementwise rule ``g`` has the shape of the result, so where ``x`` and the result have the
@@ -225,8 +227,9 @@ class ShapeTable:
             if certain:
                 self._unify(a, b)
                 return self.find(a)
-            # in code that may not run: equal whenever it runs, so not 1 either
-            return Dim(f"({a}|{b})", True)
+            # in code that may not run: equal whenever it runs, so the value has a's
+            # (not unified: where it does not run, a and b may differ)
+            return a
         return None
 
     # ------------------------------------------------------------ shapes
