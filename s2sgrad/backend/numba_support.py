@@ -808,6 +808,8 @@ def _split_like(g, parts, axis):
             not isinstance(parts, (types.BaseTuple, types.List)):
         return None
     nd = g.ndim
+    if nd == 1 and g.layout == "C" and isinstance(parts, types.UniTuple):
+        return _split_vector(parts.count)
 
     # Copied by loops, element by element: a slice assignment from an array would make
     # Numba compile its shape-mismatch message (str, repr and concatenation of strings:
@@ -820,6 +822,10 @@ def _split_like(g, parts, axis):
         src = gc.reshape((outer, n, inner))
         pieces = []
         start = 0
+        rest = n
+        for k in range(len(sizes) - 1):      # the last piece: the rest (rt.split_like)
+            rest -= sizes[k]
+        sizes[-1] = rest
         for k in range(len(sizes)):
             piece = np.empty((outer, sizes[k], inner), dtype=gc.dtype)
             for o in range(outer):
@@ -828,6 +834,22 @@ def _split_like(g, parts, axis):
                         piece[o, j, i] = src[o, start + j, i]
             start += sizes[k]
             pieces.append(piece.reshape(tuple_setitem(gc.shape, ax, sizes[k])))
+        return pieces
+    return impl
+
+
+def _split_vector(count):
+    """split_like of a contiguous vector among ``count`` parts of one type: views, as
+    numpy's split gives (the pieces of the general case are copies; a small body to
+    compile: an RK4 step's adjoint splits four times)."""
+    def impl(g, parts, axis):
+        pieces = []
+        start = 0
+        for k in range(count - 1):
+            stop = start + parts[k].shape[0]
+            pieces.append(g[start:stop])
+            start = stop
+        pieces.append(g[start:])
         return pieces
     return impl
 

@@ -62,10 +62,12 @@ def add_at(target, index, g):
 def split_like(g, parts, axis):
     """Split ``g`` along ``axis`` into pieces shaped like ``parts`` (adjoint of concatenate).
 
-    A list with one array per part, each with ``g``'s dtype.
+    A list with one array per part, each with ``g``'s dtype.  The last piece is the rest
+    of ``g``: the last part's size is never read (so a loop need not keep that part for
+    it, compiler/reverse/witnesses.py).
     """
-    sizes = [np.shape(p)[axis] for p in parts]
-    return np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+    sizes = [np.shape(p)[axis] for p in parts[:-1]]
+    return np.split(g, np.cumsum(sizes), axis=axis)
 
 
 def unstack(g, count, axis):

@@ -15,13 +15,15 @@ an operation that was certainly executed (not inside a branch or a loop body, wh
 not run) the two symbols are *unified*: known equal from then on.  Inside a branch or a
 loop body such a broadcast gives an unknown shape instead.
 
-Such a broadcast in code that may not run gives a *fresh* dimension known not to be 1
-(whenever the value exists, its statement ran, so the broadcast succeeded), and a
-loop-carried variable is assumed to keep what is known of its shape on entry, rank and
-which dimensions differ from 1, in fresh dimensions (``assumed``), first of sizes that do
-not change (the body must end with the shape it started with), then of sizes that may;
-the lowering checks the assumption at the end of the body (``same``, ``covers``) and
-lowers the loop again with the weaker one, or none, where it fails.
+Such a broadcast in code that may not run gives the first operand's dimension, not
+unified with the second's (whenever the value exists, its statement ran, so the
+broadcast succeeded and both were equal: ``y + w * k`` in a loop body has ``y``'s shape),
+and a loop-carried variable is assumed to keep what is known of its shape on entry:
+first its entry's very dimensions (the body must end with the shape it started with),
+then rank and which dimensions differ from 1 in fresh dimensions of sizes that may
+change (``assumed``); the lowering checks the assumption at the end of the body
+(``same``, ``covers``) and lowers the loop again with the weaker one, or none, where it
+fails.
 
 What it is for: ``rt.unbroadcast(g, x)`` sums ``g`` down to the shape of ``x``; in an
 elementwise rule ``g`` has the shape of the result, so where ``x`` and the result have the
@@ -65,6 +67,7 @@ class ShapeTable:
         self.tuples = {}   # Var name of a shape (``x.shape``) -> that shape
         self.ints = {}     # Var name of an int read from a shape (``x.shape[0]``) -> its Dim
         self._slices = {}  # (Dim, slice) -> the Dim of that slice's length
+        self._offsets = {}  # the Dim of a slice ``[a:-b]`` -> (its dimension, -a - b)
         #: True when every adjoint has its variable's shape (no branch or loop may leave
         #: one a plain 0.0, no custom rule or cotangent gives one): ``rt.unbroadcast``
         #: may then be written as the sum over the axes it would sum (set by the pipeline)
@@ -156,6 +159,8 @@ class ShapeTable:
             key = (dim, start, part.stop)
         if key not in self._slices:
             self._slices[key] = Dim(f"{dim}[{start}:{part.stop}]", None)
+            if len(key) == 2:
+                self._offsets[self._slices[key]] = key
         return self._slices[key]
 
     def joined(self, shapes, axis=0):
@@ -170,10 +175,22 @@ class ShapeTable:
                    for s in shapes[1:]):
             return None
         sizes = [self.find(s[k]) for s in shapes]
-        joined = sum(sizes) if all(type(d) is int for d in sizes) else Dim(
-            "+".join(map(str, sizes)), True if all(map(self._not_one, sizes)) else None)
+        joined = sum(sizes) if all(type(d) is int for d in sizes) else self._undone(sizes)
+        if joined is None:
+            joined = Dim("+".join(map(str, sizes)), True if all(map(self._not_one, sizes))
+                         else None)
         return tuple(self.find(d) for d in shapes[0][:k]) + (joined,) + tuple(
             self.find(d) for d in shapes[0][k + 1:])
+
+    def _undone(self, sizes):
+        """The dimension whose slice the ints in ``sizes`` make whole again
+        (``np.concatenate((np.ones(1), y[:-1]))`` has ``y``'s length), or None."""
+        symbols = [d for d in sizes if isinstance(d, Dim)]
+        if len(symbols) != 1 or symbols[0] not in self._offsets:
+            return None
+        dim, offset = self._offsets[symbols[0]]
+        return self.find(dim) if offset + sum(d for d in sizes if type(d) is int) == 0 \
+            else None
 
     # ------------------------------------------------------------ dimensions
 
@@ -210,8 +227,9 @@ class ShapeTable:
             if certain:
                 self._unify(a, b)
                 return self.find(a)
-            # in code that may not run: equal whenever it runs, so not 1 either
-            return Dim(f"({a}|{b})", True)
+            # in code that may not run: equal whenever it runs, so the value has a's
+            # (not unified: where it does not run, a and b may differ)
+            return a
         return None
 
     # ------------------------------------------------------------ shapes
@@ -253,14 +271,17 @@ class ShapeTable:
 
     def assumed(self, name, entry, varies):
         """The shape a loop-carried ``name`` is assumed to keep, from its ``entry`` shape:
-        fresh dimensions, known not to be 1 where the entry's are not, 1 where it is 1;
-        ``varies``: their sizes may change from one iteration to the next (else the
-        body must end with the very shape it started with: ``same``)."""
+        the entry's own dimensions (the body must then end with the very shape it
+        started with: ``same``); or, with ``varies`` (sizes that may change from one
+        iteration to the next), fresh dimensions, known not to be 1 where the entry's
+        are not, 1 where it is 1."""
         if entry is None:
             return None
         dims = [self.find(d) for d in entry]
         if not all(d == 1 or self._not_one(d) for d in dims):
             return None     # a dimension that may be 1 or not: nothing to keep
+        if not varies:      # the body ends with the shape it started with: by induction,
+            return tuple(dims)   # every iteration has the entry's (``y = y + x * k``)
         return tuple(1 if (d == 1 and not isinstance(d, Dim)) else
                      Dim(f"{name}.shape[{k}]", True, varies=varies)
                      for k, d in enumerate(dims))

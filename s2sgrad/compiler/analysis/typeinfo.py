@@ -105,6 +105,11 @@ class TypeInfo:
         if prim == prims.GETITEM:
             base = args[0]
             return self.dtypes.get(base.name) if isinstance(base, Var) else None
+        if prim is np.concatenate and args and isinstance(args[0], Seq) and \
+                set(kwargs) <= {"axis"}:
+            found = [self.dtypes.get(a.name) if isinstance(a, Var) else None
+                     for a in args[0].items]
+            return None if any(f is None for f in found) else np.result_type(*found)
         if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq):
             return self._stacked_dtype(args[0], kwargs)
         if self._copied_array(prim, args, kwargs) or (
@@ -120,6 +125,8 @@ class TypeInfo:
                 parts.append(atom.value)
             elif isinstance(atom, Var) and atom.name in self.dtypes:
                 parts.append(self.dtypes[atom.name])
+            elif isinstance(atom, Var) and atom.name in self.int_vars:
+                parts.append(1)     # a Python int (``h = 2.0 / s``): weak, as a literal
             else:
                 return None
         try:

@@ -258,23 +258,36 @@ def level_ops(statements):
 
 
 #: runtime helpers that read only the shape (and type) of one argument: its position
-SHAPE_ONLY = {"zeros_like": 0, "unbroadcast": 1, "unreduce": 1}
+#: (``split_like``'s is a tuple of parts: each part is read for its size alone)
+SHAPE_ONLY = {"zeros_like": 0, "unbroadcast": 1, "unreduce": 1, "split_like": 1}
+
+
+def shape_only_names(node):
+    """The Name nodes that call ``node`` (``rt.unbroadcast(g, x)``, ``np.zeros_like(x)``,
+    ``rt.split_like(g, (a, b), 0)``...) reads for their shapes only; [] for any other."""
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr in SHAPE_ONLY and len(node.args) > SHAPE_ONLY[node.func.attr]):
+        return []
+    arg = node.args[SHAPE_ONLY[node.func.attr]]
+    if isinstance(arg, gast.Tuple) and node.func.attr == "split_like":
+        return [a for a in arg.elts if isinstance(a, gast.Name)]
+    return [arg] if isinstance(arg, gast.Name) else []
 
 
 def value_reads(node, shape_fixed=None):
     """Names whose values ``node`` reads (not the ones it only assigns: ``x += e`` reads x).
-    ``rt.zeros_like(x)``, ``rt.unbroadcast(g, x)`` and ``rt.unreduce(g, x, ...)`` read only
-    x's shape: such an x counts as not read when ``shape_fixed`` is None (any shape will
-    do) or holds x (a scalar: its shape never changes from one iteration to the next)."""
+    The shape-only reads of ``shape_only_names`` (``rt.zeros_like(x)``,
+    ``rt.unbroadcast(g, x)``, ``rt.unreduce(g, x, ...)``, the parts of ``rt.split_like``)
+    count as not read when ``shape_fixed`` is None (any shape will do) or holds x (a
+    scalar, or an array of a constant shape: it never changes from one iteration to the
+    next)."""
     shape_only = set()
     updated = set()
     for n in gast.walk(node):
         if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
             updated.add(id(n.target))
-        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                and n.func.attr in SHAPE_ONLY and len(n.args) > SHAPE_ONLY[n.func.attr]:
-            arg = n.args[SHAPE_ONLY[n.func.attr]]
-            if isinstance(arg, gast.Name) and (shape_fixed is None or arg.id in shape_fixed):
+        for arg in shape_only_names(n):
+            if shape_fixed is None or arg.id in shape_fixed:
                 shape_only.add(id(arg))
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and id(n) not in shape_only
             and (not isinstance(n.ctx, gast.Store) or id(n) in updated)}

@@ -417,7 +417,9 @@ class _Reverser:
         self.adj.owned = owned & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body):
             return out
-        scalars = {v for v, n in self.ndims.items() if n == 0} | set(self.int_vars)
+        # names whose shape never changes: a shape-only read of one needs no tape
+        scalars = {v for v, n in self.ndims.items() if n == 0} | set(self.int_vars) | \
+            _constant_shapes(self.shapes)
         shape_witnesses(body, inside, self.shapes, self.dtypes)
         referenced = set()
         for item in body:
@@ -623,3 +625,10 @@ class _Reverser:
         return out
 
 
+def _constant_shapes(shapes):
+    """The names ``shapes`` (a ShapeTable or None) knows to have a shape of ints only
+    (``np.ones(1)``)."""
+    if shapes is None:
+        return set()
+    return {v for v, shape in shapes.of.items()
+            if all(type(shapes.find(d)) is int for d in shape)}
