@@ -15,7 +15,8 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   (``x_dot[:, i]``); a list of tangents is indexed as it is;
 - ``@`` / ``np.matmul`` / ``np.dot`` (ranks 1 and 2, and stacks on the left): numpy's
   stacking batches ``a_dot @ b`` and ``a @ b_dot``, a batched vector on the right is
-  ``b_dot @ a.T``;
+  ``b_dot @ a.T``, a matrix times a batch of matrices is ``rt.matmul_batch(a, b_dot)``
+  (one BLAS product laid out for long elementwise passes after it);
 - sums and means (the axis shifted past the directions), reshapes, ravels and squeezes
   (``np.reshape(x_dot, (width,) + np.shape(x))``), transposes, ``np.stack`` and
   ``np.concatenate`` (the axis shifted), ``np.array`` of a nested list of numbers
@@ -438,7 +439,9 @@ class BatchedTangents(Tangents):
         if self.is_active(a):
             terms.append(_parse(f"{self.of[a.name]} @ {atom_text(b)}"))
         if self.is_active(b):
-            if rb > 1:
+            if rb == 2 and ra == 2:        # a matrix times a batch: one BLAS product
+                terms.append(_parse(f"rt.matmul_batch({atom_text(a)}, {self.of[b.name]})"))
+            elif rb > 1:
                 terms.append(_parse(f"{atom_text(a)} @ {self.of[b.name]}"))
             elif ra <= 2:
                 transposed = atom_text(a) + (".T" if ra == 2 else "")
