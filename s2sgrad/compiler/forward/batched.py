@@ -105,6 +105,7 @@ class BatchedTangents(Tangents):
         self.carried = {n for s in walk_statements(lowered.body) if isinstance(s, Loop)
                         for n in s.carried}   # the loops' carried names
         self.align_to = None
+        self.lengths = {}                     # a tuple's name -> its length (shapes)
 
     def refuse(self, what, origin=None):
         where = f" (line {origin.lineno})" if getattr(origin, "lineno", None) else ""
@@ -152,10 +153,16 @@ class BatchedTangents(Tangents):
         """The rank of ``op``'s result where its form tells it (a copy, a list's items, an
         array made by shape), for the operations after it."""
         target, first = op.targets[0], op.args[0] if op.args else None
+        if len(op.targets) == 1:
+            self.learn_length(op, target, first)
         if target in self.ndims or len(op.targets) != 1:
             return
         if op.primitive in _SCALAR_HELPERS:
             self.ndims[target] = 0
+            return
+        if op.primitive in (np.reshape, prims.method("reshape")) and len(op.args) == 2 and \
+                self.length(op.args[1]) is not None:         # to a tuple of sizes
+            self.ndims[target] = self.length(op.args[1])
             return
         if op.primitive in _FORWARD_REDUCTIONS and len(op.args) == 3 and not op.kwargs:
             rank, axis = self.known_rank(first), op.args[1]
@@ -205,6 +212,27 @@ class BatchedTangents(Tangents):
             shape = first
             self.ndims[target] = len(shape.items) if isinstance(shape, Seq) else \
                 1 if self.known_rank(shape) == 0 else None
+
+    def learn_length(self, op, target, first):
+        """The length of a tuple of sizes (``x.shape``, a slice of one, a sum of such
+        tuples and literals), for the rank of a reshape to it (``_reshape``)."""
+        if op.primitive == prims.SHAPE and self.known_rank(first) is not None:
+            self.lengths[target] = self.known_rank(first)
+        elif op.primitive == prims.ASSIGN and self.length(first) is not None:
+            self.lengths[target] = self.length(first)
+        elif op.primitive == prims.GETITEM and self.length(first) is not None and \
+                len(op.args) == 2 and isinstance(op.args[1], Const) and \
+                isinstance(op.args[1].value, slice):
+            self.lengths[target] = len(range(self.length(first))[op.args[1].value])
+        elif op.primitive is operator.add and len(op.args) == 2 and None not in (
+                self.length(op.args[0]), self.length(op.args[1])):
+            self.lengths[target] = self.length(op.args[0]) + self.length(op.args[1])
+
+    def length(self, atom):
+        """The length of a tuple atom where known (a literal, a learnt tuple), or None."""
+        if isinstance(atom, Seq):
+            return len(atom.items)
+        return self.lengths.get(atom.name) if isinstance(atom, Var) else None
 
     def op(self, op):
         if op.expr is not None and op.targets:
@@ -340,6 +368,8 @@ class BatchedTangents(Tangents):
             return None
         if op.primitive in _ADJOINT_HELPERS:
             return self.adjoint_helper(op)
+        if op.primitive in _HELPER_RULES and not op.kwargs:
+            return _HELPER_RULES[op.primitive](self, op, *op.args)
         if op.primitive in _FORWARD_REDUCTIONS and len(op.args) == 3 and not op.kwargs:
             return _reduce(self, op, dict(zip(("x", "axis", "keepdims"), op.args)))
         rule = jvp_lookup(op.primitive)
@@ -608,6 +638,88 @@ def _join(sweep, op, bound):
     return gast.Call(func=_parse(func), args=[parts], keywords=[gast.keyword(
         arg="axis", value=gast.Constant(value=axis + 1 if axis >= 0 else axis, kind=None))])
 
+
+def _active_name(sweep, atom):
+    return atom.name if isinstance(atom, Var) and atom.name in sweep.active else None
+
+
+def _extremum(sweep, op, x, axis, keepdims):
+    """``rt.amax(x, axis, keepdims)`` (or amin): the batch times where ``x`` attains it,
+    summed over the axis shifted past the directions (its per-direction rule)."""
+    bound = {"x": x, "axis": axis, "keepdims": keepdims}
+    sweep.ndims.setdefault(op.targets[0], _reduced_rank(op, bound, sweep.rank(x)))
+    if _active_name(sweep, x) is None:
+        return None
+    axes, kept = _const(op, bound, "axis"), bool(_const(op, bound, "keepdims", False))
+    shifted = _shifted(axes, sweep.rank(x))
+    shifted = shifted[0] if isinstance(shifted, tuple) and len(shifted) == 1 else shifted
+    mask = f"rt.extremum_mask({atom_text(x)}, {op.targets[0]}, {atom_text(axis)}, {kept})"
+    return _parse(f"np.sum({sweep.of[x.name]} * {mask}, axis={shifted!r}, keepdims={kept})")
+
+
+def _extremum_adjoint(sweep, op, g, x, ans, axis, keepdims):
+    """``rt.extremum_adjoint(g, ...)``, linear in ``g`` (the mask is constant almost
+    everywhere): ``g``'s batch spread over ``x``'s shape, times the mask."""
+    sweep.ndims.setdefault(op.targets[0], sweep.rank(x))
+    if _active_name(sweep, g) is None:
+        return None
+    rest = f"{atom_text(x)}, {atom_text(axis)}, {atom_text(keepdims)}"
+    return _parse(f"rt.unreduce_batch({sweep.of[g.name]}, {rest}) * rt.extremum_mask("
+                  f"{atom_text(x)}, {atom_text(ans)}, {atom_text(axis)}, "
+                  f"{atom_text(keepdims)})")
+
+
+def _transpose_adjoint(sweep, op, g, axes):
+    """``rt.transpose_adjoint(g, axes)``: the batch transposed back, directions first."""
+    rank = sweep.rank(g)
+    sweep.ndims.setdefault(op.targets[0], rank)
+    if _active_name(sweep, g) is None:
+        return None
+    order = _const(op, {"axes": axes}, "axes")
+    order = list(reversed(range(rank))) if order is None else \
+        list(np.argsort([a % rank for a in order]))
+    return _parse(f"np.transpose({sweep.of[g.name]}, {(0,) + tuple(int(a) + 1 for a in order)!r})")
+
+
+def _matmul_adjoint(sweep, op, g, a, b):
+    """``rt.matmul_left(g, a, b)`` (``g @ b.T``) and ``rt.matmul_right`` (``a.T @ g``) of
+    matrices, bilinear: a term per operand with a batch, a matrix times a batch as one
+    BLAS product (``rt.matmul_batch``); other ranks are refused (per direction)."""
+    left = op.primitive is rt.matmul_left
+    other = b if left else a          # the operand the adjoint is bilinear in, with g
+    if not (_active_name(sweep, g) or _active_name(sweep, other)):
+        rank = sweep.known_rank(a if left else b)
+        if rank is not None:
+            sweep.ndims.setdefault(op.targets[0], rank)
+        return None
+    if (sweep.rank(g), sweep.rank(a), sweep.rank(b)) != (2, 2, 2):
+        sweep.refuse(f"{_name(op)} of operands that are not matrices", op.origin)
+    sweep.ndims.setdefault(op.targets[0], 2)
+    terms = []
+    if _active_name(sweep, g):
+        terms.append(f"{sweep.of[g.name]} @ {atom_text(b)}.T" if left else
+                     f"rt.matmul_batch({atom_text(a)}.T, {sweep.of[g.name]})")
+    if _active_name(sweep, other):
+        t = sweep.of[other.name]
+        terms.append(f"rt.matmul_batch({atom_text(g)}, np.swapaxes({t}, 1, 2))" if left else
+                     f"np.swapaxes({t}, 1, 2) @ {atom_text(g)}")
+    return _parse(" + ".join(terms)) if terms else None
+
+
+def _copy_value(sweep, op, value):
+    """``rt.copy_value(x)``: a copy of the batch."""
+    if _active_name(sweep, value) is None:
+        return None
+    if sweep.known_rank(value) is not None:
+        sweep.ndims.setdefault(op.targets[0], sweep.rank(value))
+    return _parse(f"rt.copy_value({sweep.of[value.name]})")
+
+
+#: helpers of gradient code (a Hessian's sweep differentiates them) with a batched rule
+_HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
+                 rt.extremum_adjoint: _extremum_adjoint,
+                 rt.transpose_adjoint: _transpose_adjoint, rt.matmul_left: _matmul_adjoint,
+                 rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
