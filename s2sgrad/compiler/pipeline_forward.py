@@ -27,11 +27,11 @@ import os
 import gast
 
 from .emit.layout import INDENT, reads_name, render_mapped, wrap
-from .forward.batched import BatchedTangents
+from .forward.batched import BatchedTangents, own_loops
 from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
-from .ir import Loop, Seq, Var, atom_vars, walk_statements
+from .ir import Seq, Var, atom_vars
 from .optimize.substitute import fused_forward
 from .pipeline import keep_buffers, output_seeds
 from .syntax.imports import import_lines
@@ -109,7 +109,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     lines = emitter.module(fname, title, jacobian)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
-    loops = any(isinstance(s, Loop) for s in walk_statements(lowered.body))
+    loops = own_loops(lowered.body)
     generated = GeneratedJvp(source, fname, lowered.free, wrt, len(params),
                              lowered.arg_leaves, jacobian, loops, line_map)
     generated.guards = lowered.guards

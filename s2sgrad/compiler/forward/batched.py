@@ -511,6 +511,16 @@ def scalar_loop(loop, active, ndims, share=0.25):
     return not ops or len(arrays) < share * len(ops)
 
 
+def own_loops(statements):
+    """Whether ``statements`` loop, a Jacobian's loop over its rows aside (``jacrev``'s
+    code: a loop whose body seeds an adjoint sweep with ``rt.basis_tangent``, each row a
+    sweep with no loop of its own): ``jacfwd(jacrev(f))`` of a loop-free ``f`` is then
+    batched as loop-free code is, not compiled by Numba per direction (75 s)."""
+    return any(isinstance(s, Loop) and not any(
+        isinstance(op, Op) and op.primitive is rt.basis_tangent for op in s.body)
+        for s in walk_statements(statements))
+
+
 def copy_node(node):
     """A copy of a gast node (the operation's own stays as the primal writes it)."""
     return copy.deepcopy(node)
@@ -734,7 +744,8 @@ _SCALAR_HELPERS = (rt.reduction_count, rt.trip_count, rt.tangent_size)
 _FORWARD_REDUCTIONS = (rt.sum, rt.mean)
 #: helpers whose result has the rank of one operand -> that operand's index
 _SHAPED_LIKE = {**{helper: 1 for helper in _ADJOINT_HELPERS}, rt.ones_like: 0,
-                rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0}
+                rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0,
+                rt.basis_tangent: 0}
 
 _LINEAR = {np.sum: _reduce, np.mean: _reduce, np.transpose: _transpose,
            np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join}
