@@ -24,17 +24,24 @@ sweep's; each tangent is written so that it holds for any number of leading dire
 - zeros of an active value: ``rt.zeros_batch(x, width)``;
 - the adjoint helpers a generated gradient calls (a Hessian's sweep differentiates
   one): ``rt.unbroadcast``, ``rt.unreduce`` and ``rt.reshape_like`` of an adjoint's
-  batch as ``rt.unbroadcast_batch``... (``runtime/batched.py``), ``rt.cast_like`` as it
-  is, seeds, masks and counts (``rt.ones_like``...) with no tangent; each result has
-  the rank of the value it is shaped like.
+  batch as ``rt.unbroadcast_batch``... (``runtime/batched.py``), ``rt.cast_like`` and
+  ``rt.copy_value`` as they are, ``rt.transpose_adjoint`` as a transpose past the
+  directions, ``rt.extremum_adjoint`` (and the forward ``rt.amax``/``rt.amin``) through
+  ``rt.extremum_mask``, ``rt.matmul_left``/``rt.matmul_right`` of matrices as a term per
+  operand with a batch (``_HELPER_RULES``), seeds, masks and counts (``rt.ones_like``...)
+  with no tangent; each result has the rank of the value it is shaped like;
+- ranks learnt from the code: a reshape to a tuple of sizes made at run time
+  (``x.shape[:1] + (-1,)``: the lengths of shapes, their slices and sums are followed).
 
 Loops run as they are, each tangent carrying the directions through them: a
 loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
 of a nested list of scalars gets its tangent written item by item (a batch of zeros,
 ``x_dot[:, i, j] = c_dot``; Numba compiles that, and numpy runs it faster than stacking
-rows), an empty list's tangent is an empty list.  A loop of scalar work (under a quarter
-of its active operations compute arrays: ``scalar_loop``) is refused: numpy's per-call
-cost on a batch of numbers outweighs the per-direction sweeps Numba compiles.  Which of
+rows), an empty list's tangent is an empty list.  ``own_loops`` says whether code loops
+for the caller's choice, a ``jacrev``'s loop over its rows aside.  A loop of scalar work
+(under a quarter of its active operations compute arrays: ``scalar_loop``) is refused:
+numpy's per-call cost on a batch of numbers outweighs the per-direction sweeps Numba
+compiles.  Which of
 the batched and the per-direction code runs a call (by backend and argument sizes) is
 ``api/forward.py``'s ``JacfwdFunction``'s choice.  Any other operation (a
 rule written for one direction: a reduction template, a linear
