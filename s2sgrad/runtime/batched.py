@@ -71,17 +71,18 @@ def broadcast_batch(t, like):
 
 def matmul_batch(a, b):
     """``a @ b`` of a matrix ``a`` (m, k) and a batch of matrices ``b`` (w, k, n), as numpy
-    stacks it, in one BLAS product (numpy makes ``w`` small ones).  A batch of a few columns
-    (``_columns_first``) is made as ``(w * n, k) @ (k, m)`` and returned as a
+    stacks it.  A result of a few columns of many rows (``_columns_first``: points moved
+    by a batch of transforms) is one BLAS product ``(w * n, k) @ (k, m)``, returned as a
     ``(w, m, n)`` view of it: elementwise work after it (``moved[:, :, :3] * weights``)
-    then runs along the ``m`` axis, numpy's long passes, not in rows of ``n`` numbers;
-    else ``(m, k) @ (k, w * n)`` viewed as ``(w, m, n)``."""
+    then runs along the ``m`` axis, numpy's long passes, not in rows of ``n`` numbers
+    (and ``b``, often a transposed view, is read as it lies: numpy's ``@`` of such a view
+    takes a slow path).  Other sizes are numpy's ``a @ b`` (on 3 x 3 matrices it is the
+    faster)."""
     w, k, n = b.shape
-    if _columns_first((a.shape[0], n)):
-        side = np.ascontiguousarray(np.swapaxes(b, 1, 2)).reshape(w * n, k)
-        return np.swapaxes((side @ a.T).reshape(w, n, a.shape[0]), 1, 2)
-    side = np.ascontiguousarray(np.swapaxes(b, 0, 1)).reshape(k, w * n)
-    return np.swapaxes((a @ side).reshape(a.shape[0], w, n), 0, 1)
+    if not _columns_first((a.shape[0], n)):
+        return a @ b
+    side = np.ascontiguousarray(np.swapaxes(b, 1, 2)).reshape(w * n, k)
+    return np.swapaxes((side @ a.T).reshape(w, n, a.shape[0]), 1, 2)
 
 
 def array_batch(items, width):
