@@ -14,6 +14,8 @@ arrays (auto policy), a loop of scalar work and a loop-carried value whose rank 
 run one pass per direction and say why.  Compositions: ``jacfwd`` of the batched
 ``jacfwd``, ``jacfwd(jacrev(f))`` of a loop function, ``vmap`` of the batched ``jacfwd``.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -145,6 +147,39 @@ def test_loops_over_large_arrays_run_one_batched_numpy_sweep():
                                rtol=1e-6, atol=1e-7)
 
 
+def test_a_loop_adding_products_of_a_batch_runs_in_long_passes():
+    """ht's second loop (``moved = moved + weights[:, i:i + 1] * (points @ T.T)[:, :2]``):
+    the product of a matrix and a batch of matrices is one BLAS call
+    (``rt.matmul_batch``), the weighted product is written into the sum that reads it
+    (numpy adds into the unnamed product: no third batch per step), and a batch of a
+    few columns of many rows is laid out column by column, so that numpy's passes run
+    along the rows; the Jacobian equals differences whichever layout the sizes give."""
+    jac = s2sgrad.jacfwd(hand)
+    theta, rest = hand_args(40)
+    got = jac(theta, *rest)
+    assert jac.last is jac.batched, jac.fallback_reason
+    lines = [line.strip() for line in jac.source.splitlines() if not
+             line.strip().startswith("#")]
+    assert any(re.fullmatch(r"step_\w*dot = rt.matmul_batch\(points, \w+\)", line)
+               for line in lines)
+    assert any(re.fullmatch(r"moved_\w*dot = moved_\w*dot \+ \w+ \* \w+_dot", line)
+               for line in lines), "the weighted product is not written into the sum"
+    np.testing.assert_allclose(got, central_differences(hand, (theta, *rest)),
+                               rtol=1e-6, atol=1e-7)
+    few = rt_batched.zeros_batch(np.zeros((40, 2)), 3)
+    assert few.shape == (3, 40, 2) and few.strides[1] < few.strides[2]   # by columns
+    wide = rt_batched.zeros_batch(np.zeros((4, 40)), 3)
+    assert wide.flags.c_contiguous
+    rng = np.random.default_rng(5)
+    for m, n in ((40, 3), (3, 40), (6, 6)):              # both layouts of the product
+        a, b = rng.normal(size=(m, 4)), rng.normal(size=(5, n, 4))
+        np.testing.assert_allclose(rt_batched.matmul_batch(a, np.swapaxes(b, 1, 2)),
+                                   a @ np.swapaxes(b, 1, 2), rtol=1e-13, atol=1e-13)
+    theta, rest = hand_args(6, seed=3)                   # rows first now: still right
+    np.testing.assert_allclose(jac(theta, *rest), central_differences(hand, (theta, *rest)),
+                               rtol=1e-6, atol=1e-7)
+
+
 def test_the_numba_backend_compiles_the_batched_sweep_of_a_loop(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
     jac = s2sgrad.jacfwd(carried)
@@ -166,13 +201,13 @@ def test_numba_versions_of_what_batched_code_writes():
     @numba.njit
     def products(m, stack, v, rows):
         return (m @ stack, stack @ m, stack @ v, v @ stack, stack @ stack,
-                np.stack(rows, axis=1))
+                np.stack(rows, axis=1), rt_batched.matmul_batch(m, stack))
     rng = np.random.default_rng(3)
     m, stack, v = rng.normal(size=(3, 3)), rng.normal(size=(4, 3, 3)), rng.normal(size=3)
     rows = [rng.normal(size=(4, 3)) for _ in range(2)]
     stack_t = np.transpose(stack, (0, 2, 1))              # a view, as batched code has
     expected = (m @ stack_t, stack_t @ m, stack_t @ v, v @ stack_t, stack_t @ stack_t,
-                np.stack(rows, axis=1))
+                np.stack(rows, axis=1), m @ stack_t)
     for got, want in zip(products(m, stack_t, v, rows), expected):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 

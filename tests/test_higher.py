@@ -321,7 +321,12 @@ def tutorial_loss_parts():
 def test_hessian_of_tutorial_network_loss(backend, monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", backend)
     net_loss, args = tutorial_loss_parts()
-    h = ms.hessian(net_loss, (0, 1))(*args)
+    hessian = ms.hessian(net_loss, (0, 1))
+    h = hessian(*args)
+    # one batched sweep of numpy: the adjoints of @, of its transpose, of the max and
+    # the flatten to a shape made at run time have batched rules
+    assert hessian.ran_batched, hessian.fallback_reason
+    assert hessian.backend == ("numpy" if backend == "auto" else "python")
     assert h[0][0].shape == (3, 6, 3, 6) and h[0][1].shape == (3, 6, 3)
     assert h[1][0].shape == (3, 3, 6) and h[1][1].shape == (3, 3)
     fd = _hessian_by_fd_of_gradient(net_loss, args, (0, 1))

@@ -125,22 +125,33 @@ def _matmul_stack(a, b):
                         out[d, j] += a[k] * b[d, k, j]
             return out
         return vector
+    return _matrix_times_stack
 
-    def right(a, b):              # (m, k) @ (w, k, n): the matrices side by side
-        w, k, n = b.shape
-        side = np.empty((k, w * n), a.dtype)
-        for d in range(w):
-            for i in range(k):
-                for j in range(n):
-                    side[i, d * n + j] = b[d, i, j]
-        product = np.ascontiguousarray(a) @ side
-        out = np.empty((w, product.shape[0], n), a.dtype)
-        for d in range(w):
-            for i in range(product.shape[0]):
-                for j in range(n):
-                    out[d, i, j] = product[i, d * n + j]
-        return out
-    return right
+
+def _matrix_times_stack(a, b):
+    """(m, k) @ (w, k, n): the matrices side by side, one BLAS product."""
+    w, k, n = b.shape
+    side = np.empty((k, w * n), a.dtype)
+    for d in range(w):
+        for i in range(k):
+            for j in range(n):
+                side[i, d * n + j] = b[d, i, j]
+    product = np.ascontiguousarray(a) @ side
+    out = np.empty((w, product.shape[0], n), a.dtype)
+    for d in range(w):
+        for i in range(product.shape[0]):
+            for j in range(n):
+                out[d, i, j] = product[i, d * n + j]
+    return out
+
+
+@overload(batched.matmul_batch)
+def _matmul_batch(a, b):
+    """``rt.matmul_batch``: a matrix times a stack, one BLAS product (a C-ordered result)."""
+    if isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == 2 and \
+            b.ndim == 3 and isinstance(a.dtype, types.Float) and a.dtype == b.dtype:
+        return _matrix_times_stack
+    return None
 
 
 @overload(np.stack, prefer_literal=True)

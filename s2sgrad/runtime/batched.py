@@ -8,7 +8,7 @@ code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=nu
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
-           "unbroadcast_batch", "unreduce_batch", "reshape_like_batch"]
+           "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -40,7 +40,24 @@ def zeros_batch(value, width):
         return [zeros_batch(item, width) for item in value]
     dtype = value.dtype if isinstance(value, np.ndarray) and value.dtype.kind in "fc" \
         else np.float64
-    return np.zeros((width,) + np.shape(value), dtype=dtype)
+    shape = np.shape(value)
+    if _columns_first(shape):
+        return np.swapaxes(np.zeros((width, shape[1], shape[0]), dtype=dtype), 1, 2)
+    return np.zeros((width,) + shape, dtype=dtype)
+
+
+def _columns_first(shape):
+    """Whether a batch of ``shape`` matrices is laid out column by column (each
+    direction's matrix transposed in memory): a few columns of many rows (positions of
+    points, ``(544, 3)``), where elementwise work over the batch would otherwise walk
+    rows of a few numbers.  numpy's ufuncs keep their operands' layout, so the products
+    and sums a loop adds into such a batch run along the rows, in long passes."""
+    return len(shape) == 2 and shape[1] < SHORT_ROWS and shape[0] >= 4 * SHORT_ROWS
+
+
+#: the row length under which a batch of matrices is laid out column by column (measured
+#: on GradBench's ht: rows of 3 or 4 numbers)
+SHORT_ROWS = 8
 
 
 def broadcast_batch(t, like):
@@ -50,6 +67,22 @@ def broadcast_batch(t, like):
     if np.shape(t) == shape:
         return t
     return np.broadcast_to(t, shape).copy()
+
+
+def matmul_batch(a, b):
+    """``a @ b`` of a matrix ``a`` (m, k) and a batch of matrices ``b`` (w, k, n), as numpy
+    stacks it.  A result of a few columns of many rows (``_columns_first``: points moved
+    by a batch of transforms) is one BLAS product ``(w * n, k) @ (k, m)``, returned as a
+    ``(w, m, n)`` view of it: elementwise work after it (``moved[:, :, :3] * weights``)
+    then runs along the ``m`` axis, numpy's long passes, not in rows of ``n`` numbers
+    (and ``b``, often a transposed view, is read as it lies: numpy's ``@`` of such a view
+    takes a slow path).  Other sizes are numpy's ``a @ b`` (on 3 x 3 matrices it is the
+    faster)."""
+    w, k, n = b.shape
+    if not _columns_first((a.shape[0], n)):
+        return a @ b
+    side = np.ascontiguousarray(np.swapaxes(b, 1, 2)).reshape(w * n, k)
+    return np.swapaxes((side @ a.T).reshape(w, n, a.shape[0]), 1, 2)
 
 
 def array_batch(items, width):

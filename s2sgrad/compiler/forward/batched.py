@@ -15,7 +15,8 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   (``x_dot[:, i]``); a list of tangents is indexed as it is;
 - ``@`` / ``np.matmul`` / ``np.dot`` (ranks 1 and 2, and stacks on the left): numpy's
   stacking batches ``a_dot @ b`` and ``a @ b_dot``, a batched vector on the right is
-  ``b_dot @ a.T``;
+  ``b_dot @ a.T``, a matrix times a batch of matrices is ``rt.matmul_batch(a, b_dot)``
+  (one BLAS product laid out for long elementwise passes after it);
 - sums and means (the axis shifted past the directions), reshapes, ravels and squeezes
   (``np.reshape(x_dot, (width,) + np.shape(x))``), transposes, ``np.stack`` and
   ``np.concatenate`` (the axis shifted), ``np.array`` of a nested list of numbers
@@ -23,17 +24,24 @@ sweep's; each tangent is written so that it holds for any number of leading dire
 - zeros of an active value: ``rt.zeros_batch(x, width)``;
 - the adjoint helpers a generated gradient calls (a Hessian's sweep differentiates
   one): ``rt.unbroadcast``, ``rt.unreduce`` and ``rt.reshape_like`` of an adjoint's
-  batch as ``rt.unbroadcast_batch``... (``runtime/batched.py``), ``rt.cast_like`` as it
-  is, seeds, masks and counts (``rt.ones_like``...) with no tangent; each result has
-  the rank of the value it is shaped like.
+  batch as ``rt.unbroadcast_batch``... (``runtime/batched.py``), ``rt.cast_like`` and
+  ``rt.copy_value`` as they are, ``rt.transpose_adjoint`` as a transpose past the
+  directions, ``rt.extremum_adjoint`` (and the forward ``rt.amax``/``rt.amin``) through
+  ``rt.extremum_mask``, ``rt.matmul_left``/``rt.matmul_right`` of matrices as a term per
+  operand with a batch (``_HELPER_RULES``), seeds, masks and counts (``rt.ones_like``...)
+  with no tangent; each result has the rank of the value it is shaped like;
+- ranks learnt from the code: a reshape to a tuple of sizes made at run time
+  (``x.shape[:1] + (-1,)``: the lengths of shapes, their slices and sums are followed).
 
 Loops run as they are, each tangent carrying the directions through them: a
 loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
 of a nested list of scalars gets its tangent written item by item (a batch of zeros,
 ``x_dot[:, i, j] = c_dot``; Numba compiles that, and numpy runs it faster than stacking
-rows), an empty list's tangent is an empty list.  A loop of scalar work (under a quarter
-of its active operations compute arrays: ``scalar_loop``) is refused: numpy's per-call
-cost on a batch of numbers outweighs the per-direction sweeps Numba compiles.  Which of
+rows), an empty list's tangent is an empty list.  ``own_loops`` says whether code loops
+for the caller's choice, a ``jacrev``'s loop over its rows aside.  A loop of scalar work
+(under a quarter of its active operations compute arrays: ``scalar_loop``) is refused:
+numpy's per-call cost on a batch of numbers outweighs the per-direction sweeps Numba
+compiles.  Which of
 the batched and the per-direction code runs a call (by backend and argument sizes) is
 ``api/forward.py``'s ``JacfwdFunction``'s choice.  Any other operation (a
 rule written for one direction: a reduction template, a linear
@@ -104,6 +112,7 @@ class BatchedTangents(Tangents):
         self.carried = {n for s in walk_statements(lowered.body) if isinstance(s, Loop)
                         for n in s.carried}   # the loops' carried names
         self.align_to = None
+        self.lengths = {}                     # a tuple's name -> its length (shapes)
 
     def refuse(self, what, origin=None):
         where = f" (line {origin.lineno})" if getattr(origin, "lineno", None) else ""
@@ -151,10 +160,16 @@ class BatchedTangents(Tangents):
         """The rank of ``op``'s result where its form tells it (a copy, a list's items, an
         array made by shape), for the operations after it."""
         target, first = op.targets[0], op.args[0] if op.args else None
+        if len(op.targets) == 1:
+            self.learn_length(op, target, first)
         if target in self.ndims or len(op.targets) != 1:
             return
         if op.primitive in _SCALAR_HELPERS:
             self.ndims[target] = 0
+            return
+        if op.primitive in (np.reshape, prims.method("reshape")) and len(op.args) == 2 and \
+                self.length(op.args[1]) is not None:         # to a tuple of sizes
+            self.ndims[target] = self.length(op.args[1])
             return
         if op.primitive in _FORWARD_REDUCTIONS and len(op.args) == 3 and not op.kwargs:
             rank, axis = self.known_rank(first), op.args[1]
@@ -204,6 +219,27 @@ class BatchedTangents(Tangents):
             shape = first
             self.ndims[target] = len(shape.items) if isinstance(shape, Seq) else \
                 1 if self.known_rank(shape) == 0 else None
+
+    def learn_length(self, op, target, first):
+        """The length of a tuple of sizes (``x.shape``, a slice of one, a sum of such
+        tuples and literals), for the rank of a reshape to it (``_reshape``)."""
+        if op.primitive == prims.SHAPE and self.known_rank(first) is not None:
+            self.lengths[target] = self.known_rank(first)
+        elif op.primitive == prims.ASSIGN and self.length(first) is not None:
+            self.lengths[target] = self.length(first)
+        elif op.primitive == prims.GETITEM and self.length(first) is not None and \
+                len(op.args) == 2 and isinstance(op.args[1], Const) and \
+                isinstance(op.args[1].value, slice):
+            self.lengths[target] = len(range(self.length(first))[op.args[1].value])
+        elif op.primitive is operator.add and len(op.args) == 2 and None not in (
+                self.length(op.args[0]), self.length(op.args[1])):
+            self.lengths[target] = self.length(op.args[0]) + self.length(op.args[1])
+
+    def length(self, atom):
+        """The length of a tuple atom where known (a literal, a learnt tuple), or None."""
+        if isinstance(atom, Seq):
+            return len(atom.items)
+        return self.lengths.get(atom.name) if isinstance(atom, Var) else None
 
     def op(self, op):
         if op.expr is not None and op.targets:
@@ -339,6 +375,8 @@ class BatchedTangents(Tangents):
             return None
         if op.primitive in _ADJOINT_HELPERS:
             return self.adjoint_helper(op)
+        if op.primitive in _HELPER_RULES and not op.kwargs:
+            return _HELPER_RULES[op.primitive](self, op, *op.args)
         if op.primitive in _FORWARD_REDUCTIONS and len(op.args) == 3 and not op.kwargs:
             return _reduce(self, op, dict(zip(("x", "axis", "keepdims"), op.args)))
         rule = jvp_lookup(op.primitive)
@@ -438,7 +476,9 @@ class BatchedTangents(Tangents):
         if self.is_active(a):
             terms.append(_parse(f"{self.of[a.name]} @ {atom_text(b)}"))
         if self.is_active(b):
-            if rb > 1:
+            if rb == 2 and ra == 2:        # a matrix times a batch: one BLAS product
+                terms.append(_parse(f"rt.matmul_batch({atom_text(a)}, {self.of[b.name]})"))
+            elif rb > 1:
                 terms.append(_parse(f"{atom_text(a)} @ {self.of[b.name]}"))
             elif ra <= 2:
                 transposed = atom_text(a) + (".T" if ra == 2 else "")
@@ -476,6 +516,16 @@ def scalar_loop(loop, active, ndims, share=0.25):
            any(t in active for t in s.targets) and s.primitive not in _SYNTAX]
     arrays = [op for op in ops if ndims.get(op.targets[0]) != 0]
     return not ops or len(arrays) < share * len(ops)
+
+
+def own_loops(statements):
+    """Whether ``statements`` loop, a Jacobian's loop over its rows aside (``jacrev``'s
+    code: a loop whose body seeds an adjoint sweep with ``rt.basis_tangent``, each row a
+    sweep with no loop of its own): ``jacfwd(jacrev(f))`` of a loop-free ``f`` is then
+    batched as loop-free code is, not compiled by Numba per direction (75 s)."""
+    return any(isinstance(s, Loop) and not any(
+        isinstance(op, Op) and op.primitive is rt.basis_tangent for op in s.body)
+        for s in walk_statements(statements))
 
 
 def copy_node(node):
@@ -606,6 +656,88 @@ def _join(sweep, op, bound):
         arg="axis", value=gast.Constant(value=axis + 1 if axis >= 0 else axis, kind=None))])
 
 
+def _active_name(sweep, atom):
+    return atom.name if isinstance(atom, Var) and atom.name in sweep.active else None
+
+
+def _extremum(sweep, op, x, axis, keepdims):
+    """``rt.amax(x, axis, keepdims)`` (or amin): the batch times where ``x`` attains it,
+    summed over the axis shifted past the directions (its per-direction rule)."""
+    bound = {"x": x, "axis": axis, "keepdims": keepdims}
+    sweep.ndims.setdefault(op.targets[0], _reduced_rank(op, bound, sweep.rank(x)))
+    if _active_name(sweep, x) is None:
+        return None
+    axes, kept = _const(op, bound, "axis"), bool(_const(op, bound, "keepdims", False))
+    shifted = _shifted(axes, sweep.rank(x))
+    shifted = shifted[0] if isinstance(shifted, tuple) and len(shifted) == 1 else shifted
+    mask = f"rt.extremum_mask({atom_text(x)}, {op.targets[0]}, {atom_text(axis)}, {kept})"
+    return _parse(f"np.sum({sweep.of[x.name]} * {mask}, axis={shifted!r}, keepdims={kept})")
+
+
+def _extremum_adjoint(sweep, op, g, x, ans, axis, keepdims):
+    """``rt.extremum_adjoint(g, ...)``, linear in ``g`` (the mask is constant almost
+    everywhere): ``g``'s batch spread over ``x``'s shape, times the mask."""
+    sweep.ndims.setdefault(op.targets[0], sweep.rank(x))
+    if _active_name(sweep, g) is None:
+        return None
+    rest = f"{atom_text(x)}, {atom_text(axis)}, {atom_text(keepdims)}"
+    return _parse(f"rt.unreduce_batch({sweep.of[g.name]}, {rest}) * rt.extremum_mask("
+                  f"{atom_text(x)}, {atom_text(ans)}, {atom_text(axis)}, "
+                  f"{atom_text(keepdims)})")
+
+
+def _transpose_adjoint(sweep, op, g, axes):
+    """``rt.transpose_adjoint(g, axes)``: the batch transposed back, directions first."""
+    rank = sweep.rank(g)
+    sweep.ndims.setdefault(op.targets[0], rank)
+    if _active_name(sweep, g) is None:
+        return None
+    order = _const(op, {"axes": axes}, "axes")
+    order = list(reversed(range(rank))) if order is None else \
+        list(np.argsort([a % rank for a in order]))
+    return _parse(f"np.transpose({sweep.of[g.name]}, {(0,) + tuple(int(a) + 1 for a in order)!r})")
+
+
+def _matmul_adjoint(sweep, op, g, a, b):
+    """``rt.matmul_left(g, a, b)`` (``g @ b.T``) and ``rt.matmul_right`` (``a.T @ g``) of
+    matrices, bilinear: a term per operand with a batch, a matrix times a batch as one
+    BLAS product (``rt.matmul_batch``); other ranks are refused (per direction)."""
+    left = op.primitive is rt.matmul_left
+    other = b if left else a          # the operand the adjoint is bilinear in, with g
+    if not (_active_name(sweep, g) or _active_name(sweep, other)):
+        rank = sweep.known_rank(a if left else b)
+        if rank is not None:
+            sweep.ndims.setdefault(op.targets[0], rank)
+        return None
+    if (sweep.rank(g), sweep.rank(a), sweep.rank(b)) != (2, 2, 2):
+        sweep.refuse(f"{_name(op)} of operands that are not matrices", op.origin)
+    sweep.ndims.setdefault(op.targets[0], 2)
+    terms = []
+    if _active_name(sweep, g):
+        terms.append(f"{sweep.of[g.name]} @ {atom_text(b)}.T" if left else
+                     f"rt.matmul_batch({atom_text(a)}.T, {sweep.of[g.name]})")
+    if _active_name(sweep, other):
+        t = sweep.of[other.name]
+        terms.append(f"rt.matmul_batch({atom_text(g)}, np.swapaxes({t}, 1, 2))" if left else
+                     f"np.swapaxes({t}, 1, 2) @ {atom_text(g)}")
+    return _parse(" + ".join(terms)) if terms else None
+
+
+def _copy_value(sweep, op, value):
+    """``rt.copy_value(x)``: a copy of the batch."""
+    if _active_name(sweep, value) is None:
+        return None
+    if sweep.known_rank(value) is not None:
+        sweep.ndims.setdefault(op.targets[0], sweep.rank(value))
+    return _parse(f"rt.copy_value({sweep.of[value.name]})")
+
+
+#: helpers of gradient code (a Hessian's sweep differentiates them) with a batched rule
+_HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
+                 rt.extremum_adjoint: _extremum_adjoint,
+                 rt.transpose_adjoint: _transpose_adjoint, rt.matmul_left: _matmul_adjoint,
+                 rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value}
+
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
                     rt.reshape_like: "rt.reshape_like_batch", rt.cast_like: "rt.cast_like"}
@@ -619,7 +751,8 @@ _SCALAR_HELPERS = (rt.reduction_count, rt.trip_count, rt.tangent_size)
 _FORWARD_REDUCTIONS = (rt.sum, rt.mean)
 #: helpers whose result has the rank of one operand -> that operand's index
 _SHAPED_LIKE = {**{helper: 1 for helper in _ADJOINT_HELPERS}, rt.ones_like: 0,
-                rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0}
+                rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0,
+                rt.basis_tangent: 0}
 
 _LINEAR = {np.sum: _reduce, np.mean: _reduce, np.transpose: _transpose,
            np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join}
