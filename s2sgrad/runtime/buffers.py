@@ -124,6 +124,8 @@ def _writing_out(into):
 for _name in dir(np):
     if isinstance(getattr(np, _name), np.ufunc) and not _name.startswith("_"):
         setattr(Kept, _name, _operation(getattr(np, _name), _name))
+Kept.fused = lambda self, fn, *args: self.run(fn, args)
+Kept.fused.__doc__ = "``fn(*args)`` of an ``rt.Fused`` kernel into a kept array."
 Kept.einsum = _operation(_writing_out(einsum_into), "einsum")
 Kept.extremum_adjoint = _operation(_writing_out(
     lambda out, g, x, ans, axis, keepdims: extremum_adjoint_into(g, x, ans, axis, keepdims,

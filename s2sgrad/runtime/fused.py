@@ -1,0 +1,152 @@
+"""``rt.Fused``: a chain of elementwise operations run as one loop compiled by Numba
+(``compiler/optimize/kernels.py`` finds the chains, ``compiler/emit/kernels.py`` writes
+them).
+
+The generated module holds, per chain, a plain Python function of explicit loops over
+2-D operands (``loops(out, a, b, ...)``: ``out[i, j] = <the chain>`` with an operand of
+one row or one column read at row or column 0) and the chain as a numpy expression;
+``_x_fused = rt.Fused(loops, numpy)`` sits beside it.  A call ``_x_fused(a, b, ...)`` (or
+``kept.fused(_x_fused, a, b, ...)``, which adds ``out=``) runs
+
+- the loops, compiled once by ``numba.njit(cache=True)`` (on disk: a later process loads
+  them), when every array operand is an exact float64 ``np.ndarray``, the other operands
+  are Python or numpy numbers, the broadcast result holds ``FUSE_ELEMENTS`` numbers or
+  more, and the operands' broadcast merges into two axes (adjacent axes on which every
+  operand is either whole or of length 1 merge; ``(n, 1) + (1, k) - (n, k)`` is 2-D
+  already, ``(n, k, d) * (k, d)`` is ``(n, k*d) * (1, k*d)``).  Each operand is passed
+  reshaped to 2-D C order (a view of a C-ordered array, a copy of another);
+- the numpy expression otherwise (small arrays, float32, integers, lists, a broadcast
+  that does not merge into two axes).
+
+Every call decides afresh, so no result depends on what an earlier call was given.
+Results are those of numpy's operators in float64, bit for bit: each number goes
+through the same IEEE operations in the same order (the chains hold only ``+ - * /``,
+negation, ``** 2`` and ``np.sqrt``/``np.abs``, never a reduction).  numpy's warnings
+(division by zero, overflow) are not raised by the compiled loops; the infinities and
+NaNs are the same.
+"""
+import os
+
+import numpy as np
+
+__all__ = ["Fused", "FUSE_ELEMENTS"]
+
+#: the least result size (numbers) run compiled: 64 KiB of float64, the size class of
+#: ``rt.Buffers`` (below it numpy's passes stay in cache and a compile would not pay);
+#: ``$S2SGRAD_FUSED_MIN`` sets another (the test suite sets one no array reaches, and
+#: ``tests/test_fused_kernels.py`` its own)
+FUSE_ELEMENTS = int(os.environ.get("S2SGRAD_FUSED_MIN", 8192))
+_FLOAT64 = np.dtype(np.float64)
+_NUMBERS = (float, int, np.floating, np.integer)
+#: the compiled loops of this process, by their code (``_compiled``)
+_COMPILED = {}
+
+
+class Fused:
+    """One fused elementwise chain (module doc): ``loops`` (the Python loops, compiled at
+    the first call that takes them) and ``numpy`` (the chain as numpy operators)."""
+
+    def __init__(self, loops, numpy):
+        self.loops, self.numpy = loops, numpy
+        self.compiled = None
+        self.__name__ = getattr(numpy, "__name__", "fused")
+
+    def __call__(self, *args, out=None):
+        plan = _plan(args)
+        if plan is None:
+            result = self.numpy(*args)
+            if out is None:
+                return result
+            out[...] = result
+            return out
+        shape, grid, operands = plan
+        target = out if out is not None and out.flags.c_contiguous else np.empty(shape)
+        if self.compiled is None:
+            self.compiled = _compiled(self.loops)
+        self.compiled(target.reshape(grid), *operands)
+        if out is not None and target is not out:
+            out[...] = target
+            return out
+        return target
+
+
+def _compiled(loops):
+    """``numba.njit(cache=True)`` of ``loops``, one per code in the process (ba's two
+    gradients fuse the same chains: one compile); without the disk cache when its module
+    has no file Numba can cache beside (a cache folder that could not be written)."""
+    code = loops.__code__
+    key = (code.co_code, code.co_consts, code.co_names, code.co_varnames)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        import numba
+        try:
+            compiled = numba.njit(cache=True)(loops)
+        except RuntimeError:
+            compiled = numba.njit(loops)
+        _COMPILED[key] = compiled
+    return compiled
+
+
+def _plan(args):
+    """``(shape, (rows, columns), operands in 2-D)`` when the loops run (module doc),
+    else None."""
+    shapes = []
+    for arg in args:
+        if type(arg) is np.ndarray:
+            if arg.dtype != _FLOAT64:
+                return None
+            shapes.append(arg.shape)
+        elif not isinstance(arg, _NUMBERS) or isinstance(arg, (bool, np.bool_)):
+            return None
+    if not shapes:
+        return None
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return None                   # numpy raises its own error
+    size = 1
+    for n in shape:
+        size *= n
+    if size < FUSE_ELEMENTS or size == 0:
+        return None
+    grid, dims = _merged(shape, args)
+    if grid is None:
+        return None
+    operands = []
+    for arg, (r, c) in zip(args, dims):
+        if type(arg) is np.ndarray:
+            operands.append(np.ascontiguousarray(arg.reshape(r, c)))
+        else:
+            operands.append(np.full((1, 1), float(arg)))
+    return shape, grid, operands
+
+
+def _merged(shape, args):
+    """``((rows, columns), per operand its (rows, columns))`` of the broadcast ``shape``
+    merged into two axes, or ``(None, None)`` when it needs more."""
+    rank = len(shape)
+    masks = []                        # per axis: which operands are whole along it
+    for axis, n in enumerate(shape):
+        if n == 1:
+            continue
+        whole = []
+        for arg in args:
+            if type(arg) is np.ndarray:
+                k = axis - (rank - arg.ndim)
+                whole.append(k >= 0 and arg.shape[k] != 1)
+            else:
+                whole.append(False)
+        masks.append((tuple(whole), n))
+    groups = []                       # runs of adjacent axes with one mask
+    for whole, n in masks:
+        if groups and groups[-1][0] == whole:
+            groups[-1][1] *= n
+        else:
+            groups.append([whole, n])
+    if len(groups) > 2:
+        return None, None
+    while len(groups) < 2:
+        groups.insert(0, [tuple(False for _ in args), 1])
+    (whole_r, rows), (whole_c, cols) = groups
+    dims = [(rows if wr else 1, cols if wc else 1) for wr, wc in zip(whole_r, whole_c)]
+    return (rows, cols), dims

@@ -1,0 +1,184 @@
+"""Fused elementwise kernels (``compiler/optimize/kernels.py``, ``compiler/emit/kernels.py``,
+``rt.Fused``): which chains become one kernel call in the generated code, that the
+gradient through them is the unfused one bit for bit and matches finite differences, in
+reverse and forward mode, and that a kernel gives numpy's result (bits, dtype, shape)
+whatever it is given and whatever an earlier call was given: broadcasting, 3-D operands,
+views that are not contiguous, float32, integers, 0-d arrays, numbers, shapes that change
+between calls, ``out=``.
+
+One gradient is built (and its kernels compiled) for the whole module: the tests share
+it.  The suite runs every kernel as numpy (``tests/conftest.py``); this module sets the
+threshold of ``runtime/fused.py`` to the real one (``N`` rows of 8 float64 reach it)."""
+import sys
+
+import gast
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.backend.cache import load
+from s2sgrad.compiler import pipeline
+from s2sgrad.compiler.optimize.kernels import fused_chains
+from s2sgrad.runtime import buffers, fused
+
+#: rows of 8 float64: one array of ``KEEP_BYTES``, the large size class of kept arrays
+N = buffers.KEEP_BYTES // 64
+
+
+@pytest.fixture(autouse=True, scope="module")
+def compiled_above_the_real_threshold():
+    saved = fused.FUSE_ELEMENTS
+    fused.FUSE_ELEMENTS = 8192
+    yield
+    fused.FUSE_ELEMENTS = saved
+
+
+def kmeans(centroids, points):
+    a_sqr = np.sum(points ** 2, axis=1)[:, None]
+    b_sqr = np.sum(centroids ** 2, axis=1)[None, :]
+    dists = a_sqr + b_sqr - 2 * (points @ centroids.T)
+    spread = np.exp(-dists) * dists
+    return np.sum(np.min(dists, axis=1)) + np.sum(spread * spread * 0.5)
+
+
+GRAD = s2sgrad.grad(kmeans, 0)
+rng = np.random.default_rng(0)
+POINTS = rng.random((N, 8))
+CENTROIDS = rng.random((12, 8))
+
+
+def module_of(derivative):
+    """The loaded generated module of ``derivative``'s last call."""
+    function = load(derivative.path, derivative._generated.function_name)
+    return sys.modules[function.__module__]
+
+
+def code_lines(source):
+    return [line.strip() for line in source.splitlines() if not line.strip().startswith("#")]
+
+
+def test_a_chain_of_elementwise_statements_is_one_kernel_call():
+    GRAD(CENTROIDS, POINTS)
+    code = code_lines(GRAD.source)
+    # a_sqr + b_sqr - 2 * (points @ centroids.T): three operations, one pass; @ stays BLAS
+    assert "dists = kept.fused(_dists_fused, a_sqr, b_sqr, kept.matmul(points, centroids.T))" \
+        in code, GRAD.source
+    assert "_dists_fused = rt.Fused(_dists_loops, lambda a_sqr, b_sqr, arg3: a_sqr + b_sqr - " \
+           "2 * arg3)" in code
+    assert "out_i[j] = a_sqr_i[j * a_sqr_c] + b_sqr_i[j * b_sqr_c] - 2 * arg3_i[j * arg3_c]" \
+        in code
+    # the comment says what it fuses and from which line
+    assert "# dists = a_sqr + b_sqr - 2 * (points @ centroids.T) (test_fused_kernels.py:39): 3 " \
+           "operations in one pass over the elements" in GRAD.source.replace("\n#    ", " ")
+    # the adjoint's chains too (the adjoint of spread * spread: dspread + dt7 * spread); an
+    # exp stays numpy's (faster than the one Numba calls)
+    assert "dspread = kept.fused(_dspread_fused, dspread, dt7, spread)" in code, GRAD.source
+    assert "ddists = kept.fused(_ddists_fused, ddists, dspread, exp_neg_dists)" in code
+    assert "exp_neg_dists = kept.exp(kept.negative(dists))" in code
+    # the large call ran the compiled loops, not numpy
+    kernels = [v for v in vars(module_of(GRAD)).values() if isinstance(v, fused.Fused)]
+    assert len(kernels) >= 4 and all(k.compiled is not None for k in kernels
+                                     if k.loops.__name__ != "_dcentroids_loops")
+
+
+def unfused(monkeypatch, derivative, *args):
+    """``derivative(*args)`` built afresh without the fusion pass."""
+    monkeypatch.setattr(pipeline, "fused_chains", lambda s, keep, fresh, scalar: (s, []))
+    return derivative(*args)
+
+
+def test_the_fused_gradient_is_the_unfused_one_bit_for_bit_and_matches_differences(
+        monkeypatch, tmp_path):
+    got = GRAD(CENTROIDS, POINTS)
+    monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))
+    plain_grad = s2sgrad.grad(kmeans, 0)
+    plain = unfused(monkeypatch, plain_grad, CENTROIDS, POINTS)
+    assert "kept." in plain_grad.source and "rt.Fused" not in plain_grad.source
+    np.testing.assert_array_equal(got, plain)
+    for seed in range(2):
+        v = np.random.default_rng(seed).normal(size=CENTROIDS.shape)
+        h = 1e-6
+        numeric = (kmeans(CENTROIDS + h * v, POINTS) - kmeans(CENTROIDS - h * v, POINTS)) / (2 * h)
+        np.testing.assert_allclose(np.sum(got * v), numeric, rtol=1e-6)
+
+
+def test_forward_over_the_fused_gradient(monkeypatch):
+    """jvp of the gradient (kmeans' Newton step): its code fuses its chains too (run as
+    numpy's expressions here: the loops are the same emitter's, compiled above)."""
+    monkeypatch.setattr(fused, "FUSE_ELEMENTS", 2 ** 62)
+    v = rng.normal(size=CENTROIDS.shape)
+    h = 1e-6
+    for points in (POINTS, POINTS[:, ::-1].copy()):       # the second call: other values
+        _, tangent = s2sgrad.jvp(GRAD, (CENTROIDS, points), (v, np.zeros_like(points)))
+        numeric = (GRAD(CENTROIDS + h * v, points) - GRAD(CENTROIDS - h * v, points)) / (2 * h)
+        np.testing.assert_allclose(tangent, numeric, rtol=1e-5, atol=1e-6)
+    assert "kept.fused(_" in s2sgrad.show(GRAD, CENTROIDS, POINTS, mode="jvp")
+
+
+def dists_kernel():
+    GRAD(CENTROIDS, POINTS)
+    return module_of(GRAD)._dists_fused
+
+
+def expected(a, b, c):
+    return a + b - 2 * c
+
+
+R = np.random.default_rng(1)
+BIG = R.random((600, 40))
+CASES = {
+    "broadcast rows and columns": (R.random((600, 1)), R.random((1, 40)), BIG),
+    "1-D with numbers": (R.random(9000), 0.5, 3),
+    "3-D merged to 2-D": (R.random((300, 5, 8)), R.random((5, 8)), R.random((300, 5, 8))),
+    "3-D that does not merge": (R.random((300, 1, 8)), R.random((1, 5, 8)), 1.0),
+    "views not contiguous": (BIG.T, R.random((1200, 80))[::2, ::2].T, R.random((40, 1))),
+    "float32": (BIG.astype(np.float32), R.random((1, 40)).astype(np.float32), np.float32(2)),
+    "integers": (np.arange(24000).reshape(600, 40), 1, BIG),
+    "0-d": (np.array(2.0), np.array(3.0), 1.5),
+    "small": (R.random((3, 4)), R.random(4), 1.0),
+    "numpy numbers": (np.float64(2.0), BIG, np.int64(3)),
+}
+
+
+@pytest.mark.parametrize("order", [list(CASES), list(reversed(CASES))])
+def test_a_kernel_gives_numpys_result_whatever_it_is_given_and_was_given(order):
+    kernel = dists_kernel()
+    for name in order:
+        args = CASES[name]
+        got, want = kernel(*args), expected(*args)
+        assert type(got) is type(want) and np.shape(got) == np.shape(want), name
+        assert np.asarray(got).dtype == np.asarray(want).dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    assert kernel.compiled is not None
+    out = np.empty((600, 40))                       # out= (kept arrays): written, returned
+    assert kernel(*CASES["broadcast rows and columns"], out=out) is out
+    np.testing.assert_array_equal(out, expected(*CASES["broadcast rows and columns"]))
+
+
+def test_which_chains_are_fused():
+    """Only maximal chains of two or more operations on arrays join; a result read twice,
+    returned, or followed by an in-place write before its reader stays a statement; tuple
+    joins, exp and operations of numbers only are not fused."""
+    def fuse(text, keep=(), numbers=()):
+        names = iter(f"_k{n}_fused" for n in range(9))
+        statements, chains = fused_chains(gast.parse(text).body, set(keep),
+                                          lambda base: next(names), set(numbers).__contains__)
+        return [gast.unparse(s) if hasattr(gast, "unparse") else s for s in statements], chains
+
+    _, chains = fuse("y = a * b\nz = y + c\nw = -z * 2")
+    assert len(chains) == 1 and len(chains[0].what) == 3
+    assert chains[0].params == ["a", "b", "c"]
+    _, chains = fuse("y = a * b\nz = y + c\nw = z * y")           # y read twice
+    assert [len(c.what) for c in chains] == [2]
+    _, chains = fuse("y = a * b\nz = y + c", keep={"y"})
+    assert chains == []
+    _, chains = fuse("y = a * b\na[0] = 1.0\nz = y + c")           # a written in place
+    assert chains == []
+    _, chains = fuse("s = np.reshape(x, x.shape[:1] + (-1,) + x.shape[-1:][1:])")
+    assert chains == []
+    _, chains = fuse("y = np.exp(a - b) * c")
+    assert chains == []
+    _, chains = fuse("g = dt / t1 * e", numbers={"dt", "t1"})     # one pass already
+    assert chains == []
+    _, chains = fuse("g = rt.sum(a * b * c, 0, False)")           # inside a call
+    assert len(chains) == 1 and chains[0].params == ["a", "b", "c"]
