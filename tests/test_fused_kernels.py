@@ -8,7 +8,8 @@ between calls, ``out=``.
 
 One gradient is built (and its kernels compiled) for the whole module: the tests share
 it.  The suite runs every kernel as numpy (``tests/conftest.py``); this module sets the
-threshold of ``runtime/fused.py`` to the real one (``N`` rows of 8 float64 reach it)."""
+threshold of ``runtime/fused.py`` to 8,192 numbers saved (``N`` rows of 8 float64 reach
+it; the real one, ``FUSE_NUMBERS``, is 64 times that)."""
 import sys
 
 import gast
@@ -26,11 +27,11 @@ N = buffers.KEEP_BYTES // 64
 
 
 @pytest.fixture(autouse=True, scope="module")
-def compiled_above_the_real_threshold():
-    saved = fused.FUSE_ELEMENTS
-    fused.FUSE_ELEMENTS = 8192
+def compiled_above_a_lower_threshold():
+    saved = fused.FUSE_NUMBERS
+    fused.FUSE_NUMBERS = 8192
     yield
-    fused.FUSE_ELEMENTS = saved
+    fused.FUSE_NUMBERS = saved
 
 
 def kmeans(centroids, points):
@@ -64,12 +65,13 @@ def test_a_chain_of_elementwise_statements_is_one_kernel_call():
     assert "dists = kept.fused(_dists_fused, a_sqr, b_sqr, kept.matmul(points, centroids.T))" \
         in code, GRAD.source
     assert "_dists_fused = rt.Fused(_dists_loops, lambda a_sqr, b_sqr, arg3: a_sqr + b_sqr - " \
-           "2 * arg3)" in code
+           "2 * arg3, 3)" in code
     assert "out_i[j] = a_sqr_i[j * a_sqr_c] + b_sqr_i[j * b_sqr_c] - 2 * arg3_i[j * arg3_c]" \
         in code
     # the comment says what it fuses and from which line
-    assert "# dists = a_sqr + b_sqr - 2 * (points @ centroids.T) (test_fused_kernels.py:39): 3 " \
-           "operations in one pass over the elements" in GRAD.source.replace("\n#    ", " ")
+    line = kmeans.__code__.co_firstlineno + 3
+    assert f"# dists = a_sqr + b_sqr - 2 * (points @ centroids.T) (test_fused_kernels.py:{line}): " \
+           "3 operations in one pass over the elements" in GRAD.source.replace("\n#    ", " ")
     # the adjoint's chains too (the adjoint of spread * spread: dspread + dt7 * spread); an
     # exp stays numpy's (faster than the one Numba calls)
     assert "dspread = kept.fused(_dspread_fused, dspread, dt7, spread)" in code, GRAD.source
@@ -105,7 +107,7 @@ def test_the_fused_gradient_is_the_unfused_one_bit_for_bit_and_matches_differenc
 def test_forward_over_the_fused_gradient(monkeypatch):
     """jvp of the gradient (kmeans' Newton step): its code fuses its chains too (run as
     numpy's expressions here: the loops are the same emitter's, compiled above)."""
-    monkeypatch.setattr(fused, "FUSE_ELEMENTS", 2 ** 62)
+    monkeypatch.setattr(fused, "FUSE_NUMBERS", 2 ** 62)
     v = rng.normal(size=CENTROIDS.shape)
     h = 1e-6
     for points in (POINTS, POINTS[:, ::-1].copy()):       # the second call: other values
@@ -150,6 +152,12 @@ def test_a_kernel_gives_numpys_result_whatever_it_is_given_and_was_given(order):
         assert np.asarray(got).dtype == np.asarray(want).dtype, name
         np.testing.assert_array_equal(got, want, err_msg=name)
     assert kernel.compiled is not None
+    # what runs compiled: (operations - 1) x size of FUSE_NUMBERS or more, decided per call
+    fresh = fused.Fused(kernel.loops, kernel.numpy, 3)
+    fresh(*CASES["small"])
+    assert fresh.compiled is None
+    fresh(*CASES["broadcast rows and columns"])
+    assert fresh.compiled is kernel.compiled              # one compile per code
     out = np.empty((600, 40))                       # out= (kept arrays): written, returned
     assert kernel(*CASES["broadcast rows and columns"], out=out) is out
     np.testing.assert_array_equal(out, expected(*CASES["broadcast rows and columns"]))

@@ -10,8 +10,9 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
 
 - the loops, compiled once by ``numba.njit(cache=True)`` (on disk: a later process loads
   them), when every array operand is an exact float64 ``np.ndarray``, the other operands
-  are Python or numpy numbers, the broadcast result holds ``FUSE_ELEMENTS`` numbers or
-  more, and the operands' broadcast merges into two axes (adjacent axes on which every
+  are Python or numpy numbers, the passes the loop saves (its operations less one) times
+  the broadcast result's size reach ``FUSE_NUMBERS``, and the operands' broadcast merges
+  into two axes (adjacent axes on which every
   operand is either whole or of length 1 merge; ``(n, 1) + (1, k) - (n, k)`` is 2-D
   already, ``(n, k, d) * (k, d)`` is ``(n, k*d) * (1, k*d)``).  Each operand is passed
   reshaped to 2-D C order (a view of a C-ordered array, a copy of another);
@@ -29,13 +30,18 @@ import os
 
 import numpy as np
 
-__all__ = ["Fused", "FUSE_ELEMENTS"]
+__all__ = ["Fused", "FUSE_NUMBERS"]
 
-#: the least result size (numbers) run compiled: 64 KiB of float64, the size class of
-#: ``rt.Buffers`` (below it numpy's passes stay in cache and a compile would not pay);
-#: ``$S2SGRAD_FUSED_MIN`` sets another (the test suite sets one no array reaches, and
-#: ``tests/test_fused_kernels.py`` its own)
-FUSE_ELEMENTS = int(os.environ.get("S2SGRAD_FUSED_MIN", 8192))
+#: the least (passes saved) x (result size) run compiled: 2**19 numbers, 4 MiB of float64
+#: not written and read again (arrays past the caches), about 0.5 ms of numpy passes on
+#: a 2-core machine, so one compile (0.3-1 s) pays within a few thousand calls; below it
+#: numpy's expression runs.  Measured on GradBench (README, "GradBench"): kmeans' 10,000 x
+#: 100 chains (2 and 1 passes saved) took its Newton step from 8.8 to 6.8 ms; gmm's
+#: 1,000 x 25 x 10 and ba's 31,843 x 3 chains (1 pass saved: 2 MiB and 0.7 MiB, in cache)
+#: gained nothing measurable and cost 2-3 s of compiles at the first call.
+#: ``$S2SGRAD_FUSED_MIN`` sets another (the test suite one no array reaches, and
+#: ``tests/test_fused_kernels.py`` its own).
+FUSE_NUMBERS = int(os.environ.get("S2SGRAD_FUSED_MIN", 2 ** 19))
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (float, int, np.floating, np.integer)
 #: the compiled loops of this process, by their code (``_compiled``)
@@ -44,15 +50,16 @@ _COMPILED = {}
 
 class Fused:
     """One fused elementwise chain (module doc): ``loops`` (the Python loops, compiled at
-    the first call that takes them) and ``numpy`` (the chain as numpy operators)."""
+    the first call that takes them), ``numpy`` (the chain as numpy operators) and
+    ``operations`` (how many it holds)."""
 
-    def __init__(self, loops, numpy):
-        self.loops, self.numpy = loops, numpy
+    def __init__(self, loops, numpy, operations):
+        self.loops, self.numpy, self.saved = loops, numpy, max(1, operations - 1)
         self.compiled = None
         self.__name__ = getattr(numpy, "__name__", "fused")
 
     def __call__(self, *args, out=None):
-        plan = _plan(args)
+        plan = _plan(args, self.saved)
         if plan is None:
             result = self.numpy(*args)
             if out is None:
@@ -87,7 +94,7 @@ def _compiled(loops):
     return compiled
 
 
-def _plan(args):
+def _plan(args, saved):
     """``(shape, (rows, columns), operands in 2-D)`` when the loops run (module doc),
     else None."""
     shapes = []
@@ -107,7 +114,7 @@ def _plan(args):
     size = 1
     for n in shape:
         size *= n
-    if size < FUSE_ELEMENTS or size == 0:
+    if size * saved < FUSE_NUMBERS or size == 0:
         return None
     grid, dims = _merged(shape, args)
     if grid is None:

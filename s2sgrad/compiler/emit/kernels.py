@@ -21,7 +21,9 @@ the chain as numpy operators (for what the loops do not take: module doc of
                 out_i[j] = a_sqr_i[j * a_sqr_c] + b_sqr_i[j * b_sqr_c] - 2 * t3_i[j * t3_c]
 
 
-    _dists_fused = rt.Fused(_dists_loops, lambda a_sqr, b_sqr, t3: a_sqr + b_sqr - 2 * t3)
+    _dists_fused = rt.Fused(_dists_loops, lambda a_sqr, b_sqr, t3: a_sqr + b_sqr - 2 * t3, 3)
+
+(the last number: how many operations the chain holds, for ``rt.Fused``'s choice).
 """
 import copy
 import os
@@ -69,7 +71,8 @@ def _kernel(chain):
               f"{INDENT * 2}for j in range(out.shape[1]):"]
     lines += wrap(f"{INDENT * 3}out_i[j] = {inner}")
     lines += ["", ""]
-    lines += wrap(f"{chain.name} = rt.Fused({loops}, lambda {', '.join(params)}: {numpy})")
+    lines += wrap(f"{chain.name} = rt.Fused({loops}, lambda {', '.join(params)}: {numpy}, "
+                  f"{count(chain.expression)})")
     return lines + ["", ""]
 
 
