@@ -14,8 +14,9 @@ pass (``tangents.tangent_sweep``) and writes a module with one function:
   the generated (and compiled) code, and ``columns[k]`` is the output
   tangent of direction ``k`` (leaves in order, each flattened C-wise).
 
-With ``kept`` (a jvp run as numpy), its large elementwise results go into arrays kept
-between calls (``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).
+With ``kept`` (a jvp run as numpy), its elementwise chains are fused kernel calls and its
+large elementwise results go into arrays kept between calls (``optimize/kernels.py``,
+``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).
 
 The result is a ``GeneratedJvp``: the module text and what the caller needs
 to run it (free values, which leaves are differentiated).  Higher-order code

@@ -9,7 +9,9 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
 ``kept.fused(_x_fused, a, b, ...)``, which adds ``out=``) runs
 
 - the loops, compiled once by ``numba.njit(cache=True)`` (on disk: a later process loads
-  them), when every array operand is an exact float64 ``np.ndarray``, the other operands
+  them; in a thread of its own, started by the first call that would take them, which
+  runs numpy's expression, as every call does until the compile is done), when every
+  array operand is an exact float64 ``np.ndarray``, the other operands
   are Python or numpy numbers, the passes the loop saves (its operations less one) times
   the broadcast result's size reach ``FUSE_NUMBERS``, and the operands' broadcast merges
   into two axes (adjacent axes on which every
@@ -19,7 +21,8 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
 - the numpy expression otherwise (small arrays, float32, integers, lists, a broadcast
   that does not merge into two axes).
 
-Every call decides afresh, so no result depends on what an earlier call was given.
+Every call decides afresh, so no result depends on what an earlier call was given, nor
+on whether the compile has finished: both ways give the same numbers.
 Results are those of numpy's operators in float64, bit for bit: each number goes
 through the same IEEE operations in the same order (the chains hold only ``+ - * /``,
 negation, ``** 2`` and ``np.sqrt``/``np.abs``, never a reduction).  numpy's warnings
@@ -46,6 +49,11 @@ _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (float, int, np.floating, np.integer)
 #: the compiled loops of this process, by their code (``_compiled``)
 _COMPILED = {}
+#: compile in a thread of its own, the calls meanwhile running numpy's expression (the
+#: first call stays as quick as without kernels); ``$S2SGRAD_FUSED_BACKGROUND=0``: at the
+#: first call that takes the loops
+BACKGROUND = os.environ.get("S2SGRAD_FUSED_BACKGROUND", "1") != "0"
+_WORKER = None
 
 
 class Fused:
@@ -56,11 +64,14 @@ class Fused:
     def __init__(self, loops, numpy, operations):
         self.loops, self.numpy, self.saved = loops, numpy, max(1, operations - 1)
         self.compiled = None
+        self.compiling = None           # the compile in flight (a Future)
         self.__name__ = getattr(numpy, "__name__", "fused")
 
     def __call__(self, *args, out=None):
         plan = _plan(args, self.saved)
-        if plan is None:
+        if plan is not None and self.compiled is None:
+            self._compile()
+        if plan is None or self.compiled is None:
             result = self.numpy(*args)
             if out is None:
                 return result
@@ -68,21 +79,55 @@ class Fused:
             return out
         shape, grid, operands = plan
         target = out if out is not None and out.flags.c_contiguous else np.empty(shape)
-        if self.compiled is None:
-            self.compiled = _compiled(self.loops)
         self.compiled(target.reshape(grid), *operands)
         if out is not None and target is not out:
             out[...] = target
             return out
         return target
 
+    def _compile(self):
+        """Start compiling the loops (once): in a thread of its own unless
+        ``BACKGROUND`` is off; until it is done, calls run the numpy expression."""
+        loaded = _COMPILED.get(_code_key(self.loops))
+        if loaded is not None:
+            self.compiled = loaded
+        elif not BACKGROUND:
+            self.compiled = _compiled(self.loops)
+        elif self.compiling is None:
+            self.compiling = _worker().submit(_compiled, self.loops)
+            self.compiling.add_done_callback(self._done)
+
+    def _done(self, future):
+        if future.exception() is None:
+            self.compiled = future.result()
+
+    def wait(self):
+        """Wait for a compile in flight (tests; nothing needs it for its results)."""
+        if self.compiling is not None:
+            self.compiling.result()
+            self.compiled = self.compiling.result()
+
+
+def _worker():
+    """The one thread that compiles kernels, one after the other (joined at exit)."""
+    global _WORKER
+    if _WORKER is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _WORKER = ThreadPoolExecutor(1, thread_name_prefix="s2sgrad-fused-compile")
+    return _WORKER
+
+
+def _code_key(loops):
+    code = loops.__code__
+    return code.co_code, code.co_consts, code.co_names, code.co_varnames
+
 
 def _compiled(loops):
-    """``numba.njit(cache=True)`` of ``loops``, one per code in the process (ba's two
-    gradients fuse the same chains: one compile); without the disk cache when its module
-    has no file Numba can cache beside (a cache folder that could not be written)."""
-    code = loops.__code__
-    key = (code.co_code, code.co_consts, code.co_names, code.co_varnames)
+    """``numba.njit(cache=True)`` of ``loops`` compiled for 2-D float64 C arrays, one per
+    code in the process (ba's two gradients fuse the same chains: one compile); without
+    the disk cache when its module has no file Numba can cache beside (a cache folder
+    that could not be written)."""
+    key = _code_key(loops)
     compiled = _COMPILED.get(key)
     if compiled is None:
         import numba
@@ -90,6 +135,8 @@ def _compiled(loops):
             compiled = numba.njit(cache=True)(loops)
         except RuntimeError:
             compiled = numba.njit(loops)
+        array = numba.float64[:, ::1]
+        compiled.compile((array,) * loops.__code__.co_argcount)
         _COMPILED[key] = compiled
     return compiled
 

@@ -8,8 +8,9 @@ written),
 (the name of the call's ``rt.Kept``).  It gives the statements with every operation
 that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
 called with positional arguments, and the helpers that take ``out=``:
-``rt.extremum_adjoint``, ``rt.einsum``) written ``kept.subtract(a, b)``, and how many
-it wrote (0: nothing changed).
+``rt.extremum_adjoint``, ``rt.einsum``, and the calls of fused kernels,
+``kept.fused(_x_fused, a, b)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
+and how many it wrote (0: nothing changed).
 
 ``rt.Kept`` (``runtime/buffers.py``) runs ``np.subtract(a, b, out=...)`` into the array
 the same operation made last call when the operands have the same types, shapes and
