@@ -201,3 +201,53 @@ def test_which_chains_are_fused():
     assert chains == []
     _, chains = fuse("g = rt.sum(a * b * c, 0, False)")           # inside a call
     assert len(chains) == 1 and chains[0].params == ["a", "b", "c"]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")    # numpy's, of x / 0
+def test_the_adjoint_of_a_min_over_rows_in_one_pass_is_numpys_bit_for_bit(monkeypatch):
+    """``rt.extremum_adjoint`` over the rows of a large float64 matrix: one compiled pass
+    (``runtime/extremum_rows.py``), the numbers of numpy's four passes: ties split, a NaN
+    row, an infinite and a negative adjoint (0.0 * g keeps its sign and NaNs)."""
+    from s2sgrad.runtime import core, extremum_rows
+    monkeypatch.setattr(fused, "BACKGROUND", False)
+    x = R.random((120, 90))
+    x[5, :3] = 0.0
+    x[7, :] = np.nan
+    g = R.normal(size=120)
+    g[3], g[5], g[9] = np.inf, -1.0, -0.0
+    cases = [(g, x, np.min(x, axis=1), 1, False), (g, x, np.max(x, axis=1), -1, False),
+             (g[:, None], x, np.min(x, axis=1, keepdims=True), 1, True),      # numpy's
+             (g[:90], x, np.min(x, axis=0), 0, False),                         # numpy's
+             (g.astype(np.float32), x.astype(np.float32),
+              np.min(x, axis=1).astype(np.float32), 1, False)]                 # numpy's
+    for args in cases:
+        got = core.extremum_adjoint(*args)
+        monkeypatch.setattr(fused, "FUSE_NUMBERS", 2 ** 62)
+        want = core.extremum_adjoint(*args)
+        monkeypatch.setattr(fused, "FUSE_NUMBERS", 8192)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert extremum_rows.rows(*cases[0], None) is not None        # the compiled pass ran
+    assert extremum_rows.rows(*cases[2], None) is None
+    out = np.empty_like(x)
+    assert core.extremum_adjoint_into(*cases[0], out) is out
+    np.testing.assert_array_equal(out, core.extremum_adjoint(*cases[0]))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_kernel_divides_by_zero_as_numpy_does_from_a_module_with_no_file(monkeypatch):
+    """The emitter's text run as a module Numba cannot cache beside (compiled without its
+    disk cache): x / 0 is an infinity or a NaN, as numpy gives, never an exception."""
+    from s2sgrad.compiler.emit.kernels import kernel_lines
+    monkeypatch.setattr(fused, "BACKGROUND", False)
+    _, chains = fused_chains(gast.parse("z = -a / b * c").body, set(), lambda base: "_z_fused")
+    text = "import numpy as np\nfrom s2sgrad import runtime as rt\n" + "\n".join(
+        line for line, _ in kernel_lines(chains))
+    scope = {}
+    exec(compile(text, "/no/such/folder/kernels.py", "exec"), scope)  # noqa: S102
+    a, b = R.normal(size=(200, 50)), R.normal(size=(200, 1))
+    a[0, :2], b[:3] = 0.0, 0.0
+    got = scope["_z_fused"](a, b, 2.0)
+    assert scope["_z_fused"].compiled is not None
+    np.testing.assert_array_equal(got, -a / b * 2.0)

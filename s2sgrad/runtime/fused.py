@@ -61,8 +61,10 @@ class Fused:
     the first call that takes them), ``numpy`` (the chain as numpy operators) and
     ``operations`` (how many it holds)."""
 
-    def __init__(self, loops, numpy, operations):
+    def __init__(self, loops, numpy, operations, ranks=None):
         self.loops, self.numpy, self.saved = loops, numpy, max(1, operations - 1)
+        #: the rank of each of the loops' parameters (float64, C order): 2 for a chain's
+        self.ranks = ranks or (2,) * loops.__code__.co_argcount
         self.compiled = None
         self.compiling = None           # the compile in flight (a Future)
         self.__name__ = getattr(numpy, "__name__", "fused")
@@ -70,7 +72,7 @@ class Fused:
     def __call__(self, *args, out=None):
         plan = _plan(args, self.saved)
         if plan is not None and self.compiled is None:
-            self._compile()
+            self.start()
         if plan is None or self.compiled is None:
             result = self.numpy(*args)
             if out is None:
@@ -85,16 +87,16 @@ class Fused:
             return out
         return target
 
-    def _compile(self):
+    def start(self):
         """Start compiling the loops (once): in a thread of its own unless
         ``BACKGROUND`` is off; until it is done, calls run the numpy expression."""
         loaded = _COMPILED.get(_code_key(self.loops))
         if loaded is not None:
             self.compiled = loaded
         elif not BACKGROUND:
-            self.compiled = _compiled(self.loops)
+            self.compiled = _compiled(self.loops, self.ranks)
         elif self.compiling is None:
-            self.compiling = _worker().submit(_compiled, self.loops)
+            self.compiling = _worker().submit(_compiled, self.loops, self.ranks)
             self.compiling.add_done_callback(self._done)
 
     def _done(self, future):
@@ -122,21 +124,21 @@ def _code_key(loops):
     return code.co_code, code.co_consts, code.co_names, code.co_varnames
 
 
-def _compiled(loops):
-    """``numba.njit(cache=True)`` of ``loops`` compiled for 2-D float64 C arrays, one per
-    code in the process (ba's two gradients fuse the same chains: one compile); without
+def _compiled(loops, ranks):
+    """``numba.njit(cache=True)`` of ``loops`` compiled for float64 C arrays of ``ranks``,
+    one per code in the process (ba's two gradients fuse the same chains: one compile); without
     the disk cache when its module has no file Numba can cache beside (a cache folder
     that could not be written)."""
     key = _code_key(loops)
     compiled = _COMPILED.get(key)
     if compiled is None:
         import numba
-        try:
-            compiled = numba.njit(cache=True)(loops)
+        try:         # numpy's errors: x / 0 is an infinity or a NaN, never an exception
+            compiled = numba.njit(cache=True, error_model="numpy")(loops)
         except RuntimeError:
-            compiled = numba.njit(loops)
-        array = numba.float64[:, ::1]
-        compiled.compile((array,) * loops.__code__.co_argcount)
+            compiled = numba.njit(error_model="numpy")(loops)
+        arrays = {1: numba.float64[::1], 2: numba.float64[:, ::1]}
+        compiled.compile(tuple(arrays[rank] for rank in ranks))
         _COMPILED[key] = compiled
     return compiled
 
