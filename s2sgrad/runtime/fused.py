@@ -33,7 +33,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Fused", "FUSE_NUMBERS"]
+__all__ = ["Fused", "FUSE_NUMBERS", "wait_all"]
 
 #: the least (passes saved) x (result size) run compiled: 2**19 numbers, 4 MiB of float64
 #: not written and read again (arrays past the caches), about 0.5 ms of numpy passes on
@@ -66,7 +66,7 @@ class Fused:
         #: the rank of each of the loops' parameters (float64, C order): 2 for a chain's
         self.ranks = ranks or (2,) * loops.__code__.co_argcount
         self.compiled = None
-        self.compiling = None           # the compile in flight (a Future)
+        self.compiling = None           # the compile in flight: (process id, Future)
         self.__name__ = getattr(numpy, "__name__", "fused")
 
     def __call__(self, *args, out=None):
@@ -95,9 +95,9 @@ class Fused:
             self.compiled = loaded
         elif not BACKGROUND:
             self.compiled = _compiled(self.loops, self.ranks)
-        elif self.compiling is None:
-            self.compiling = _worker().submit(_compiled, self.loops, self.ranks)
-            self.compiling.add_done_callback(self._done)
+        elif self.compiling is None or self.compiling[0] != os.getpid():
+            self.compiling = (os.getpid(), _worker().submit(_compiled, self.loops, self.ranks))
+            self.compiling[1].add_done_callback(self._done)
 
     def _done(self, future):
         if future.exception() is None:
@@ -106,17 +106,24 @@ class Fused:
     def wait(self):
         """Wait for a compile in flight (tests; nothing needs it for its results)."""
         if self.compiling is not None:
-            self.compiling.result()
-            self.compiled = self.compiling.result()
+            self.compiled = self.compiling[1].result()
 
 
 def _worker():
-    """The one thread that compiles kernels, one after the other (joined at exit)."""
+    """The one thread that compiles kernels, one after the other (joined at exit; a
+    forked child, which has no thread, starts its own)."""
     global _WORKER
-    if _WORKER is None:
+    if _WORKER is None or _WORKER[0] != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
-        _WORKER = ThreadPoolExecutor(1, thread_name_prefix="s2sgrad-fused-compile")
-    return _WORKER
+        _WORKER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="s2sgrad-fused"))
+    return _WORKER[1]
+
+
+def wait_all():
+    """Wait for every compile started so far (a benchmark's steady state; nothing needs
+    it for its results)."""
+    if _WORKER is not None and _WORKER[0] == os.getpid():
+        _WORKER[1].submit(int).result()
 
 
 def _code_key(loops):
