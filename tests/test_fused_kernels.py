@@ -167,6 +167,11 @@ def test_a_kernel_gives_numpys_result_whatever_it_is_given_and_was_given(order):
     fresh = fused.Fused(kernel.loops, kernel.numpy, 3)
     fresh(*CASES["small"])
     assert fresh.compiled is None
+    with pytest.MonkeyPatch.context() as patch:        # S2SGRAD_BACKEND=python: no Numba
+        patch.setenv("S2SGRAD_BACKEND", "python")
+        np.testing.assert_array_equal(fresh(*CASES["broadcast rows and columns"]),
+                                      expected(*CASES["broadcast rows and columns"]))
+        assert fresh.compiled is None
     fresh(*CASES["broadcast rows and columns"])
     assert fresh.compiled is kernel.compiled              # one compile per code
     out = np.empty((600, 40))                       # out= (kept arrays): written, returned

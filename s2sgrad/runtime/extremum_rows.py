@@ -3,7 +3,8 @@ pass (``rt.extremum_adjoint``'s fast case; ``runtime/core.py`` asks ``rows`` fir
 
 ``rows(g, x, ans, axis, keepdims, out)`` gives ``extremum_adjoint(g, x, ans, 1, False)``
 written into ``out`` (or a new array) when ``x`` is a C-ordered float64 matrix of
-``FUSE_NUMBERS`` numbers or more reduced over its last axis, ``g`` and ``ans`` float64
+``FUSE_NUMBERS`` numbers or more reduced over its last axis (and Numba is allowed:
+``fused.allowed``), ``g`` and ``ans`` float64
 vectors of its rows and ``out`` None or a C-ordered float64 array of ``x``'s shape, and
 the loop is compiled (``rt.Fused``'s compile thread: the first call that could take it
 starts the compile, and returns None, as every call does until it is done); None
@@ -44,7 +45,8 @@ _FLOAT64 = np.dtype(np.float64)
 def rows(g, x, ans, axis, keepdims, out):
     """The adjoint into ``out`` (or a new array), or None: see the module doc."""
     if keepdims or axis not in (1, -1) or type(x) is not np.ndarray or x.ndim != 2 or \
-            x.dtype != _FLOAT64 or not x.flags.c_contiguous or x.size < fused.FUSE_NUMBERS:
+            x.dtype != _FLOAT64 or not x.flags.c_contiguous or \
+            x.size < fused.FUSE_NUMBERS or not fused.allowed():
         return None
     n = x.shape[0]
     for v in (g, ans):

@@ -19,7 +19,7 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
   already, ``(n, k, d) * (k, d)`` is ``(n, k*d) * (1, k*d)``).  Each operand is passed
   reshaped to 2-D C order (a view of a C-ordered array, a copy of another);
 - the numpy expression otherwise (small arrays, float32, integers, lists, a broadcast
-  that does not merge into two axes).
+  that does not merge into two axes, ``S2SGRAD_BACKEND=python``).
 
 Every call decides afresh, so no result depends on what an earlier call was given, nor
 on whether the compile has finished: both ways give the same numbers.
@@ -70,7 +70,7 @@ class Fused:
         self.__name__ = getattr(numpy, "__name__", "fused")
 
     def __call__(self, *args, out=None):
-        plan = _plan(args, self.saved)
+        plan = _plan(args, self.saved) if allowed() else None
         if plan is not None and self.compiled is None:
             self.start()
         if plan is None or self.compiled is None:
@@ -148,6 +148,12 @@ def _compiled(loops, ranks):
         compiled.compile(tuple(arrays[rank] for rank in ranks))
         _COMPILED[key] = compiled
     return compiled
+
+
+def allowed():
+    """Whether kernels may run compiled: not under ``S2SGRAD_BACKEND=python`` (no Numba
+    at all), read at every call as the backend reads it."""
+    return os.environ.get("S2SGRAD_BACKEND", "auto").strip().lower() != "python"
 
 
 def _plan(args, saved):
