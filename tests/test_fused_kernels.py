@@ -115,6 +115,49 @@ def test_the_fused_gradient_is_the_unfused_one_bit_for_bit_and_matches_differenc
         np.testing.assert_allclose(np.sum(got * v), numeric, rtol=1e-6)
 
 
+PLAIN = []      # the gradient built without the fusion pass (``unfused_call`` makes it)
+
+
+def unfused_call(tmp_path_factory, *args):
+    """``PLAIN[0](*args)``: any build it makes is made without the pass, in a cache folder of
+    its own (the disk cache's key does not know the pass); its code is checked."""
+    folder = tmp_path_factory.getbasetemp() / "unfused"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "fused_chains", lambda s, keep, fresh, scalar: (s, []))
+        patch.setenv("S2SGRAD_CACHE_DIR", str(folder))
+        if not PLAIN:
+            PLAIN.append(s2sgrad.grad(kmeans, 0))
+        result = PLAIN[0](*args)
+        assert "kept." in PLAIN[0].source and "rt.Fused" not in PLAIN[0].source
+        return result
+
+
+@pytest.mark.parametrize("order", [("large", "float32", "other rows", "large"),
+                                   ("other rows", "large", "float32")])
+def test_gradients_whatever_the_earlier_calls_were_given(order, tmp_path_factory):
+    """Other shapes and float32 between calls: the fused gradient is the unfused one bit
+    for bit each time (float32: numpy's expressions, in float32), and matches
+    differences."""
+    compiled_kernels()
+    r = np.random.default_rng(3)
+    calls = {"large": (CENTROIDS, POINTS),
+             "other rows": (r.random((7, 8)), r.random((2 * N, 8))),
+             "float32": (CENTROIDS.astype(np.float32),            # 64 KiB: kept arrays
+                         r.random((2 * N, 8)).astype(np.float32))}
+    for name in order:
+        args = calls[name]
+        got = GRAD(*args)
+        assert "rt.Fused" in GRAD.source, name
+        want = unfused_call(tmp_path_factory, *args)
+        assert got.dtype == want.dtype == args[0].dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        if name != "float32":
+            v, h = r.normal(size=args[0].shape), 1e-6
+            numeric = (kmeans(args[0] + h * v, args[1]) -
+                       kmeans(args[0] - h * v, args[1])) / (2 * h)
+            np.testing.assert_allclose(np.sum(got * v), numeric, rtol=1e-6, err_msg=name)
+
+
 def test_forward_over_the_fused_gradient(monkeypatch):
     """jvp of the gradient (kmeans' Newton step): its code fuses its chains too (run as
     numpy's expressions here: the loops are the same emitter's, compiled above)."""
