@@ -14,6 +14,10 @@
   the rule-table suites (test_rules, test_numba_rules, test_numba_coverage,
   test_numba_tuples), and a forced compile of each loop-free program was a third of the
   suite's time.
+- Fused elementwise kernels (``rt.Fused``) run numpy's expression, not their Numba
+  loops, whatever the size (``S2SGRAD_FUSED_MIN``): each kernel is a Numba compile of
+  its own, and the suite's large-argument tests would compile dozens;
+  ``tests/test_fused_kernels.py`` sets the threshold it tests.
 - Numba's thread count is fixed for the session (its default), so that a test importing a
   benchmark (whose harness pins ``NUMBA_NUM_THREADS=1`` when it is unset) after a prange
   loop has started Numba's threads does not make every later compile raise ("Cannot set
@@ -25,6 +29,7 @@ import pathlib
 CACHE = pathlib.Path(__file__).resolve().parent.parent / ".s2sgrad_test_cache"
 os.environ.setdefault("S2SGRAD_CACHE_DIR", str(CACHE))
 os.environ.setdefault("NUMBA_OPT", "0")
+os.environ.setdefault("S2SGRAD_FUSED_MIN", str(2 ** 62))
 os.environ.setdefault("NUMBA_NUM_THREADS", str(len(os.sched_getaffinity(0))
                                                if hasattr(os, "sched_getaffinity")
                                                else os.cpu_count() or 1))

@@ -3,8 +3,8 @@
 ``build(fn, positions, weights, has_aux, bound_self)`` runs the passes in
 order (frontend+lowering, activity, reverse, dead-code removal, inlining of single-use
 temporaries, a loop's list tapes merged into one; for code run as numpy, constants
-computed once and, for large arguments, elementwise results written into arrays kept
-between calls; emission) and
+computed once and, for large arguments, chains of elementwise operations made fused
+kernel calls and elementwise results written into arrays kept between calls; emission) and
 gives a ``Generated``: the module source text, which user line each of its
 lines was generated for, and what the caller needs to run it (the order of its
 arguments, which gradients it returns).
@@ -20,8 +20,10 @@ from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
+from .emit.kernels import kernel_lines
 from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
+from .optimize.kernels import fused_chains
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.checkpoint import checkpointed
@@ -294,17 +296,20 @@ def kept_sweeps(d, sweeps):
 
 
 def keep_buffers(statements, keep, scalar, names, base):
-    """Write the large elementwise results of the straight-line ``statements`` into
-    arrays kept between calls (``optimize/buffers.py``).  Gives ``(head, statements,
-    prelude, give)``: the statements to start the function with (taking the kept
-    arrays), the rewritten ``statements``, the (line, origin) pairs of the ``rt.Buffers``
-    table to write before the function, and the ``(table, kept)`` names the return hands
-    the result through; ``give`` is None (and ``statements`` unchanged) when nothing is
-    kept.  ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
+    """Make the elementwise chains of the straight-line ``statements`` fused kernel calls
+    (``optimize/kernels.py``) and write their large elementwise results into arrays kept
+    between calls (``optimize/buffers.py``).  Gives ``(head, statements, prelude,
+    give)``: the statements to start the function with (taking the kept arrays), the
+    rewritten ``statements``, the (line, origin) pairs of the kernels and the
+    ``rt.Buffers`` table to write before the function, and the ``(table, kept)`` names
+    the return hands the result through; ``give`` is None when nothing is kept.
+    ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
+    statements, chains = fused_chains(statements, keep, names.fresh, scalar)
     kept = names.fresh("kept")
-    rewritten, count = kept_results(statements, keep, scalar, kept)
+    rewritten, count = kept_results(statements, keep, scalar, kept,
+                                    {chain.name for chain in chains})
     if not count:
-        return [], statements, [], None
+        return [], statements, kernel_lines(chains), None
     table = names.fresh(f"_{base}_buffers")
     head = [Comment(f"{kept}.f(...): np.f (rt.f) written into the array this operation "
                     f"made last call, when the arguments are alike (rt.Buffers: no fresh "
@@ -314,7 +319,7 @@ def keep_buffers(statements, keep, scalar, names, base):
         f"# the arrays the function below writes its {count} elementwise results into "
         "(the large ones), kept from one call to the next")]
     prelude += [(f"{table} = rt.Buffers()", None), ("", None), ("", None)]
-    return head, rewritten, prelude, (table, kept)
+    return head, rewritten, kernel_lines(chains) + prelude, (table, kept)
 
 
 def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=(), steps=(),

@@ -14,11 +14,12 @@ pass (``tangents.tangent_sweep``) and writes a module with one function:
   the generated (and compiled) code, and ``columns[k]`` is the output
   tangent of direction ``k`` (leaves in order, each flattened C-wise).
 
-With ``kept`` (a jvp run as numpy), its large elementwise results go into arrays kept
-between calls (``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).  In a
-batched Jacobian, the single-use elementwise temporaries of loop bodies are written into
-their reader (``optimize/substitute.fused_forward``, as a gradient's forward sweep has
-them): numpy then updates the unnamed batch in place instead of making another.
+With ``kept`` (a jvp run as numpy), its elementwise chains are fused kernel calls and its
+large elementwise results go into arrays kept between calls (``optimize/kernels.py``,
+``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).  In a batched
+Jacobian, the single-use elementwise temporaries of loop bodies are written into their
+reader (``optimize/substitute.fused_forward``, as a gradient's forward sweep has them):
+numpy then updates the unnamed batch in place instead of making another.
 
 The result is a ``GeneratedJvp``: the module text and what the caller needs
 to run it (free values, which leaves are differentiated).  Higher-order code

@@ -13,8 +13,8 @@ call (numpy's ``out=``) touches memory that is already mapped.
   order the call runs them, the array it made last call and what it was made from); a
   call running while another holds the pool's ``Kept`` (another thread, a recursion)
   gets an empty one;
-- ``kept.subtract(a, b)`` (any numpy ufunc by its name, and the helpers ``einsum`` and
-  ``extremum_adjoint`` of ``rt``) is ``np.subtract(a, b, out=<that array>)`` when the
+- ``kept.subtract(a, b)`` (any numpy ufunc by its name, the helpers ``einsum`` and
+  ``extremum_adjoint`` of ``rt``, and ``kept.fused(kernel, a, b)`` of an ``rt.Fused``) is ``np.subtract(a, b, out=<that array>)`` when the
   operands have the types, shapes and dtypes (ints and strings: the values) they had
   when that array was made, so that the result has its shape and dtype; otherwise
   ``np.subtract(a, b)``, whose result (an array of ``KEEP_BYTES`` or more) is kept in
@@ -104,6 +104,10 @@ class Kept:
             arrays[at] = (key, result)
         return result
 
+    def fused(self, kernel, *args):
+        """``kernel(*args)`` of an ``rt.Fused`` (``runtime/fused.py``) into a kept array."""
+        return self.run(kernel, args)
+
 
 def _operation(fn, name):
     def operation(self, *args):
@@ -124,6 +128,7 @@ def _writing_out(into):
 for _name in dir(np):
     if isinstance(getattr(np, _name), np.ufunc) and not _name.startswith("_"):
         setattr(Kept, _name, _operation(getattr(np, _name), _name))
+
 Kept.einsum = _operation(_writing_out(einsum_into), "einsum")
 Kept.extremum_adjoint = _operation(_writing_out(
     lambda out, g, x, ans, axis, keepdims: extremum_adjoint_into(g, x, ans, axis, keepdims,

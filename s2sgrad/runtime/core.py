@@ -110,7 +110,12 @@ def extremum_adjoint(g, x, ans, axis, keepdims):
 
 def extremum_adjoint_into(g, x, ans, axis, keepdims, out):
     """``extremum_adjoint(g, x, ans, axis, keepdims)`` written into ``out`` (an array of
-    the result's shape and dtype: ``rt.Kept``), or a new array when ``out`` is None."""
+    the result's shape and dtype: ``rt.Kept``), or a new array when ``out`` is None.  A
+    large float64 matrix over its rows: one compiled pass (``runtime/extremum_rows.py``)."""
+    from .extremum_rows import rows
+    done = rows(g, x, ans, axis, keepdims, out)
+    if done is not None:
+        return done
     if not keepdims and axis is not None:   # (with keepdims, or a scalar, ans broadcasts)
         axes = normalise_axes(axis, np.ndim(x))
         ans, g = np.expand_dims(ans, axes), np.expand_dims(g, axes)

@@ -3,5 +3,7 @@ temporaries written into their reader (``substitute``: one engine, a policy for
 straight-line code and one for the elementwise chains of loop bodies), the same numbers
 spelled with fewer arrays (``spelling``), matrix products added in place
 (``accumulate``), arrays of sizes and numbers computed once (``constants``) and, last,
-elementwise results written into arrays kept between calls (``buffers``: code run as
-numpy).  Each keeps the program's meaning; each is tested on its effect."""
+chains of elementwise operations made one fused kernel call (``kernels``) and
+elementwise results written into arrays kept between calls (``buffers``), both for code
+run as numpy with large arguments.  Each keeps the program's meaning; each is tested on
+its effect."""

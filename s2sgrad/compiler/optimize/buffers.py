@@ -8,8 +8,9 @@ written),
 (the name of the call's ``rt.Kept``).  It gives the statements with every operation
 that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
 called with positional arguments, and the helpers that take ``out=``:
-``rt.extremum_adjoint``, ``rt.einsum``) written ``kept.subtract(a, b)``, and how many
-it wrote (0: nothing changed).
+``rt.extremum_adjoint``, ``rt.einsum``, and the calls of fused kernels,
+``kept.fused(_x_fused, a, b)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
+and how many it wrote (0: nothing changed).
 
 ``rt.Kept`` (``runtime/buffers.py``) runs ``np.subtract(a, b, out=...)`` into the array
 the same operation made last call when the operands have the same types, shapes and
@@ -41,14 +42,16 @@ RT_OUT = frozenset({"extremum_adjoint", "einsum"})
 SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "itemsize", "nbytes", "dtype"})
 
 
-def kept_results(statements, keep, scalar, kept):
+def kept_results(statements, keep, scalar, kept, fused=()):
     """``(statements, count)``: see the module doc.  Straight-line code only: with a
-    loop or a branch the statements come back unchanged, with a count of 0."""
+    loop or a branch the statements come back unchanged, with a count of 0.  ``fused``:
+    the names of ``rt.Fused`` kernels (``optimize/kernels.py``), whose calls are written
+    ``kept.fused(_x_fused, a, b)``."""
     if any(isinstance(item, (gast.For, gast.While, gast.If, gast.Try, gast.With))
            for item in statements) or _stores_elsewhere(statements):
         return statements, 0
     keep = _returned_names(statements, keep)
-    writer = _Writer(scalar, kept)
+    writer = _Writer(scalar, kept, fused)
     out = []
     for item in statements:
         if isinstance(item, Comment):
@@ -101,8 +104,9 @@ def _returned(item, keep):
 class _Writer(gast.NodeTransformer):
     """Writes each operation that may make an array as a ``kept.<ufunc>(...)`` call."""
 
-    def __init__(self, scalar, kept):
+    def __init__(self, scalar, kept, fused=()):
         self.scalar, self.kept, self.count = scalar, kept, 0
+        self.fused = frozenset(fused)
         self.numbers = set()        # names assigned a value made of numbers only
 
     def visit_Assign(self, node):
@@ -135,6 +139,8 @@ class _Writer(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, gast.Name) and func.id in self.fused:
+            return self._kept("fused", [func] + node.args)
         if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
                 not isinstance(func, gast.Attribute) or not isinstance(func.value, gast.Name):
             return node
