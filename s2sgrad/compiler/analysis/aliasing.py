@@ -294,6 +294,17 @@ class AliasTracking:
         self.mutated.update(shared | {name})
         self.shared_at_write[name] = self.shared_at_write.get(name, frozenset()) | shared
 
+    def shared_with_written(self):
+        """Var name of each array updated in place -> every variable that may share its
+        memory at a write: what shared it at the write itself, and every view of it made
+        anywhere (``x = hidden[j]`` after ``hidden[j] = ...`` in a loop's body: from the
+        next iteration on, the loop-carried ``x`` is a view of ``hidden`` when it is
+        written, which the aliasing seen at the write did not hold).  An adjoint reading
+        any of them needs the array's updates undone (``_Reverser.unneeded_restores``)."""
+        return {name: shared | frozenset(v for v, roots in self.views.items()
+                                         if v != name and roots & self.roots(name))
+                for name, shared in self.shared_at_write.items()}
+
     def check_fresh(self, frame, node, atoms):
         """Refuse reading a variable that an in-place update changed behind its name (not
         in s2sgrad's own gradient code, lowered again for higher order: its ranks are

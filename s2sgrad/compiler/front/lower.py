@@ -152,7 +152,7 @@ class Lowerer:
             parsed=parsed, arg_leaves=arg_leaves, ndims=types.ndims, dtypes=types.dtypes,
             shapes=types.shapes, param_types=types.param_types, int_vars=types.int_vars,
             mutated=self.aliases.mutated, lists=types.lists,
-            shared_at_write=self.aliases.shared_at_write, tuples=types.tuples,
+            shared_at_write=self.aliases.shared_with_written(), tuples=types.tuples,
             guards=list(self.state.guards),
             by_shape=self.by_shape or getattr(fn, "__s2sgrad_by_shape__", False))
 
