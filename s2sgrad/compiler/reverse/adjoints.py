@@ -3,12 +3,26 @@
 ``Adjoints`` names each adjoint (``dx`` for ``x``), knows which hold a value
 yet and which arrays the generated code owns (may update in place), and
 writes accumulation: the first contribution is an assignment, later ones add
-(in place into an owned array).  The builders of gast nodes live in
+(in place into an owned array: one made here by ``own``/``zero``, or the fresh result of
+arithmetic, so that a later slice adjoint ``rt.add_into(dx[:-1], g)`` needs no copy).  The builders of gast nodes live in
 ``compiler/syntax/nodes.py``.
 """
 import gast
 
 from ..syntax.nodes import assign, call, name_node
+
+
+def fresh_array(expr):
+    """Whether ``expr`` always makes a new array (or a scalar) that no other name holds:
+    arithmetic (``dz * 2.0``, ``g @ b.T``, ``-g``), or ``rt.unbroadcast`` of it (which
+    returns its argument or a new sum of it).  A name, a subscript (a view) or another
+    call (``rt.unbroadcast(g, x)`` may return ``g``; ``rt.unreduce`` a read-only
+    broadcast) may share memory with another adjoint, a user array or a tape entry."""
+    if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute) \
+            and isinstance(expr.func.value, gast.Name) and expr.func.value.id == "rt" \
+            and expr.func.attr == "unbroadcast" and expr.args:
+        return fresh_array(expr.args[0])
+    return isinstance(expr, (gast.BinOp, gast.UnaryOp))
 
 
 class Adjoints:
@@ -72,7 +86,10 @@ class Adjoints:
             self.owned.add(var)
         else:
             self.defined.add(var)
-            self.owned.discard(var)
+            if fresh_array(expr) and var not in self.lists:
+                self.owned.add(var)    # a new array no other name holds: ours to update
+            else:
+                self.owned.discard(var)
         out.append(assign(target, expr))
 
     def _separate_readers(self, var, out):
