@@ -20,7 +20,7 @@ def forward_fn_value_and_grad(x, y, w, b):
     dloss = rt.unreduce(dout, loss, None, False) / rt.reduction_count(loss, None)
     dz = -dloss * y
     dneg_absolute_z = dloss / (1 + t1) * t1
-    dz -= dneg_absolute_z * np.sign(z)
+    dz = dz - dneg_absolute_z * np.sign(z)
     dz += dloss * (z >= 0)
     # grad of: z = ops.matmul(x, self.w) + self.b  (functional_autodiff.py:50)
     db = dz

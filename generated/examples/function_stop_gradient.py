@@ -30,7 +30,7 @@ def function_stop_gradient_value_and_grad(x, y, w, b):
     dz = -dloss * t7
     dsoftplus = dloss * t5
     dneg_absolute_z = dsoftplus / (1 + t1) * t1
-    dz -= dneg_absolute_z * np.sign(z)
+    dz = dz - dneg_absolute_z * np.sign(z)
     dz += dsoftplus * (z >= 0)
     # grad of: z = ops.matmul(x, w) + b  (functional_autodiff.py:38)
     db = dz
