@@ -3,12 +3,28 @@
 ``Adjoints`` names each adjoint (``dx`` for ``x``), knows which hold a value
 yet and which arrays the generated code owns (may update in place), and
 writes accumulation: the first contribution is an assignment, later ones add
-(in place into an owned array).  The builders of gast nodes live in
+(in place into an owned array).  An adjoint first made by arithmetic (``dy = dz * 2.0``)
+is fresh: a slice read's adjoint is then added into it, ``rt.add_into(dy[:-1], g)``, with
+no copy (``writable``); a later ``dy += e`` is not written in place for it, since under
+Numba ``dy = dy + e`` is one fused loop and ``dy += e`` two.  The builders of gast nodes live in
 ``compiler/syntax/nodes.py``.
 """
 import gast
 
 from ..syntax.nodes import assign, call, name_node
+
+
+def fresh_array(expr):
+    """Whether ``expr`` always makes a new array (or a scalar) that no other name holds:
+    arithmetic (``dz * 2.0``, ``g @ b.T``, ``-g``), or ``rt.unbroadcast`` of it (which
+    returns its argument or a new sum of it).  A name, a subscript (a view) or another
+    call (``rt.unbroadcast(g, x)`` may return ``g``; ``rt.unreduce`` a read-only
+    broadcast) may share memory with another adjoint, a user array or a tape entry."""
+    if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute) \
+            and isinstance(expr.func.value, gast.Name) and expr.func.value.id == "rt" \
+            and expr.func.attr == "unbroadcast" and expr.args:
+        return fresh_array(expr.args[0])
+    return isinstance(expr, (gast.BinOp, gast.UnaryOp))
 
 
 class Adjoints:
@@ -23,6 +39,10 @@ class Adjoints:
         self.of = {}
         self.defined = set()
         self.owned = set()   # adjoints that are fresh arrays the generated code may update in place
+        #: adjoints whose first contribution made a new array (``dy = dz * 2.0``) that no
+        #: other name holds yet: ``writable`` may take them as they are, with no copy.  Kept
+        #: within straight-line code: the transform clears it at branches and loops
+        self.fresh = set()
         self.copied = set()  # adjoints ``own`` copied (to hoist such copies out of loops)
         #: var -> (its adjoint's source var, that adjoint's name, whether it was owned) for
         #: an adjoint that took another's array (``dun = du``): see ``own``
@@ -41,6 +61,7 @@ class Adjoints:
         """Append ``dvar = expr`` (first contribution), ``dvar += expr`` (an accumulator
         this code owns) or ``dvar = dvar + expr``."""
         self.moved.pop(var, None)
+        self.fresh.discard(var)
         if isinstance(expr, gast.Name) and var not in self.defined and var not in self.of \
                 and var in self.single_use and var not in self.lists \
                 and var not in self.rebound:   # a loop reassigns dvar: it cannot be dsource
@@ -51,6 +72,7 @@ class Adjoints:
                 self.defined.add(var)
                 for other in source + [var]:
                     self.owned.discard(other)
+                    self.fresh.discard(other)
                 return
         target = self.name(var)
         if isinstance(expr, gast.Name):   # dvar now shares another adjoint's array
@@ -59,6 +81,7 @@ class Adjoints:
                 self.moved[var] = (sources[0], expr.id, sources[0] in self.owned)
             for other in sources:
                 self.owned.discard(other)
+                self.fresh.discard(other)
         if var in self.lists and var in self.defined:
             out.append(assign(target, call("rt", "add_lists", [name_node(target), expr])))
             self.owned.add(var)
@@ -73,6 +96,8 @@ class Adjoints:
         else:
             self.defined.add(var)
             self.owned.discard(var)
+            if fresh_array(expr) and var not in self.lists:
+                self.fresh.add(var)    # a new array no other name holds
         out.append(assign(target, expr))
 
     def _separate_readers(self, var, out):
@@ -86,6 +111,8 @@ class Adjoints:
                 out.append(assign(own, name_node(name)))
                 self.of[other] = own
                 self.owned.discard(other)
+                self.fresh.discard(other)
+        self.fresh.discard(var)
 
     def own(self, var, out):
         """Make ``dvar`` an array of ``var``'s shape this code may update in place (a copy;
@@ -106,9 +133,22 @@ class Adjoints:
             else:               # owning the source before a loop may make it needless
                 self.copied.add(source)
 
+    def writable(self, var, out):
+        """Make the defined ``dvar`` an array this code may update in place: as it is if
+        it is owned or fresh (``dy = dz * 2.0``: so ``rt.add_into(dy[:-1], g)`` needs no
+        copy), else a copy (``own``)."""
+        if var in self.owned:
+            return
+        if var in self.fresh:
+            self.fresh.discard(var)
+            self.owned.add(var)
+            return
+        self.own(var, out)
+
     def restart(self, var):
         """Forget ``dvar``'s value: the next contribution assigns it afresh."""
         self.moved.pop(var, None)
+        self.fresh.discard(var)
         self.defined.discard(var)
         self.owned.discard(var)
         self.plain_zero.discard(var)

@@ -39,7 +39,9 @@ def getitem_adjoint(op, adj, active, out, ndims=None):
     """``dx[index] += dy`` (basic indexing of an element), ``rt.add_into(dx[index], dy)``
     (basic indexing of a view: ``ndims`` says the read has rank 1 or more; in place, where
     ``dx[j] += dy`` makes Numba write the row back through its general setitem) or
-    ``rt.add_at(dx, index, dy)`` (array indices)."""
+    ``rt.add_at(dx, index, dy)`` (array indices).  ``dx`` is written in place: zeros if
+    it holds nothing yet, as it is if the generated code owns it or made it by arithmetic
+    (``Adjoints.writable``), else a copy first."""
     base = op.args[0].name
     if base not in active:
         return
@@ -51,8 +53,10 @@ def getitem_adjoint(op, adj, active, out, ndims=None):
                                value=call("np", "zeros_like", [name_node(base)]), type_comment=None))
         adj.defined.add(base)
         adj.owned.add(base)
+    elif (ndims or {}).get(base, 0) > 0:
+        adj.writable(base, out)   # as it is where no other name holds it, else a copy
     elif base not in adj.owned:
-        adj.own(base, out)
+        adj.own(base, out)        # a numpy scalar from arithmetic takes no item writes
     if basic and (ndims or {}).get(op.targets[0], 0) > 0:
         view = gast.Subscript(value=name_node(adj.name(base)), slice=index_node, ctx=gast.Load())
         out.append(gast.Expr(value=call("rt", "add_into", [view, g])))

@@ -386,10 +386,13 @@ class _Reverser:
             if v not in inside and v not in self.adj.defined:
                 self.adj.zero(v, out, v in self.assigned_before)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
+        self.adj.fresh.clear()    # fresh adjoints hold within straight-line code only
         body = self.block(stmt.body, loop)
         owned_body = set(self.adj.owned)
         self.adj.defined, self.adj.owned = set(defined), set(owned)
+        self.adj.fresh.clear()
         orelse = self.block(stmt.orelse, loop)
+        self.adj.fresh.clear()
         self.adj.defined = defined
         # owned after the branch: owned at the end of both paths (a copy made in both
         # counts, so that a loop can hoist it), among the adjoints defined before it
@@ -412,7 +415,9 @@ class _Reverser:
                                                            [name_node(self.adj.name(v))])))
                 self.adj.owned.add(v)
         defined, owned = set(self.adj.defined), set(self.adj.owned)
+        self.adj.fresh.clear()    # fresh adjoints hold within straight-line code only
         body, owned = self._loop_body(stmt, inside, defined, owned, out)
+        self.adj.fresh.clear()
         self.adj.defined = defined
         self.adj.owned = owned & self.adj.owned
         if not any(not isinstance(s, Comment) for s in body):
@@ -518,6 +523,7 @@ class _Reverser:
         self.taped, self.entry_tapes = dict(taped), dict(entry_tapes)
         adj = self.adj
         adj.of, adj.defined, adj.owned = dict(of), set(defined), set(owned)
+        adj.fresh.clear()
         adj.plain_zero, adj.copied, adj.moved = set(plain_zero), set(copied), dict(moved)
 
     def _stack(self, var, loop):
