@@ -149,3 +149,41 @@ def test_a_slice_joined_with_what_it_lost_has_its_dimension_back():
     assert table.joined([(table.sliced(n, slice(2, None)),), (2,)]) == (n,)
     assert table.joined([(table.sliced(n, slice(1, -1)),), (1,)]) != (n,)   # one short
     assert table.joined([(1,), (table.sliced(n, slice(None, -2)),)]) != (n,)
+
+
+def zero_trip_outer(x, a):
+    # found by the second-order fuzz: the reversed outer loop read the size of
+    # t789 * x through a witness (the inner loop's np.sqrt value) that only the inner
+    # reversed loop restores, initialised before the outer one from the forward's last
+    # value, unbound when the outer loop ran no iteration
+    for i in range(0):
+        a = np.tanh(a * 0.7 + x[i] * a)
+        for k in range(1):
+            t789 = np.sqrt(x * x + 1.0) + k
+        a = a + np.sum(t789 * x) * 0.1
+    return np.sum(x) + a
+
+
+@pytest.mark.parametrize("trips", [0, 2])
+def test_a_shape_witness_is_never_a_value_only_a_nested_loop_restores(trips, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+
+    def program(x, a):
+        for i in range(trips):
+            a = np.tanh(a * 0.7 + x[i] * a)
+            for k in range(1):
+                t789 = np.sqrt(x * x + 1.0) + k
+            a = a + np.sum(t789 * x) * 0.1
+        return np.sum(x) + a
+
+    fn = zero_trip_outer if trips == 0 else program
+    x, a = np.linspace(0.1, 0.4, 4), 0.3
+    v = (np.linspace(-1.0, 1.0, 4), 0.5)
+    hv = s2sgrad.hvp(fn, (x, a), v)
+    eps = 1e-6
+    g = s2sgrad.grad(fn, (0, 1))
+    up = g(x + eps * v[0], a + eps * v[1])
+    down = g(x - eps * v[0], a - eps * v[1])
+    for got, u, d in zip(hv, up, down):
+        np.testing.assert_allclose(got, (np.asarray(u) - np.asarray(d)) / (2 * eps),
+                                   rtol=1e-5, atol=1e-7)

@@ -26,6 +26,7 @@ def shape_witnesses(body, made, shapes, dtypes):
     for item in body:
         if isinstance(item, gast.AST):
             read |= value_reads(item)
+    read -= _bound_in_blocks_only(body)
     for item in body:
         if not isinstance(item, gast.AST):
             continue
@@ -38,6 +39,23 @@ def shape_witnesses(body, made, shapes, dtypes):
                 witness = _same_shape(arg.id, sorted(read), shapes, dtypes, rest)
                 if witness is not None:
                     arg.id = witness
+
+
+def _bound_in_blocks_only(body):
+    """Names ``body`` assigns only inside its branches and nested loops: not witnesses,
+    since a nested loop that runs no iteration, or a branch not taken, leaves them unbound
+    (or holding another iteration's value) where the witness is read."""
+    top, inner = set(), set()
+    for item in body:
+        if not isinstance(item, gast.AST):
+            continue
+        stored = {n.id for n in gast.walk(item)
+                  if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            inner |= stored
+        else:
+            top |= stored
+    return inner - top
 
 
 def _same_shape(name, candidates, shapes, dtypes, rank_only=False):
