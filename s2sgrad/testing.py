@@ -18,6 +18,10 @@ errors, the index of the worst element) when they disagree::
 ``numerical_grad(fn, args, position)`` gives the finite-difference gradient
 alone.  Both sum every output element (the sensitivity ``s2sgrad.grad``
 seeds is ones on every output element), also across a tuple of outputs.
+``numerical_jacobian(fn, args, position)`` keeps the outputs apart: the
+central-difference Jacobian shaped ``output.shape + argument.shape`` (what
+``s2sgrad.jacfwd`` / ``jacrev`` give; a tuple of them for a tuple of outputs),
+so ``numerical_jacobian(s2sgrad.grad(f), args)`` is a Hessian to check against.
 
 ``fresh_function(fn)`` is a new function object with ``fn``'s code: ``grad(fn)`` is kept
 per function and options (a loop builds once), so a test of what a first build does
@@ -30,7 +34,7 @@ import numpy as np
 from .tensor import Tensor
 from .trees import flatten, is_tree, leaf_paths, unflatten
 
-__all__ = ["check_grad", "fresh_function", "numerical_grad"]
+__all__ = ["check_grad", "fresh_function", "numerical_grad", "numerical_jacobian"]
 
 
 def _total(value):
@@ -104,6 +108,42 @@ def numerical_grad(fn, args, position=0, eps=1e-6):
         trial[position] = leaf
         return fn(*trial)
     return _numerical_leaf(moved_fn, base, f"argument {position}", eps)
+
+
+def numerical_jacobian(fn, args, position=0, eps=1e-6):
+    """The central finite-difference Jacobian of ``fn(*args)`` w.r.t. ``args[position]``.
+
+    The argument (an ndarray, Tensor or python float) is moved in float64, element by
+    element, by ``+eps`` and ``-eps``; each output is read as a float64 array.  Returns
+    an ndarray shaped ``output.shape + argument.shape`` (JAX's layout: ``()`` axes for a
+    scalar), or a tuple of them when ``fn`` returns a tuple.
+    """
+    args = [_as_float64(a) for a in args]
+    base = args[position]
+    raw = base.asnumpy() if isinstance(base, Tensor) else base
+    if is_tree(raw) or isinstance(raw, (bool, int, np.integer, np.bool_)) or (
+            isinstance(raw, np.ndarray) and raw.dtype.kind != "f"):
+        raise TypeError(f"argument {position} is not a floating-point array or number "
+                        f"({type(raw).__name__}): numerical_jacobian moves one array")
+    x = np.array(raw, dtype=np.float64)
+
+    def outputs(value):
+        moved = list(args)
+        moved[position] = _like(base, value)
+        out = fn(*moved)
+        outs = out if isinstance(out, tuple) else (out,)
+        return [np.asarray(o.asnumpy() if isinstance(o, Tensor) else o, dtype=np.float64)
+                for o in outs], isinstance(out, tuple)
+
+    at_x, several = outputs(x)
+    jacobians = [np.zeros(o.shape + x.shape) for o in at_x]
+    for idx in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        for jac, a, b in zip(jacobians, outputs(up)[0], outputs(down)[0]):
+            jac[(Ellipsis,) + idx] = (a - b) / (2.0 * eps)
+    return tuple(jacobians) if several else jacobians[0]
 
 
 def _numerical_leaf(moved_fn, base, label, eps):

@@ -17,6 +17,7 @@ import pytest
 
 import s2sgrad
 from s2sgrad import grad, hessian, jacfwd, jacrev, value_and_grad
+from s2sgrad.testing import numerical_jacobian
 
 RNG = np.random.default_rng(11)
 
@@ -81,19 +82,9 @@ def looping(x):
     return np.sum(s ** 2)
 
 
-def fd_hessian(fn, args, position=0, eps=1e-6):
+def fd_hessian(fn, args, position=0):
     """Central differences of ``grad(fn)`` at ``args`` w.r.t. ``args[position]``."""
-    g = grad(fn, position)
-    x = np.asarray(args[position], dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = eps
-        plus, minus = list(args), list(args)
-        plus[position] = (x.ravel() + e).reshape(x.shape) if x.ndim else float(x + eps)
-        minus[position] = (x.ravel() - e).reshape(x.shape) if x.ndim else float(x - eps)
-        cols.append(((np.asarray(g(*plus)) - np.asarray(g(*minus))) / (2 * eps)).ravel())
-    return np.stack(cols, axis=-1).reshape(np.shape(x) + np.shape(x))
+    return numerical_jacobian(grad(fn, position), args, position)
 
 
 def _assert_batched(h):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
+from s2sgrad.testing import numerical_jacobian
 
 
 def spread(x, a):
@@ -16,20 +17,6 @@ def spread(x, a):
 def curve(t, a):
     """Tall: a number or 2 numbers -> 6 values."""
     return np.concatenate([np.sin(t * a), np.cos(t) * a])
-
-
-def finite_differences(fn, args, position, eps=1e-6):
-    x = np.asarray(args[position], dtype=float)
-    columns = []
-    for k in range(x.size):
-        step = np.zeros(x.size)
-        step[k] = eps
-        up, down = list(args), list(args)
-        up[position] = (x.ravel() + step).reshape(x.shape)
-        down[position] = (x.ravel() - step).reshape(x.shape)
-        columns.append((np.asarray(fn(*up)) - np.asarray(fn(*down))) / (2 * eps))
-    out = np.asarray(fn(*args))
-    return np.stack(columns, axis=-1).reshape(out.shape + x.shape)
 
 
 @pytest.fixture
@@ -44,7 +31,7 @@ def test_one_jacobian_object_decides_per_call_sizes(python_backend):
         x = np.linspace(-1.0, 1.0, n)
         got = jac(x, a)
         assert jac.last is (jac.forward if mode == "forward" else jac.reverse), n
-        np.testing.assert_allclose(got, finite_differences(spread, (x, a), 0),
+        np.testing.assert_allclose(got, numerical_jacobian(spread, (x, a), 0),
                                    rtol=1e-7, atol=1e-8)
         np.testing.assert_allclose(got, s2sgrad.jacrev(spread)(x, a), rtol=1e-12)
         np.testing.assert_allclose(got, s2sgrad.jacfwd(spread)(x, a), rtol=1e-12)
@@ -64,7 +51,7 @@ def test_positions_aux_and_numbers_keep_jacrev_shapes(python_backend):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     (j, aux) = s2sgrad.jacobian(with_aux, has_aux=True)(0.3, a)
     assert aux == "aux"
-    np.testing.assert_allclose(j, finite_differences(curve, (0.3, a), 0), rtol=1e-7)
+    np.testing.assert_allclose(j, numerical_jacobian(curve, (0.3, a), 0), rtol=1e-7)
 
 
 def test_a_jacobian_object_composes_as_its_jacfwd(python_backend):
@@ -78,7 +65,7 @@ def test_a_jacobian_object_composes_as_its_jacfwd(python_backend):
 
     def uses(x, a):
         return np.sum(jac(x, a) ** 2)
-    want = finite_differences(uses, (x, 0.5), 0)
+    want = numerical_jacobian(uses, (x, 0.5), 0)
     np.testing.assert_allclose(s2sgrad.grad(uses)(x, 0.5), want, rtol=1e-6, atol=1e-8)
 
 
@@ -88,4 +75,4 @@ def test_the_tall_choice_runs_compiled_like_jacfwd(monkeypatch):
     jac = s2sgrad.jacobian(curve)
     got = jac(x, 1.3)
     assert jac.last is jac.forward and jac.backend == "numba", jac.fallback_reason
-    np.testing.assert_allclose(got, finite_differences(curve, (x, 1.3), 0), rtol=1e-7)
+    np.testing.assert_allclose(got, numerical_jacobian(curve, (x, 1.3), 0), rtol=1e-7)

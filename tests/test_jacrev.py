@@ -7,33 +7,11 @@ import pytest
 
 import s2sgrad as ms
 from s2sgrad.errors import GradientArgumentError, GradientTypeError
+from s2sgrad.testing import numerical_jacobian
 from test_control_flow import CASES
 
 RNG = np.random.default_rng(5)
 BACKENDS = ["auto", "python"]
-
-
-def numerical_jacobian(fn, args, position, eps=1e-6):
-    """d fn(args) / d args[position] by central differences: per output (a tuple for
-    several), shaped output.shape + input.shape."""
-    base = np.asarray(args[position], dtype=np.float64)
-
-    def at(value):
-        moved = list(args)
-        moved[position] = value if base.ndim else float(value)
-        out = fn(*moved)
-        outs = out if isinstance(out, tuple) else (out,)
-        return [np.asarray(o, dtype=np.float64) for o in outs]
-
-    outs = at(base)
-    jac = [np.zeros(o.shape + base.shape) for o in outs]
-    for i in np.ndindex(base.shape):
-        up, down = base.copy(), base.copy()
-        up[i] += eps
-        down[i] -= eps
-        for k, (a, b) in enumerate(zip(at(up), at(down))):
-            jac[k][(Ellipsis,) + i] = (a - b) / (2 * eps)
-    return tuple(jac) if len(jac) > 1 else jac[0]
 
 
 def _positions(positions):

@@ -7,7 +7,7 @@ import pytest
 import s2sgrad
 from s2sgrad import Tensor
 from s2sgrad.rules import registry
-from s2sgrad.testing import check_grad, numerical_grad
+from s2sgrad.testing import check_grad, numerical_grad, numerical_jacobian
 
 rng = np.random.default_rng(7)
 
@@ -156,3 +156,36 @@ def test_check_grad_tolerances_are_used():
     with pytest.raises(AssertionError):
         check_grad(f, (x,))
     check_grad(f, (x,), rtol=1e-3)
+
+
+# -------------------------------------------------------- numerical_jacobian
+
+def test_numerical_jacobian_is_shaped_output_then_argument():
+    x = rng.uniform(-1, 1, (2, 3))
+    w = rng.uniform(-1, 1, (4, 3))
+    jac = numerical_jacobian(lambda x, w: np.tanh(x @ w.T), (x, w), position=1)
+    assert jac.shape == (2, 4, 4, 3)
+    want = np.zeros((2, 4, 4, 3))
+    for i in range(2):
+        for j in range(4):
+            want[i, j, j] = (1 - np.tanh(x[i] @ w[j]) ** 2) * x[i]
+    np.testing.assert_allclose(jac, want, rtol=1e-7, atol=1e-9)
+
+
+def test_numerical_jacobian_of_tuples_floats_and_tensors():
+    sin_cos = numerical_jacobian(lambda t: (np.sin(t), np.cos(t) * np.ones(3)), (0.4,))
+    assert isinstance(sin_cos, tuple) and sin_cos[0].shape == () and sin_cos[1].shape == (3,)
+    np.testing.assert_allclose(sin_cos[0], np.cos(0.4), rtol=1e-8)
+    np.testing.assert_allclose(sin_cos[1], -np.sin(0.4) * np.ones(3), rtol=1e-8)
+    x = np.array([0.3, -0.2], dtype=np.float32)
+    jac = numerical_jacobian(lambda x: x * x, (Tensor(x),))
+    np.testing.assert_allclose(jac, np.diag(2 * x.astype(np.float64)), rtol=1e-6)
+    with pytest.raises(TypeError, match="argument 0"):
+        numerical_jacobian(lambda n: n * 2.0, (3,))
+
+
+def test_numerical_jacobian_of_a_gradient_checks_a_hessian():
+    x = rng.uniform(-1, 1, 3)
+    h = s2sgrad.hessian(lambda x: np.sum(np.sin(x)) * np.sum(x * x))(x)
+    fd = numerical_jacobian(s2sgrad.grad(lambda x: np.sum(np.sin(x)) * np.sum(x * x)), (x,))
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-7)

@@ -11,7 +11,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import Tensor
 from s2sgrad.errors import GradientTypeError, UnsupportedConstructError
-from s2sgrad.trees import flatten, unflatten
+from s2sgrad.testing import numerical_grad
 
 RNG = np.random.default_rng(0)
 A, B, C = (RNG.normal(size=3) for _ in range(3))
@@ -23,29 +23,6 @@ M = RNG.normal(size=(3, 3))
 def backend(request, monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", request.param)
     return request.param
-
-
-def finite_difference(fn, args, position, eps=1e-6):
-    """d sum(fn(*args)) / d args[position], leaf by leaf, in the argument's structure."""
-    leaves, tree = flatten(args[position]) if isinstance(args[position], (tuple, list, dict)) \
-        else ([args[position]], None)
-    grads = []
-    for k, leaf in enumerate(leaves):
-        base = np.array(leaf, dtype=np.float64)
-        g = np.zeros_like(base)
-        for idx in np.ndindex(base.shape):
-            vals = []
-            for sign in (1, -1):
-                bumped = base.copy()
-                bumped[idx] += sign * eps
-                new = list(leaves)
-                new[k] = bumped if isinstance(leaf, np.ndarray) else float(bumped)
-                call = list(args)
-                call[position] = unflatten(tree, new) if tree is not None else new[0]
-                vals.append(float(np.sum(fn(*call))))
-            g[idx] = (vals[0] - vals[1]) / (2 * eps)
-        grads.append(g if isinstance(leaf, np.ndarray) else float(g))
-    return unflatten(tree, grads) if tree is not None else grads[0]
 
 
 def assert_tree_close(got, want, path="grad"):
@@ -154,7 +131,7 @@ CASES = [
 def test_tree_gradients_match_finite_differences(fn, args, position):
     got = ms.grad(fn, position)(*args)
     positions = (position,) if isinstance(position, int) else position
-    want = [finite_difference(fn, args, p) for p in positions]
+    want = [numerical_grad(fn, args, p) for p in positions]
     assert_tree_close(got, want[0] if isinstance(position, int) else tuple(want))
 
 
