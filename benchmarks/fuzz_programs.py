@@ -12,7 +12,9 @@ and required to give the same gradients.
 ``--grammar alias`` draws programs that take views and aliases of arrays and write into
 them in place (tests/alias_programs.py): each must give numpy's value and the
 finite-difference gradients (reverse and forward mode) or be refused with an
-UnsupportedConstructError naming its file; the figures count the refusals too.
+UnsupportedConstructError naming its file; the figures count the refusals too, and the
+programs whose finite differences at steps 1e-5, 1e-6, 1e-7 disagree with one another
+("unjudged": e.g. ``sin`` of a number squared five times, ~1e10).
 ``--profile forward`` checks each program's jvp along a random direction against a
 difference of the function, ``--profile second`` its hvp against a difference of the
 gradient (tests/test_random_programs.py's check_forward and check_second_order),
@@ -61,7 +63,7 @@ def main():
 
     directory = pathlib.Path(tempfile.mkdtemp(prefix="s2sgrad_fuzz_"))
     out = pathlib.Path(opts.out)
-    counts = {"programs": 0, "renamed": 0, "failures": 0, "refused": 0}
+    counts = {"programs": 0, "renamed": 0, "failures": 0, "refused": 0, "unjudged": 0}
     start = time.time()
 
     @settings(max_examples=opts.programs, deadline=None, database=None, derandomize=False,
@@ -76,6 +78,7 @@ def main():
             if opts.grammar == "alias":
                 outcome = grammar.check(source, seed, directory)
                 counts["refused"] += outcome.startswith("refused")
+                counts["unjudged"] += outcome.startswith("unjudged")
             elif opts.profile == "forward":
                 grammar.check_forward(source, seed, directory)
             elif opts.profile == "second":
@@ -99,7 +102,8 @@ def main():
     hypothesis.seed(opts.seed)(run)()   # the same programs for the same --seed
     print(f"backend {opts.backend}, grammar {opts.grammar}, profile {opts.profile}: "
           f"{counts['programs']} programs "
-          f"({counts['renamed']} renamed to generated names, {counts['refused']} refused), "
+          f"({counts['renamed']} renamed to generated names, {counts['refused']} refused, "
+          f"{counts['unjudged']} where finite differences cannot judge), "
           f"{counts['failures']} failures, "
           f"{time.time() - start:.0f} s", flush=True)
     return 1 if counts["failures"] else 0
