@@ -46,7 +46,7 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     """
     if fn is None:
         return _decorator(grad, grad_position, weights, has_aux, return_ids, memory_limit)
-    check_function(fn, "grad")
+    fn = check_function(fn, "grad")
     limit = _limit_for(fn, memory_limit)
     if limit is not None:
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, False, limit)
@@ -63,7 +63,7 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
     if fn is None:
         return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids,
                           memory_limit)
-    check_function(fn, "value_and_grad")
+    fn = check_function(fn, "value_and_grad")
     limit = _limit_for(fn, memory_limit)
     if limit is not None:
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, True, limit)
