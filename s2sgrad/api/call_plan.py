@@ -147,17 +147,8 @@ def hot_function_of(plan, key):
     values.update(finish=finish_gradient, holds=holds, signature=plan.signature,
                   compiled=plan.compiled, backend=plan.backend, generated=plan.generated,
                   run=plan.run if plan.with_value else plan.run_grads)
-    body = (f"if not ({test}):\n"
-            f"    return None\n"
-            f"if derivative._last is not signature or derivative._compiled is not compiled "
-            f"or compiled.backend != backend" +
-            (" or not holds(generated)" if plan.guarded else "") + ":\n"
-            f"    return None\n"
-            f"try:\n"
-            f"    value, computed = run({names})\n"
-            f"except Exception as exc:\n"
-            f"    raise derivative._noted(exc, generated, [{names}])\n"
-            f"return " + (f"value, {result}" if plan.with_value else result))
+    body = _hot_body(test, plan.guarded, "None", names, f"value, computed = run({names})") + \
+        "return " + (f"value, {result}" if plan.with_value else result)
     return _compiled("hot_call(derivative, args)", body, "None", arity, values)
 
 
@@ -264,14 +255,22 @@ def _hot_run_of(plan, key):
     names = ", ".join(f"a{k}" for k in range(len(key)))
     values.update(MISS=MISS, holds=holds, signature=plan.signature, compiled=plan.compiled,
                   backend=plan.backend, generated=plan.generated, run=plan.run)
-    body = (f"if not ({test}):\n"
-            f"    return MISS\n"
+    body = _hot_body(test, plan.guarded, "MISS", names, f"return run({names})")
+    return _compiled("hot_call(derivative, args)", body, "MISS", len(key), values)
+
+
+def _hot_body(test, guarded, miss, names, run):
+    """The lines of a hot call: ``return {miss}`` unless the arguments pass ``test`` and
+    the plan's code is still the derivative's current one (with ``guarded``, what it read
+    from outside unchanged); then ``run`` (a statement running the code on ``names``), an
+    error raised in it noted with the user's line."""
+    return (f"if not ({test}):\n"
+            f"    return {miss}\n"
             f"if derivative._last is not signature or derivative._compiled is not compiled "
             f"or compiled.backend != backend" +
-            (" or not holds(generated)" if plan.guarded else "") + ":\n"
-            f"    return MISS\n"
+            (" or not holds(generated)" if guarded else "") + ":\n"
+            f"    return {miss}\n"
             f"try:\n"
-            f"    return run({names})\n"
+            f"    {run}\n"
             f"except Exception as exc:\n"
-            f"    raise derivative._noted(exc, generated, [{names}])")
-    return _compiled("hot_call(derivative, args)", body, "MISS", len(key), values)
+            f"    raise derivative._noted(exc, generated, [{names}])\n")

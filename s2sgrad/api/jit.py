@@ -30,6 +30,7 @@ the derivative object (``_derivative_driver``).
 import inspect
 
 from ..backend import cache
+from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_primal import build_primal
 from ..errors import GradientArgumentError
 from ..nn import Cell
@@ -52,7 +53,7 @@ def jit(fn=None):
         hash(fn)
     except TypeError:
         return Jit(fn)
-    return derivative_for(fn, ("jit", cache.cache_dir()), lambda: Jit(fn))
+    return derivative_for(fn, ("jit", backend_mode(), cache.cache_dir()), lambda: Jit(fn))
 
 
 class Jit(Derivative):
@@ -63,6 +64,8 @@ class Jit(Derivative):
     """
 
     name_suffix = "_jit"
+    #: the function a jit of a derivative object compiles is made again where unpickled
+    _NOT_PICKLED = Derivative._NOT_PICKLED + ("_driver",)
 
     def __init__(self, fn):
         super().__init__(fn, ())
@@ -81,6 +84,11 @@ class Jit(Derivative):
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build_primal(fn, bound_self, arg_types, trees)
+
+    def load_code(self, generated):
+        compiled, path = super().load_code(generated)
+        compiled.copies_inputs = True     # the function may write into its arguments
+        return compiled, path
 
     def bind_to(self, method, weights):
         return Jit(method)

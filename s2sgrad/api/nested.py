@@ -86,14 +86,16 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
                              inner is not None and inner.with_value)
 
 
-def gradient_inlined(inner, arg_types):
+def gradient_inlined(inner, arg_types, primal=False):
     """A plain gradient object ``inner`` (``grad(f, positions)`` or
     ``value_and_grad(f, positions)``) called inside a function being differentiated,
     with arguments of ``arg_types`` (as ``argument_types`` gives them, one per argument):
     the function ``gradient_as_function`` writes, for the front end to lower as a callee
     (``compiler/front/derivative_calls.py``); None where the call keeps its custom rule
     (``api/inside.py``): a gradient with options, of a derivative, built by sizes, or
-    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``).  The
+    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``; with
+    ``primal``, for a function compiled by ``s2sgrad.jit``, the code is not
+    differentiated again: any helper will do).  The
     function carries ``__s2sgrad_result_like__`` (the argument position of each
     gradient: one int for one) and ``__s2sgrad_with_value__`` (its result is ``(value,
     gradients)``)."""
@@ -105,10 +107,10 @@ def gradient_inlined(inner, arg_types):
         return None
     fn, bound_self = inner._target()
     gradient = differentiable_gradient(fn, inner.positions, bound_self, arg_types, None)
-    if gradient.differentiated.lowered.by_shape or any(
-            getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or \
+    if gradient.differentiated.lowered.by_shape or not primal and (any(
+            getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or
             not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
-                    for name in set(_HELPER.findall(gradient.source))):
+                    for name in set(_HELPER.findall(gradient.source)))):
         return None
     function = _gradient_written(gradient, fn, inner.positions, None, inner.with_value)
     positions = inner.positions
