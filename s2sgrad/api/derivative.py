@@ -34,6 +34,10 @@ differentiated function; None: none), and its own ``__init__`` (its options),
 
 A derivative of a derivative (``jvp(grad(f), ...)``) differentiates the inner one's
 generated code, as ``api.nested`` writes it.
+
+``api/jit.py``'s ``Jit`` (a function compiled, not differentiated) is built on this base
+too: its ``derivative_mode`` stays None (it is no derivative object), it checks no
+positions (``_check_positions``) and runs its own ``__call__``.
 """
 import inspect
 import types
