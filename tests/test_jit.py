@@ -8,8 +8,8 @@
 - it composes: grad / value_and_grad / jacfwd / jacrev / hessian / jvp / vmap of a jit,
   a jit of a gradient, a jit called inside a differentiated or a compiled function, a jit
   on a Cell's ``construct``, against the Python function and central differences;
-- freshness: a global the function, or a function whose gradient it inlines, reads that
-  changes after the first call gives the new result;
+- freshness: a global or a closure the function, or a function whose gradient it
+  inlines, reads that changes after the first call gives the new result;
 - errors: a construct the front end refuses names the user's line; a value the compiled
   code cannot take runs the code as Python, saying why.
 
@@ -210,6 +210,18 @@ def test_a_global_changed_after_the_first_call_gives_the_new_result(monkeypatch)
     assert not np.allclose(j(X), before[0])
 
 
+def test_a_closure_changed_after_the_first_call_gives_the_new_result():
+    scale = 2.0
+
+    def scaled(x):
+        return np.tanh(x) * scale
+
+    j = ms.jit(scaled)
+    np.testing.assert_allclose(j(X), np.tanh(X) * 2.0, rtol=1e-12)
+    scale = 3.0     # noqa: F841 - read by scaled through its closure
+    np.testing.assert_allclose(j(X), np.tanh(X) * 3.0, rtol=1e-12)
+
+
 def refused(x):
     try:
         return x + 1.0
@@ -225,8 +237,9 @@ OBJECTS = {"a": 1, "b": 2}
 
 
 def test_errors_name_the_users_line_and_fallbacks_say_why():
-    with pytest.raises(UnsupportedConstructError, match=r"test_jit\.py:\d+: a try"):
+    with pytest.raises(UnsupportedConstructError, match=r"test_jit\.py:\d+: a try") as info:
         ms.jit(refused)(X)
+    assert any("s2sgrad.jit" in note for note in info.value.__notes__)
     with pytest.raises(TypeError, match="jit"):
         ms.jit(3)
     with pytest.raises(IndexError) as info:

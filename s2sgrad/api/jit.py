@@ -32,7 +32,7 @@ import inspect
 from ..backend import cache
 from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_primal import build_primal
-from ..errors import GradientArgumentError
+from ..errors import GradientArgumentError, S2sgradError
 from ..nn import Cell
 from ..tensor import Tensor
 from .arguments import check_function, free_values, to_array
@@ -83,7 +83,13 @@ class Jit(Derivative):
     # ------------------------------------------------------------ hooks
 
     def build_code(self, fn, bound_self, arg_types, trees):
-        return build_primal(fn, bound_self, arg_types, trees)
+        try:
+            return build_primal(fn, bound_self, arg_types, trees)
+        except S2sgradError as exc:
+            exc.add_note(f"s2sgrad: raised while compiling {self.name} for s2sgrad.jit, whose "
+                         f"front end is the one gradients are built with (what it refuses in "
+                         f"a differentiated function, it refuses here)")
+            raise
 
     def load_code(self, generated):
         compiled, path = super().load_code(generated)
