@@ -10,8 +10,10 @@
   on a Cell's ``construct``, against the Python function and central differences;
 - freshness: a global or a closure the function, or a function whose gradient it
   inlines, reads that changes after the first call gives the new result;
-- errors: a construct the front end refuses names the user's line; a value the compiled
-  code cannot take runs the code as Python, saying why.
+- a ``custom_vjp`` runs its forward, a derivative object that is not inlined is called;
+- errors: a construct the front end refuses, and an error raised in the compiled code,
+  name the user's line; a value the compiled code cannot take runs the code as Python,
+  saying why.
 
 Lean on purpose: one Numba compile (``walk``), every other build loop-free (numpy).
 """
@@ -171,6 +173,35 @@ def test_jit_composes_with_every_transform(case, monkeypatch):
         assert j._generated.free == [] and "np.sin" in j.source
 
 
+@ms.custom_vjp
+def clipped(x):
+    return np.tanh(x)
+
+
+@clipped.defvjp
+def _(x, out, dout):
+    return (np.clip(dout, -0.5, 0.5),)
+
+
+JAC = ms.jacfwd(vector)
+
+
+def uses_rules(x):
+    # a custom_vjp runs its forward; a derivative object that is not inlined (a jacfwd)
+    # is called as it is
+    return np.sum(clipped(x) * 3.0) + np.sum(JAC(x) @ x)
+
+
+def test_custom_rules_and_other_derivative_objects_in_a_compiled_function():
+    j = ms.jit(uses_rules)
+    assert j(X) == pytest.approx(uses_rules(X), rel=1e-12)
+    assert j.backend == "python" and "JAC" in j.fallback_reason
+    # under grad the jit is transparent: the custom rule's backward is used
+    g = ms.grad(lambda x: np.sum(clipped(x) * 3.0))(X)
+    np.testing.assert_allclose(ms.grad(ms.jit(lambda x: np.sum(clipped(x) * 3.0)))(X), g)
+    np.testing.assert_allclose(g, np.full(3, 0.5))
+
+
 class Layer(ms.nn.Cell):
     def __init__(self):
         super().__init__()
@@ -229,14 +260,7 @@ def refused(x):
         return x
 
 
-def reads_a_python_object(x):
-    return x * len(OBJECTS)
-
-
-OBJECTS = {"a": 1, "b": 2}
-
-
-def test_errors_name_the_users_line_and_fallbacks_say_why():
+def test_errors_name_the_users_line():
     with pytest.raises(UnsupportedConstructError, match=r"test_jit\.py:\d+: a try") as info:
         ms.jit(refused)(X)
     assert any("s2sgrad.jit" in note for note in info.value.__notes__)
@@ -245,6 +269,20 @@ def test_errors_name_the_users_line_and_fallbacks_say_why():
     with pytest.raises(IndexError) as info:
         ms.jit(lambda x: x[7])(X)
     assert any("test_jit.py" in note for note in info.value.__notes__)
+
+
+def reads_a_python_object(x):
+    return x * len(OBJECTS)
+
+
+OBJECTS = {"a": 1, "b": 2}
+
+
+def test_a_container_read_from_outside_is_read_again_when_it_changes():
     j = ms.jit(reads_a_python_object)
     np.testing.assert_allclose(j(X), 2 * X)
-    assert j.backend == "numpy" and j.fallback_reason
+    OBJECTS["c"] = 3        # len() was folded while building: the build is made again
+    try:
+        np.testing.assert_allclose(j(X), 3 * X)
+    finally:
+        del OBJECTS["c"]

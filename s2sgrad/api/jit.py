@@ -11,7 +11,7 @@ like a gradient and run by the same backend policy (``S2SGRAD_BACKEND=auto``: Nu
 it has loops, numpy calls otherwise; ``backend`` and ``fallback_reason`` say what ran);
 ``s2sgrad.show(jitted, *args)`` prints it.  A derivative object the front end does not
 inline (a jacfwd, a grad with has_aux...) is called from the module as it is: Numba
-cannot compile that call, so the module then runs as numpy calls, saying why.
+cannot compile that call, so the module then runs as Python, saying why.
 
 What ``Derivative`` (the base) gives a ``Jit`` too: a build per argument signature (dtypes,
 ranks, unit dimensions, structures, options' values), the values read from outside checked
