@@ -136,9 +136,13 @@ def _jacobian(fn, x, eps=1e-6):
     return np.stack(cols, axis=-1)
 
 
+def rows_loss(rows):
+    return np.sum(ms.vmap(ms.jit(f))(rows) ** 2)     # a vmap (of a jit) made inside
+
+
 @pytest.mark.parametrize("case", ["grad", "value_and_grad", "jit_of_grad", "jacfwd",
                                   "jacrev", "hessian", "jvp", "vmap", "inside_grad",
-                                  "jit_of_jit"])
+                                  "jit_of_jit", "vmap_made_inside"])
 def test_jit_composes_with_every_transform(case, monkeypatch):
     if case == "jacrev":    # its row loop is a Numba compile of its own: not what is tested
         monkeypatch.setenv("S2SGRAD_BACKEND", "python")
@@ -167,6 +171,11 @@ def test_jit_composes_with_every_transform(case, monkeypatch):
     elif case == "inside_grad":      # a jit called inside a differentiated function
         np.testing.assert_allclose(ms.grad(calls_jit)(X), numerical_grad(calls_jit, (X,)),
                                    rtol=1e-6)
+    elif case == "vmap_made_inside":     # in a differentiated and a compiled function
+        rows = np.stack([X, 2 * X])
+        assert ms.jit(rows_loss)(rows) == pytest.approx(rows_loss(rows), rel=1e-12)
+        np.testing.assert_allclose(ms.grad(rows_loss)(rows),
+                                   numerical_grad(rows_loss, (rows,)), rtol=1e-6)
     else:                            # a jit calling a jit: one module, no call of it
         j = ms.jit(calls_jit)
         assert j(X) == pytest.approx(calls_jit(X), rel=1e-12)

@@ -306,3 +306,7 @@ def _parallel_jit(function):
 
 def _as_written(function):
     return function
+
+
+#: a vmap written inside a function being differentiated or compiled is made while building
+vmap.__s2sgrad_transform__ = "makes"
