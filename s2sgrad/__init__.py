@@ -15,6 +15,7 @@ from .api.higher import hvp, hessian
 from .api.jacobian import jacobian
 from .api.show import show
 from .api.vmap import vmap
+from .api.jit import jit
 
 __version__ = "0.1.0"
 
@@ -22,5 +23,5 @@ __all__ = [
     "DType", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "dtype_to_numpy", "Tensor", "Parameter", "ParameterTuple",
     "set_seed", "ops", "nn", "grad", "value_and_grad", "show", "custom_vjp", "jvp", "jacfwd",
-    "vjp", "jacrev", "hvp", "hessian", "jacobian", "vmap",
+    "vjp", "jacrev", "hvp", "hessian", "jacobian", "vmap", "jit",
 ]

@@ -12,7 +12,8 @@ one CPU with BLAS, OpenMP, Numba and XLA on one thread: the numpy forward, then 
 tool's derivative, built once, its first call timed (s2sgrad's includes generating the
 code into a fresh cache folder and any Numba compile; JAX's the jit compile), checked
 against JAX's result (or autograd's where JAX did not run), then the best time of
-repeated calls.  A tool that refuses an eval's spelling is listed with its error.  The
+repeated calls (and of the other spellings an eval lists in ``extra_tools``, printed
+under the table).  A tool that refuses an eval's spelling is listed with its error.  The
 table gives milliseconds and the ratios s2sgrad / JAX and s2sgrad / its numpy forward,
 and the geometric mean of s2sgrad / JAX.  ``--clock cpu`` times the repeated calls by
 the CPU time of the process (``time.process_time``: every thread, JAX's included) instead
@@ -109,6 +110,10 @@ def measure(name, try_all=False):
             wait_all()
             row["compiling"] = time.perf_counter() - t0
         row["times"][tool] = best_time(fn, args)
+    for tool, builder in getattr(module, "extra_tools", {}).items():   # other spellings
+        out = run_tool(builder, args)
+        row.setdefault("extra", {})[tool] = out if isinstance(out, str) else \
+            best_time(out[2], args)
     reference = next((t for t in ("jax", "autograd") if t in results), None)
     if "s2sgrad" in results and reference:
         row["check"] = ("agrees with " + reference if agree(results["s2sgrad"], results[reference])
@@ -149,6 +154,11 @@ def report(rows):
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"\ngeometric mean of s2sgrad / JAX over {len(ratios)} evals: {geo:.2f}x")
     for row in rows:
+        for tool, t in row.get("extra", {}).items():
+            jax = row["times"].get("jax")
+            print(f"{row['eval']}: {tool}: " + (t if isinstance(t, str) else
+                  f"{ms(t)} ms" + (f" ({t / jax:.2f}x JAX)" if jax else "")))
+    for row in rows:
         for tool, why in row["refused"].items():
             print(f"{row['eval']}: {tool} refused: {why}")
 
@@ -161,6 +171,10 @@ def merge(rounds):
             row["forward"] = row["forward"] and min(row["forward"], again["forward"])
             for tool, t in again["times"].items():
                 row["times"][tool] = min(row["times"].get(tool, t), t)
+            for tool, t in again.get("extra", {}).items():
+                kept = row.setdefault("extra", {}).get(tool, t)
+                row["extra"][tool] = t if isinstance(kept, str) else \
+                    kept if isinstance(t, str) else min(kept, t)
     return merged
 
 

@@ -18,6 +18,9 @@ documents.
   ``HessianFunction``) and the gradient of a gradient (``GradOfGradFunction``);
 - ``vmap``: ``vmap`` (not a derivative: the batched function, ``Vmap``), its axes
   checked in ``vmap_axes``;
+- ``jit``: ``jit`` (not a derivative: the function compiled as written, ``Jit``, built
+  on the ``Derivative`` base for its builds, guards and call plans; transparent to every
+  transform through ``arguments.check_function``);
 - ``composed``: reverse-mode transforms of a derivative object (grad, jacrev, vjp,
   hessian, hvp of jacfwd(f), hessian(f)...), built as forward mode over it;
 - ``inside``: the rule of a derivative object called inside a differentiated function
@@ -37,5 +40,6 @@ import no other module of the package but ``arguments``; ``loading`` and ``deriv
 import those; ``forward`` imports ``derivative``; ``composed`` imports ``forward``;
 ``higher`` imports ``composed`` and ``forward``; ``reverse`` and ``split`` import
 ``derivative``, ``composed`` and ``forward`` (``reverse`` ``higher`` too); ``show``
-imports every mode; ``jacobian`` imports ``forward`` and ``split``.
+imports every mode; ``jacobian`` imports ``forward`` and ``split``; ``jit`` imports
+``derivative``.
 """

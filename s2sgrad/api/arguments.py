@@ -21,9 +21,11 @@ from ..tensor import Parameter, Tensor
 
 def check_function(fn, api):
     """``fn`` must be callable; an int or tuple there is a grad_position passed as the
-    function (``@grad(1)``)."""
+    function (``@grad(1)``).  Gives what ``api`` transforms: ``fn``, or for a ``jit``
+    object the function it compiles (``__s2sgrad_transparent__``: every transform of
+    ``jit(f)`` is that of ``f``)."""
     if callable(fn):
-        return
+        return getattr(fn, "__s2sgrad_transparent__", fn)
     if isinstance(fn, (int, tuple)) and not isinstance(fn, bool):
         raise TypeError(
             f"{api}'s first argument is the function to differentiate, got {fn!r}; as a "

@@ -147,17 +147,8 @@ def hot_function_of(plan, key):
     values.update(finish=finish_gradient, holds=holds, signature=plan.signature,
                   compiled=plan.compiled, backend=plan.backend, generated=plan.generated,
                   run=plan.run if plan.with_value else plan.run_grads)
-    body = (f"if not ({test}):\n"
-            f"    return None\n"
-            f"if derivative._last is not signature or derivative._compiled is not compiled "
-            f"or compiled.backend != backend" +
-            (" or not holds(generated)" if plan.guarded else "") + ":\n"
-            f"    return None\n"
-            f"try:\n"
-            f"    value, computed = run({names})\n"
-            f"except Exception as exc:\n"
-            f"    raise derivative._noted(exc, generated, [{names}])\n"
-            f"return " + (f"value, {result}" if plan.with_value else result))
+    body = _hot_body(test, plan.guarded, "None", names, f"value, computed = run({names})") + \
+        "return " + (f"value, {result}" if plan.with_value else result)
     return _compiled("hot_call(derivative, args)", body, "None", arity, values)
 
 
@@ -231,3 +222,55 @@ class GradientPlan(CallPlan):
         if plain and key is not None:
             self.matches = matcher_of(key)
             self.hot_call = hot_function_of(self, key)
+
+
+#: what a ``JitPlan``'s ``hot_call`` gives where the full path must decide (a compiled
+#: function may return None)
+MISS = object()
+
+
+class JitPlan(CallPlan):
+    """A ``CallPlan`` of a compiled function (``api/jit.py``), with, for calls that need
+    no Python-side shaping (no Tensors, no values read from outside), ``hot_call``: one
+    function of the ``Jit`` object and a call's argument tuple that tests the arguments
+    as ``plan_key`` reads them, checks that the code is still the object's current one
+    and that what it read from outside is unchanged, and runs it; ``MISS`` where a test
+    fails."""
+
+    def __init__(self, signature, variant, args, inputs, key=None):
+        super().__init__(signature, variant, args, inputs)
+        self.compiled = variant[1]
+        self.hot_call = None
+        if key is not None and not (self.free or self.tensor_args):
+            self.hot_call = _hot_run_of(self, key)
+
+
+def _hot_run_of(plan, key):
+    """``JitPlan.hot_call`` for the ``plan_key`` ``key`` (None for a key ``matcher_of``
+    cannot test)."""
+    tests = _argument_tests(key)
+    if tests is None:
+        return None
+    test, values = tests
+    names = ", ".join(f"a{k}" for k in range(len(key)))
+    values.update(MISS=MISS, holds=holds, signature=plan.signature, compiled=plan.compiled,
+                  backend=plan.backend, generated=plan.generated, run=plan.run)
+    body = _hot_body(test, plan.guarded, "MISS", names, f"return run({names})")
+    return _compiled("hot_call(derivative, args)", body, "MISS", len(key), values)
+
+
+def _hot_body(test, guarded, miss, names, run):
+    """The lines of a hot call: ``return {miss}`` unless the arguments pass ``test`` and
+    the plan's code is still the derivative's current one (with ``guarded``, what it read
+    from outside unchanged); then ``run`` (a statement running the code on ``names``), an
+    error raised in it noted with the user's line."""
+    return (f"if not ({test}):\n"
+            f"    return {miss}\n"
+            f"if derivative._last is not signature or derivative._compiled is not compiled "
+            f"or compiled.backend != backend" +
+            (" or not holds(generated)" if guarded else "") + ":\n"
+            f"    return {miss}\n"
+            f"try:\n"
+            f"    {run}\n"
+            f"except Exception as exc:\n"
+            f"    raise derivative._noted(exc, generated, [{names}])\n")

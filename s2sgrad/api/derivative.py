@@ -34,6 +34,10 @@ differentiated function; None: none), and its own ``__init__`` (its options),
 
 A derivative of a derivative (``jvp(grad(f), ...)``) differentiates the inner one's
 generated code, as ``api.nested`` writes it.
+
+``api/jit.py``'s ``Jit`` (a function compiled, not differentiated) is built on this base
+too: its ``derivative_mode`` stays None (it is no derivative object), it checks no
+positions (``_check_positions``) and runs its own ``__call__``.
 """
 import inspect
 import types
@@ -375,18 +379,7 @@ class Derivative:
         their signature; gives (Generated, leaf arrays, leaves, trees)."""
         self._weight_list()          # an unbound gradient with a weights function: refused
         args = self._complete(args, kwargs)
-        positions = self.positions or ()
-        if self.positions is not None and len(positions) == 0:
-            raise GradientArgumentError(
-                f"grad_position is an empty tuple; name at least one of the {len(args)} "
-                f"argument positions, or pass grad_position=None with weights")
-        for p in positions:
-            if p >= len(args):
-                raise GradientArgumentError(
-                    f"grad_position {p} is out of range: the gradient of {self.name} "
-                    f"was called with {count_text(len(args), 'argument')}, so the positions "
-                    f"are {positions_text(len(args))}; pass a position that names an "
-                    f"argument, or call it with more arguments")
+        self._check_positions(args)
         self._check_count(args)
         # tuples, lists and dicts are flattened: the generated function takes their leaves
         trees, leaves = [], []
@@ -394,7 +387,7 @@ class Derivative:
             items, tree = flatten(a) if is_tree(a) else ([a], None)
             trees.append(tree)
             leaves.extend(items)
-        for p in positions:
+        for p in self.positions or ():
             items, tree = flatten(args[p]) if trees[p] is not None else ([args[p]], None)
             for item, path in zip(items, leaf_paths(tree)):
                 check_differentiable(p, to_array(item), path)
@@ -409,6 +402,21 @@ class Derivative:
                 f"{count_text(generated.n_params, 'value')}, but the call gave {len(arrays)}; "
                 f"pass one value per parameter of {self.name}")
         return generated, arrays, leaves, trees
+
+    def _check_positions(self, args):
+        """The differentiated positions name arguments of the call ``args``."""
+        positions = self.positions or ()
+        if self.positions is not None and len(positions) == 0:
+            raise GradientArgumentError(
+                f"grad_position is an empty tuple; name at least one of the {len(args)} "
+                f"argument positions, or pass grad_position=None with weights")
+        for p in positions:
+            if p >= len(args):
+                raise GradientArgumentError(
+                    f"grad_position {p} is out of range: the gradient of {self.name} "
+                    f"was called with {count_text(len(args), 'argument')}, so the positions "
+                    f"are {positions_text(len(args))}; pass a position that names an "
+                    f"argument, or call it with more arguments")
 
     def _check_count(self, args):
         """More arguments than the function takes is an error naming both counts."""

@@ -302,7 +302,7 @@ def jvp(fn, inputs, v, has_aux=False):
     ``(out, aux...)``, only ``out`` is differentiated and the result is
     ``(out, jvp_out, aux)``.
     """
-    check_function(fn, "jvp")
+    fn = check_function(fn, "jvp")
     check_has_aux(has_aux)
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     tangents = tuple(v) if isinstance(v, (tuple, list)) else (v,)
@@ -328,7 +328,7 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     the inputs in one batched sweep, or one forward-mode pass per direction in one
     compiled loop (``JacfwdFunction``).
     """
-    check_function(fn, "jacfwd")
+    fn = check_function(fn, "jacfwd")
     check_has_aux(has_aux)
     if grad_position is None:
         raise TypeError("jacfwd's grad_position must be an int or a tuple of ints, not None")

@@ -49,7 +49,7 @@ def hvp(fn, inputs, v):
     ``inputs`` is one value (an array, a Tensor, a float) or a tuple of them; ``v`` has
     the same structure and shapes.  Gives ``H v`` in that structure (every input is
     differentiated: the Hessian is over all of them together)."""
-    check_function(fn, "hvp")
+    fn = check_function(fn, "hvp")
     single = not isinstance(inputs, (tuple, list))
     args = (inputs,) if single else tuple(inputs)
     vs = (v,) if single else (tuple(v) if isinstance(v, (tuple, list)) else None)
@@ -78,7 +78,7 @@ def hessian(fn=None, grad_position=0):
     (module doc).  A decorator too."""
     if fn is None:
         return lambda f: hessian(f, grad_position)
-    check_function(fn, "hessian")
+    fn = check_function(fn, "hessian")
     if grad_position is None:
         raise TypeError("hessian's grad_position must be an int or a tuple of ints, got None")
     check_positions(grad_position)

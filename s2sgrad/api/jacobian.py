@@ -28,7 +28,7 @@ def jacobian(fn=None, grad_position=0, has_aux=False):
     too."""
     if fn is None:
         return lambda f: jacobian(f, grad_position, has_aux)
-    check_function(fn, "jacobian")
+    fn = check_function(fn, "jacobian")
     if grad_position is None:
         raise TypeError("jacobian's grad_position must be an int or a tuple of ints, "
                         "got None")

@@ -20,6 +20,7 @@ from .. import runtime as rt
 from ..backend import cache
 from ..compiler.batch.loops import structure_text
 from ..compiler.front.guards import fixed_objects
+from ..compiler.pipeline import build
 from ..compiler.pipeline_higher import differentiable_gradient, refuse_inner_derivatives
 from ..compiler.pipeline_split import build_split
 from ..errors import DerivativeCompositionError, GradientArgumentError
@@ -82,18 +83,20 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
                                        argument_types(arrays), trees)
     refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
                              "a derivative of the gradient")
-    return _gradient_written(gradient, fn, positions, trees,
+    return _gradient_written(_module_of(gradient), fn, positions, trees,
                              inner is not None and inner.with_value)
 
 
-def gradient_inlined(inner, arg_types):
+def gradient_inlined(inner, arg_types, primal=False):
     """A plain gradient object ``inner`` (``grad(f, positions)`` or
     ``value_and_grad(f, positions)``) called inside a function being differentiated,
     with arguments of ``arg_types`` (as ``argument_types`` gives them, one per argument):
     the function ``gradient_as_function`` writes, for the front end to lower as a callee
     (``compiler/front/derivative_calls.py``); None where the call keeps its custom rule
     (``api/inside.py``): a gradient with options, of a derivative, built by sizes, or
-    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``).  The
+    whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``; with
+    ``primal``, for a function compiled by ``s2sgrad.jit``, the code is not
+    differentiated again: any helper will do).  The
     function carries ``__s2sgrad_result_like__`` (the argument position of each
     gradient: one int for one) and ``__s2sgrad_with_value__`` (its result is ``(value,
     gradients)``)."""
@@ -104,11 +107,15 @@ def gradient_inlined(inner, arg_types):
     if not plain:
         return None
     fn, bound_self = inner._target()
-    gradient = differentiable_gradient(fn, inner.positions, bound_self, arg_types, None)
-    if gradient.differentiated.lowered.by_shape or any(
-            getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or \
+    if primal:          # not differentiated again: the gradient's own (faster) spelling
+        gradient = _fast_module(fn, inner.positions, bound_self, arg_types)
+    else:
+        gradient = _module_of(differentiable_gradient(fn, inner.positions, bound_self,
+                                                      arg_types, None))
+    if gradient.by_shape or not primal and (any(
+            getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or
             not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
-                    for name in set(_HELPER.findall(gradient.source))):
+                    for name in set(_HELPER.findall(gradient.source)))):
         return None
     function = _gradient_written(gradient, fn, inner.positions, None, inner.with_value)
     positions = inner.positions
@@ -121,20 +128,55 @@ def gradient_inlined(inner, arg_types):
 _HELPER = re.compile(r"\brt\.(\w+)\(")
 
 
-def _gradient_written(gradient, fn, positions, trees, with_value=False):
-    """The function of ``gradient`` (a ``differentiable_gradient``) that
-    ``gradient_as_function`` gives (``(value, gradients)`` with ``with_value``)."""
+class _Module:
+    """What ``_gradient_written`` reads of a loaded value-and-gradient module, whichever
+    pipeline wrote it: ``function`` (the leaves, then the values ``free`` read from
+    outside -> ``(value, (the gradients computed,))``), ``source``, ``path``,
+    ``line_map``, ``guards``, ``wrt`` / ``computed`` / ``arg_leaves`` (as ``Generated``
+    has them) and ``by_shape``."""
+
+    def __init__(self, function, source, path, line_map, free, guards, wrt, computed,
+                 arg_leaves, by_shape):
+        self.function, self.source, self.path, self.line_map = function, source, path, \
+            line_map
+        self.free, self.guards, self.wrt, self.computed = free, guards, wrt, computed
+        self.arg_leaves, self.by_shape = arg_leaves, by_shape
+
+
+def _module_of(gradient):
+    """The ``_Module`` of a ``differentiable_gradient``."""
     d = gradient.differentiated
+    return _Module(gradient.function, gradient.source, gradient.path, gradient.line_map,
+                   gradient.free, gradient.guards, d.wrt, [r is not None for r in d.returned],
+                   d.lowered.arg_leaves, d.lowered.by_shape)
+
+
+def _fast_module(fn, positions, bound_self, arg_types):
+    """The ``_Module`` of ``fn``'s value and gradient w.r.t. ``positions`` as ``grad``
+    builds it (``compiler/pipeline.py``: its tape a list of tuples, no constants table or
+    kept arrays), for a function compiled by ``s2sgrad.jit`` to inline: the front end
+    reads that spelling, which it cannot differentiate again."""
+    generated = build(fn, positions, (), False, bound_self, arg_types=arg_types)
+    function, path, _ = cache.materialise(generated.function_name, generated.source,
+                                          generated.function_name)
+    return _Module(function, generated.source, path, generated.line_map, generated.free,
+                   generated.guards, generated.wrt, generated.computed,
+                   generated.arg_leaves, generated.by_shape)
+
+
+def _gradient_written(gradient, fn, positions, trees, with_value=False):
+    """The function of ``gradient`` (a ``_Module``) that ``gradient_as_function`` gives
+    (``(value, gradients)`` with ``with_value``)."""
     free = [f"free_{k}" for k in range(len(gradient.free))]
-    params = [f"a{i}" for i in range(len(d.lowered.arg_leaves))]
+    params = [f"a{i}" for i in range(len(gradient.arg_leaves))]
     leaves = [f"a{i}{path}" for i, tree in enumerate(trees or [None] * len(params))
               for path in leaf_paths(tree)]
     grads, k = {}, 0
-    for (kind, leaf), has in zip(d.wrt, [r is not None for r in d.returned]):
+    for (kind, leaf), has in zip(gradient.wrt, gradient.computed):
         grads[leaf] = f"grads[{k}]" if has else f"np.zeros_like({leaves[leaf]})"
         k += has
     per_position = [_structure_text((trees or [None] * len(params))[p],
-                                    [grads[leaf] for leaf in d.lowered.arg_leaves[p]])
+                                    [grads[leaf] for leaf in gradient.arg_leaves[p]])
                     for p in positions]
     result = per_position[0] if len(per_position) == 1 else \
         "(" + ", ".join(per_position) + ")"
@@ -145,7 +187,7 @@ def _gradient_written(gradient, fn, positions, trees, with_value=False):
         name=name, params=", ".join(params), leaves=", ".join(leaves),
         free="".join(", " + f for f in free), result=result)
     make = cache.materialise(f"{name}_as_function", source, "make")[0]
-    return _with_origins(made(make, gradient.function, gradient, d.lowered.by_shape), fn,
+    return _with_origins(made(make, gradient.function, gradient, gradient.by_shape), fn,
                          gradient.path, gradient.line_map)
 
 

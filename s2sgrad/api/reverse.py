@@ -46,7 +46,7 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     """
     if fn is None:
         return _decorator(grad, grad_position, weights, has_aux, return_ids, memory_limit)
-    check_function(fn, "grad")
+    fn = check_function(fn, "grad")
     limit = _limit_for(fn, memory_limit)
     if limit is not None:
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, False, limit)
@@ -63,7 +63,7 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
     if fn is None:
         return _decorator(value_and_grad, grad_position, weights, has_aux, return_ids,
                           memory_limit)
-    check_function(fn, "value_and_grad")
+    fn = check_function(fn, "value_and_grad")
     limit = _limit_for(fn, memory_limit)
     if limit is not None:
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, True, limit)
@@ -197,12 +197,13 @@ class GradFunction(Derivative):
                 "differentiate: use a gradient without memory_limit there (the derivative "
                 "of a gradient keeps its tape whole)")
 
-    def __s2sgrad_inline_call__(self, arg_types):
-        """This gradient's code for a call inside a function being differentiated, or
-        None (``api/nested.py``'s ``gradient_inlined``)."""
+    def __s2sgrad_inline_call__(self, arg_types, primal=False):
+        """This gradient's code for a call inside a function being differentiated (or,
+        ``primal``, compiled by ``s2sgrad.jit``), or None (``api/nested.py``'s
+        ``gradient_inlined``)."""
         if self.memory_limit is not None:
             return None     # its rule refuses it, saying why
-        return gradient_inlined(self, arg_types)
+        return gradient_inlined(self, arg_types, primal)
 
     def flat_result_count(self):
         """How many arrays a call returns when they are one array (1) or a flat tuple

@@ -68,7 +68,7 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
                             "grad_position, weights and has_aux; leave them out")
         g = fn
     else:
-        check_function(fn, "show")
+        fn = check_function(fn, "show")
         g = GradFunction(fn, grad_position, weights, has_aux, False, True)
     if example_args or example_kwargs:
         # the gradient object's last call stays what its source and path report
@@ -97,7 +97,7 @@ def show(fn, *example_args, grad_position=0, weights=None, has_aux=False, mode="
 def _show_mode(fn, example_args, example_kwargs, grad_position, has_aux, mode):
     """``show(fn, ..., mode=mode)`` for a mode of ``MODES``: its transform's code, w.r.t.
     every argument for ``EVERY_ARGUMENT``'s, as they build it."""
-    check_function(fn, "show")
+    fn = check_function(fn, "show")
     if has_aux and mode in SCALAR:
         raise TypeError(f"show(mode={mode!r}) takes no has_aux: {mode} differentiates a "
                         f"scalar function")

@@ -36,7 +36,7 @@ def vjp(fn, *inputs, weights=None, has_aux=False):
     """``(outputs, vjp_fn)`` of ``fn`` at ``inputs`` (``(outputs[0], vjp_fn, aux)`` with
     ``has_aux``): see the module doc.  Every input is differentiated, so each must be a
     float, a float array or Tensor, or a tuple, list or dict of them."""
-    check_function(fn, "vjp")
+    fn = check_function(fn, "vjp")
     check_has_aux(has_aux)
     check_weights(weights)
     if not inputs:
@@ -70,7 +70,7 @@ def jacrev(fn=None, grad_position=0, has_aux=False):
     or a tuple of ints), by reverse mode: see the module doc.  A decorator too."""
     if fn is None:
         return lambda f: jacrev(f, grad_position, has_aux)
-    check_function(fn, "jacrev")
+    fn = check_function(fn, "jacrev")
     if grad_position is None:
         raise TypeError("jacrev's grad_position must be an int or a tuple of ints, got None")
     check_positions(grad_position)

@@ -43,7 +43,7 @@ def vmap(fn, in_axes=0, out_axes=0):
     """The batched version of ``fn``: called with arrays having a mapped axis (``in_axes``),
     it gives what calling ``fn`` once per index of that axis gives, stacked along
     ``out_axes``.  See the module doc and the README's "vmap"."""
-    check_function(fn, "vmap")
+    fn = check_function(fn, "vmap")
     return Vmap(fn, in_axes, out_axes)
 
 
@@ -306,3 +306,7 @@ def _parallel_jit(function):
 
 def _as_written(function):
     return function
+
+
+#: a vmap written inside a function being differentiated or compiled is made while building
+vmap.__s2sgrad_transform__ = "makes"

@@ -198,10 +198,17 @@ class Compiled:
             result_types.remember(self.path, self.digest, record_key, skeleton)
         return restore, compiled
 
+    #: whether the Python reference run takes copies of the arrays (code that writes into
+    #: its arguments, as a function compiled by ``s2sgrad.jit`` may: the compiled run that
+    #: follows must find them as the caller gave them)
+    copies_inputs = False
+
     def _reference(self, args):
         """The result of the code run as Python on ``args`` (its types are the reference
         for the compiled results)."""
         self.reference_runs += 1
+        if self.copies_inputs:
+            args = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
         return as_numpy_scalars(self.py_func(*args))
 
     def _compile(self, args):

@@ -16,5 +16,7 @@ ones only (``tests/test_import_graph.py`` asserts it):
 The pipelines at the top run the stages for one transform each: ``pipeline.py``
 (reverse mode: value and gradient), ``pipeline_split.py`` (reverse mode with the sweeps
 apart: vjp, jacrev), ``pipeline_forward.py`` (jvp, jacfwd), ``pipeline_higher.py``
-(forward over reverse: hvp, hessian) and ``pipeline_vmap.py`` (vmap).
+(forward over reverse: hvp, hessian), ``pipeline_vmap.py`` (vmap) and
+``pipeline_primal.py`` (``s2sgrad.jit``: the function itself, its calls inlined, no
+derivative).
 """

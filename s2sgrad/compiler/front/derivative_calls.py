@@ -9,7 +9,9 @@ so the outer generated code holds its statements (no Python-level call per use, 
 module for Numba) and the outer transform differentiates them.  It gives None where
 the object declines (options, helpers with no reverse rule, a build by sizes) or where
 an argument's rank is not known here: the call then takes the object's custom rule
-(``api/inside.py``).
+(``api/inside.py``), or in a function compiled by ``s2sgrad.jit`` (``primal``: its code
+is not differentiated, so the object inlines code whatever helpers it calls) is called as
+it is.
 """
 import numpy as np
 
@@ -27,7 +29,7 @@ def inlined_derivative(calls, frame, node, obj, args, kwargs):
     arg_types = [argument_type(calls.types, a) for a in args]
     if any(t is None for t in arg_types):
         return None
-    function = offer(arg_types)
+    function = offer(arg_types, primal=True) if calls.state.primal else offer(arg_types)
     if function is None:
         return None
     result = calls.inline(frame, node, function, tuple(args), {}, None)

@@ -62,18 +62,19 @@ def _leaf_hint(hint, key):
     return f"{hint}_{text}" if text else hint
 
 
-def lower_function(fn, bound_self=None, arg_types=None, arg_trees=None):
-    """(the Lowerer, the LoweredFunction) of ``fn``; see ``Lowerer``.  A recursion refused
+def lower_function(fn, bound_self=None, arg_types=None, arg_trees=None, primal=False):
+    """(the Lowerer, the LoweredFunction) of ``fn``; see ``Lowerer`` (``primal``: the
+    function is compiled, not differentiated: ``pipeline_primal.py``).  A recursion refused
     because a run-time condition decides whether it recurses is lowered again with the
     arguments' shapes known as numbers (``x.shape[0] == 1`` then folds): the result's
     ``by_shape`` says the code holds only for arguments of those sizes."""
-    lowerer = Lowerer(arg_types, arg_trees)
+    lowerer = Lowerer(arg_types, arg_trees, primal=primal)
     try:
         return lowerer, lowerer.lower(fn, bound_self)
     except RecursionUnrollError as exc:
         if not exc.at_run_time or not any(t and len(t) > 3 for t in arg_types or ()):
             raise
-    lowerer = Lowerer(arg_types, arg_trees, by_shape=True)
+    lowerer = Lowerer(arg_types, arg_trees, by_shape=True, primal=primal)
     return lowerer, lowerer.lower(fn, bound_self)
 
 
@@ -83,14 +84,16 @@ class Lowerer:
     ``arg_types``: per leaf parameter, (dtype, ndim[, unit dimensions[, shape]]),
     ("const", value) or None; ``arg_trees``: per argument, its treedef (s2sgrad.trees),
     None for a leaf; ``by_shape``: the arguments' shapes are known as numbers (a
-    recursion that ends by shapes unrolls; see ``lower_function``).  One Lowerer lowers
-    one function (``lower``)."""
+    recursion that ends by shapes unrolls; see ``lower_function``); ``primal``: the
+    function is compiled, not differentiated (``LoweringState.primal``).  One Lowerer
+    lowers one function (``lower``)."""
 
-    def __init__(self, arg_types=None, arg_trees=None, by_shape=False):
+    def __init__(self, arg_types=None, arg_trees=None, by_shape=False, primal=False):
         self.arg_types = arg_types
         self.arg_trees = arg_trees
         self.by_shape = by_shape
         self.state = LoweringState()
+        self.state.primal = primal
         self.types = TypeInfo()
         self.types.shapes.exact = by_shape
         self.aliases = AliasTracking(self.types)
@@ -136,7 +139,8 @@ class Lowerer:
             arg_leaves.append(list(range(first, len(params))))
         frame = Frame(parsed, env)
         if bound_self is not None and getattr(type(bound_self), "bprop", None) is not None \
-                and fn is getattr(type(bound_self), "construct", None):
+                and fn is getattr(type(bound_self), "construct", None) \
+                and not self.state.primal:
             # a Cell with its own backward, differentiated as a whole
             frame.output = self.calls.cell_call(frame, parsed.node, bound_self, tuple(atoms), {},
                                                 None)

@@ -122,6 +122,9 @@ class CallLowering:
             return value
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
+        transparent = getattr(obj, "__s2sgrad_transparent__", None)
+        if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
+            return self.call_object(frame, node, transparent, args, kwargs, hint)
         inline = getattr(obj, "__s2sgrad_inline__", None)
         if inline is not None:      # a vmap: differentiated through its differentiable loop
             return self.inline(frame, node, inline, args, kwargs, None)
@@ -130,7 +133,13 @@ class CallLowering:
         inlined = inlined_derivative(self, frame, node, obj, args, kwargs)
         if inlined is not None:     # a gradient object: its code, lowered as a callee
             return inlined
+        if self.state.primal and getattr(obj, "derivative_mode", None) is not None:
+            # compiled, not differentiated: a derivative object not inlined is called
+            return self.opaque_call(frame, node, obj, args, kwargs, hint)
         custom = getattr(obj, "__s2sgrad_custom_vjp__", None)
+        if custom is not None and self.state.primal and \
+                inspect.isfunction(getattr(custom, "forward", None)):
+            return self.inline(frame, node, custom.forward, args, kwargs, None)
         if custom is not None and hasattr(custom, "with_arity") and not kwargs:
             custom = custom.with_arity(len(args))     # a derivative object's rule
         if custom is not None:
@@ -138,10 +147,7 @@ class CallLowering:
                                      kwargs, hint, name=custom.__name__,
                                      tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
-            expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
-            result = self.emitter.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
-            self.emitter.declare_tuple(result.name, getattr(obj, "structure", None))
-            return result
+            return self.opaque_call(frame, node, obj, args, kwargs, hint)
         rule = lookup(obj)
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
@@ -169,6 +175,13 @@ class CallLowering:
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def opaque_call(self, frame, node, obj, args, kwargs, hint):
+        """A call of ``obj`` that generated code makes as it is (no derivative of its own)."""
+        expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
+        result = self.emitter.emit(frame, node, prims.OPAQUE, args, kwargs, expr, hint)
+        self.emitter.declare_tuple(result.name, getattr(obj, "structure", None))
+        return result
 
     def scalar_lists_as_arrays(self, frame, node, prim, rule, args, kwargs):
         """``np.max([x, y])``: a list or tuple of numbers given where a numpy rule
@@ -220,7 +233,7 @@ class CallLowering:
     def cell_call(self, frame, node, cell, args, kwargs, hint):
         construct = type(cell).construct
         bprop = getattr(type(cell), "bprop", None)
-        if bprop is not None:
+        if bprop is not None and not self.state.primal:
             return lower_custom_call(self, frame, node, construct, bprop, args, kwargs, hint,
                                      bound_self=cell, name=f"{type(cell).__name__}.bprop",
                                      internal_params=tuple(getattr(cell, "internal_params", ())

@@ -72,6 +72,9 @@ class LoweringState:
         #: bound only in a loop body that may run zero times, or on one side of a branch
         #: (no copy is made of them where Python reads nothing: ``lower_loops``)
         self.unbound = set()
+        #: the function is compiled, not differentiated (``s2sgrad.jit``): a derivative
+        #: object that is not inlined is called as it is, with no rule lowered for it
+        self.primal = False
 
     def collect(self, lower):
         """Run ``lower`` with a fresh op list (and no values to reuse from outside it: a
