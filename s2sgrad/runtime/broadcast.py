@@ -1,0 +1,97 @@
+"""numpy's ``+ - * /`` of two float64 arrays over a broadcast with short rows, as one
+compiled loop (``rt.Kept``'s fast case for its large results: ``runtime/buffers.py``
+asks ``binary`` first).
+
+numpy runs a broadcast that its iterator cannot merge into long contiguous rows as one
+inner loop per short row: GradBench's gmm centres its points for every component,
+``x[:, None, :] - mu[None, :, :]`` (1,000 x 25 x 10), in rows of 10 numbers: 0.33 ms,
+six times a contiguous pass of the same size; ``s[:, :, None] * a`` (a number per row of
+10) three times.  ``binary(fn, a, b, out)`` gives ``fn(a, b)`` (``np.add``,
+``np.subtract``, ``np.multiply``, ``np.true_divide``) written into ``out`` (or a new
+array) by one loop over the broadcast merged into three axes (``fused.merged``), when
+
+- both operands are exact float64 ``np.ndarray``s of different shapes (an axis an
+  operand repeats, stride 0, counts as length 1: ``fused.collapsed``), the result has at
+  least ``BROADCAST_NUMBERS`` numbers and its merged last axis is shorter than
+  ``SHORT_ROW`` (longer rows are numpy's fast case), ``out`` is None or a C-ordered
+  float64 array of the result's shape, and Numba is allowed (``fused.allowed``);
+- the loop is compiled: ``rt.Fused``'s compile thread, started by the first call that
+  could take it, which gets None (the caller runs numpy), as every call does until the
+  compile is done, so no result depends on it;
+
+None otherwise.  Each number goes through the one IEEE operation numpy's does: the same
+bits (numpy's divide-by-zero warnings are not raised; the infinities and NaNs are the
+same).
+"""
+import numpy as np
+
+from . import fused
+
+__all__ = ["binary"]
+
+#: the least result size taken (numbers): 512 KiB of float64, where numpy's short rows
+#: cost ~0.1-0.3 ms (below it the call's own overhead is most of the time)
+BROADCAST_NUMBERS = 2 ** 16
+#: a merged last axis at least this long is a long row numpy runs at full speed
+SHORT_ROW = 64
+_CODES = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _loops(code, out, a, b):
+    # out[i, j, m] = a <code: + - * /> b at (i, j, m); an operand of length 1 along an axis
+    #    is read at 0 there
+    a0, a1, a2 = a.shape[0] > 1, a.shape[1] > 1, a.shape[2] > 1
+    b0, b1, b2 = b.shape[0] > 1, b.shape[1] > 1, b.shape[2] > 1
+    for i in range(out.shape[0]):
+        a_i, b_i, out_i = a[i * a0], b[i * b0], out[i]
+        for j in range(out.shape[1]):
+            a_ij, b_ij, out_ij = a_i[j * a1], b_i[j * b1], out_i[j]
+            for m in range(out.shape[2]):
+                x, y = a_ij[m * a2], b_ij[m * b2]
+                if code == 0:
+                    out_ij[m] = x + y
+                elif code == 1:
+                    out_ij[m] = x - y
+                elif code == 2:
+                    out_ij[m] = x * y
+                else:
+                    out_ij[m] = x / y
+
+
+_KERNEL = fused.Fused(_loops, None, 2, ranks=(0, 3, 3, 3))
+
+
+def binary(fn, a, b, out):
+    """``fn(a, b)`` into ``out`` (or a new array), or None: see the module doc."""
+    code = _CODES.get(fn)
+    if code is None or type(a) is not np.ndarray or type(b) is not np.ndarray or \
+            a.dtype != _FLOAT64 or b.dtype != _FLOAT64:
+        return None
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return None                       # numpy raises its own error
+    a, b = fused.collapsed(a), fused.collapsed(b)      # a repeated axis is a broadcast
+    if a.shape == b.shape:
+        return None
+    size = 1
+    for n in shape:
+        size *= n
+    if size < BROADCAST_NUMBERS or not fused.allowed():
+        return None
+    grid, dims = fused.merged(shape, (a, b), 3)
+    if grid is None or grid[2] >= SHORT_ROW or grid[1] == 1:
+        return None
+    if out is not None and (type(out) is not np.ndarray or out.shape != shape or
+                            out.dtype != _FLOAT64 or not out.flags.c_contiguous):
+        return None
+    if _KERNEL.compiled is None:
+        _KERNEL.start()
+        if _KERNEL.compiled is None:
+            return None
+    if out is None:
+        out = np.empty(shape)
+    _KERNEL.compiled(code, out.reshape(grid), np.ascontiguousarray(a.reshape(dims[0])),
+                     np.ascontiguousarray(b.reshape(dims[1])))
+    return out
