@@ -14,14 +14,17 @@ call (numpy's ``out=``) touches memory that is already mapped.
   call running while another holds the pool's ``Kept`` (another thread, a recursion)
   gets an empty one;
 - ``kept.subtract(a, b)`` (any numpy ufunc by its name, the helpers ``einsum``,
-  ``einsum_adjoints`` and ``extremum_adjoint`` of ``rt``, and ``kept.fused(kernel, a, b)`` of an ``rt.Fused``) is ``np.subtract(a, b, out=<that array>)`` when the
-  operands have the types, shapes and dtypes (ints and strings: the values) they had
+  ``einsum_adjoints`` and ``extremum_adjoint`` of ``rt``, and ``kept.fused(kernel, a,
+  b)`` of an ``rt.Fused``) is ``np.subtract(a, b, out=<that array>)`` when the operands
+  have the types, shapes and dtypes (ints and strings: the values) they had
   when that array was made, so that the result has its shape and dtype; otherwise
   ``np.subtract(a, b)``, whose result (an array of ``KEEP_BYTES`` or more) is kept in
   its place.  The check is made at every call, so nothing depends on an earlier call
   but where the result is written.  With no exact ``np.ndarray`` among the operands, a
   ufunc that spells a Python operator runs as that operator (``a - b`` of two Python
   numbers stays a Python number, of two tuples an error as before);
+- ``+ - * /`` of two float64 arrays over a broadcast (``(n, 1, d) - (1, k, d)``) run as
+  one compiled loop, same bits (``runtime/broadcast.py``), into the same array;
 - the call ends with ``return BUFFERS.give(kept, result)``: an array of the result that
   is a kept array or a view of one is copied first, so nothing the caller holds is
   written by a later call; then the ``Kept`` goes back to the pool.
@@ -42,7 +45,7 @@ KEEP_BYTES = 64 * 1024
 OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
              np.true_divide: operator.truediv, np.power: operator.pow,
              np.matmul: operator.matmul, np.negative: operator.neg}
-#: the ufuncs whose broadcasts of short rows run as one compiled loop (``runtime/broadcast.py``)
+#: the ufuncs whose broadcasts run as one compiled loop (``runtime/broadcast.py``)
 BROADCASTS = frozenset({np.add, np.subtract, np.multiply, np.true_divide})
 _NUMBERS = (float, complex, np.generic)
 _EXACT = (bool, int, str, type(None))
