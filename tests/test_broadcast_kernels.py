@@ -66,6 +66,7 @@ def test_a_kept_broadcast_is_numpys_result_bit_for_bit_whatever_came_before(orde
                 got = kept.run(fn, (a, b))
                 assert got.dtype == want.dtype and got.shape == want.shape, name
                 np.testing.assert_array_equal(got, want, err_msg=f"{name} {fn.__name__}")
+    assert len(broadcast._KERNEL.compiled.signatures) == 1    # read-only views copied
     a, b, _ = CASES["3 axes: (n, 1, d) - (1, k, d)"]
     zero = np.zeros_like(b)
     np.testing.assert_array_equal(broadcast.binary(np.true_divide, a, zero, None), a / zero)
@@ -192,3 +193,30 @@ def test_lse_gradient_and_the_one_pass_full_max_adjoint(monkeypatch):
     assert extremum_rows.rows(1.0, x.astype(np.float32), np.float32(1), None, False,
                               None) is None
     assert extremum_rows.rows(1.0, x2.T, np.max(x2), None, False, None) is None
+
+
+def test_a_kernel_compiled_at_another_optimisation_level_is_not_cached_on_disk(monkeypatch):
+    """Numba's cache key does not hold ``NUMBA_OPT``: a runtime loop compiled by the test
+    suite (``NUMBA_OPT=0``) and cached was loaded by every later process, unoptimised
+    (gmm's centring 16 ms instead of 0.12).  Only the default level reads and writes
+    the disk cache."""
+    import numba
+    from numba.core import config
+    asked = []
+
+    class Compile:
+        def __init__(self, **options):
+            asked.append(options["cache"])
+
+        def __call__(self, fn):
+            return self
+
+        def compile(self, signature):
+            pass
+
+    monkeypatch.setattr(numba, "njit", Compile)
+    for level, cached in ((0, False), (3, True)):
+        monkeypatch.setattr(fused, "_COMPILED", {})
+        monkeypatch.setattr(config, "OPT", level)
+        fused._compiled(broadcast._loops, (0, 3, 3, 3))
+        assert asked[-1] is cached

@@ -210,6 +210,8 @@ def test_a_kernel_gives_numpys_result_whatever_it_is_given_and_was_given(order):
         assert np.asarray(got).dtype == np.asarray(want).dtype, name
         np.testing.assert_array_equal(got, want, err_msg=name)
     assert kernel.compiled is not None
+    # read-only and stride-0 operands went in as the compiled types: no other compile
+    assert len(kernel.compiled.signatures) == 1
     # what runs compiled: (operations - 1) x size of FUSE_NUMBERS or more, decided per call
     fresh = fused.Fused(kernel.loops, kernel.numpy, 3)
     fresh(*CASES["small"])

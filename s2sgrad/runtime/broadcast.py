@@ -113,15 +113,9 @@ def binary(fn, a, b, out):
     grid, dims = fused.merged(shape, (a, b), 3)
     if grid is None or grid[2] >= LONG_ROW or grid[1] == 1:
         return None
-    if out is not None and (type(out) is not np.ndarray or out.shape != shape or
-                            out.dtype != _FLOAT64 or not out.flags.c_contiguous):
-        return None
-    if _KERNEL.compiled is None:
-        _KERNEL.start()
-        if _KERNEL.compiled is None:
-            return None
+    compiled = _KERNEL.ready()
+    out = None if compiled is None else fused.float64_out(out, shape)
     if out is None:
-        out = np.empty(shape)
-    _KERNEL.compiled(code, out.reshape(grid), np.ascontiguousarray(a.reshape(dims[0])),
-                     np.ascontiguousarray(b.reshape(dims[1])))
+        return None
+    compiled(code, out.reshape(grid), fused.c_operand(a, dims[0]), fused.c_operand(b, dims[1]))
     return out

@@ -74,14 +74,10 @@ def rows(g, x, ans, axis, keepdims, out):
     for v in (g, ans):
         if type(v) is not np.ndarray or v.shape != (n,) or v.dtype != _FLOAT64:
             return None
-    if out is not None and (type(out) is not np.ndarray or out.shape != x.shape or
-                            out.dtype != _FLOAT64 or not out.flags.c_contiguous):
-        return None
-    if _KERNEL.compiled is None:
-        _KERNEL.start()
-        if _KERNEL.compiled is None:
-            return None
+    compiled = _KERNEL.ready()
+    out = None if compiled is None else fused.float64_out(out, x.shape)
     if out is None:
-        out = np.empty(x.shape)
-    _KERNEL.compiled(out, np.ascontiguousarray(g), x, np.ascontiguousarray(ans))
+        return None
+    compiled(out, fused.c_operand(g, (n,)), fused.c_operand(x, x.shape),
+             fused.c_operand(ans, (n,)))
     return out

@@ -9,7 +9,7 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
 ``kept.fused(_x_fused, a, b, ...)``, which adds ``out=``) runs
 
 - the loops, compiled once by ``numba.njit(cache=True)`` (on disk: a later process loads
-  them; in a thread of its own, started by the first call that would take them, which
+  them; not at another level of LLVM optimisation than Numba's default, ``_compiled``; in a thread of its own, started by the first call that would take them, which
   runs numpy's expression, as every call does until the compile is done), when every
   array operand is an exact float64 ``np.ndarray``, the other operands
   are Python or numpy numbers, the passes the loop saves (its operations less one, and
@@ -110,6 +110,13 @@ class Fused:
         if future.exception() is None:
             self.compiled = future.result()
 
+    def ready(self):
+        """The compiled loops, or None while they compile (the first call that asks
+        starts the compile: ``start``)."""
+        if self.compiled is None:
+            self.start()
+        return self.compiled
+
     def wait(self):
         """Wait for a compile in flight (tests; nothing needs it for its results)."""
         if self.compiling is not None:
@@ -143,13 +150,17 @@ def _compiled(loops, ranks):
     (rank 0: an int64 number),
     one per code in the process (ba's two gradients fuse the same chains: one compile); without
     the disk cache when its module has no file Numba can cache beside (a cache folder
-    that could not be written)."""
+    that could not be written), or when Numba optimises at another level than its
+    default (``NUMBA_OPT=0``, as the test suite runs): Numba's cache key does not hold
+    the level, and a loop compiled unoptimised and cached there was loaded by every later
+    process (a broadcast of gmm's: 16 ms instead of 0.12)."""
     key = _code_key(loops)
     compiled = _COMPILED.get(key)
     if compiled is None:
         import numba
+        from numba.core import config
         try:         # numpy's errors: x / 0 is an infinity or a NaN, never an exception
-            compiled = numba.njit(cache=True, error_model="numpy")(loops)
+            compiled = numba.njit(cache=int(config.OPT) == 3, error_model="numpy")(loops)
         except RuntimeError:
             compiled = numba.njit(error_model="numpy")(loops)
         arrays = {0: numba.int64, 1: numba.float64[::1], 2: numba.float64[:, ::1],
@@ -157,6 +168,26 @@ def _compiled(loops, ranks):
         compiled.compile(tuple(arrays[rank] for rank in ranks))
         _COMPILED[key] = compiled
     return compiled
+
+
+def c_operand(arg, shape):
+    """The array ``arg`` reshaped to ``shape``, C-ordered and writeable, as the loops
+    were compiled for (a read-only view, ``np.broadcast_to``'s, would be another type to
+    Numba: a compile on the caller's thread at the call)."""
+    arg = np.ascontiguousarray(arg.reshape(shape))
+    return arg if arg.flags.writeable else arg.copy()
+
+
+def float64_out(out, shape):
+    """Where a kernel of a helper writes a float64 result of ``shape``: ``out`` when it is
+    a C-ordered float64 array of that shape, a new array when it is None; None when it
+    is anything else (the helper leaves the call to numpy)."""
+    if out is None:
+        return np.empty(shape)
+    if type(out) is not np.ndarray or out.shape != shape or out.dtype != _FLOAT64 or \
+            not out.flags.c_contiguous:
+        return None
+    return out
 
 
 def allowed():
@@ -196,7 +227,7 @@ def _plan(args, saved):
     operands = []
     for arg, (r, c) in zip(args, dims):
         if type(arg) is np.ndarray:
-            operands.append(np.ascontiguousarray(arg.reshape(r, c)))
+            operands.append(c_operand(arg, (r, c)))
         else:
             operands.append(np.full((1, 1), float(arg)))
     return shape, grid, operands
