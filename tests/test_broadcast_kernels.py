@@ -220,3 +220,20 @@ def test_a_kernel_compiled_at_another_optimisation_level_is_not_cached_on_disk(m
         monkeypatch.setattr(config, "OPT", level)
         fused._compiled(broadcast._loops, (0, 3, 3, 3))
         assert asked[-1] is cached
+
+
+def test_forward_over_the_gradient_through_the_compiled_broadcasts(monkeypatch):
+    """jvp of the gradient object (forward over reverse: its own kept build, whose
+    tangent broadcasts take the compiled loop too) against differences of the gradient
+    along the direction.  (A threshold that no fused chain here reaches but the
+    broadcasts do: one compile less each.)"""
+    monkeypatch.setattr(fused, "FUSE_NUMBERS", 2 ** 17)
+    args = gmm_args(1500, 3, 6)
+    vs = tuple(np.random.default_rng(3).normal(size=a.shape) for a in args[:4]) + \
+        (np.zeros_like(args[4]),)
+    _, tangent = s2sgrad.jvp(GMM, args, vs)
+    h = 1e-6
+    up = GMM(*(a + h * v for a, v in zip(args, vs)))
+    down = GMM(*(a - h * v for a, v in zip(args, vs)))
+    for t, u, d in zip(tangent, up, down):
+        np.testing.assert_allclose(t, (u - d) / (2 * h), rtol=1e-5, atol=1e-5)
