@@ -134,6 +134,20 @@ def test_the_generated_code_keeps_the_einsum_adjoints_and_a_rebound_returned_nam
     assert (spec, a, b) == ("mik,ijk->mij", "xc", "Ls")
 
 
+def test_only_the_last_binding_of_a_returned_name_is_left_fresh():
+    """``b = a; b = b + x``: ``a`` is a temporary (a kept array), ``b + x`` is returned
+    (computed as written); ``c[0] = 1.0`` writes into ``c``, it binds nothing."""
+    import gast
+
+    from s2sgrad.compiler.optimize.buffers import kept_results
+    from s2sgrad.compiler.syntax.source import to_source
+    statements = gast.parse("a = x * y\nb = a\nb = b + x\nc = x - y\nc[0] = 1.0\n").body
+    out, count = kept_results(statements, {"b", "c"}, lambda name: False, "kept")
+    assert [to_source(s).strip() for s in out] == [
+        "a = kept.multiply(x, y)", "b = a", "b = b + x", "c = x - y", "c[0] = 1.0"]
+    assert count == 1
+
+
 @pytest.mark.parametrize("sizes", [(40, 5, 4), (1500, 3, 6), (1, 3, 2)])
 def test_gmm_like_gradient_matches_differences_and_plain_numpy(sizes, monkeypatch):
     """FD at shapes that change between calls of one gradient (the large one takes the

@@ -94,13 +94,27 @@ def _returned_names(statements, keep):
     for item in reversed(statements):
         if not isinstance(item, gast.Assign):
             continue
-        names = {n.id for t in item.targets for n in gast.walk(t) if isinstance(n, gast.Name)}
+        names = set()
+        for target in item.targets:
+            names |= _bound_names(target)
         if names & wanted:
             found.add(id(item))
             wanted -= names
             if isinstance(item.value, gast.Name):
                 wanted.add(item.value.id)
     return found
+
+
+def _bound_names(target):
+    """The names an assignment's ``target`` binds (``a``, ``a, b``; not ``a[i]``, which
+    writes into ``a``)."""
+    if isinstance(target, gast.Name):
+        return {target.id}
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return set().union(*(_bound_names(e) for e in target.elts))
+    if isinstance(target, gast.Starred):
+        return _bound_names(target.value)
+    return set()
 
 
 def _returned(item, keep):
