@@ -96,8 +96,9 @@ def binary(fn, a, b, out):
     """``fn(a, b)`` into ``out`` (or a new array), or None: see the module doc."""
     code = _CODES.get(fn)
     if code is None or type(a) is not np.ndarray or type(b) is not np.ndarray or \
-            a.dtype != _FLOAT64 or b.dtype != _FLOAT64:
-        return None
+            a.dtype != _FLOAT64 or b.dtype != _FLOAT64 or \
+            a.shape == b.shape and 0 not in a.strides and 0 not in b.strides:
+        return None                       # (the common case first: no broadcast)
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
