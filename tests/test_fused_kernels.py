@@ -187,6 +187,10 @@ CASES = {
     "1-D with numbers": (R.random(9000), 0.5, 3),
     "3-D merged to 2-D": (R.random((300, 5, 8)), R.random((5, 8)), R.random((300, 5, 8))),
     "3-D that does not merge": (R.random((300, 1, 8)), R.random((1, 5, 8)), 1.0),
+    "an axis repeated (rt.unreduce)": (np.broadcast_to(R.random((600, 1)), (600, 40)),
+                                       np.broadcast_to(R.random((1, 40)), (600, 40)), BIG),
+    "every operand repeats an axis": (np.broadcast_to(R.random((1, 40)), (600, 40)),
+                                      np.broadcast_to(R.random((1, 40)), (600, 40)), 2.0),
     "views not contiguous": (BIG.T, R.random((1200, 80))[::2, ::2].T, R.random((40, 1))),
     "float32": (BIG.astype(np.float32), R.random((1, 40)).astype(np.float32), np.float32(2)),
     "integers": (np.arange(24000).reshape(600, 40), 1, BIG),
@@ -206,6 +210,8 @@ def test_a_kernel_gives_numpys_result_whatever_it_is_given_and_was_given(order):
         assert np.asarray(got).dtype == np.asarray(want).dtype, name
         np.testing.assert_array_equal(got, want, err_msg=name)
     assert kernel.compiled is not None
+    # read-only and stride-0 operands went in as the compiled types: no other compile
+    assert len(kernel.compiled.signatures) == 1
     # what runs compiled: (operations - 1) x size of FUSE_NUMBERS or more, decided per call
     fresh = fused.Fused(kernel.loops, kernel.numpy, 3)
     fresh(*CASES["small"])
@@ -217,6 +223,10 @@ def test_a_kernel_gives_numpys_result_whatever_it_is_given_and_was_given(order):
         assert fresh.compiled is None
     fresh(*CASES["broadcast rows and columns"])
     assert fresh.compiled is kernel.compiled              # one compile per code
+    # an axis an operand repeats (stride 0) is read at index 0, never copied out full
+    # size, and counts as a broadcast (2 passes saved: rt.unreduce's adjoints of sums)
+    shape, grid, operands = fused._plan(CASES["an axis repeated (rt.unreduce)"], 1)
+    assert [a.shape for a in operands] == [(600, 1), (1, 40), (600, 40)]
     out = np.empty((600, 40))                       # out= (kept arrays): written, returned
     assert kernel(*CASES["broadcast rows and columns"], out=out) is out
     np.testing.assert_array_equal(out, expected(*CASES["broadcast rows and columns"]))

@@ -13,15 +13,18 @@ call (numpy's ``out=``) touches memory that is already mapped.
   order the call runs them, the array it made last call and what it was made from); a
   call running while another holds the pool's ``Kept`` (another thread, a recursion)
   gets an empty one;
-- ``kept.subtract(a, b)`` (any numpy ufunc by its name, the helpers ``einsum`` and
-  ``extremum_adjoint`` of ``rt``, and ``kept.fused(kernel, a, b)`` of an ``rt.Fused``) is ``np.subtract(a, b, out=<that array>)`` when the
-  operands have the types, shapes and dtypes (ints and strings: the values) they had
+- ``kept.subtract(a, b)`` (any numpy ufunc by its name, the helpers ``einsum``,
+  ``einsum_adjoints`` and ``extremum_adjoint`` of ``rt``, and ``kept.fused(kernel, a,
+  b)`` of an ``rt.Fused``) is ``np.subtract(a, b, out=<that array>)`` when the operands
+  have the types, shapes and dtypes (ints and strings: the values) they had
   when that array was made, so that the result has its shape and dtype; otherwise
   ``np.subtract(a, b)``, whose result (an array of ``KEEP_BYTES`` or more) is kept in
   its place.  The check is made at every call, so nothing depends on an earlier call
   but where the result is written.  With no exact ``np.ndarray`` among the operands, a
   ufunc that spells a Python operator runs as that operator (``a - b`` of two Python
   numbers stays a Python number, of two tuples an error as before);
+- ``+ - * /`` of two float64 arrays over a broadcast (``(n, 1, d) - (1, k, d)``) run as
+  one compiled loop, same bits (``runtime/broadcast.py``), into the same array;
 - the call ends with ``return BUFFERS.give(kept, result)``: an array of the result that
   is a kept array or a view of one is copied first, so nothing the caller holds is
   written by a later call; then the ``Kept`` goes back to the pool.
@@ -30,8 +33,9 @@ import operator
 
 import numpy as np
 
+from .broadcast import binary
 from .core import extremum_adjoint_into
-from .einsum import einsum_into
+from .einsum import einsum_adjoints, einsum_into
 
 __all__ = ["Buffers", "Kept"]
 
@@ -41,6 +45,8 @@ KEEP_BYTES = 64 * 1024
 OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
              np.true_divide: operator.truediv, np.power: operator.pow,
              np.matmul: operator.matmul, np.negative: operator.neg}
+#: the ufuncs whose broadcasts run as one compiled loop (``runtime/broadcast.py``)
+BROADCASTS = frozenset({np.add, np.subtract, np.multiply, np.true_divide})
 _NUMBERS = (float, complex, np.generic)
 _EXACT = (bool, int, str, type(None))
 
@@ -94,9 +100,19 @@ class Kept:
             return OPERATORS.get(fn, fn)(*args)
         arrays = self.arrays
         entry = arrays[at] if at < len(arrays) else None
-        if entry is not None and entry[0] == key:
-            return fn(*args, out=entry[1])
-        result = fn(*args)
+        out = entry[1] if entry is not None and entry[0] == key else None
+        if fn in BROADCASTS and len(args) == 2:
+            result = binary(fn, args[0], args[1], out)
+            if result is not None:
+                return result if out is not None else self.keep(at, key, result)
+        if out is not None:
+            return fn(*args, out=out)
+        return self.keep(at, key, fn(*args))
+
+    def keep(self, at, key, result):
+        """``result``, kept as the array of the operation at ``at`` when it is large and
+        owns its memory."""
+        arrays = self.arrays
         if type(result) is np.ndarray and result.nbytes >= KEEP_BYTES and \
                 result.base is None:
             if at >= len(arrays):
@@ -107,6 +123,11 @@ class Kept:
     def fused(self, kernel, *args):
         """``kernel(*args)`` of an ``rt.Fused`` (``runtime/fused.py``) into a kept array."""
         return self.run(kernel, args)
+
+    def einsum_adjoints(self, g, operands):
+        """``rt.einsum_adjoints(g, operands)`` with each operand's contraction written
+        into a kept array (``kept.einsum``; one operation per array operand)."""
+        return einsum_adjoints(g, operands, self.einsum)
 
 
 def _operation(fn, name):

@@ -116,6 +116,7 @@ def einsum_into(out, *operands):
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) \
             or a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
         return np.einsum(*operands, out=out)
+    spec, a, b = _oriented(spec, a, b)
     plan = _matmul_plan(spec, a.ndim, b.ndim)
     if plan is None:
         return np.einsum(*operands, out=out)
@@ -128,9 +129,34 @@ def einsum_into(out, *operands):
     rows, inner, cols = math.prod(left), math.prod(summed), math.prod(right)
     if math.prod(batch) * rows * inner * cols < MATMUL_WORK:
         return np.einsum(*operands, out=out)
-    return _product_in_order(at.reshape(batch + (rows, inner)),
-                             bt.reshape(batch + (inner, cols)), batch + left + right, order,
-                             out)
+    size = math.prod(batch) * rows * cols
+    return _product_in_order(_rows_contiguous(at.reshape(batch + (rows, inner)), size),
+                             _rows_contiguous(bt.reshape(batch + (inner, cols)), size),
+                             batch + left + right, order, out)
+
+
+def _oriented(spec, a, b):
+    """``(spec, a, b)`` with the operands swapped when the output's last letter is a free
+    letter of ``a``: the product's columns are then the output's last axis, and BLAS
+    writes its rows with unit stride (gmm's ``"ijk,mik->mij"``: 0.50 -> 0.19 ms; the
+    other way numpy leaves BLAS for its own loop).  The same sums, in BLAS's order."""
+    if "->" not in spec or "." in spec:
+        return spec, a, b
+    inputs, output = spec.split("->")
+    terms = inputs.split(",")
+    if len(terms) != 2 or not output or output[-1] not in terms[0] or output[-1] in terms[1]:
+        return spec, a, b
+    return f"{terms[1]},{terms[0]}->{output}", b, a
+
+
+def _rows_contiguous(m, size):
+    """The stack of matrices ``m`` C-ordered when its rows are not contiguous and it is no
+    larger than the product (``size`` numbers): numpy's matmul takes BLAS only for
+    matrices of unit-stride rows (or columns) in every batch, and a copy of a small
+    operand costs less than its loop (gmm's transposed 25 x 10 x 10 factors)."""
+    if m.ndim < 2 or m.strides[-1] == m.itemsize or m.size > size:
+        return m
+    return np.ascontiguousarray(m)
 
 
 def _product_in_order(a, b, shape, order, out=None):
@@ -151,14 +177,16 @@ def _product_in_order(a, b, shape, order, out=None):
     return out
 
 
-def einsum_adjoint(g, terms, output, arrays, index):
-    """The adjoint of ``arrays[index]`` in the explicit einsum ``terms -> output``."""
+def einsum_adjoint(g, terms, output, arrays, index, contract=einsum):
+    """The adjoint of ``arrays[index]`` in the explicit einsum ``terms -> output``;
+    ``contract``: how the contraction with the output adjoint runs (``rt.Kept``'s
+    ``einsum``: into the array it made last call)."""
     target = terms[index]
     others = [t for i, t in enumerate(terms) if i != index]
     rest = [a for i, a in enumerate(arrays) if i != index]
     unique = "".join(dict.fromkeys(target))
     kept = "".join(c for c in unique if c in output or any(c in t for t in others))
-    partial = einsum(",".join([output] + others) + "->" + kept, g, *rest)
+    partial = contract(",".join([output] + others) + "->" + kept, g, *rest)
     partial = np.expand_dims(partial, tuple(i for i, c in enumerate(unique) if c not in kept))
     shape = np.shape(arrays[index])
     sizes = {}
@@ -179,12 +207,13 @@ def einsum_adjoint(g, terms, output, arrays, index):
     return out
 
 
-def einsum_adjoints(g, operands):
+def einsum_adjoints(g, operands, contract=einsum):
     """One entry per positional argument of ``np.einsum(*operands)``: the adjoint of each
-    array operand, None for the subscripts and the sublists."""
+    array operand, None for the subscripts and the sublists (``contract``:
+    ``einsum_adjoint``'s)."""
     terms, output, arrays = explicit_spec(operands)
     positions = _parse(operands)[3]
     result = [None] * len(operands)
     for index, position in enumerate(positions):
-        result[position] = einsum_adjoint(g, terms, output, arrays, index)
+        result[position] = einsum_adjoint(g, terms, output, arrays, index, contract)
     return result

@@ -9,11 +9,12 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
 ``kept.fused(_x_fused, a, b, ...)``, which adds ``out=``) runs
 
 - the loops, compiled once by ``numba.njit(cache=True)`` (on disk: a later process loads
-  them; in a thread of its own, started by the first call that would take them, which
+  them; not at another level of LLVM optimisation than Numba's default, ``_compiled``; in a thread of its own, started by the first call that would take them, which
   runs numpy's expression, as every call does until the compile is done), when every
   array operand is an exact float64 ``np.ndarray``, the other operands
-  are Python or numpy numbers, the passes the loop saves (its operations less one) times
-  the broadcast result's size reach ``FUSE_NUMBERS``, and the operands' broadcast merges
+  are Python or numpy numbers, the passes the loop saves (its operations less one, and
+  ``BROADCAST_PASSES`` per operand of two axes or more broadcast) times the broadcast
+  result's size reach ``FUSE_NUMBERS``, and the operands' broadcast merges
   into two axes (adjacent axes on which every
   operand is either whole or of length 1 merge; ``(n, 1) + (1, k) - (n, k)`` is 2-D
   already, ``(n, k, d) * (k, d)`` is ``(n, k*d) * (1, k*d)``).  Each operand is passed
@@ -45,6 +46,12 @@ __all__ = ["Fused", "FUSE_NUMBERS", "wait_all"]
 #: ``$S2SGRAD_FUSED_MIN`` sets another (the test suite one no array reaches, and
 #: ``tests/test_fused_kernels.py`` its own).
 FUSE_NUMBERS = int(os.environ.get("S2SGRAD_FUSED_MIN", 2 ** 19))
+#: the passes numpy spends, beyond one, on an operand of two axes or more spread over
+#: the result (a broadcast): its inner loops run over the operand's short rows, measured
+#: 2.2x (``(k, d) * (n, k, d)``) to 6x (``(n, 1, d) - (1, k, d)``) a contiguous pass at
+#: gmm's 1,000 x 25 x 10, so the loops count it as two passes saved (gmm's broadcast
+#: adjoints, ``g[:, :, None] * 2 * a`` and ``a + b * q``: 0.48 -> 0.25 and 0.53 -> 0.18 ms)
+BROADCAST_PASSES = 2
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (float, int, np.floating, np.integer)
 #: the compiled loops of this process, by their code (``_compiled``)
@@ -103,6 +110,13 @@ class Fused:
         if future.exception() is None:
             self.compiled = future.result()
 
+    def ready(self):
+        """The compiled loops, or None while they compile (the first call that asks
+        starts the compile: ``start``)."""
+        if self.compiled is None:
+            self.start()
+        return self.compiled
+
     def wait(self):
         """Wait for a compile in flight (tests; nothing needs it for its results)."""
         if self.compiling is not None:
@@ -132,22 +146,48 @@ def _code_key(loops):
 
 
 def _compiled(loops, ranks):
-    """``numba.njit(cache=True)`` of ``loops`` compiled for float64 C arrays of ``ranks``,
+    """``numba.njit(cache=True)`` of ``loops`` compiled for float64 C arrays of ``ranks``
+    (rank 0: an int64 number),
     one per code in the process (ba's two gradients fuse the same chains: one compile); without
     the disk cache when its module has no file Numba can cache beside (a cache folder
-    that could not be written)."""
+    that could not be written), or when Numba optimises at another level than its
+    default (``NUMBA_OPT=0``, as the test suite runs): Numba's cache key does not hold
+    the level, and a loop compiled unoptimised and cached there was loaded by every later
+    process (a broadcast of gmm's: 16 ms instead of 0.12)."""
     key = _code_key(loops)
     compiled = _COMPILED.get(key)
     if compiled is None:
         import numba
+        from numba.core import config
         try:         # numpy's errors: x / 0 is an infinity or a NaN, never an exception
-            compiled = numba.njit(cache=True, error_model="numpy")(loops)
+            compiled = numba.njit(cache=int(config.OPT) == 3, error_model="numpy")(loops)
         except RuntimeError:
             compiled = numba.njit(error_model="numpy")(loops)
-        arrays = {1: numba.float64[::1], 2: numba.float64[:, ::1]}
+        arrays = {0: numba.int64, 1: numba.float64[::1], 2: numba.float64[:, ::1],
+                  3: numba.float64[:, :, ::1]}
         compiled.compile(tuple(arrays[rank] for rank in ranks))
         _COMPILED[key] = compiled
     return compiled
+
+
+def c_operand(arg, shape):
+    """The array ``arg`` reshaped to ``shape``, C-ordered and writeable, as the loops
+    were compiled for (a read-only view, ``np.broadcast_to``'s, would be another type to
+    Numba: a compile on the caller's thread at the call)."""
+    arg = np.ascontiguousarray(arg.reshape(shape))
+    return arg if arg.flags.writeable else arg.copy()
+
+
+def float64_out(out, shape):
+    """Where a kernel of a helper writes a float64 result of ``shape``: ``out`` when it is
+    a C-ordered float64 array of that shape, a new array when it is None; None when it
+    is anything else (the helper leaves the call to numpy)."""
+    if out is None:
+        return np.empty(shape)
+    if type(out) is not np.ndarray or out.shape != shape or out.dtype != _FLOAT64 or \
+            not out.flags.c_contiguous:
+        return None
+    return out
 
 
 def allowed():
@@ -176,23 +216,36 @@ def _plan(args, saved):
     size = 1
     for n in shape:
         size *= n
-    if size * saved < FUSE_NUMBERS or size == 0:
+    args = [collapsed(arg) for arg in args]
+    spread = sum(BROADCAST_PASSES for arg in args
+                 if type(arg) is np.ndarray and arg.ndim > 1 and arg.shape != shape)
+    if size * (saved + spread) < FUSE_NUMBERS or size == 0:
         return None
-    grid, dims = _merged(shape, args)
+    grid, dims = merged(shape, args)
     if grid is None:
         return None
     operands = []
     for arg, (r, c) in zip(args, dims):
         if type(arg) is np.ndarray:
-            operands.append(np.ascontiguousarray(arg.reshape(r, c)))
+            operands.append(c_operand(arg, (r, c)))
         else:
             operands.append(np.full((1, 1), float(arg)))
     return shape, grid, operands
 
 
-def _merged(shape, args):
+def collapsed(arg):
+    """``arg`` with each axis it repeats (stride 0, as ``np.broadcast_to`` and
+    ``rt.unreduce`` make) cut to length 1: an operand the loops read at index 0 there,
+    never copied out to the full shape; anything else as it is."""
+    if type(arg) is not np.ndarray or 0 not in arg.strides or arg.size == 0:
+        return arg
+    return arg[tuple(slice(0, 1) if step == 0 else slice(None) for step in arg.strides)]
+
+
+def merged(shape, args, most=2):
     """``((rows, columns), per operand its (rows, columns))`` of the broadcast ``shape``
-    merged into two axes, or ``(None, None)`` when it needs more."""
+    merged into two axes, or ``(None, None)`` when it needs more; with ``most=3``, three
+    axes (``runtime/broadcast.py``) the same way."""
     rank = len(shape)
     masks = []                        # per axis: which operands are whole along it
     for axis, n in enumerate(shape):
@@ -212,10 +265,10 @@ def _merged(shape, args):
             groups[-1][1] *= n
         else:
             groups.append([whole, n])
-    if len(groups) > 2:
+    if len(groups) > most:
         return None, None
-    while len(groups) < 2:
+    while len(groups) < most:
         groups.insert(0, [tuple(False for _ in args), 1])
-    (whole_r, rows), (whole_c, cols) = groups
-    dims = [(rows if wr else 1, cols if wc else 1) for wr, wc in zip(whole_r, whole_c)]
-    return (rows, cols), dims
+    grid = tuple(n for _, n in groups)
+    dims = [tuple(n if whole[k] else 1 for whole, n in groups) for k in range(len(args))]
+    return grid, dims

@@ -8,7 +8,7 @@ written),
 (the name of the call's ``rt.Kept``).  It gives the statements with every operation
 that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
 called with positional arguments, and the helpers that take ``out=``:
-``rt.extremum_adjoint``, ``rt.einsum``, and the calls of fused kernels,
+``rt.extremum_adjoint``, ``rt.einsum``, ``rt.einsum_adjoints``, and the calls of fused kernels,
 ``kept.fused(_x_fused, a, b)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
 and how many it wrote (0: nothing changed).
 
@@ -36,8 +36,9 @@ OPERATOR_UFUNCS = frozenset(BINARY.values()) | {"negative"}
 #: methods that put a value into a container (which may outlive the call)
 STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add",
                              "__setitem__", "put", "set_data", "assign_value"})
-#: helpers of ``rt`` that write into an ``out=`` array
-RT_OUT = frozenset({"extremum_adjoint", "einsum"})
+#: helpers of ``rt`` that write into an ``out=`` array (``einsum_adjoints``: each
+#: operand's contraction into one)
+RT_OUT = frozenset({"extremum_adjoint", "einsum", "einsum_adjoints"})
 #: attributes of an array that are numbers or tuples of numbers, never arrays
 SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "itemsize", "nbytes", "dtype"})
 
@@ -83,22 +84,44 @@ def _stores_elsewhere(statements):
 
 
 def _returned_names(statements, keep):
-    """``keep`` with the names a returned name is bound to as is (``db = dz``: ``dz``
-    is returned too, and a kept ``dz`` would be copied at the return)."""
-    keep = set(keep)
+    """The ids of the statements that bind what the function returns: the last binding
+    of each name of ``keep``, and through a plain alias (``db = dz``) the last binding of
+    ``dz`` before it (a kept ``dz`` would be copied at the return).  An earlier binding
+    of a returned name (``dx = d1 * e`` before ``dx = dx + d2``) is a temporary: kept
+    (lse's gradient: a fresh 2.5 MB array a call before).  Only a copy at the return
+    depends on it: ``Buffers.give`` copies any kept array the result holds."""
+    wanted, found = set(keep), set()
     for item in reversed(statements):
-        if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
-                isinstance(item.targets[0], gast.Name) and item.targets[0].id in keep and \
-                isinstance(item.value, gast.Name):
-            keep.add(item.value.id)
-    return keep
+        if not isinstance(item, gast.Assign):
+            continue
+        names = set()
+        for target in item.targets:
+            names |= _bound_names(target)
+        if names & wanted:
+            found.add(id(item))
+            wanted -= names
+            if isinstance(item.value, gast.Name):
+                wanted.add(item.value.id)
+    return found
+
+
+def _bound_names(target):
+    """The names an assignment's ``target`` binds (``a``, ``a, b``; not ``a[i]``, which
+    writes into ``a``)."""
+    if isinstance(target, gast.Name):
+        return {target.id}
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return set().union(*(_bound_names(e) for e in target.elts))
+    if isinstance(target, gast.Starred):
+        return _bound_names(target.value)
+    return set()
 
 
 def _returned(item, keep):
-    """Whether ``item`` assigns one of the returned names (its outermost operation is
-    then left as written: a kept array would be copied at the return)."""
-    return isinstance(item, gast.Assign) and any(
-        isinstance(t, gast.Name) and t.id in keep for t in item.targets)
+    """Whether ``item`` binds what the function returns (``_returned_names``: its
+    outermost operation is then left as written: a kept array would be copied at the
+    return)."""
+    return id(item) in keep
 
 
 class _Writer(gast.NodeTransformer):
