@@ -24,6 +24,8 @@ from .emit.kernels import kernel_lines
 from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.kernels import fused_chains
+from .optimize.products import scaled_products
+from .optimize.shared import shared_values
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.checkpoint import checkpointed
@@ -89,6 +91,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
+    share_values(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
     sweeps.backward = products_in_place(d.sweeps.backward)
@@ -199,6 +202,17 @@ def inline_sweeps(d):
         for sweep in (forward, backward))
 
 
+def share_values(d):
+    """Read a value computed again by the same expression from its first name, in both
+    sweeps of ``d`` (``optimize/shared.py``: the adjoint's ``np.cos(theta)`` of the
+    forward's ``costheta``)."""
+    keep = set(atom_vars(d.lowered.output)) | set(d.lowered.mutated) | {
+        g for g in d.returned if g is not None}
+    split = len(d.sweeps.forward)
+    both = shared_values(d.sweeps.forward + d.sweeps.backward, keep)
+    d.sweeps.forward, d.sweeps.backward = both[:split], both[split:]
+
+
 def output_seeds(lowered, has_aux):
     """The output Var names whose derivatives are wanted: the whole output's, or the first
     item's with ``has_aux`` (which needs a tuple ``(out, aux...)``).  An output that is no
@@ -304,7 +318,8 @@ def keep_buffers(statements, keep, scalar, names, base):
     ``rt.Buffers`` table to write before the function, and the ``(table, kept)`` names
     the return hands the result through; ``give`` is None when nothing is kept.
     ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
-    statements, chains = fused_chains(statements, keep, names.fresh, scalar)
+    statements, chains = fused_chains(scaled_products(statements, keep), keep, names.fresh,
+                                      scalar)
     kept = names.fresh("kept")
     rewritten, count = kept_results(statements, keep, scalar, kept,
                                     {chain.name for chain in chains})

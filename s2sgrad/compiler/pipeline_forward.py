@@ -36,6 +36,7 @@ from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Seq, Var, atom_vars
+from .optimize.shared import shared_values
 from .optimize.substitute import fused_forward
 from .pipeline import keep_buffers, output_seeds
 from .syntax.imports import import_lines
@@ -101,6 +102,9 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args, make)
     if width is not None:
         sweep.statements = _fused_loop_bodies(lowered, sweep, names, has_aux)
+    outputs = set(atom_vars(lowered.output)) | set(lowered.mutated)
+    sweep.statements = shared_values(
+        sweep.statements, outputs | {sweep.tangents[v] for v in outputs if v in sweep.tangents})
     lowered.free = list(lowerer.state.free.values())
     kind = "jacfwd" if jacobian else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")
