@@ -78,7 +78,8 @@ class ForwardFunction(Derivative):
         try:
             return build_jvp(fn, self.positions, self.has_aux, bound_self,
                              arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian,
-                             batched=self.batched, kept=self.kept_arrays(arg_types))
+                             batched=self.batched, kept=self.kept_arrays(arg_types),
+                             as_numpy=self.batched and backend_mode() != "numba")
         except UserCodeError as exc:      # in the generated code of a derivative object
             raise at_user_line(exc, fn) from None
 

@@ -167,6 +167,37 @@ def matmul_scaled(a, b, scale):
     return a @ (b * scale)
 
 
+def matmul_sliced(a, b, index):
+    """``(a @ b)[index]``; where ``index`` takes columns alone (``np.s_[:, :3]`` of a
+    matrix product: ``:`` on every axis of the product but the last) and ``a`` and ``b``
+    have two dimensions or more, made as ``a @ b[..., columns]``: only the columns read
+    (``compiler/optimize/products.py``)."""
+    columns = _columns_of(a, b, index)
+    if columns is None:
+        return (a @ b)[index]
+    return a @ b[..., columns]
+
+
+def matmul_batch_sliced(a, b, index):
+    """``rt.matmul_batch(a, b)[index]``, made as ``matmul_batch(a, b[..., columns])``
+    where ``index`` takes columns alone (see ``matmul_sliced``)."""
+    columns = _columns_of(a, b, index)
+    if columns is None:
+        return matmul_batch(a, b)[index]
+    return matmul_batch(a, b[..., columns])
+
+
+def _columns_of(a, b, index):
+    """The slice of the last axis ``index`` is, when it slices only that axis of
+    ``a @ b`` and both have two dimensions or more; else None."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or b.ndim < 2 or \
+            a.ndim < 2 or len(index) != max(a.ndim, b.ndim):
+        return None
+    if any(i != slice(None) for i in index[:-1]) or not isinstance(index[-1], slice):
+        return None
+    return index[-1]
+
+
 def add_matmul_left(out, g, a, b):
     """``out += matmul_left(g, a, b)``, in place (``out``: an adjoint array the generated
     code owns).  Under Numba an outer product (``a`` 2-D, ``b`` 1-D) is added element by

@@ -16,9 +16,11 @@ the same up to the rounding of one multiplication.  The definitions move by the
 substitution engine's rules (``substitute.py``: nothing between the two statements
 rebinds or writes what they read).  Loops and branches are left alone.
 """
+import copy
+
 import gast
 
-from ..syntax.nodes import name_uses
+from ..syntax.nodes import Comment, name_uses
 from .substitute import substitute
 
 #: numpy's functions of two operands that are ``@`` (``np.dot`` is not, on stacks)
@@ -119,3 +121,116 @@ class _Scaled:
         call = gast.parse(f"rt.matmul_scaled(a, b, {scale!r})").body[0].value
         call.args[:2] = [a, b]
         return gast.Assign(targets=reader.targets, value=call, type_comment=None)
+
+
+# ------------------------------------------------- a slice of a product's last axis
+
+def sliced_products(statements, keep):
+    """``statements`` with ``p = a @ b; s = p[:, :3]`` written ``s = rt.matmul_sliced(a,
+    b, np.s_[:, :3])`` where ``p`` is read only there (``SlicedProducts``)."""
+    reads, stores = name_uses(statements)
+    once = {name for name, n in reads.items()
+            if n == 1 and stores.get(name) == 1 and name not in keep}
+    before = _orphans(statements)
+    for in_loops in (False, True):      # the engine takes one kind of block a run
+        statements = substitute(statements, SlicedProducts(once, in_loops))
+    return _without_orphans(statements, before)
+
+
+def _orphans(items, found=None):
+    """The ids of the location comments of ``items`` (nested blocks too) that head no
+    statement: the next item is another location comment, or there is none."""
+    found = set() if found is None else found
+    for k, item in enumerate(items):
+        if isinstance(item, Comment) and item.origin is not None and (
+                k + 1 == len(items) or (isinstance(items[k + 1], Comment) and
+                                        items[k + 1].origin is not None)):
+            found.add(id(item))
+        for field in ("body", "orelse"):
+            if isinstance(getattr(item, field, None), list):
+                _orphans(getattr(item, field), found)
+    return found
+
+
+def _without_orphans(items, before):
+    """``items`` without the location comments a move left heading nothing (a user
+    line whose product now runs in the line that reads it)."""
+    now = _orphans(items) - before
+    out = []
+    for item in items:
+        if id(item) in now:
+            continue
+        if isinstance(item, (gast.For, gast.While, gast.If)):
+            item = copy.copy(item)
+            item.body = _without_orphans(item.body, before)
+            item.orelse = _without_orphans(item.orelse, before)
+        out.append(item)
+    return out
+
+
+class SlicedProducts:
+    """The substitution policy of ``sliced_products``: a product (``a @ b``,
+    ``np.matmul(a, b)``, ``rt.matmul_batch(a, b)``) read once, by a subscript of basic
+    slices that may take columns only (``[:, :3]``, ``[:, :, 1:]``), is computed by
+    ``rt.matmul_sliced`` (``rt.matmul_batch_sliced``), which makes only those columns
+    where the index turns out to slice the product's last axis alone: ``(a @ b)[..., j]
+    == a @ b[..., j]`` for a ``b`` of two dimensions or more.  ht's ``(base_positions @
+    transform.T)[:, :3]`` and its tangent's ``rt.matmul_batch(base_positions,
+    t_dot)[:, :, :3]``: a quarter of the products not made (the ranks are known only
+    when it runs: ``transform`` is an item of a list)."""
+    enters = (gast.For, gast.While, gast.If)
+
+    def __init__(self, once, in_loops):
+        self.once, self.in_loops = once, in_loops
+
+    def prepared(self, items):
+        return items
+
+    def candidate(self, name, value):
+        return name in self.once and _product(value) is not None
+
+    def crosses(self, comment, line, alone):
+        return True
+
+    def reads_in(self, item, name):
+        if not (isinstance(item, gast.Assign) and len(item.targets) == 1 and
+                isinstance(item.targets[0], gast.Name)):
+            return False
+        value = item.value
+        return isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
+            and value.value.id == name and _columns(value.slice)
+
+    def merged(self, reader, name, value, depth):
+        batched = isinstance(value, gast.Call) and value.func.attr == "matmul_batch"
+        helper = "matmul_batch_sliced" if batched else "matmul_sliced"
+        call = gast.parse(f"rt.{helper}(a, b, np.s_[i])").body[0].value
+        call.args[:2] = _product(value)
+        call.args[2].slice = reader.value.slice
+        return gast.Assign(targets=reader.targets, value=call, type_comment=None)
+
+
+def _product(expr):
+    """``[a, b]`` of ``a @ b``, ``np.matmul(a, b)`` or ``rt.matmul_batch(a, b)``, else None."""
+    if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.MatMult):
+        return [expr.left, expr.right]
+    if isinstance(expr, gast.Call) and not expr.keywords and len(expr.args) == 2 and \
+            isinstance(expr.func, gast.Attribute) and isinstance(expr.func.value, gast.Name) \
+            and (expr.func.value.id, expr.func.attr) in (("np", "matmul"),
+                                                         ("rt", "matmul_batch")):
+        return list(expr.args)
+    return None
+
+
+def _columns(index):
+    """True for a tuple of basic slices, ``:`` but the last (``[:, :3]``, ``[:, :, 1:]``)."""
+    items = index.elts if isinstance(index, gast.Tuple) else []
+    if len(items) < 2 or not all(isinstance(i, gast.Slice) for i in items):
+        return False
+    if any(i.lower is not None or i.upper is not None or i.step is not None
+           for i in items[:-1]):
+        return False
+    last = items[-1]
+    return last.step is None and (last.lower is not None or last.upper is not None) and all(
+        b is None or isinstance(b, (gast.Constant, gast.Name)) or (
+            isinstance(b, gast.UnaryOp) and isinstance(b.operand, gast.Constant))
+        for b in (last.lower, last.upper))
