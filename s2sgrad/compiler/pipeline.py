@@ -209,7 +209,8 @@ def share_values(d):
     keep = set(atom_vars(d.lowered.output)) | set(d.lowered.mutated) | {
         g for g in d.returned if g is not None}
     split = len(d.sweeps.forward)
-    both = shared_values(d.sweeps.forward + d.sweeps.backward, keep)
+    sequences = set(d.lowered.lists) | set(d.lowered.tuples)
+    both = shared_values(d.sweeps.forward + d.sweeps.backward, keep, sequences)
     d.sweeps.forward, d.sweeps.backward = both[:split], both[split:]
 
 

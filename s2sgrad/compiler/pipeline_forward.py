@@ -107,7 +107,9 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
         sweep.statements = _fused_loop_bodies(lowered, sweep, names, has_aux)
     outputs = set(atom_vars(lowered.output)) | set(lowered.mutated)
     outputs |= {sweep.tangents[v] for v in outputs if v in sweep.tangents}
-    sweep.statements = shared_values(sweep.statements, outputs)
+    sequences = set(lowered.lists) | set(lowered.tuples)
+    sequences |= {sweep.tangents[v] for v in sequences if v in sweep.tangents}
+    sweep.statements = shared_values(sweep.statements, outputs, sequences)
     if as_numpy or kept:
         sweep.statements = sliced_products(sweep.statements, outputs)
     lowered.free = list(lowerer.state.free.values())

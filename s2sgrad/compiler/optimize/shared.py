@@ -40,11 +40,14 @@ _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
 _FRESH_PARENTS = (gast.BinOp, gast.UnaryOp, gast.Compare)
 
 
-def shared_values(statements, keep=frozenset()):
+def shared_values(statements, keep=frozenset(), sequences=frozenset()):
     """``statements`` with repeated pure expressions read from the name of their first
-    value where that is the same value (module doc), as a new list."""
+    value where that is the same value (module doc), as a new list.  ``sequences``: the
+    names that may hold lists or tuples (``a + b`` of them holds their items; of arrays
+    and numbers it is a new value)."""
     reads, stores = name_uses(statements)
-    unsafe = _shared_with_writes(statements, keep, stores)
+    sequences = _sequences(statements, set(sequences))
+    unsafe = _shared_with_writes(statements, keep, stores, sequences)
 
     def stable(name):
         return stores.get(name, 0) <= 1 and name not in unsafe
@@ -164,7 +167,7 @@ def _shallow(node):
 
 # ------------------------------------------------- which names may be written in place
 
-def _shared_with_writes(statements, keep, stores):
+def _shared_with_writes(statements, keep, stores, sequences):
     """The names written in place, returned (``keep``), or sharing memory with one that
     is: the components of the may-share relation (module doc) holding such a name."""
     parent = {}
@@ -189,8 +192,8 @@ def _shared_with_writes(statements, keep, stores):
                 if external is None:      # parameters and free values: one memory
                     external = node.id
                 union(node.id, external)
-            _writes(node, written)
-            _shares(node, union)
+            _writes(node, written, sequences)
+            _shares(node, union, sequences)
     bad = {find(n) for n in written}
     return {n for n in list(parent) if find(n) in bad} | written
 
@@ -207,7 +210,7 @@ def _targets(node):
     return [node]
 
 
-def _writes(node, written):
+def _writes(node, written, sequences):
     """Add to ``written`` the names ``node`` (one AST node) writes in place."""
     if isinstance(node, gast.AugAssign):
         written.add(_base(node.target))
@@ -226,7 +229,7 @@ def _writes(node, written):
             outs += [node.args[0], node.args[-1]] if node.args else []
         for out in outs:
             for e in (out.elts if isinstance(out, gast.Tuple) else [out]):
-                written.update(_may_share(e))
+                written.update(_may_share(e, sequences))
     written.discard(None)
 
 
@@ -256,11 +259,15 @@ def _writer(node):
 _NEW_ARRAYS = PURE_UFUNCS | frozenset("""
     zeros zeros_like ones ones_like empty empty_like full full_like copy arange eye
     identity concatenate stack hstack vstack sum prod mean dot matmul outer cross array
-    """.split())
+    shape ndim size""".split())
 #: runtime helpers whose result is a new array or number
 _RT_NEW = frozenset("""
     zeros_batch matmul_batch basis_batch ones_like zeros_like tangent_size sweep_width
-    cross_adjoint""".split())
+    cross_adjoint matmul_scaled matmul_sliced matmul_batch_sliced""".split())
+#: numpy functions whose result may be a view of their first argument (of no other)
+_VIEWS = frozenset("""
+    reshape transpose swapaxes moveaxis ravel squeeze expand_dims broadcast_to asarray
+    ascontiguousarray atleast_1d atleast_2d atleast_3d real imag diagonal""".split())
 #: runtime helpers whose result is new or (a view of) their first argument
 _FIRST_ONLY = frozenset("""
     unbroadcast unreduce broadcast_like transpose_adjoint sum broadcast_batch
@@ -275,30 +282,83 @@ def _array_store(target):
                                                              (gast.Slice, gast.Tuple))
 
 
-def _may_share(expr):
+def _may_share(expr, sequences):
     """The names whose memory the value of ``expr`` may share (module doc)."""
+    def share(e):
+        return _may_share(e, sequences)
     if isinstance(expr, gast.Name):
         return {expr.id}
     if isinstance(expr, gast.Constant):
         return set()
-    if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.Add):
-        return _may_share(expr.left) | _may_share(expr.right)   # lists and tuples join
+    if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.Add) and (
+            _sequence(expr.left, sequences) or _sequence(expr.right, sequences)):
+        return share(expr.left) | share(expr.right)     # a list or tuple holds the items
     if isinstance(expr, (gast.BinOp, gast.UnaryOp, gast.Compare)):
         return set()
     if isinstance(expr, (gast.Subscript, gast.Attribute, gast.Starred)):
-        return _may_share(expr.value)
+        return share(expr.value)
     if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute) and \
             isinstance(expr.func.value, gast.Name) and \
             not any(k.arg in (None, "out", "copy") for k in expr.keywords):
         module, attr = expr.func.value.id, expr.func.attr
         if (module == "np" and attr in _NEW_ARRAYS) or (module == "rt" and attr in _RT_NEW):
             return set()
-        if module == "rt" and attr in _FIRST_ONLY:
-            return _may_share(expr.args[0]) if expr.args else set()
+        if (module == "rt" and attr in _FIRST_ONLY) or (module == "np" and attr in _VIEWS):
+            return share(expr.args[0]) if expr.args else set()
+    if isinstance(expr, gast.Call):       # its arguments, and a method's object
+        func = expr.func
+        shared = set().union(*[share(a) for a in expr.args],
+                             *[share(k.value) for k in expr.keywords])
+        if isinstance(func, gast.Attribute) and not (
+                isinstance(func.value, gast.Name) and func.value.id in _MODULES):
+            shared |= share(func.value)
+        return shared
     return {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
 
 
-def _shares(node, union):
+def _sequences(statements, known):
+    """``known`` and the names the statements assign a list or a tuple: a literal, a
+    comprehension, ``list(...)``/``tuple(...)``, the runtime's lists of adjoints, or a
+    sum with one of them."""
+    def made(value):
+        if isinstance(value, (gast.List, gast.Tuple, gast.ListComp)):
+            return True
+        if isinstance(value, gast.Call):
+            func = value.func
+            return (isinstance(func, gast.Name) and func.id in ("list", "tuple")) or (
+                isinstance(func, gast.Attribute) and func.attr in (
+                    "zeros_list", "item_added", "copy") and isinstance(func.value, gast.Name)
+                and func.value.id in ("rt",) + tuple(known))
+        if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.Add, gast.Mult)):
+            return any(isinstance(v, gast.Name) and v.id in known or made(v)
+                       for v in (value.left, value.right))
+        return isinstance(value, gast.Name) and value.id in known
+    while True:
+        more = {t.id for item in statements if isinstance(item, gast.AST)
+                for node in gast.walk(item) if isinstance(node, gast.Assign)
+                and made(node.value) for target in node.targets for t in _targets(target)
+                if isinstance(t, gast.Name)} - known
+        if not more:
+            return known
+        known |= more
+
+
+def _sequence(expr, sequences):
+    """True when ``expr`` may be a list or tuple (a literal, a name of ``sequences``, a
+    sum of them, anything but a name, a number or an arithmetic result)."""
+    if isinstance(expr, gast.Name):
+        return expr.id in sequences
+    if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.Add):
+        return _sequence(expr.left, sequences) or _sequence(expr.right, sequences)
+    return not isinstance(expr, (gast.Constant, gast.BinOp, gast.UnaryOp)) and not \
+        _ufunc_call(expr)
+
+
+#: the modules generated code calls functions of (never an array)
+_MODULES = frozenset({"np", "rt", "math", "kept"})
+
+
+def _shares(node, union, sequences):
     """Join the names an assignment (or a loop's target) may make share memory."""
     if isinstance(node, gast.For):
         targets, value = [node.target], node.iter
@@ -310,6 +370,6 @@ def _shares(node, union):
         return
     names = {_base(t) for target in targets for t in _targets(target)
              if not _array_store(t)} - {None}
-    for shared in _may_share(value):
+    for shared in _may_share(value, sequences):
         for t in names:
             union(t, shared)
