@@ -35,12 +35,16 @@ def scaled_products(statements, keep):
         reads, stores = name_uses(statements)
         once = {name for name, n in reads.items()
                 if n == 1 and stores.get(name) == 1 and name not in keep}
+        if not any(_assigns_one_name(item) and item.targets[0].id in once and
+                   scaling(item.value) is not None for item in statements):
+            break                   # (the engine's walk costs more than this look)
         moved = substitute(statements, _Scaled(once))
         if len(moved) == len(statements):      # each move deletes its definition
             break
         statements = moved
-    return [_Nested().visit(copy.deepcopy(item)) if isinstance(item, _SIMPLE) else item
-            for item in moved]
+    return [_Nested().visit(copy.deepcopy(item)) if isinstance(item, _SIMPLE) and any(
+        isinstance(n, gast.MatMult) for n in gast.walk(item)) else item
+        for item in statements]
 
 
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)
@@ -92,42 +96,49 @@ def _number(node):
     return None
 
 
-def product_operands(expr):
+def product_operands(expr, helpers=("matmul_scaled",)):
     """``[a, b]`` (the expression nodes) of ``a @ b``, ``np.matmul(a, b)`` or
-    ``rt.matmul_scaled(a, b, s)``; else None."""
+    ``rt.h(a, b, ...)`` for ``h`` in ``helpers``; else None."""
     if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.MatMult):
         return [expr.left, expr.right]
-    if isinstance(expr, gast.Call) and not expr.keywords and \
+    if isinstance(expr, gast.Call) and not expr.keywords and len(expr.args) >= 2 and \
             isinstance(expr.func, gast.Attribute) and isinstance(expr.func.value, gast.Name):
         module, attr = expr.func.value.id, expr.func.attr
         if (module == "np" and attr in _PRODUCTS and len(expr.args) == 2) or (
-                module == "rt" and attr == "matmul_scaled" and len(expr.args) == 3):
+                module == "rt" and attr in helpers):
             return expr.args[:2]
     return None
 
 
-class _Scaled:
-    """The substitution policy (``substitute.py``): a scaled temporary (``once``: read
-    once, assigned once) into the product that reads it as an operand."""
+def _assigns_one_name(item):
+    return isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+        isinstance(item.targets[0], gast.Name)
+
+
+class _IntoReader:
+    """What the substitution policies here share (``substitute.py``): the single-use
+    names ``once``, moved across comments, in the blocks ``in_loops`` says."""
     enters, in_loops = (), False
 
-    def __init__(self, once):
-        self.once = once
+    def __init__(self, once, in_loops=False):
+        self.once, self.in_loops = once, in_loops
 
     def prepared(self, items):
         return items
 
-    def candidate(self, name, value):
-        return name in self.once and scaling(value) is not None
-
     def crosses(self, comment, line, alone):
         return True
 
+
+class _Scaled(_IntoReader):
+    """The substitution policy of ``scaled_products``: a scaled temporary into the
+    product that reads it as an operand."""
+
+    def candidate(self, name, value):
+        return name in self.once and scaling(value) is not None
+
     def reads_in(self, item, name):
-        if not (isinstance(item, gast.Assign) and len(item.targets) == 1 and
-                isinstance(item.targets[0], gast.Name)):
-            return False
-        operands = product_operands(item.value)
+        operands = product_operands(item.value) if _assigns_one_name(item) else None
         return operands is not None and any(
             isinstance(a, gast.Name) and a.id == name for a in operands)
 
@@ -189,7 +200,7 @@ def _without_orphans(items, before):
     return out
 
 
-class SlicedProducts:
+class SlicedProducts(_IntoReader):
     """The substitution policy of ``sliced_products``: a product (``a @ b``,
     ``np.matmul(a, b)``, ``rt.matmul_batch(a, b)``) read once, by a subscript of basic
     slices that may take columns only (``[:, :3]``, ``[:, :, 1:]``), is computed by
@@ -201,23 +212,11 @@ class SlicedProducts:
     when it runs: ``transform`` is an item of a list)."""
     enters = (gast.For, gast.While, gast.If)
 
-    def __init__(self, once, in_loops):
-        self.once, self.in_loops = once, in_loops
-
-    def prepared(self, items):
-        return items
-
     def candidate(self, name, value):
         return name in self.once and _product(value) is not None
 
-    def crosses(self, comment, line, alone):
-        return True
-
     def reads_in(self, item, name):
-        if not (isinstance(item, gast.Assign) and len(item.targets) == 1 and
-                isinstance(item.targets[0], gast.Name)):
-            return False
-        value = item.value
+        value = item.value if _assigns_one_name(item) else None
         return isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
             and value.value.id == name and _columns(value.slice)
 
@@ -232,14 +231,8 @@ class SlicedProducts:
 
 def _product(expr):
     """``[a, b]`` of ``a @ b``, ``np.matmul(a, b)`` or ``rt.matmul_batch(a, b)``, else None."""
-    if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.MatMult):
-        return [expr.left, expr.right]
-    if isinstance(expr, gast.Call) and not expr.keywords and len(expr.args) == 2 and \
-            isinstance(expr.func, gast.Attribute) and isinstance(expr.func.value, gast.Name) \
-            and (expr.func.value.id, expr.func.attr) in (("np", "matmul"),
-                                                         ("rt", "matmul_batch")):
-        return list(expr.args)
-    return None
+    return product_operands(expr, ("matmul_batch",)) if not isinstance(expr, gast.Call) or \
+        len(expr.args) == 2 else None
 
 
 def _columns(index):

@@ -37,6 +37,8 @@ PURE_UFUNCS = frozenset("""
     floor ceil trunc rint arctan2 hypot power maximum minimum fmax fmin add subtract
     multiply true_divide divide logaddexp""".split())
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
+#: the expressions a key may be made of
+_KEYED = (gast.BinOp, gast.UnaryOp, gast.Call)
 _FRESH_PARENTS = (gast.BinOp, gast.UnaryOp, gast.Compare)
 
 
@@ -150,7 +152,8 @@ class _Replace:
         return self._named(child) if fresh else child
 
     def _named(self, node):
-        name = self.table.get(gast.dump(node)) if isinstance(node, gast.expr) else None
+        name = self.table.get(gast.dump(node)) if isinstance(node, _KEYED) and (
+            not isinstance(node, gast.Call) or _ufunc_call(node)) else None
         return node if name is None else gast.Name(id=name, ctx=gast.Load(), annotation=None,
                                                    type_comment=None)
 
