@@ -7,7 +7,9 @@
   (checked at every call);
 - ``optimize/products.py``: ``a @ (-2 * g)`` scaled after the product where that is
   smaller (``rt.matmul_scaled``), and a product read through a slice of its last axis
-  makes only those columns (``rt.matmul_sliced``, ``rt.matmul_batch_sliced``).
+  makes only those columns (``rt.matmul_sliced``, ``rt.matmul_batch_sliced``);
+- ``optimize/views.py``: a block of columns read by several elementwise passes is
+  copied contiguous once.
 
 Each against central differences in float64 (float32 where it differs), with calls
 whose arguments change between them; the passes on statements directly for the cases
@@ -21,6 +23,7 @@ from s2sgrad import runtime as rt
 from s2sgrad.api.forward import forward_function
 from s2sgrad.compiler.optimize.products import scaled_products, sliced_products
 from s2sgrad.compiler.optimize.shared import shared_values
+from s2sgrad.compiler.optimize.views import contiguous_blocks
 from s2sgrad.compiler.syntax.source import to_source
 from s2sgrad.runtime import buffers
 
@@ -216,3 +219,41 @@ def test_a_batched_jacobian_makes_only_the_columns_it_reads():
                                rtol=1e-6, atol=1e-8)
     assert "rt.matmul_batch_sliced(" in jac.source
     assert code(jac.source).count("np.cos(") == 1    # the sine's tangent reads the cosine
+
+
+# ------------------------------------------------ column blocks made contiguous once
+
+def blocks(cams, x):
+    rot = cams[:, 0:3]
+    theta = np.sqrt(np.sum(rot ** 2, axis=1))
+    return np.sum((rot / theta[:, None]) * (x - cams[:, 3:6]) * cams[:, 6:7])
+
+
+def test_a_column_block_read_by_several_passes_is_copied_once():
+    g = s2sgrad.grad(blocks, (0, 1))
+    n = buffers.KEEP_BYTES // 64           # the large size class: the kept build
+    for dtype, make in ((np.float64, lambda a: a), (np.float32, lambda a: a),
+                        (np.float64, lambda a: np.asfortranarray(a))):   # not C-ordered
+        cams = make(rng.normal(size=(n, 9)).astype(dtype))
+        x = rng.normal(size=(n, 3)).astype(dtype)
+        dc, dx = g(cams, x)
+        assert dc.dtype == dtype and dx.dtype == dtype
+        if dtype == np.float64:
+            v = rng.normal(size=cams.shape)
+            assert np.isclose(np.sum(dc * v), central(lambda y: blocks(y, x), cams, v),
+                              rtol=1e-6)
+    assert "rot = np.ascontiguousarray(cams[:, 0:3])" in g.source
+    assert "np.ascontiguousarray(cams[:, 3:6])" not in g.source      # read once
+    assert "np.ascontiguousarray(cams[:, 6:7])" not in g.source      # one column
+
+
+@pytest.mark.parametrize("source", [
+    "v = x[:, 0:3]\na = v * 2\nb = v + 1\nv[0] = 1.0",        # written through it
+    "v = x[:, 0:3]\na = v * 2\nb = v + 1\nx[0] = 1.0",        # its matrix written
+    "v = x[:, 0:3]\na = v * 2\nb = v + 1\nc = v",             # returned (keep c)
+    "v = y[:, 0:3]\na = v * 2\nb = v + 1",                     # y's rank not known
+    "v = x[:, i:3]\na = v * 2\nb = v + 1",                     # a bound not a number
+])
+def test_a_column_block_that_may_be_written_or_returned_stays_a_view(source):
+    out = rewritten(contiguous_blocks, source, {"c"}, lambda n: 2 if n == "x" else None)
+    assert "ascontiguousarray" not in out

@@ -26,6 +26,7 @@ from .optimize.constants import hoisted_constants
 from .optimize.kernels import fused_chains
 from .optimize.products import scaled_products
 from .optimize.shared import shared_values
+from .optimize.views import contiguous_blocks
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.checkpoint import checkpointed
@@ -305,12 +306,13 @@ def kept_sweeps(d, sweeps):
     numbers = {n for n, rank in d.lowered.ndims.items() if rank == 0}
     split = len(sweeps.forward)
     head, both, prelude, give = keep_buffers(sweeps.forward + sweeps.backward, keep,
-                                             numbers.__contains__, d.names, d.lowered.name)
+                                             numbers.__contains__, d.names, d.lowered.name,
+                                             d.lowered.ndims.get)
     sweeps.forward, sweeps.backward = head + both[:split], both[split:]
     return prelude, give
 
 
-def keep_buffers(statements, keep, scalar, names, base):
+def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
     """Make the elementwise chains of the straight-line ``statements`` fused kernel calls
     (``optimize/kernels.py``) and write their large elementwise results into arrays kept
     between calls (``optimize/buffers.py``).  Gives ``(head, statements, prelude,
@@ -318,9 +320,11 @@ def keep_buffers(statements, keep, scalar, names, base):
     rewritten ``statements``, the (line, origin) pairs of the kernels and the
     ``rt.Buffers`` table to write before the function, and the ``(table, kept)`` names
     the return hands the result through; ``give`` is None when nothing is kept.
-    ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
-    statements, chains = fused_chains(scaled_products(statements, keep), keep, names.fresh,
-                                      scalar)
+    ``keep``: the names returned; ``scalar(name)``: a name known to be a number;
+    ``rank(name)``: its number of dimensions or None (column blocks read by several
+    passes are copied contiguous: ``optimize/views.py``)."""
+    statements = contiguous_blocks(scaled_products(statements, keep), keep, rank)
+    statements, chains = fused_chains(statements, keep, names.fresh, scalar)
     kept = names.fresh("kept")
     rewritten, count = kept_results(statements, keep, scalar, kept,
                                     {chain.name for chain in chains})

@@ -260,7 +260,8 @@ class _Emitter:
         numbers = {n for n, rank in self.lowered.ndims.items() if rank == 0}
         numbers |= {self.sweep.tangents[n] for n in numbers if n in self.sweep.tangents}
         head, statements, prelude, give = keep_buffers(
-            statements, keep, numbers.__contains__, self.names, self.lowered.name)
+            statements, keep, numbers.__contains__, self.names, self.lowered.name,
+            self.lowered.ndims.get)
         return head + statements, prelude, give
 
     def _jacobian_body(self, args, value_src):

@@ -4,9 +4,10 @@
 ``Comment``s, with loops and branches) and ``keep`` (the names read after them: the
 outputs, the gradients returned).  Where ``m = np.cos(theta)`` (a numpy function of
 ``PURE_UFUNCS`` or an operator ``+ - * / ** @`` of names and numbers) is followed by the
-same expression, it reads ``m`` (nested expressions of them too: ``-t_dot * s``): a rule's recomputation of a value the forward sweep
-has (``cos(theta)`` in the adjoint of ``sin(theta)``, ba's rotation: two passes of
-31,843 cosines and sines a gradient), and the repeats of the user's own code (``ht``'s
+same expression, it reads ``m`` (nested expressions of them too: ``-t_dot * s``): a
+rule's recomputation of a value the forward sweep has (``cos(theta)`` in the adjoint
+of ``sin(theta)``, ba's rotation: two passes of 31,843 cosines and sines a gradient),
+and the repeats of the user's own code (``ht``'s
 ``np.sin(tx)`` twice in one rotation matrix, and their tangents' ``np.cos(tx)``).
 
 When it is the same value:
@@ -54,6 +55,14 @@ def shared_values(statements, keep=frozenset(), sequences=frozenset()):
     def stable(name):
         return stores.get(name, 0) <= 1 and name not in unsafe
     return _Block(stable, unsafe).rewritten(statements, {})
+
+
+def may_be_written(statements, keep=frozenset(), sequences=frozenset()):
+    """The names of ``statements`` that are written in place, returned (``keep``) or may
+    share memory with one that is (module doc)."""
+    stores = name_uses(statements)[1]
+    return _shared_with_writes(statements, keep, stores, _sequences(statements,
+                                                                    set(sequences)))
 
 
 def _key(expr, stable):
@@ -304,7 +313,8 @@ def _may_share(expr, sequences):
             isinstance(expr.func.value, gast.Name) and \
             not any(k.arg in (None, "out", "copy") for k in expr.keywords):
         module, attr = expr.func.value.id, expr.func.attr
-        if (module == "np" and attr in _NEW_ARRAYS) or (module == "rt" and attr in _RT_NEW):
+        if (module == "np" and attr in _NEW_ARRAYS) or (module == "rt" and attr in _RT_NEW) \
+                or module == "kept":         # rt.Kept: an array of the operation's own
             return set()
         if (module == "rt" and attr in _FIRST_ONLY) or (module == "np" and attr in _VIEWS):
             return share(expr.args[0]) if expr.args else set()
