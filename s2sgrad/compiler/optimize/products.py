@@ -6,9 +6,9 @@ it returns).  A single-use temporary that is one array times number constants (`
 -ddists``, ``dt3 = dt4 * 2``: the adjoint of ``2 * (points @ centroids.T)``), read as an
 operand of a matrix product (``a @ dt3``, ``np.matmul(a, dt3)``), is written into
 that product as ``rt.matmul_scaled(a, ddists, -2)`` (and ``a @ (g * -2)`` written in
-one statement likewise): the product ``a @ (ddists * -2)``
-with the scaling done on the smallest of the two operands and the result, at run time
-(``runtime/core.py``).  kmeans' gradient scaled its 10,000 x 100 adjoint to take an
+one statement likewise): the product ``a @ (ddists * -2)`` with the scaling done on
+the smallest of the two operands and the result, at run time (``s2sgrad/runtime``'s
+``matmul_scaled``).  kmeans' gradient scaled its 10,000 x 100 adjoint to take an
 8 x 100 product of it (0.6 ms of its 6 ms); now the 8 x 100 product is scaled.
 
 Only number constants scale (a scalar variable could promote the product's dtype

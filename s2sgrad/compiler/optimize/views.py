@@ -42,12 +42,10 @@ def contiguous_blocks(statements, keep, rank):
     if not wanted:
         return statements
     unsafe = may_be_written(statements, keep)
+    copied = {id(blocks[name]) for name in wanted - unsafe}
     out = []
     for item in statements:
-        if isinstance(item, gast.Assign) and blocks.get(item.targets[0].id
-                                                       if isinstance(item.targets[0],
-                                                                     gast.Name) else None) \
-                is item and item.targets[0].id in wanted and item.targets[0].id not in unsafe:
+        if id(item) in copied:
             call = gast.parse("np.ascontiguousarray(x)").body[0].value
             call.args[0] = item.value
             item = gast.Assign(targets=item.targets, value=call, type_comment=None)
