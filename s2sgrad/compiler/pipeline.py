@@ -24,6 +24,9 @@ from .emit.kernels import kernel_lines
 from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.kernels import fused_chains
+from .optimize.products import scaled_products
+from .optimize.shared import shared_values
+from .optimize.views import contiguous_blocks
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .reverse.checkpoint import checkpointed
@@ -89,6 +92,7 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     """
     d = differentiate(fn, positions, weights, has_aux, bound_self, arg_types, arg_trees)
     inline_sweeps(d)
+    share_values(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
     sweeps.backward = products_in_place(d.sweeps.backward)
@@ -199,6 +203,18 @@ def inline_sweeps(d):
         for sweep in (forward, backward))
 
 
+def share_values(d):
+    """Read a value computed again by the same expression from its first name, in both
+    sweeps of ``d`` (``optimize/shared.py``: the adjoint's ``np.cos(theta)`` of the
+    forward's ``costheta``)."""
+    keep = set(atom_vars(d.lowered.output)) | set(d.lowered.mutated) | {
+        g for g in d.returned if g is not None}
+    split = len(d.sweeps.forward)
+    sequences = set(d.lowered.lists) | set(d.lowered.tuples)
+    both = shared_values(d.sweeps.forward + d.sweeps.backward, keep, sequences)
+    d.sweeps.forward, d.sweeps.backward = both[:split], both[split:]
+
+
 def output_seeds(lowered, has_aux):
     """The output Var names whose derivatives are wanted: the whole output's, or the first
     item's with ``has_aux`` (which needs a tuple ``(out, aux...)``).  An output that is no
@@ -290,12 +306,13 @@ def kept_sweeps(d, sweeps):
     numbers = {n for n, rank in d.lowered.ndims.items() if rank == 0}
     split = len(sweeps.forward)
     head, both, prelude, give = keep_buffers(sweeps.forward + sweeps.backward, keep,
-                                             numbers.__contains__, d.names, d.lowered.name)
+                                             numbers.__contains__, d.names, d.lowered.name,
+                                             d.lowered.ndims.get)
     sweeps.forward, sweeps.backward = head + both[:split], both[split:]
     return prelude, give
 
 
-def keep_buffers(statements, keep, scalar, names, base):
+def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
     """Make the elementwise chains of the straight-line ``statements`` fused kernel calls
     (``optimize/kernels.py``) and write their large elementwise results into arrays kept
     between calls (``optimize/buffers.py``).  Gives ``(head, statements, prelude,
@@ -303,7 +320,10 @@ def keep_buffers(statements, keep, scalar, names, base):
     rewritten ``statements``, the (line, origin) pairs of the kernels and the
     ``rt.Buffers`` table to write before the function, and the ``(table, kept)`` names
     the return hands the result through; ``give`` is None when nothing is kept.
-    ``keep``: the names returned; ``scalar(name)``: a name known to be a number."""
+    ``keep``: the names returned; ``scalar(name)``: a name known to be a number;
+    ``rank(name)``: its number of dimensions or None (column blocks read by several
+    passes are copied contiguous: ``optimize/views.py``)."""
+    statements = contiguous_blocks(scaled_products(statements, keep), keep, rank)
     statements, chains = fused_chains(statements, keep, names.fresh, scalar)
     kept = names.fresh("kept")
     rewritten, count = kept_results(statements, keep, scalar, kept,

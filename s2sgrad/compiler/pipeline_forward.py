@@ -36,6 +36,8 @@ from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Seq, Var, atom_vars
+from .optimize.products import sliced_products
+from .optimize.shared import shared_values
 from .optimize.substitute import fused_forward
 from .pipeline import keep_buffers, output_seeds
 from .syntax.imports import import_lines
@@ -79,7 +81,7 @@ class GeneratedJvp:
 
 
 def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg_trees=None,
-              jacobian=False, title=None, batched=False, kept=False):
+              jacobian=False, title=None, batched=False, kept=False, as_numpy=False):
     """The forward-mode function of ``fn`` w.r.t. argument ``positions`` (module doc).
 
     ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
@@ -87,7 +89,9 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     ``jacobian``): sweeps whose tangents carry a batch of directions first
     (``forward/batched.py``; raises ``NotBatchable`` naming an operation without a
     batched rule).  ``kept`` (a jvp run as numpy): large elementwise results of
-    straight-line code go into arrays kept between calls (``optimize/buffers.py``)."""
+    straight-line code go into arrays kept between calls (``optimize/buffers.py``).
+    ``as_numpy`` (or ``kept``): the code runs as numpy, never compiled by Numba: a slice
+    of a product's columns makes only those (``optimize/products.py``)."""
     lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
@@ -101,6 +105,13 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args, make)
     if width is not None:
         sweep.statements = _fused_loop_bodies(lowered, sweep, names, has_aux)
+    outputs = set(atom_vars(lowered.output)) | set(lowered.mutated)
+    outputs |= {sweep.tangents[v] for v in outputs if v in sweep.tangents}
+    sequences = set(lowered.lists) | set(lowered.tuples)
+    sequences |= {sweep.tangents[v] for v in sequences if v in sweep.tangents}
+    sweep.statements = shared_values(sweep.statements, outputs, sequences)
+    if as_numpy or kept:
+        sweep.statements = sliced_products(sweep.statements, outputs)
     lowered.free = list(lowerer.state.free.values())
     kind = "jacfwd" if jacobian else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")
@@ -249,7 +260,8 @@ class _Emitter:
         numbers = {n for n, rank in self.lowered.ndims.items() if rank == 0}
         numbers |= {self.sweep.tangents[n] for n in numbers if n in self.sweep.tangents}
         head, statements, prelude, give = keep_buffers(
-            statements, keep, numbers.__contains__, self.names, self.lowered.name)
+            statements, keep, numbers.__contains__, self.names, self.lowered.name,
+            self.lowered.ndims.get)
         return head + statements, prelude, give
 
     def _jacobian_body(self, args, value_src):

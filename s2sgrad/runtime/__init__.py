@@ -144,6 +144,60 @@ def matmul_right(g, a, b):
     return unbroadcast(db, b)
 
 
+def matmul_scaled(a, b, scale):
+    """``a @ (b * scale)`` (``scale`` a number constant: the same as ``(a * scale) @ b``
+    and ``(a @ b) * scale`` up to the rounding of one multiplication), with the scaling
+    done on the smallest of ``a``, ``b`` and the product: ``compiler/optimize/
+    products.py`` writes it where a gradient scaled a large operand of a small product
+    (kmeans: ``points.T @ (-2 * ddists)``, the 10,000 x 100 adjoint of an 8 x 100 one)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim >= 1 and b.ndim >= 1 \
+            and a.dtype.kind in "fc" and b.dtype.kind in "fc":    # (not bool's or-and)
+        rows = a.shape[-2] if a.ndim >= 2 else 1
+        cols = b.shape[-1] if b.ndim >= 2 else 1
+        out_size = rows * cols * max(int(np.prod(a.shape[:-2])), int(np.prod(b.shape[:-2])))
+        if out_size <= min(a.size, b.size):
+            product = a @ b
+            if type(product) is np.ndarray and \
+                    np.result_type(product, scale) == product.dtype:
+                product *= scale      # a fresh array: scaled in place
+                return product
+            return product * scale
+        if a.size < b.size:
+            return (a * scale) @ b
+    return a @ (b * scale)
+
+
+def matmul_sliced(a, b, index):
+    """``(a @ b)[index]``; where ``index`` takes columns alone (``np.s_[:, :3]`` of a
+    matrix product: ``:`` on every axis of the product but the last) and ``a`` and ``b``
+    have two dimensions or more, made as ``a @ b[..., columns]``: only the columns read
+    (``compiler/optimize/products.py``)."""
+    columns = _columns_of(a, b, index)
+    if columns is None:
+        return (a @ b)[index]
+    return a @ b[..., columns]
+
+
+def matmul_batch_sliced(a, b, index):
+    """``rt.matmul_batch(a, b)[index]``, made as ``matmul_batch(a, b[..., columns])``
+    where ``index`` takes columns alone (see ``matmul_sliced``)."""
+    columns = _columns_of(a, b, index)
+    if columns is None:
+        return matmul_batch(a, b)[index]
+    return matmul_batch(a, b[..., columns])
+
+
+def _columns_of(a, b, index):
+    """The slice of the last axis ``index`` is, when it slices only that axis of
+    ``a @ b`` and both have two dimensions or more; else None."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or b.ndim < 2 or \
+            a.ndim < 2 or len(index) != max(a.ndim, b.ndim):
+        return None
+    if any(i != slice(None) for i in index[:-1]) or not isinstance(index[-1], slice):
+        return None
+    return index[-1]
+
+
 def add_matmul_left(out, g, a, b):
     """``out += matmul_left(g, a, b)``, in place (``out``: an adjoint array the generated
     code owns).  Under Numba an outer product (``a`` 2-D, ``b`` 1-D) is added element by

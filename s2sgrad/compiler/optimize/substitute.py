@@ -50,16 +50,16 @@ RUNTIME_WRITERS = frozenset({"add_at", "push", "item_added", "add_into", "add_ma
                              "add_matmul_right", "add_dot_left", "add_dot_right",
                              "einsum_into", "extremum_adjoint_into"})
 #: numpy functions and methods that update an argument in place
-_NUMPY_WRITERS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "at",
+NUMPY_WRITERS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "at",
                             "put_along_axis", "shuffle", "seed", "fill", "sort", "resize",
                             "itemset", "setflags", "partition", "append", "extend", "pop",
                             "insert", "clear", "update"})
 #: methods of arrays (and builtins) that give a new value and change nothing
-_PURE_METHODS = frozenset({"astype", "reshape", "copy", "sum", "mean", "max", "min", "prod",
+PURE_METHODS = frozenset({"astype", "reshape", "copy", "sum", "mean", "max", "min", "prod",
                            "transpose", "conj", "conjugate", "ravel", "flatten", "squeeze",
                            "dot", "item", "any", "all", "clip", "round", "cumsum", "cumprod",
                            "std", "var", "argmax", "argmin", "swapaxes", "real", "imag"})
-_PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "len", "range", "slice", "abs",
+PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "len", "range", "slice", "abs",
                             "min", "max", "tuple", "round"})
 #: the most operations (calls, operators, comparisons) inlining adds to a statement
 OPERATIONS = 2
@@ -192,7 +192,7 @@ class _Engine:
             return False
         func = node.func
         if isinstance(func, gast.Name):
-            return func.id in _PURE_BUILTINS
+            return func.id in PURE_BUILTINS
         path = []
         while isinstance(func, gast.Attribute):
             path.append(func.attr)
@@ -200,9 +200,9 @@ class _Engine:
         if not path:
             return False
         if isinstance(func, gast.Name) and func.id in self.pure_modules:
-            return "random" not in path and path[0] not in _NUMPY_WRITERS and not (
+            return "random" not in path and path[0] not in NUMPY_WRITERS and not (
                 func.id == "rt" and path[0] in RUNTIME_WRITERS)
-        return len(path) == 1 and path[0] in _PURE_METHODS
+        return len(path) == 1 and path[0] in PURE_METHODS
 
 
 def _tape_pushed(item):
