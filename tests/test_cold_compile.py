@@ -121,3 +121,62 @@ def test_records_give_the_gradient_at_every_trip_count(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     for n in (6, 0, 2):
         check_grad(branchy, (np.linspace(-0.9, 1.3, 3), n), 0)
+
+
+# ------------------------------------------------ what one gradient makes Numba compile
+
+def _libraries(library, seen=None):
+    """Every library linked into ``library`` (each once, however often it is linked)."""
+    seen = {} if seen is None else seen
+    for lib in library._linking_libraries:
+        if id(lib) not in seen:
+            seen[id(lib)] = lib
+            _libraries(lib, seen)
+    return list(seen.values())
+
+
+def _compiled_fresh(monkeypatch, tmp_path, fn, args, wrt):
+    """``fn``'s value and gradient compiled by Numba into an empty cache (never loaded:
+    a loaded function links nothing to look at), checked against central differences;
+    gives the gradient and the libraries Numba linked into its code."""
+    from s2sgrad.testing import check_grad
+    monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = check_grad(fn, args, wrt)
+    assert g.backend == "numba", g.fallback_reason
+    jitted = g._compiled._jitted
+    return g, _libraries(jitted.overloads[jitted.signatures[0]].library)
+
+
+def rows(state, xs):
+    """Rows of a matrix written in a loop, as GradBench's lstm eval writes its cells."""
+    cell = state.copy()
+    for t in range(xs.shape[0]):
+        for j in range(cell.shape[0]):
+            cell[j] = np.tanh(xs[t] * cell[j, 0] + cell[j, 1])
+    return np.sum(cell * cell)
+
+
+def test_a_row_write_links_no_message_and_its_error_is_numpys(monkeypatch, tmp_path):
+    """``cell[j] = ...`` compiles Numba's plain slice-assignment check (no str/repr of the
+    shapes: ~2.5 s of a cold compile); a wrong shape still raises ValueError, shown as
+    numpy's with the user's line; code compiled afterwards has Numba's own message."""
+    import pytest
+    rng = np.random.default_rng(5)
+    state = rng.standard_normal((2, 3)) * 0.5
+    g, libraries = _compiled_fresh(monkeypatch, tmp_path, rows,
+                                   (state, rng.standard_normal((3, 3)) * 0.5), 0)
+    names = [lib.name for lib in libraries]
+    assert "_shape_mismatch.<locals>.impl" in names, names     # the check is there
+    costly = sorted(name for name in names if any(c in name for c in COSTLY))
+    assert not costly, costly
+    with pytest.raises(ValueError, match="could not broadcast") as raised:
+        g(state, rng.standard_normal((3, 4)))
+    assert "test_cold_compile.py" in "\n".join(getattr(raised.value, "__notes__", []))
+
+    @numba.njit
+    def write(a, b):
+        a[0] = b
+    with pytest.raises(ValueError, match=r"shape \(3,\) from input of shape \(4,\)"):
+        write(np.zeros((2, 3)), np.ones(4))
+
