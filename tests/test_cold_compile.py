@@ -181,29 +181,46 @@ def test_a_row_write_links_no_message_and_its_error_is_numpys(monkeypatch, tmp_p
         write(np.zeros((2, 3)), np.ones(4))
 
 
-def recurrent_product(W, xs):
-    h = np.zeros(W.shape[0])
+
+def gates(W, xs):
+    """A gated recurrence: a product, two sigmoids (the same forms twice) and a tanh."""
+    n = W.shape[0] // 3
+    h = np.zeros(n)
     for t in range(xs.shape[0]):
-        h = np.tanh(W @ np.concatenate((xs[t], h)))
+        z = W @ np.concatenate((xs[t], h))
+        i = 1.0 / (1.0 + np.exp(-z[:n]))
+        f = 1.0 / (1.0 + np.exp(-z[n:2 * n]))
+        h = f * h + i * np.tanh(z[2 * n:])
     return np.sum(h * h)
 
 
-def test_a_matrix_vector_products_adjoint_compiles_no_second_blas_product(monkeypatch,
-                                                                            tmp_path):
-    """``W @ x`` in a loop: the adjoint w.r.t. ``x`` (``W.T @ g``) is a loop over W's rows,
-    not a second BLAS product (Numba compiled a Fortran-layout gemv for ``W.T``: ~0.6 s
-    of a cold compile); the values are Python's within rounding, float32 too."""
+def test_a_gated_loop_compiles_one_kernel_per_form_and_one_blas_product(monkeypatch,
+                                                                        tmp_path):
+    """Numba compiles one scalar kernel per array-expression form, not one per statement
+    (the same bits as its own lowering), and ``W @ x``'s adjoint w.r.t. ``x`` (``W.T @ g``)
+    is a loop over W's rows, not a second BLAS product (a Fortran-layout gemv: ~0.6 s of
+    a cold compile); float32 too, within rounding of Python's values."""
+    import s2sgrad
     rng = np.random.default_rng(6)
-    args = (rng.standard_normal((3, 5)) * 0.5, rng.standard_normal((4, 2)))
-    g, libraries = _compiled_fresh(monkeypatch, tmp_path, recurrent_product, args, (0, 1))
+    args = (rng.standard_normal((6, 4)) * 0.5, rng.standard_normal((4, 2)))
+    g, libraries = _compiled_fresh(monkeypatch, tmp_path, gates, args, (0, 1))
     names = [lib.name for lib in libraries]
     assert "_transposed_times" in names and names.count("dot_impl") == 1, sorted(names)
+    assert not [name for name in names if name.startswith("__numba_array_expr")], names
+    plain = numba.njit(g._compiled.py_func)           # Numba's own lowering, same code
+    ours, theirs = g._compiled._jitted(*args), plain(*args)
+    assert ours[0] == theirs[0]
+    for a, b in zip(ours[1], theirs[1]):
+        assert np.array_equal(a, b)
+    statements = [lib.name for lib in _libraries(plain.overloads[plain.signatures[0]].library)
+                  if lib.name.startswith("__numba_array_expr")]
+    assert 0 < names.count("array_expression_kernel") < len(statements), (names, statements)
     for dtype in (np.float64, np.float32):
         typed = tuple(a.astype(dtype) for a in args)
-        monkeypatch.setenv("S2SGRAD_BACKEND", "python")
-        import s2sgrad
-        want = s2sgrad.grad(recurrent_product, (0, 1))(*typed)
         got = g(*typed)
+        monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+        want = s2sgrad.grad(gates, (0, 1))(*typed)
+        monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
         for a, b in zip(got, want):
             assert a.dtype == b.dtype
             np.testing.assert_allclose(a, b, rtol=1e-12 if dtype == np.float64 else 1e-5)
