@@ -1,11 +1,14 @@
 """Where Numba's time goes on a cold first call (run by hand).
 
-    python benchmarks/bench_cold_compile.py [lstm|ode ...]
+    python benchmarks/bench_cold_compile.py [lstm|ode|gblstm ...]
+    TOP=20 python benchmarks/bench_cold_compile.py gblstm     # list 20 functions
 
 Each case runs in a fresh process with an empty cache: a 15-step LSTM
-(``bench_lstm.lstm_loss``, H=16, D=8) and GradBench's ode eval in plain numpy
+(``bench_lstm.lstm_loss``, H=16, D=8), GradBench's ode eval in plain numpy
 (``ode_last``: fourth-order Runge-Kutta over n=10000 values, 100 steps, the
-gradient of the last value; from the eval's README and its reference, ode.hpp).
+gradient of the last value; from the eval's README and its reference, ode.hpp) and,
+on request, GradBench's lstm eval (``gblstm``: two layers, 1024 characters, rows
+written in place; what ``gradbench/run.py lstm`` times).
 It prints the first call's time; the generated module's size; how many
 functions Numba compiled (the generated one and every helper and numpy
 implementation it pulled in); Numba's pass times for the generated function
