@@ -1,11 +1,14 @@
 """Where Numba's time goes on a cold first call (run by hand).
 
-    python benchmarks/bench_cold_compile.py [lstm|ode ...]
+    python benchmarks/bench_cold_compile.py [lstm|ode|gblstm ...]
+    TOP=20 python benchmarks/bench_cold_compile.py gblstm     # list 20 functions
 
 Each case runs in a fresh process with an empty cache: a 15-step LSTM
-(``bench_lstm.lstm_loss``, H=16, D=8) and GradBench's ode eval in plain numpy
+(``bench_lstm.lstm_loss``, H=16, D=8), GradBench's ode eval in plain numpy
 (``ode_last``: fourth-order Runge-Kutta over n=10000 values, 100 steps, the
-gradient of the last value; from the eval's README and its reference, ode.hpp).
+gradient of the last value; from the eval's README and its reference, ode.hpp) and,
+on request, GradBench's lstm eval (``gblstm``: two layers, 1024 characters, rows
+written in place; what ``gradbench/run.py lstm`` times).
 It prints the first call's time; the generated module's size; how many
 functions Numba compiled (the generated one and every helper and numpy
 implementation it pulled in); Numba's pass times for the generated function
@@ -36,6 +39,9 @@ def case(which):
     sys.path.insert(0, os.path.join(HERE, "gradbench"))
     from ode import ode_last          # GradBench's ode eval, as benchmarks/gradbench runs it
     rng = np.random.default_rng(0)
+    if which == "gblstm":                 # GradBench's lstm eval at its standard size
+        import lstm
+        return s2sgrad.value_and_grad(lstm.lstm_objective, (0, 1)), lstm.inputs()
     if which == "lstm":
         h, d, t = 16, 8, 15
         args = (rng.standard_normal((4 * h, d + h)) * 0.3, rng.standard_normal(4 * h) * 0.1,
@@ -86,7 +92,7 @@ def measure(which):
           f"({sum(count.values())} signatures)")
     print("  passes of the generated function: " + ", ".join(
         f"{k} {v:.2f} s" for k, v in passes.most_common(3)))
-    for name, seconds in sorted(exclusive.items(), key=lambda kv: -kv[1])[:8]:
+    for name, seconds in sorted(exclusive.items(), key=lambda kv: -kv[1])[:int(os.environ.get("TOP", "8"))]:
         print(f"  {seconds:6.2f} s  x{count[name]}  {name}")
 
 

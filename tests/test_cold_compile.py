@@ -121,3 +121,107 @@ def test_records_give_the_gradient_at_every_trip_count(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     for n in (6, 0, 2):
         check_grad(branchy, (np.linspace(-0.9, 1.3, 3), n), 0)
+
+
+# ------------------------------------------------ what one gradient makes Numba compile
+
+def _libraries(library, seen=None):
+    """Every library linked into ``library`` (each once, however often it is linked)."""
+    seen = {} if seen is None else seen
+    for lib in library._linking_libraries:
+        if id(lib) not in seen:
+            seen[id(lib)] = lib
+            _libraries(lib, seen)
+    return list(seen.values())
+
+
+def _compiled_fresh(monkeypatch, tmp_path, fn, args, wrt):
+    """``fn``'s value and gradient compiled by Numba into an empty cache (never loaded:
+    a loaded function links nothing to look at), checked against central differences;
+    gives the gradient and the libraries Numba linked into its code."""
+    from s2sgrad.testing import check_grad
+    monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("S2SGRAD_BACKEND", "numba")
+    g = check_grad(fn, args, wrt)
+    assert g.backend == "numba", g.fallback_reason
+    jitted = g._compiled._jitted
+    return g, _libraries(jitted.overloads[jitted.signatures[0]].library)
+
+
+def rows(state, xs):
+    """Rows of a matrix written in a loop, as GradBench's lstm eval writes its cells."""
+    cell = state.copy()
+    for t in range(xs.shape[0]):
+        for j in range(cell.shape[0]):
+            cell[j] = np.tanh(xs[t] * cell[j, 0] + cell[j, 1])
+    return np.sum(cell * cell)
+
+
+def test_a_row_write_links_no_message_and_its_error_is_numpys(monkeypatch, tmp_path):
+    """``cell[j] = ...`` compiles Numba's plain slice-assignment check (no str/repr of the
+    shapes: ~2.5 s of a cold compile); a wrong shape still raises ValueError, shown as
+    numpy's with the user's line; code compiled afterwards has Numba's own message."""
+    import pytest
+    rng = np.random.default_rng(5)
+    state = rng.standard_normal((2, 3)) * 0.5
+    g, libraries = _compiled_fresh(monkeypatch, tmp_path, rows,
+                                   (state, rng.standard_normal((3, 3)) * 0.5), 0)
+    names = [lib.name for lib in libraries]
+    assert "_shape_mismatch.<locals>.impl" in names, names     # the check is there
+    costly = sorted(name for name in names if any(c in name for c in COSTLY))
+    assert not costly, costly
+    with pytest.raises(ValueError, match="could not broadcast") as raised:
+        g(state, rng.standard_normal((3, 4)))
+    assert "test_cold_compile.py" in "\n".join(getattr(raised.value, "__notes__", []))
+    # Numba's own message and lowering are back for code compiled afterwards
+    import numba.np.arrayobj
+    from numba.core.registry import cpu_target
+    from numba.np.ufunc import array_exprs
+    assert numba.np.arrayobj.raise_with_shape_context.__module__ == "numba.np.arrayobj"
+    numbas = cpu_target.target_context.special_ops.get("arrayexpr", array_exprs._lower_array_expr)
+    assert numbas is array_exprs._lower_array_expr     # (absent until Numba's first compile)
+
+
+
+def gates(W, xs):
+    """A gated recurrence: a product, two sigmoids (the same forms twice) and a tanh."""
+    n = W.shape[0] // 3
+    h = np.zeros(n)
+    for t in range(xs.shape[0]):
+        z = W @ np.concatenate((xs[t], h))
+        i = 1.0 / (1.0 + np.exp(-z[:n]))
+        f = 1.0 / (1.0 + np.exp(-z[n:2 * n]))
+        h = f * h + i * np.tanh(z[2 * n:])
+    return np.sum(h * h)
+
+
+def test_a_gated_loop_compiles_one_kernel_per_form_and_one_blas_product(monkeypatch,
+                                                                        tmp_path):
+    """Numba compiles one scalar kernel per array-expression form, not one per statement
+    (the same bits as its own lowering), and ``W @ x``'s adjoint w.r.t. ``x`` (``W.T @ g``)
+    is a loop over W's rows, not a second BLAS product (a Fortran-layout gemv: ~0.6 s of
+    a cold compile), within rounding of Python's values, float32 too."""
+    import s2sgrad
+    rng = np.random.default_rng(6)
+    args = (rng.standard_normal((6, 4)) * 0.5, rng.standard_normal((4, 2)))
+    g, libraries = _compiled_fresh(monkeypatch, tmp_path, gates, args, (0, 1))
+    names = [lib.name for lib in libraries]
+    assert "_transposed_times" in names and names.count("dot_impl") == 1, sorted(names)
+    assert not [name for name in names if name.startswith("__numba_array_expr")], names
+    plain = numba.njit(g._compiled.py_func)           # Numba's own lowering, same code
+    ours, theirs = g._compiled._jitted(*args), plain(*args)
+    assert ours[0] == theirs[0]
+    for a, b in zip(ours[1], theirs[1]):
+        assert np.array_equal(a, b)
+    statements = [lib.name for lib in _libraries(plain.overloads[plain.signatures[0]].library)
+                  if lib.name.startswith("__numba_array_expr")]
+    assert 0 < names.count("array_expression_kernel") < len(statements), (names, statements)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    for a, b in zip(g(*args), s2sgrad.grad(gates, (0, 1))(*args)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    product = numba.njit(lambda g, a, b: rt.matmul_right(g, a, b))
+    for dtype in (np.float64, np.float32):          # W.T @ g by rows, in W's dtype
+        W, gv = args[0].astype(dtype), rng.standard_normal(6).astype(dtype)
+        got = product(gv, W, np.ones(4, dtype))
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, W.T @ gv, rtol=1e-12 if dtype == np.float64 else 1e-5)

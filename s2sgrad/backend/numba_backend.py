@@ -154,9 +154,11 @@ class Compiled:
         from . import (numba_batched, numba_checkpoint, numba_forward, numba_split,
                        numba_indexing, numba_linalg, numba_lists, numba_more, numba_rules,
                        numba_support, numba_surface)
+        from .numba_compile import generated_code
         notice = slow_compile_notice(self.path)
         try:
-            with warnings.catch_warnings():   # compile-time hints are not the user's concern
+            with warnings.catch_warnings(), generated_code():
+                # (compile-time hints are not the user's concern; numba_compile: what differs)
                 warnings.simplefilter("ignore", numba.NumbaWarning)
                 self._compile(args)
         except Exception as exc:  # noqa: BLE001 - decided below
