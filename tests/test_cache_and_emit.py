@@ -30,6 +30,19 @@ def test_cache_file_is_content_addressed_and_reused(tmp_path, monkeypatch):
     assert again.path == g.path and __import__("os").path.getmtime(g.path) == mtime
 
 
+def test_a_module_compiled_at_another_numba_level_has_another_file(tmp_path, monkeypatch):
+    """Numba's cache key does not hold NUMBA_OPT: code compiled unoptimised (the suite's
+    level) must not be loaded by a process at the default level, so the level is part of
+    the module's hash."""
+    paths = {}
+    for level in ("0", "3", "0"):
+        monkeypatch.setenv("NUMBA_OPT", level)
+        monkeypatch.setattr(cache, "_fingerprint", None)
+        paths.setdefault(level, set()).add(cache.module_path("f", "def f(): pass", str(tmp_path)))
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    assert len(paths["0"]) == 1 and paths["0"].isdisjoint(paths["3"])
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "other-code"])
 def test_corrupt_cache_file_is_rewritten_not_used(tmp_path, monkeypatch, damage):
     monkeypatch.setenv("S2SGRAD_CACHE_DIR", str(tmp_path))

@@ -1,9 +1,12 @@
 """The on-disk cache of generated modules: content-addressed files in a per-user folder.
 
-A module's file name ends in a hash of its full text, of the s2sgrad version
-and of the runtime helpers compiled code inlines (``s2sgrad/runtime/`` and their
-Numba versions, ``backend/numba_*.py``), so different code never shares a file and Numba's machine
-code cached beside a module is never stale.  A file whose text does not match
+A module's file name ends in a hash of its full text, of the s2sgrad version,
+of the runtime helpers compiled code inlines (``s2sgrad/runtime/`` and their
+Numba versions, ``backend/numba_*.py``) and of the level Numba optimises at
+(``$NUMBA_OPT``: Numba's own cache key does not hold it), so different code never
+shares a file and Numba's machine code cached beside a module is never stale (nor
+unoptimised code, compiled under ``NUMBA_OPT=0`` as the test suite runs, loaded by a
+process at the default level).  A file whose text does not match
 its name (truncated, edited, corrupt) is rewritten before use; writes go
 through a temporary file and an atomic rename, so a reader never sees half a
 file, even with several processes filling the same entry at once.
@@ -96,10 +99,12 @@ def inlined_files():
 
 
 def fingerprint():
-    """A hash of s2sgrad's version and of the runtime helpers compiled code inlines."""
+    """A hash of s2sgrad's version, of the runtime helpers compiled code inlines and of
+    ``$NUMBA_OPT`` (module doc)."""
     global _fingerprint
     if _fingerprint is None:
         digest = hashlib.sha256(VERSION.encode())
+        digest.update(f"NUMBA_OPT={os.environ.get('NUMBA_OPT', '')}".encode())
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         for name in inlined_files():
             digest.update(name.encode())
