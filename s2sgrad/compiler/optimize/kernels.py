@@ -119,6 +119,10 @@ class _Numbers:
         return False
 
 
+#: public: ``optimize/loops.py`` tells numbers from arrays the same way
+Numbers = _Numbers
+
+
 def operation(node):
     """Whether ``node`` is an elementwise operation a chain holds (module doc)."""
     if isinstance(node, gast.BinOp):
