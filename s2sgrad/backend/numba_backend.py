@@ -252,9 +252,7 @@ class Compiled:
 def with_compiled_helpers(py_func, cache_it):
     """``py_func`` itself, or, when it reads other functions of its module (the step
     functions of a checkpointed loop, fused loops), a copy of it reading Numba-compiled
-    versions of them: the module keeps its Python functions for the Python runs (a
-    function with a ``numba_loops`` attribute, the numpy twin of a fused loop
-    (``compiler/emit/loops.py``), is compiled as that loop function).  A helper the code
+    versions of them: the module keeps its Python functions for the Python runs.  A helper the code
     only passes on as a value (to ``rt.checkpoint_*``) is read as its token
     (``numba_checkpoint.step_token``): Numba cannot cache code holding a function value."""
     import types
@@ -271,7 +269,7 @@ def with_compiled_helpers(py_func, cache_it):
     called = _called_globals(py_func)
     scope = dict(module)
     for name in helpers:
-        fn = getattr(module[name], "numba_loops", module[name])   # a fused loop's twin
+        fn = module[name]
         scope[name] = numba.njit(cache=cache_it)(
             types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__))
         if called is not None and name not in called:

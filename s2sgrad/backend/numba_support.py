@@ -19,6 +19,12 @@ def _is_scalar(t):
     return isinstance(t, (types.Number, types.Boolean))
 
 
+@overload(rt.compiled)
+def _compiled():
+    """True in compiled code (``rt.compiled``: a fused loop runs its loop)."""
+    return lambda: True
+
+
 @overload(rt.ones_like)
 def _ones_like(value):
     if isinstance(value, types.Array):

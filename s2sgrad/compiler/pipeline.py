@@ -25,7 +25,7 @@ from .emit.loops import loop_lines
 from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.kernels import Numbers, fused_chains
-from .optimize.loop_space import index_spaces, nodes
+from .optimize.loop_space import index_spaces, nodes, slice_cuts
 from .optimize.loops import Context, fused_loops
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
@@ -290,7 +290,7 @@ def hoist_constants(d, sweeps, fname):
 def loop_sweeps(d, sweeps):
     """Runs of elementwise array statements in the loops of ``d``'s sweeps (changed in
     place) made one explicit loop each (``optimize/loops.py``), for float64 arguments:
-    gives the (line, origin) pairs of the loop functions and their numpy twins."""
+    gives the (line, origin) pairs of the functions the runs are called as."""
     lowered = d.lowered
     everything = sweeps.forward + sweeps.backward
     arrays = [t for t in map(lowered.param_types.get, lowered.params) if t and t[1]]
@@ -320,6 +320,7 @@ def loop_sweeps(d, sweeps):
             lowered.ndims.get(name, 1) == 1 else None
     context = Context(space, numbers, small, reads, keep, d.names.fresh, same,
                       set(d.names.modules.values()) | {"np", "rt", "math"})
+    context.slices = slice_cuts(everything, space)
     sweeps.forward, passes = fused_loops(sweeps.forward, context)
     sweeps.backward, more = fused_loops(sweeps.backward, context)
     return loop_lines(passes + more)

@@ -1,34 +1,29 @@
 """The text of fused loops (``compiler/optimize/loops.py`` finds the runs of array
-statements; ``backend/numba_backend.py`` compiles the loop function in place of its twin).
+statements they replace).
 
 ``loop_lines(passes)`` takes the ``Pass``es of one generated function and gives the
-(line, origin) pairs to write before it: per pass, a comment naming the statements it
-fuses and the user's lines they come from, the loop function (one explicit loop over the
-elements ``i`` of arrays of one length ``n``, which Numba compiles), its twin (the same
-statements as numpy, which a run as Python takes: the first call's reference run, or
-code Numba cannot compile) and the attribute that pairs them::
+(line, origin) pairs to write before it: per pass, a comment naming the user's lines the
+statements come from and a function that runs them as one explicit loop over the
+elements ``i`` of arrays of one length ``n`` where it is compiled (``rt.compiled()``) and
+the arrays are of the length the loop takes, and as the numpy statements themselves
+otherwise (run as Python: the first call's reference run, code Numba cannot compile; or
+arrays of other lengths, which numpy broadcasts)::
 
-    def _y_1_pass1_loops(x, y_1, ones1, h_over2):
-        n = x.shape[0]
-        if y_1.shape[0] != n:
-            raise ValueError("_y_1_pass1_loops: its arrays are not of one length")
-        t5 = np.empty(n)
+    def _y_1_pass(ones1, y_1, x, h_over2):
+        n = y_1.shape[0]
+        if not rt.compiled() or n < 1 or x.shape[0] != n:
+            # numpy's statements: run as Python, or arrays not of the one length (at
+            # least 1) the loop below takes
+            t2 = np.concatenate((ones1, y_1[:-1]))
+            ...
+            return t2, ...
+        t2 = np.empty(n)
         ...
         for i in range(n):
-            t2_i = (ones1[i] if i < 1 else y_1[i - 1])
+            t2_i = ones1[i] if i < 1 else y_1[i - 1]
             ...
-            t5[i] = t5_i
+            t2[i] = t2_i
         return t2, ...
-
-
-    def _y_1_pass1(x, y_1, ones1, h_over2):
-        # numpy's statements: what _y_1_pass1_loops computes, run as Python
-        t2 = np.concatenate((ones1, y_1[:-1]))
-        ...
-        return t2, ...
-
-
-    _y_1_pass1.numba_loops = _y_1_pass1_loops
 """
 from ..syntax.source import INDENT
 from .layout import render_mapped, wrap
@@ -38,35 +33,36 @@ def loop_lines(passes):
     """The (line, origin) pairs of ``passes``' functions (module doc)."""
     lines = []
     for fused in passes:
-        lines += [(line, None) for line in _loops(fused)]
-        lines += _twin(fused)
+        lines += _function(fused)
     return lines
 
 
-def _loops(fused):
+def _function(fused):
     where = f" of {', '.join(fused.where)}" if fused.where else ""
     order = "" if not fused.shifted else \
         ", down from n - 1: a read of i + k is an earlier iteration's" if fused.down else \
         ", up from 0: a read of i - k is an earlier iteration's"
-    lines = wrap(f"# the {fused.count} array statements{where} ({fused.name} below) in "
-                 f"one pass over their elements i{order}")
-    params = ", ".join(fused.params)
-    lines += wrap(f"def {fused.name}_loops({params}):")
+    head = wrap(f"# the {fused.count} array statements{where} in one pass over their "
+                f"elements i{order}")
+    head += wrap(f"def {fused.name}({', '.join(fused.params)}):")
     first, others = fused.arrays[0], fused.arrays[1:]
-    lines.append(f"{INDENT}n = {first}.shape[0]")
-    if others:
-        tests = [f"{a}.shape[0] != n" for a in others]
-        lines += _condition(tests)
-        lines.append(f'{INDENT * 2}raise ValueError("{fused.name}_loops: its arrays are '
-                     f'not of one length")')
+    head.append(f"{INDENT}n = {first}.shape[0]")
+    tests = ["not rt.compiled()"] + ([f"n < {fused.least}"] if fused.least else []) + [
+        f"{a}.shape[0] != n" for a in others]
+    head += _condition(tests)
+    at_least = f" (at least {fused.least})" if fused.least else ""
+    head += wrap(f"{INDENT * 2}# numpy's statements: run as Python, or arrays not of the "
+                 f"one length{at_least} the loop below takes")
+    lines = [(line, None) for line in head] + render_mapped(fused.statements, 2)
+    loop = wrap(f"{INDENT * 2}return {_tuple(fused.outputs)}")
     for array in fused.temporaries:
-        lines.append(f"{INDENT}{array} = np.empty(n)")
+        loop.append(f"{INDENT}{array} = np.empty(n)")
     span = "range(n - 1, -1, -1)" if fused.down else "range(n)"
-    lines.append(f"{INDENT}for i in {span}:")
+    loop.append(f"{INDENT}for i in {span}:")
     for line in fused.body + [f"{a}[i] = {local}" for a, local in fused.stores]:
-        lines += wrap(f"{INDENT * 2}{line}")
-    lines += wrap(f"{INDENT}return {_tuple(fused.results)}")
-    return lines + ["", ""]
+        loop += wrap(f"{INDENT * 2}{line}")
+    loop += wrap(f"{INDENT}return {_tuple(fused.results)}")
+    return lines + [(line, None) for line in loop + ["", ""]]
 
 
 def _condition(tests):
@@ -83,19 +79,6 @@ def _condition(tests):
     lines = [f"{INDENT}if ({rows[0]}"]
     lines += [f"{INDENT * 3}or {r}" for r in rows[1:-1]]
     return lines + [f"{INDENT * 3}or {rows[-1]}):"]
-
-
-def _twin(fused):
-    params = ", ".join(fused.params)
-    lines = [(line, None) for line in wrap(f"def {fused.name}({params}):")]
-    lines += [(line, None) for line in wrap(
-        f"{INDENT}# numpy's statements: what {fused.name}_loops computes, run as Python")]
-    lines += render_mapped(fused.statements, 1)
-    lines += [(line, None) for line in wrap(f"{INDENT}return {_tuple(fused.outputs)}")]
-    lines += [("", None), ("", None),
-              (f"{fused.name}.numba_loops = {fused.name}_loops", None), ("", None),
-              ("", None)]
-    return lines
 
 
 def _tuple(names):

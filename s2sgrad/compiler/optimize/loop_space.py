@@ -13,6 +13,11 @@ import gast
 
 from .kernels import operation
 
+#: ``np.<name>(x)`` of one array: an array of its shape (``loops.FUNCTIONS`` and
+#: ``kernels.FUNCTIONS``)
+FUNCTIONS = frozenset({"sqrt", "abs", "absolute", "square", "exp", "log", "tanh", "sin",
+                       "cos"})
+
 LIKE = frozenset({"zeros_like", "empty_like", "ones_like", "copy"})
 TOP = object()      # not known yet: every definition seen so far agrees with anything
 BOTTOM = object()   # not one 1-D shape
@@ -27,20 +32,44 @@ def index_spaces(statements, known, same, number, small):
                 isinstance(node.targets[0], gast.Name):
             defs.setdefault(node.targets[0].id, []).append(node.value)
     shapes = {name: TOP for name in defs}
+    facts = _Facts(known, same, number, small)
+    facts.defs = defs
     for _ in range(20):
         changed = False
         for name, values in defs.items():
             shape = TOP
             for value in values:
-                shape = _meet(shape, _shape(value, shapes, _Facts(known, same, number,
-                                                                  small)), same)
+                shape = _meet(shape, _shape(value, shapes, facts), same)
             old = shapes[name]
             if not (shape is old or shape not in (TOP, BOTTOM) and
                     old not in (TOP, BOTTOM) and same(shape, old)):
                 shapes[name], changed = shape, True
         if not changed:
             break
-    return {name: shape for name, shape in shapes.items() if shape not in (TOP, BOTTOM)}
+    return {name: shape for name, shape in shapes.items()
+            if shape not in (TOP, BOTTOM, None)}
+
+
+def slice_cuts(statements, space):
+    """name -> c of each name every assignment of which is a view ``base[c:]`` or
+    ``base[:-c]`` (an int literal) of an array ``space`` knows: it has ``n - c``
+    elements (``split_like``'s witnesses of a concatenate's adjoint)."""
+    cuts = {}
+    for node in nodes(statements):
+        if not (isinstance(node, gast.Assign) and len(node.targets) == 1 and
+                isinstance(node.targets[0], gast.Name)):
+            continue
+        value, cut = node.value, None
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
+                isinstance(value.slice, gast.Slice) and value.slice.step is None and \
+                space(value.value.id) is not None:
+            low = 0 if value.slice.lower is None else _int(value.slice.lower)
+            upper = 0 if value.slice.upper is None else _int(value.slice.upper)
+            if low is not None and upper is not None and low >= 0 and upper <= 0 and \
+                    not (low and upper):
+                cut = low - upper
+        cuts.setdefault(node.targets[0].id, set()).add(cut)
+    return {name: c.pop() for name, c in cuts.items() if len(c) == 1 and None not in c}
 
 
 def nodes(items):
@@ -89,6 +118,9 @@ def _shape(value, shapes, facts):
         return None
     if isinstance(value, gast.Name):
         return _of(value.id, shapes, known)
+    if _call(value, "rt", ("unreduce", "unbroadcast")) and len(value.args) >= 2 and \
+            isinstance(value.args[1], gast.Name):
+        return _of(value.args[1].id, shapes, known)      # an adjoint of its primal's shape
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
             isinstance(value.func.value, gast.Name) and len(value.args) == 1 and \
             not value.keywords:
@@ -101,7 +133,7 @@ def _shape(value, shapes, facts):
             return _concatenated(arg.elts, shapes, facts)
     if isinstance(value, gast.Constant):
         return None
-    if not operation(value):
+    if not operation(value) and not _call(value, "np", FUNCTIONS):
         return BOTTOM
     shape = None
     for child in _children(value):
@@ -110,6 +142,12 @@ def _shape(value, shapes, facts):
             continue
         shape = part if shape is None else _meet(shape, part, same)
     return shape
+
+
+def _call(node, module, names):
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+        isinstance(node.func.value, gast.Name) and node.func.value.id == module and \
+        node.func.attr in names and not node.keywords
 
 
 def _children(node):
@@ -122,6 +160,7 @@ def _children(node):
 
 def _concatenated(parts, shapes, facts):
     """``(p, a[:-k])`` or ``(a[k:], p)`` with ``p`` of ``k`` elements: ``a``'s shape."""
+    parts = [_view_of(p, facts) for p in parts]
     for piece, cut in ((parts[0], parts[1]), (parts[1], parts[0])):
         if not (isinstance(piece, gast.Name) and piece.id in facts.small and
                 isinstance(cut, gast.Subscript) and isinstance(cut.value, gast.Name) and
@@ -134,6 +173,16 @@ def _concatenated(parts, shapes, facts):
                                                                     else k):
             return _of(cut.value.id, shapes, facts.known)
     return BOTTOM
+
+
+def _view_of(node, facts):
+    """The slice a name is bound to (its one definition), else ``node``."""
+    if isinstance(node, gast.Name) and node.id not in facts.small:
+        values = facts.defs.get(node.id, [])
+        if len(values) >= 1 and all(isinstance(v, gast.Subscript) for v in values) and \
+                len({gast.dump(v) for v in values}) == 1:
+            return values[0]
+    return node
 
 
 def _int(node):

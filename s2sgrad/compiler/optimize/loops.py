@@ -4,8 +4,8 @@
 statements and ``Comment``s; loops are entered) and gives ``(statements, passes)``:
 every run of at least ``MIN_STATEMENTS`` consecutive elementwise statements over one
 1-D index space written as one call ``out1, out2 = _f_pass1(a, b, ...)``, and per call
-a ``Pass`` (``compiler/emit/loops.py`` writes its loop function, which Numba runs, and
-its numpy twin of the original statements, which a run as Python takes).
+a ``Pass`` (``compiler/emit/loops.py`` writes its function: the loop where Numba runs
+it and the arrays have the length the loop takes, else the original statements).
 
 A run's statements, per element ``i`` of arrays of one length ``n`` (``Context.space``
 says which arrays have it: ``analysis/shapes.py`` facts spread through the statements):
@@ -56,16 +56,25 @@ class Context:
         self.space, self.numbers, self.small = space, numbers, small
         self.reads, self.keep, self.fresh, self.same = reads, keep, fresh, same
         self.modules = modules
+        self.slices = {}            # name -> cut c of the views base[c:]/base[:-c]
+
+    def length(self, name):
+        """``("small", k)``: ``name`` has k elements; ``("cut", c)``: ``n - c``; None."""
+        if name in self.small:
+            return "small", self.small[name]
+        if name in self.slices:
+            return "cut", self.slices[name]
+        return ("cut", 0) if self.space(name) is not None else None
 
 
 class Pass:
-    """One fused run: ``name`` (the twin the call calls; ``name + "_loops"`` the loop
-    function), ``params`` (in call order), ``outputs`` (names returned), ``arrays``
+    """One fused run: ``name`` (the function the call calls), ``params`` (in call order), ``outputs`` (names returned), ``arrays``
     (params of the index space, the first one's length is ``n``), ``written`` (params
     written in place), ``body`` (the loop body's lines, over ``i``), ``stores`` ((array,
     element) pairs written at the end of each iteration), ``temporaries`` (arrays made
-    inside, read shifted), ``down`` (the loop runs from ``n - 1`` to 0), ``statements``
-    (the original statements with their comments: the twin) and ``origins``."""
+    inside, read shifted), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the
+    fewest elements it takes), ``statements`` (the original statements with their
+    comments) and ``origins``."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
@@ -74,6 +83,7 @@ class Pass:
         self.results, self.aliases = [], []   # the arrays returned; (name, output) kept
         self.count, self.where = 0, []        # statements fused; "file.py:12" of each line
         self.shifted = False                  # whether a value is read at i - k or i + k
+        self.least = 0                        # the fewest elements the loop takes
 
 
 def fused_loops(statements, context):
@@ -130,6 +140,8 @@ class _State:
         self.numbers, self.direction, self.body = [], 0, []
         self.space, self.identities, self.count = None, 0, 0
         self.read_after = set()     # names a moved-after statement read
+        self.slices = {}            # name -> (base, low, cut) of a view moved before
+        self.least = 0              # the loop takes n >= least (a slice of k: n >= k)
         self.taken = set()
 
 
@@ -144,8 +156,10 @@ class _Run:
 
     def grow(self, items, k):
         """Take statements from ``items[k]`` on while they fuse; gives (the index after
-        the run's last statement, the statements taken)."""
-        end, pending = k, []
+        the run's last statement, the statements taken).  The run ends where every
+        part of a ``split_like`` it took has been added where it goes (a part is no
+        array the code after it could read)."""
+        end, pending, committed = k, [], self._snapshot()
         for j in range(k, len(items)):
             item = items[j]
             if isinstance(item, Comment):
@@ -164,24 +178,42 @@ class _Run:
             self.origins += [c.origin for c in pending if isinstance(c, Comment) and
                              c.origin is not None]
             pending = []
-            self.count = self.state.count
-            end = j + 1
+            if not any(v.view or v.parts for v in self.state.values.values()):
+                end, committed = j + 1, self._snapshot()
+        self.state, self.statements, self.origins, self.before, self.after = committed
+        self.count = self.state.count
         self.before = [s for s in self.before if _index(items, s) < end]
         self.after = [s for s in self.after if _index(items, s) < end]
         self.statements = [s for s in self.statements if s not in self.before and
                            s not in self.after]
         return end, self.statements
 
+    def _snapshot(self):
+        return (copy.deepcopy(self.state, {id(self.state.space): self.state.space}),
+                list(self.statements), list(self.origins), list(self.before),
+                list(self.after))
+
     def _moved(self, item):
-        """Whether ``item`` can move out of the run: a number or a small constant array
-        (before it), a tape's ``append`` (after it); recorded in ``before``/``after``."""
+        """Whether ``item`` can move out of the run: a number, a small constant array, an
+        alias or a slice of an array from before the run (before it), a tape's
+        ``append`` (after it); recorded in ``before``/``after``."""
         state = self.state
         reads = _reads(item)
         if _assigned(item) is not None and not reads & set(state.values):
             name = _assigned(item)
             if name in state.values or name in state.outer or name in state.read_after:
                 return False
-            if self.context.numbers.number(item.value) or name in self.context.small:
+            if self.context.numbers.number(item.value) or name in self.context.small or \
+                    isinstance(item.value, gast.Name) and self.context.space(name):
+                self.before.append(item)
+                return True
+            if isinstance(item.value, gast.Subscript) and \
+                    isinstance(item.value.value, gast.Name) and \
+                    self.context.space(item.value.value.id):
+                try:
+                    state.slices[name] = (item.value.value.id, *_cut(item.value.slice))
+                except NotFused:
+                    return False
                 self.before.append(item)
                 return True
         if _is_append(item) and not any(state.values.get(n) and state.values[n].view
@@ -198,7 +230,7 @@ class _Run:
         passes.append(fused)
         where = sorted({f"{o.filename.rsplit('/', 1)[-1]}:{o.lineno}" for o in self.origins})
         comment = Comment(f"{len([s for s in self.statements if not isinstance(s, Comment)])}"
-                          f" array statements in one loop ({fused.name}_loops, above)"
+                          f" array statements in one loop ({fused.name}, above)"
                           + (f": {', '.join(where)}" if where else ""),
                           self.origins[0] if self.origins else None)
         outputs = ", ".join(fused.outputs) + ("," if len(fused.outputs) == 1 else "")
@@ -264,6 +296,11 @@ class _Statement:
             self._space_of(value.args[0].id)
             self._bind(name).kind = "zeros"
             return self._line(f"{state.values[name].local} = 0.0", True)
+        if _np_call(value, ("copy",)) and len(value.args) == 1 and \
+                isinstance(value.args[0], gast.Name):
+            element = self._read(value.args[0].id, 0)
+            self._space_of(name, defined=True)
+            return self._line(f"{self._bind(name).local} = {element}", True)
         if _np_call(value, ("split_like",), "rt"):
             return self._split(name, value)
         if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
@@ -341,30 +378,31 @@ class _Statement:
         return self._line(f"{name}[i] {op}= {element}", counts)
 
     def _split(self, name, value):
-        """``parts = rt.split_like(d, (p, q), 0)`` of a 1-D ``d``: remembered for the
-        ``parts[k]`` after it."""
+        """``parts = rt.split_like(d, (p, q), 0)`` of a 1-D ``d`` (only ``p``'s length
+        counts): remembered for the ``parts[k]`` after it."""
         args = value.args
         if len(args) != 3 or not isinstance(args[0], gast.Name) or \
                 not isinstance(args[1], gast.Tuple) or len(args[1].elts) != 2 or \
-                to_source(args[2]) != "0" or self.context.reads.get(name, 0) != 1:
+                to_source(args[2]) != "0" or self.context.reads.get(name, 0) != 1 or \
+                not isinstance(args[1].elts[0], gast.Name):
             raise NotFused
-        sizes = tuple(self.context.small.get(e.id) if isinstance(e, gast.Name) else None
-                      for e in args[1].elts)
-        if sizes == (None, None):
+        first = self.context.length(args[1].elts[0].id)
+        if first is None:
             raise NotFused
         self._read(args[0].id, 0, check=True)
-        self._bind(name).parts = (args[0].id, sizes)
+        self._bind(name).parts = (args[0].id, first)
 
     def _view(self, name, value):
-        """``v = parts[k]``: the part of ``d`` of the space's length less a small k."""
-        d, (k0, k1) = self.state.values[value.value.id].parts
+        """``v = parts[k]``: a part of ``d`` of the space's length less a few elements,
+        as ``(d, offset, fewer)``: ``v[j] = d[j + offset]``, ``fewer`` than ``n``."""
+        d, (kind, k) = self.state.values[value.value.id].parts
         index = to_source(value.slice)
-        if self.context.reads.get(name, 0) != 1 or index not in ("0", "1"):
+        if self.context.reads.get(name, 0) != 1:
             raise NotFused
-        if index == "1" and k0 is not None:
-            view = (d, k0, k0)            # v[j] = d[j + k0], k0 elements fewer
-        elif index == "0" and k1 is not None:
-            view = (d, 0, k1)
+        if index == "1" and kind == "small":
+            view = (d, k, k)              # after the first k elements
+        elif index == "0" and kind == "cut":
+            view = (d, 0, k)              # all but the last k
         else:
             raise NotFused
         self._bind(name).view = view
@@ -378,13 +416,17 @@ class _Statement:
             raise NotFused
         d, offset, fewer = state.values[part.id].view
         low, cut = _cut(target.slice)
-        if cut != fewer:
+        if low + cut != fewer:
             raise NotFused
+        state.least = max(state.least, fewer)
         element = self._read(d, offset - low, check=True)
         test = f"i >= {low}" if low else f"i < n - {cut}"
         self._update(target.value.id, "+", element, True)
         line = self.state.body.pop()
         self.state.body += [f"if {test}:", f"    {line}"]
+        parts = [n for n, v in state.values.items() if v.parts and v.parts[0] == d]
+        for name in [part.id] + parts[:1]:
+            del state.values[name]          # taken: nothing reads a part twice
 
     def element(self, node):
         """The source of ``node``'s element ``i`` (raises ``NotFused``)."""
@@ -426,26 +468,38 @@ class _Statement:
         if len(node.args) != 1 or not isinstance(node.args[0], gast.Tuple) or \
                 len(node.args[0].elts) != 2:
             raise NotFused
-        first, second = node.args[0].elts
+        first, second = (self._sliced(e) for e in node.args[0].elts)
+        for part in (first, second):
+            if isinstance(part, tuple):
+                self.state.least = max(self.state.least, part[1] + part[2])
         small = self.context.small
-        if isinstance(first, gast.Name) and first.id in small and \
-                isinstance(second, gast.Subscript) and isinstance(second.value, gast.Name):
+        if isinstance(first, gast.Name) and first.id in small and isinstance(second, tuple):
             k = small[first.id]
-            low, cut = _cut(second.slice)
+            base, low, cut = second
             if low or cut != k:
                 raise NotFused
             self._numbers(first.id)
-            return f"({first.id}[i] if i < {k} else {self._read(second.value.id, -k)})"
-        if isinstance(second, gast.Name) and second.id in small and \
-                isinstance(first, gast.Subscript) and isinstance(first.value, gast.Name):
+            return f"({first.id}[i] if i < {k} else {self._read(base, -k)})"
+        if isinstance(second, gast.Name) and second.id in small and isinstance(first, tuple):
             k = small[second.id]
-            low, cut = _cut(first.slice)
+            base, low, cut = first
             if cut or low != k:
                 raise NotFused
             self._numbers(second.id)
-            return (f"({self._read(first.value.id, k)} if i < n - {k} "
-                    f"else {second.id}[i - (n - {k})])")
+            return f"({self._read(base, k)} if i < n - {k} else {second.id}[i - (n - {k})])"
         raise NotFused
+
+    def _sliced(self, node):
+        """``(base, low, cut)`` of ``base[low:]``/``base[:-cut]`` (or a name the run
+        moved such a view into), else ``node``."""
+        if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+            return (node.value.id, *_cut(node.slice))
+        if isinstance(node, gast.Name) and node.id in self.state.slices:
+            base, low, cut = self.state.slices[node.id]
+            if base in self.state.values:
+                raise NotFused        # bound again since: the view is of the array before
+            return base, low, cut
+        return node
 
     def _numbers(self, name):
         if name not in self.state.numbers:
@@ -553,6 +607,7 @@ class _Pass:
         fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
         fused.results = [out_arrays[n] for n in fused.outputs]
         fused.down, fused.shifted = state.direction < 0, state.direction != 0
+        fused.least = state.least
         fused.statements, fused.origins = list(statements), list(origins)
         fused.count = len(inside)
         fused.where = list(dict.fromkeys(f"{o.filename.rsplit('/', 1)[-1]}:{o.lineno}"
