@@ -53,18 +53,35 @@ def _loop_body(source, function):
     return lines[start + 1:end]
 
 
+def _functions(source):
+    """name -> body lines of each function the module defines."""
+    lines = source.splitlines()
+    starts = [k for k, line in enumerate(lines) if line.startswith("def ")]
+    return {lines[k][4:lines[k].index("(")]: _loop_body(source, lines[k][4:lines[k].index("(")])
+            for k in starts}
+
+
 def test_the_ode_step_is_one_forward_loop_and_one_adjoint_loop():
     source = s2sgrad.show(GRADS["ode"], np.linspace(0.5, 1.5, 6), 4)
-    assert source.count("not rt.compiled()") == 2         # two fused loops
-    body = "\n".join(_loop_body(source, "ode_last_value_and_grad"))
-    # the adjoint's temporaries are locals of the loop, not arrays of the gradient
-    for temporary in ("dt26 =", "dt20 =", "dt17 =", "dt14 =", "rt.add_into", "split_like",
-                      "np.concatenate", "t5 =", "t11 ="):
-        assert temporary not in body, temporary
-    loops = [line for line in source.splitlines() if line.strip().startswith("for i in")]
-    assert sorted(line.strip() for line in loops) == ["for i in range(n - 1, -1, -1):",
-                                                      "for i in range(n):"]
-    assert "dt20[i + 1]" in source and "t5[i - 1]" in source    # the shifted reads
+    functions = _functions(source)
+    main = functions.pop("ode_last_value_and_grad")
+    assert len(functions) == 2                          # one loop per sweep's step
+    calls = [k for k, line in enumerate(main) if "if rt.compiled() and rt.one_length(" in line]
+    assert len(calls) == 2
+    for k in calls:                                     # compiled: the call, nothing else
+        assert "_pass(" in main[k + 1] and main[k + 2].strip() == "else:", main[k:k + 3]
+    (forward, forward_body), (adjoint, adjoint_body) = sorted(
+        functions.items(), key=lambda item: "range(n - 1, -1, -1)" in "\n".join(item[1]))
+    for body in (forward_body, adjoint_body):
+        text = "\n".join(body)
+        assert text.count("for i in range(n") == 1
+        for call in ("np.concatenate", "split_like", "add_into", "np.zeros"):
+            assert call not in text
+    # the arrays each loop makes: the tape's four, those read shifted, the carried one
+    assert "\n".join(forward_body).count("np.empty(n)") == 8
+    assert "\n".join(adjoint_body).count("np.empty(n)") == 5     # of 33 statements' arrays
+    assert "t5[i - 1]" in "\n".join(forward_body)
+    assert "dt20[i + 1]" in "\n".join(adjoint_body)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 11])     # (no last element of 0: y[-1])
@@ -104,7 +121,7 @@ def test_shifted_reads_at_both_ends_match_central_differences(n, monkeypatch):
 
 def test_the_stepped_program_fuses_both_sweeps():
     source = s2sgrad.show(GRADS["stepped"], *_stepped_args(5))
-    assert source.count("not rt.compiled()") >= 2
+    assert source.count("if rt.compiled() and rt.one_length(") >= 2
     assert "y_1[i + 2] if i < n - 2 else" in source     # np.concatenate((y[2:], zeros))
     assert "ones1[i] if i < 1 else y_1[i - 1]" in source
     assert "if i >= 2:" in source                          # its adjoint into dy[2:]

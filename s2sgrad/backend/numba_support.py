@@ -25,6 +25,18 @@ def _compiled():
     return lambda: True
 
 
+@overload(rt.one_length)
+def _one_length(arrays, least):
+    """``rt.one_length`` of a tuple of 1-D arrays (their layouts may differ)."""
+    def impl(arrays, least):
+        n = arrays[0].shape[0]
+        same = n >= least
+        for a in literal_unroll(arrays):
+            same = same and a.shape[0] == n
+        return same
+    return impl
+
+
 @overload(rt.ones_like)
 def _ones_like(value):
     if isinstance(value, types.Array):

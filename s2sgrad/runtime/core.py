@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["compiled", "unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
+__all__ = ["compiled", "one_length", "unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
            "summed_over", "divide_or_zero",
            "normalise_axes"]
 
@@ -16,6 +16,13 @@ def compiled():
     loop (``compiler/emit/loops.py``) runs its explicit loop only compiled, and its
     numpy statements run as Python."""
     return False
+
+
+def one_length(arrays, least):
+    """Whether the 1-D ``arrays`` all have the first one's length, and it is at least
+    ``least``: what a fused loop takes (else its statements run as numpy)."""
+    n = arrays[0].shape[0]
+    return n >= least and all(a.shape[0] == n for a in arrays)
 
 
 def unbroadcast(g, like):

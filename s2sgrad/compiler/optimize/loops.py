@@ -225,19 +225,25 @@ class _Run:
 
     def replacement(self, passes):
         """The statements that replace the run: the moved numbers, a comment naming
-        the user's lines, the call, the aliases it keeps and the moved appends."""
+        the user's lines, ``if rt.compiled() and rt.one_length((arrays...), least):``
+        the call (and the aliases it keeps) ``else:`` the statements as they were (a
+        run as Python, or arrays numpy broadcasts), then the moved appends."""
         fused = _Pass(self.context, self.state).finished(self.statements, self.origins)
         passes.append(fused)
-        where = sorted({f"{o.filename.rsplit('/', 1)[-1]}:{o.lineno}" for o in self.origins})
-        comment = Comment(f"{len([s for s in self.statements if not isinstance(s, Comment)])}"
-                          f" array statements in one loop ({fused.name}, above)"
-                          + (f": {', '.join(where)}" if where else ""),
+        where = ", ".join(fused.where)
+        comment = Comment(f"{fused.count} array statements in one loop ({fused.name}, above)"
+                          + (f": {where}" if where else ""),
                           self.origins[0] if self.origins else None)
         outputs = ", ".join(fused.outputs) + ("," if len(fused.outputs) == 1 else "")
         call = f"{fused.name}({', '.join(fused.params)})"
         text = f"{outputs} = {call}" if fused.outputs else call
         aliases = [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
-        return self.before + [comment, gast.parse(text).body[0]] + aliases + self.after
+        arrays = ", ".join(fused.arrays) + ("," if len(fused.arrays) == 1 else "")
+        test = gast.parse(f"rt.compiled() and rt.one_length(({arrays}), {fused.least})",
+                          mode="eval").body
+        branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases,
+                         orelse=list(self.statements))
+        return self.before + [comment, branch] + self.after
 
 
 def _index(items, item):
@@ -591,7 +597,7 @@ class _Pass:
             fused.outputs.append(name)
         fused.arrays = list(state.outer)
         fused.written = list(state.written)
-        fused.params = _free(inside, context.modules)
+        fused.params = list(dict.fromkeys(fused.arrays + state.numbers))
         fused.body = list(state.body)
         out_arrays = {}
         for name in fused.outputs:
