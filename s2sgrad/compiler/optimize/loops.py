@@ -36,6 +36,11 @@ from .kernels import Numbers, operation
 
 #: the fewest array statements worth a loop of their own (one is one pass already)
 MIN_STATEMENTS = 2
+#: the fewest arrays a loop must save (statements less the arrays it writes): a loop
+#: that writes every value its statements make saves passes over cached data only, and
+#: costs a function for Numba to compile (~0.2 s; the lstm eval's three sigmoid
+#: statements, each value taped, measured no faster fused at 14 elements)
+MIN_SAVED = 1
 #: ``np.<name>(x)`` a loop computes per element (the function Numba runs on arrays too)
 FUNCTIONS = frozenset({"exp", "log", "tanh", "sin", "cos"})
 ZEROS = ("zeros_like",)
@@ -98,8 +103,9 @@ def _in_list(items, context, passes):
     while k < len(items):
         run = _Run(context)
         end, used = run.grow(items, k)
-        if run.count >= MIN_STATEMENTS:
-            out += run.replacement(passes)
+        replacement = run.replacement(passes) if run.count >= MIN_STATEMENTS else None
+        if replacement is not None:
+            out += replacement
             k = end
         else:
             out.append(items[k])
@@ -224,11 +230,14 @@ class _Run:
         return False
 
     def replacement(self, passes):
-        """The statements that replace the run: the moved numbers, a comment naming
+        """The statements that replace the run (None where the loop would save no
+        array, ``MIN_SAVED``): the moved numbers, a comment naming
         the user's lines, ``if rt.compiled() and rt.one_length((arrays...), least):``
         the call (and the aliases it keeps) ``else:`` the statements as they were (a
         run as Python, or arrays numpy broadcasts), then the moved appends."""
         fused = _Pass(self.context, self.state).finished(self.statements, self.origins)
+        if fused.count - len(fused.temporaries) < MIN_SAVED:
+            return None
         passes.append(fused)
         where = ", ".join(fused.where)
         comment = Comment(f"{fused.count} array statements in one loop ({fused.name}, above)"
