@@ -28,7 +28,7 @@ def stepped(x, w, s):
     for step in range(s):
         a = np.concatenate((np.ones(1), y[:-1]))
         b = np.concatenate((y[2:], np.zeros(2)))
-        y = y + w * np.tanh(a * x) - 0.25 * b * b + 0.1 * np.sqrt(x * x + 1.0)
+        y = y + w * np.tanh(a * x + 0.5 * b) - 0.25 * b + 0.1 * np.sqrt(x * x + 1.0)
     return np.sum(y * y)
 
 
