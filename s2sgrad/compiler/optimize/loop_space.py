@@ -11,7 +11,7 @@ the primal values the reverse sweep restores get their primal's shape this way.
 """
 import gast
 
-from .kernels import operation
+from .kernels import operation, operands
 
 #: ``np.<name>(x)`` of one array: an array of its shape (``loops.FUNCTIONS`` and
 #: ``kernels.FUNCTIONS``)
@@ -118,7 +118,7 @@ def _shape(value, shapes, facts):
         return None
     if isinstance(value, gast.Name):
         return _of(value.id, shapes, known)
-    if _call(value, "rt", ("unreduce", "unbroadcast")) and len(value.args) >= 2 and \
+    if module_call(value, "rt", ("unreduce", "unbroadcast")) and len(value.args) >= 2 and \
             isinstance(value.args[1], gast.Name):
         return _of(value.args[1].id, shapes, known)      # an adjoint of its primal's shape
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
@@ -133,10 +133,10 @@ def _shape(value, shapes, facts):
             return _concatenated(arg.elts, shapes, facts)
     if isinstance(value, gast.Constant):
         return None
-    if not operation(value) and not _call(value, "np", FUNCTIONS):
+    if not operation(value) and not module_call(value, "np", FUNCTIONS):
         return BOTTOM
     shape = None
-    for child in _children(value):
+    for child in operands(value):
         part = _shape(child, shapes, facts)
         if part is None:
             continue
@@ -144,18 +144,11 @@ def _shape(value, shapes, facts):
     return shape
 
 
-def _call(node, module, names):
+def module_call(node, module, names):
+    """Whether ``node`` is ``module.name(...)`` without keywords, ``name`` in ``names``."""
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
         isinstance(node.func.value, gast.Name) and node.func.value.id == module and \
         node.func.attr in names and not node.keywords
-
-
-def _children(node):
-    if isinstance(node, gast.BinOp):
-        return [node.left] if isinstance(node.op, gast.Pow) else [node.left, node.right]
-    if isinstance(node, gast.UnaryOp):
-        return [node.operand]
-    return [node.args[0]]
 
 
 def _concatenated(parts, shapes, facts):

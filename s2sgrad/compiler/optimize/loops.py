@@ -32,7 +32,8 @@ import gast
 
 from ..syntax.nodes import Comment
 from ..syntax.source import to_source
-from .kernels import Numbers, operation
+from .kernels import operation
+from .loop_space import module_call
 
 #: the fewest array statements worth a loop of their own (one is one pass already)
 MIN_STATEMENTS = 2
@@ -278,9 +279,7 @@ def _is_append(item):
 
 
 def _np_call(node, names, module="np"):
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
-        isinstance(node.func.value, gast.Name) and node.func.value.id == module and \
-        node.func.attr in names and not node.keywords
+    return module_call(node, module, names)
 
 
 class _Statement:
