@@ -26,13 +26,13 @@ def _compiled():
 
 
 @overload(rt.one_length)
-def _one_length(arrays, least):
-    """``rt.one_length`` of a tuple of 1-D arrays (their layouts may differ)."""
-    def impl(arrays, least):
-        n = arrays[0].shape[0]
+def _one_length(shapes, least):
+    """``rt.one_length`` of a tuple of 1-D shapes."""
+    def impl(shapes, least):
+        n = shapes[0][0]
         same = n >= least
-        for a in literal_unroll(arrays):
-            same = same and a.shape[0] == n
+        for shape in shapes:
+            same = same and shape[0] == n
         return same
     return impl
 

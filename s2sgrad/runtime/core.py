@@ -18,11 +18,11 @@ def compiled():
     return False
 
 
-def one_length(arrays, least):
-    """Whether the 1-D ``arrays`` all have the first one's length, and it is at least
-    ``least``: what a fused loop takes (else its statements run as numpy)."""
-    n = arrays[0].shape[0]
-    return n >= least and all(a.shape[0] == n for a in arrays)
+def one_length(shapes, least):
+    """Whether the 1-D ``shapes`` (of a fused loop's arrays) are all the first one, of at
+    least ``least`` elements: what the loop takes (else its statements run as numpy)."""
+    n = shapes[0][0]
+    return n >= least and all(shape[0] == n for shape in shapes)
 
 
 def unbroadcast(g, like):

@@ -233,7 +233,7 @@ class _Run:
     def replacement(self, passes):
         """The statements that replace the run (None where the loop would save no
         array, ``MIN_SAVED``): the moved numbers, a comment naming
-        the user's lines, ``if rt.compiled() and rt.one_length((arrays...), least):``
+        the user's lines, ``if rt.compiled() and rt.one_length((a.shape, ...), least):``
         the call (and the aliases it keeps) ``else:`` the statements as they were (a
         run as Python, or arrays numpy broadcasts), then the moved appends."""
         fused = _Pass(self.context, self.state).finished(self.statements, self.origins)
@@ -248,8 +248,9 @@ class _Run:
         call = f"{fused.name}({', '.join(fused.params)})"
         text = f"{outputs} = {call}" if fused.outputs else call
         aliases = [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
-        arrays = ", ".join(fused.arrays) + ("," if len(fused.arrays) == 1 else "")
-        test = gast.parse(f"rt.compiled() and rt.one_length(({arrays}), {fused.least})",
+        shapes = ", ".join(f"{a}.shape" for a in fused.arrays) + \
+            ("," if len(fused.arrays) == 1 else "")
+        test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
                           mode="eval").body
         branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases,
                          orelse=list(self.statements))
