@@ -310,12 +310,17 @@ def loop_sweeps(d, sweeps):
     if shapes is None:
         return []
     same = shapes.same
-    spaces = index_spaces(everything, shapes.of.get, same, numbers.number, small)
+    floats = {p for p in lowered.params if (lowered.param_types.get(p) or (None,))[0] is not
+              None and str(lowered.param_types[p][0]) == "float64"}
+
+    def known(name):       # the float64 arguments' shapes: the roots of every index space
+        return shapes.of.get(name) if name in floats else None
+    spaces = index_spaces(everything, known, same, numbers.number, small)
     reads = name_uses(everything)[0]
     keep = set(atom_vars(lowered.output)) | {g for g in d.returned if g is not None}
 
     def space(name):
-        shape = spaces.get(name) or shapes.of.get(name)
+        shape = spaces.get(name) or known(name)
         return shape if isinstance(shape, tuple) and len(shape) == 1 and \
             lowered.ndims.get(name, 1) == 1 else None
     context = Context(space, numbers, small, reads, keep, d.names.fresh, same,
