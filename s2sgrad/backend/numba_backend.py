@@ -260,9 +260,9 @@ class Compiled:
 
 def with_compiled_helpers(py_func, cache_it):
     """``py_func`` itself, or, when it reads other functions of its module (the step
-    functions of a checkpointed loop), a copy of it reading Numba-compiled versions of
-    them: the module keeps its Python functions for the Python runs.  A helper the code
-    only passes on as a value (to ``rt.checkpoint_*``) is read as its token
+    functions of a checkpointed loop, fused loops), a copy of it reading Numba-compiled
+    versions of them: the module keeps its Python functions for the Python runs.  A
+    helper the code only passes on as a value (to ``rt.checkpoint_*``) is read as its token
     (``numba_checkpoint.step_token``): Numba cannot cache code holding a function value."""
     import types
 

@@ -19,6 +19,24 @@ def _is_scalar(t):
     return isinstance(t, (types.Number, types.Boolean))
 
 
+@overload(rt.compiled)
+def _compiled():
+    """True in compiled code (``rt.compiled``: a fused loop runs its loop)."""
+    return lambda: True
+
+
+@overload(rt.one_length)
+def _one_length(shapes, least):
+    """``rt.one_length`` of a tuple of 1-D shapes."""
+    def impl(shapes, least):
+        n = shapes[0][0]
+        same = n >= least
+        for shape in shapes:
+            same = same and shape[0] == n
+        return same
+    return impl
+
+
 @overload(rt.ones_like)
 def _ones_like(value):
     if isinstance(value, types.Array):

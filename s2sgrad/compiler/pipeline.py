@@ -21,9 +21,12 @@ from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .emit.kernels import kernel_lines
+from .emit.loops import loop_lines
 from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
-from .optimize.kernels import fused_chains
+from .optimize.kernels import Numbers, fused_chains
+from .optimize.loop_space import index_spaces, nodes, slice_cuts
+from .optimize.loops import Context, fused_loops
 from .optimize.products import scaled_products
 from .optimize.shared import shared_values
 from .optimize.views import contiguous_blocks
@@ -108,6 +111,8 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     if memory_limit is None:   # one list tape per loop (the checkpointed steps keep theirs)
         merged_tapes(sweeps, d.names.fresh)
     prelude = hoist_constants(d, sweeps, fname) if hoist else []
+    if not steps:
+        prelude += loop_sweeps(d, sweeps)
     give = None
     if kept and not steps:
         more, give = kept_sweeps(d, sweeps)
@@ -296,6 +301,61 @@ def hoist_constants(d, sweeps, fname):
                               f"once per their values ({function} above)"),
                       gast.parse(call).body[0]] + hoisted.forward
     return lines
+
+
+def loop_sweeps(d, sweeps):
+    """Runs of elementwise array statements in the loops of ``d``'s sweeps (changed in
+    place) made one explicit loop each (``optimize/loops.py``), for float64 arguments:
+    gives the (line, origin) pairs of the functions the runs are called as."""
+    lowered = d.lowered
+    everything = sweeps.forward + sweeps.backward
+    arrays = [t for t in map(lowered.param_types.get, lowered.params) if t and t[1]]
+    if not any(isinstance(item, (gast.For, gast.While)) for item in everything) or \
+            not arrays or any(str(dtype) != "float64" for dtype, _ in arrays):
+        return []
+    numbers = Numbers(lambda name: lowered.ndims.get(name) == 0)
+    small = {}
+    for node in nodes(everything):
+        if isinstance(node, gast.Assign):
+            numbers.see(node)
+            for target in node.targets:
+                for name in (n.id for n in gast.walk(target) if isinstance(n, gast.Name)):
+                    small.setdefault(name, set()).add(_small_length(node.value))
+    small = {name: ks.pop() for name, ks in small.items() if len(ks) == 1 and None not in ks}
+    shapes = lowered.shapes
+    if shapes is None:
+        return []
+    same = shapes.same
+    floats = {p for p in lowered.params if (lowered.param_types.get(p) or (None,))[0] is not
+              None and str(lowered.param_types[p][0]) == "float64"}
+
+    def known(name):       # the float64 arguments' shapes: the roots of every index space
+        return shapes.of.get(name) if name in floats else None
+    spaces = index_spaces(everything, known, same, numbers.number, small)
+    reads = name_uses(everything)[0]
+    keep = set(atom_vars(lowered.output)) | {g for g in d.returned if g is not None}
+
+    def space(name):
+        shape = spaces.get(name) or known(name)
+        return shape if isinstance(shape, tuple) and len(shape) == 1 and \
+            lowered.ndims.get(name, 1) == 1 else None
+    context = Context(space, numbers, small, reads, keep, d.names.fresh, same,
+                      set(d.names.modules.values()) | {"np", "rt", "math"})
+    context.slices = slice_cuts(everything, space)
+    sweeps.forward, passes = fused_loops(sweeps.forward, context)
+    sweeps.backward, more = fused_loops(sweeps.backward, context)
+    return loop_lines(passes + more)
+
+
+def _small_length(value):
+    """k of ``np.ones(k)``/``np.zeros(k)`` (an int literal), else None."""
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+            isinstance(value.func.value, gast.Name) and value.func.value.id == "np" and \
+            value.func.attr in ("ones", "zeros") and len(value.args) == 1 and \
+            not value.keywords and isinstance(value.args[0], gast.Constant) and \
+            type(value.args[0].value) is int:
+        return value.args[0].value
+    return None
 
 
 def kept_sweeps(d, sweeps):

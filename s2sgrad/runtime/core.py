@@ -1,14 +1,28 @@
 """The runtime helpers the other runtime modules build on: undoing broadcasting and
-reductions.  ``s2sgrad.runtime`` re-exports them (generated code reads them as
+reductions, and whether the code runs compiled (``rt.compiled()``).  ``s2sgrad.runtime`` re-exports them (generated code reads them as
 ``rt.unbroadcast``...); ``arrays``, ``linalg`` and ``surface``
 import them from here, so no runtime module imports another in a cycle."""
 import math
 
 import numpy as np
 
-__all__ = ["unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
+__all__ = ["compiled", "one_length", "unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
            "summed_over", "divide_or_zero",
            "normalise_axes"]
+
+
+def compiled():
+    """False here, True in code Numba compiled (``backend/numba_support.py``): a fused
+    loop (``compiler/emit/loops.py``) runs its explicit loop only compiled, and its
+    numpy statements run as Python."""
+    return False
+
+
+def one_length(shapes, least):
+    """Whether the 1-D ``shapes`` (of a fused loop's arrays) are all the first one, of at
+    least ``least`` elements: what the loop takes (else its statements run as numpy)."""
+    n = shapes[0][0]
+    return n >= least and all(shape[0] == n for shape in shapes)
 
 
 def unbroadcast(g, like):

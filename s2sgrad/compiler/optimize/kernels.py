@@ -119,6 +119,10 @@ class _Numbers:
         return False
 
 
+#: public: ``optimize/loops.py`` tells numbers from arrays the same way
+Numbers = _Numbers
+
+
 def operation(node):
     """Whether ``node`` is an elementwise operation a chain holds (module doc)."""
     if isinstance(node, gast.BinOp):
@@ -160,11 +164,16 @@ def count(node, numbers=None):
 
 
 def _operands(node):
+    """The operands of the elementwise operation ``node`` (``operation``)."""
     if isinstance(node, gast.BinOp):
         return [node.left] if isinstance(node.op, gast.Pow) else [node.left, node.right]
     if isinstance(node, gast.UnaryOp):
         return [node.operand]
     return [node.args[0]]
+
+
+#: public: ``optimize/loop_space.py`` walks the same trees
+operands = _operands
 
 
 def _target(item):

@@ -1,0 +1,59 @@
+"""The text of fused loops (``compiler/optimize/loops.py`` finds the runs of array
+statements they replace).
+
+``loop_lines(passes)`` takes the ``Pass``es of one generated function and gives the
+(line, origin) pairs to write before it: per pass, a comment naming the user's lines the
+statements come from and a function of one explicit loop over the elements ``i`` of
+arrays of one length ``n``, which the generated function calls where it runs compiled
+and the arrays have the length the loop takes (``optimize/loops.py``: else it runs the
+statements as numpy)::
+
+    def _y_1_pass(ones1, y_1, x, h_over2):
+        n = y_1.shape[0]
+        t2 = np.empty(n)
+        t5 = np.empty(n)
+        ...
+        for i in range(n):
+            t2_i = ones1[i] if i < 1 else y_1[i - 1]
+            t3_i = x[i] * t2_i
+            t5_i = y_1[i] + h_over2 * t3_i
+            ...
+            t2[i] = t2_i
+            t5[i] = t5_i
+        return t2, ...
+"""
+from ..syntax.source import INDENT
+from .layout import wrap
+
+
+def loop_lines(passes):
+    """The (line, origin) pairs of ``passes``' functions (module doc)."""
+    lines = []
+    for fused in passes:
+        lines += _function(fused)
+    return lines
+
+
+def _function(fused):
+    where = f" of {', '.join(fused.where)}" if fused.where else ""
+    order = "" if not fused.shifted else \
+        ", down from n - 1: a read of i + k is an earlier iteration's" if fused.down else \
+        ", up from 0: a read of i - k is an earlier iteration's"
+    lines = wrap(f"# the {fused.count} array statements{where} in one pass over their "
+                 f"elements i{order} (the call's else: the statements as numpy)")
+    lines += wrap(f"def {fused.name}({', '.join(fused.params)}):")
+    lines.append(f"{INDENT}n = {fused.arrays[0]}.shape[0]")
+    for array in fused.temporaries:
+        lines.append(f"{INDENT}{array} = np.empty(n)")
+    span = "range(n - 1, -1, -1)" if fused.down else "range(n)"
+    lines.append(f"{INDENT}for i in {span}:")
+    for line in fused.body + [f"{a}[i] = {local}" for a, local in fused.stores]:
+        lines += wrap(f"{INDENT * 2}{line}")
+    lines += wrap(f"{INDENT}return {_tuple(fused.results)}")
+    return [(line, None) for line in lines + ["", ""]]
+
+
+def _tuple(names):
+    if not names:
+        return "None"
+    return ", ".join(names) + ("," if len(names) == 1 else "")

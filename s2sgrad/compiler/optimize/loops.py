@@ -1,0 +1,683 @@
+"""Runs of elementwise array statements made one explicit loop (code Numba compiles).
+
+``fused_loops(statements, context)`` takes a generated function's statement list (gast
+statements and ``Comment``s; loops are entered) and gives ``(statements, passes)``:
+every run of at least ``MIN_STATEMENTS`` consecutive elementwise statements over one
+1-D index space that saves at least ``MIN_SAVED`` arrays written as
+
+    if rt.compiled() and rt.one_length((a.shape, b.shape, ...), least):
+        out1, out2 = _f_pass(a, b, ..., numbers...)
+    else:
+        <the statements as they were>
+
+(the else: a run as Python, or arrays not of the one length, at least ``least``, the
+loop takes, which numpy broadcasts), and per call a ``Pass`` (``compiler/emit/loops.py``
+writes its loop function).
+
+A run's statements, per element ``i`` of arrays of one length ``n`` (``Context.space``
+says which arrays have it: ``analysis/shapes.py`` facts spread through the statements):
+
+- ``a = <tree>`` of ``+ - * /``, ``** 2``, unary ``-``, ``np.sqrt``/``abs``/``square``/
+  ``exp``/``log``/``tanh``/``sin``/``cos`` over the space's arrays and numbers;
+  ``a += <tree>`` (an array from before the run is written in place: ``a[i] += ...``);
+  ``a = b`` of a value of the run, ``np.copy(b)``, ``np.zeros_like(b)``;
+- ``np.concatenate((p, a[:-k]))`` (``p`` an ``np.ones(k)``/``np.zeros(k)``) read as
+  ``p[i] if i < k else a[i - k]``, and ``np.concatenate((a[k:], p))`` likewise;
+- a slice's adjoint: ``z = np.zeros_like(b)``, ``parts = rt.split_like(d, (p, q), 0)``,
+  ``v = parts[1]``, ``rt.add_into(z[:-k], v)`` read as ``if i < n - k: z += d[i + k]``.
+
+A value a later statement reads shifted (``t5[i - 1]``) is written to an array in the
+loop, which then runs the way that makes the read an earlier iteration's (up for
+``i - k``, down for ``i + k``); an array from before the run read shifted is never also
+written in place by it (the run would read its own writes).  Numbers (``h / 2``), the
+``np.ones(k)`` of a concatenate, an alias or a slice of an array from before the run
+(``dy_1 = dy_2``, ``t2 = y_1[2:]``) and a tape's ``append`` inside a run move before or
+after it.  Each element is computed by the same operations in the same order as numpy
+computes it: arithmetic gives numpy's bits (``tanh``/``exp``... are libm's, within an
+ulp of numpy's vectorised ones).  Runs are 1-D and of float64 arguments only.
+"""
+import copy
+
+import gast
+
+from ..syntax.nodes import Comment
+from ..syntax.source import to_source
+from .kernels import operation
+from .loop_space import module_call
+
+#: the fewest array statements worth a loop of their own (one is one pass already)
+MIN_STATEMENTS = 2
+#: the fewest arrays a loop must save (statements less the arrays it writes): a loop
+#: that writes every value its statements make saves only passes, and costs a function
+#: for Numba to compile (0.2-0.4 s).  Measured: a 6-statement forward step over 10,000
+#: elements that saves none, 3-8% faster fused; the lstm eval's three sigmoid statements
+#: (each value taped, 14 elements) left as numpy's
+MIN_SAVED = 1
+#: ``np.<name>(x)`` a loop computes per element (the function Numba runs on arrays too)
+FUNCTIONS = frozenset({"exp", "log", "tanh", "sin", "cos"})
+ZEROS = ("zeros_like",)
+
+
+class NotFused(Exception):
+    """A statement a run cannot take (the run ends before it)."""
+
+
+class Context:
+    """What the passes know of the function: ``space(name)`` (the shape class of a 1-D
+    array, or None), ``numbers`` (``kernels.Numbers``), ``small`` (name -> k of the
+    ``np.ones(k)``/``np.zeros(k)`` arrays), ``reads`` (name -> reads in the whole
+    function), ``keep`` (names returned), ``fresh`` (the name allocator's), ``same``
+    (whether two shapes are equal) and ``modules`` (the names of imported modules)."""
+
+    def __init__(self, space, numbers, small, reads, keep, fresh, same, modules):
+        self.space, self.numbers, self.small = space, numbers, small
+        self.reads, self.keep, self.fresh, self.same = reads, keep, fresh, same
+        self.modules = modules
+        self.slices = {}            # name -> cut c of the views base[c:]/base[:-c]
+
+    def length(self, name):
+        """``("small", k)``: ``name`` has k elements; ``("cut", c)``: ``n - c``; None."""
+        if name in self.small:
+            return "small", self.small[name]
+        if name in self.slices:
+            return "cut", self.slices[name]
+        return ("cut", 0) if self.space(name) is not None else None
+
+
+class Pass:
+    """One fused run: ``name`` (the function the call calls), ``params`` (in call
+    order), ``outputs`` (the names the call binds), ``results`` (the arrays the loop
+    function returns for them), ``arrays`` (params of the index space, the first one's
+    length is ``n``), ``written`` (params written in place), ``body`` (the loop body's
+    lines, over ``i``), ``stores`` ((array, element) pairs written at the end of each
+    iteration), ``temporaries`` (every array the loop makes: the results and the values
+    read shifted), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the fewest
+    elements it takes), ``statements`` (the original statements with their comments),
+    ``origins`` and ``aliases`` ((name, output) bound after the call)."""
+
+    def __init__(self):
+        self.name, self.params, self.outputs = None, [], []
+        self.arrays, self.written, self.body, self.stores = [], [], [], []
+        self.temporaries, self.down, self.statements, self.origins = [], False, [], []
+        self.results, self.aliases = [], []   # the arrays returned; (name, output) kept
+        self.count, self.where = 0, []        # statements fused; "file.py:12" of each line
+        self.shifted = False                  # whether a value is read at i - k or i + k
+        self.least = 0                        # the fewest elements the loop takes
+
+
+def fused_loops(statements, context):
+    """``(statements, passes)``: see the module doc."""
+    passes = []
+    return _in_list(statements, context, passes), passes
+
+
+def _in_list(items, context, passes):
+    out, k = [], 0
+    items = [_entered(item, context, passes) for item in items]
+    while k < len(items):
+        run = _Run(context)
+        end, used = run.grow(items, k)
+        replacement = run.replacement(passes) if run.count >= MIN_STATEMENTS else None
+        if replacement is not None:
+            out += replacement
+            k = end
+        else:
+            out.append(items[k])
+            k += 1
+    return out
+
+
+def _entered(item, context, passes):
+    if isinstance(item, (gast.For, gast.While)):
+        item = copy.copy(item)
+        item.body = _in_list(item.body, context, passes)
+    elif isinstance(item, gast.If):
+        item = copy.copy(item)
+        item.body = _in_list(item.body, context, passes)
+        item.orelse = _in_list(item.orelse, context, passes)
+    return item
+
+
+class _Value:
+    """A name bound in the run: its element's local name, the identity it shares with
+    its aliases, whether it is read shifted (``shifted``: then written to ``array``)."""
+
+    def __init__(self, local, identity):
+        self.local, self.identity = local, identity
+        self.shifted, self.array, self.kind = False, None, "value"
+        self.view = None            # (d, offset) of ``rt.split_like(...)[k]``
+        self.parts = None           # (d, (k0, k1)) of ``rt.split_like``
+
+
+class _State:
+    """What a run holds so far (copied before each statement: a statement it cannot
+    take leaves it as it was)."""
+
+    def __init__(self):
+        self.values = {}            # name -> _Value of its binding in the run
+        self.outer = []             # names read from before the run, in first-use order
+        self.shifted_outer, self.written = set(), []
+        self.numbers, self.direction, self.body = [], 0, []
+        self.space, self.identities, self.count = None, 0, 0
+        self.read_after = set()     # names a moved-after statement read
+        self.slices = {}            # name -> (base, low, cut) of a view moved before
+        self.least = 0              # the loop takes n >= least (a slice of k: n >= k)
+        self.taken = set()
+
+
+class _Run:
+    """Grows one run from a statement on (``grow``) and writes its call
+    (``replacement``)."""
+
+    def __init__(self, context):
+        self.context, self.state = context, _State()
+        self.statements, self.before, self.after, self.origins = [], [], [], []
+        self.count = 0
+
+    def grow(self, items, k):
+        """Take statements from ``items[k]`` on while they fuse; gives (the index after
+        the run's last statement, the statements taken).  The run ends where every
+        part of a ``split_like`` it took has been added where it goes (a part is no
+        array the code after it could read)."""
+        end, pending, committed = k, [], self._snapshot()
+        for j in range(k, len(items)):
+            item = items[j]
+            if isinstance(item, Comment):
+                pending.append(item)
+                continue
+            kept = copy.deepcopy(self.state, {id(self.state.space): self.state.space})
+            try:
+                _Statement(self.context, self.state).take(item)
+            except NotFused:
+                self.state = kept
+                if self._moved(item):
+                    pending.append(item)
+                    continue
+                break
+            self.statements += pending + [item]
+            self.origins += [c.origin for c in pending if isinstance(c, Comment) and
+                             c.origin is not None]
+            pending = []
+            if not any(v.view or v.parts for v in self.state.values.values()):
+                end, committed = j + 1, self._snapshot()
+        self.state, self.statements, self.origins, self.before, self.after = committed
+        self.count = self.state.count
+        self.before = [s for s in self.before if _index(items, s) < end]
+        self.after = [s for s in self.after if _index(items, s) < end]
+        self.statements = [s for s in self.statements if s not in self.before and
+                           s not in self.after]
+        return end, self.statements
+
+    def _snapshot(self):
+        return (copy.deepcopy(self.state, {id(self.state.space): self.state.space}),
+                list(self.statements), list(self.origins), list(self.before),
+                list(self.after))
+
+    def _moved(self, item):
+        """Whether ``item`` can move out of the run: a number, a small constant array, an
+        alias or a slice of an array from before the run (before it), a tape's
+        ``append`` (after it); recorded in ``before``/``after``."""
+        state = self.state
+        reads = _reads(item)
+        if _assigned(item) is not None and not reads & set(state.values):
+            name = _assigned(item)
+            if name in state.values or name in state.outer or name in state.read_after:
+                return False
+            if self.context.numbers.number(item.value) or name in self.context.small or \
+                    isinstance(item.value, gast.Name) and self.context.space(name):
+                self.before.append(item)
+                return True
+            if isinstance(item.value, gast.Subscript) and \
+                    isinstance(item.value.value, gast.Name) and \
+                    self.context.space(item.value.value.id):
+                try:
+                    state.slices[name] = (item.value.value.id, *_cut(item.value.slice))
+                except NotFused:
+                    return False
+                self.before.append(item)
+                return True
+        if _is_append(item) and not any(state.values.get(n) and state.values[n].view
+                                        for n in reads):
+            state.read_after |= reads
+            self.after.append(item)
+            return True
+        return False
+
+    def replacement(self, passes):
+        """The statements that replace the run (None where the loop would save no
+        array, ``MIN_SAVED``): the moved numbers, a comment naming
+        the user's lines, ``if rt.compiled() and rt.one_length((a.shape, ...), least):``
+        the call (and the aliases it keeps) ``else:`` the statements as they were (a
+        run as Python, or arrays numpy broadcasts), then the moved appends."""
+        fused = _Pass(self.context, self.state).finished(self.statements, self.origins)
+        if fused.count - len(fused.temporaries) < MIN_SAVED:
+            return None
+        passes.append(fused)
+        where = ", ".join(fused.where)
+        comment = Comment(f"{fused.count} array statements in one loop ({fused.name}, above)"
+                          + (f": {where}" if where else ""),
+                          self.origins[0] if self.origins else None)
+        outputs = ", ".join(fused.outputs) + ("," if len(fused.outputs) == 1 else "")
+        call = f"{fused.name}({', '.join(fused.params)})"
+        text = f"{outputs} = {call}" if fused.outputs else call
+        aliases = [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
+        shapes = ", ".join(f"{a}.shape" for a in fused.arrays) + \
+            ("," if len(fused.arrays) == 1 else "")
+        test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
+                          mode="eval").body
+        branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases,
+                         orelse=list(self.statements))
+        return self.before + [comment, branch] + self.after
+
+
+def _index(items, item):
+    return next(k for k, s in enumerate(items) if s is item)
+
+
+def _assigned(item):
+    if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+            isinstance(item.targets[0], gast.Name):
+        return item.targets[0].id
+    return None
+
+
+def _reads(item):
+    return {n.id for n in gast.walk(item) if isinstance(n, gast.Name) and
+            isinstance(n.ctx, gast.Load)}
+
+
+def _is_append(item):
+    return isinstance(item, gast.Expr) and isinstance(item.value, gast.Call) and \
+        isinstance(item.value.func, gast.Attribute) and item.value.func.attr == "append" \
+        and isinstance(item.value.func.value, gast.Name)
+
+
+def _np_call(node, names, module="np"):
+    return module_call(node, module, names)
+
+
+class _Statement:
+    """Takes one statement into a run's ``_State`` (raises ``NotFused``)."""
+
+    def __init__(self, context, state):
+        self.context, self.state = context, state
+
+    def take(self, item):
+        name = _assigned(item)
+        if name is not None:
+            return self._assign(name, item.value)
+        if isinstance(item, gast.AugAssign) and isinstance(item.target, gast.Name) and \
+                isinstance(item.op, (gast.Add, gast.Sub, gast.Mult, gast.Div)):
+            op = to_source(gast.BinOp(gast.Name("a", gast.Load(), None, None), item.op,
+                                      gast.Name("b", gast.Load(), None, None)))[2]
+            return self._update(item.target.id, op, self.element(item.value), True)
+        if isinstance(item, gast.Expr) and _np_call(item.value, ("add_into",), "rt"):
+            return self._add_into(*item.value.args)
+        raise NotFused
+
+    def _assign(self, name, value):
+        state, context = self.state, self.context
+        self._rebinding(name)
+        if _np_call(value, ZEROS) or _np_call(value, ZEROS, "rt"):
+            if len(value.args) != 1 or not isinstance(value.args[0], gast.Name):
+                raise NotFused
+            self._space_of(value.args[0].id)
+            self._bind(name).kind = "zeros"
+            return self._line(f"{state.values[name].local} = 0.0", True)
+        if _np_call(value, ("copy",)) and len(value.args) == 1 and \
+                isinstance(value.args[0], gast.Name):
+            element = self._read(value.args[0].id, 0)
+            self._space_of(name, defined=True)
+            return self._line(f"{self._bind(name).local} = {element}", True)
+        if _np_call(value, ("split_like",), "rt"):
+            return self._split(name, value)
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
+                value.value.id in state.values and state.values[value.value.id].parts:
+            return self._view(name, value)
+        if isinstance(value, gast.Name):
+            if value.id not in state.values or state.values[value.id].view:
+                raise NotFused     # an alias of an array from before: left to numpy
+            source = state.values[value.id]
+            bound = self._bind(name, source.identity)
+            return self._line(f"{bound.local} = {source.local}", False)
+        if context.numbers.number(value):
+            raise NotFused
+        element = self.element(value)
+        if context.space(name) is None:
+            raise NotFused
+        self._space_of(name, defined=True)
+        bound = self._bind(name)
+        return self._line(f"{bound.local} = {element}", True)
+
+    def _rebinding(self, name):
+        """A name bound again: never one read shifted or by a moved append."""
+        old = self.state.values.get(name)
+        if old is not None and (old.shifted or old.view or old.parts) or \
+                name in self.state.read_after:
+            raise NotFused
+
+    def _bind(self, name, identity=None):
+        state = self.state
+        if identity is None:
+            state.identities += 1
+            identity = state.identities
+        old = state.values.get(name)
+        local = old.local if old is not None else \
+            _fresh(f"{name}_i", state.taken | set(self.context.reads))
+        state.taken.add(local)
+        state.values[name] = _Value(local, identity)
+        return state.values[name]
+
+    def _line(self, text, counts):
+        self.state.body.append(text)
+        if counts:
+            self.state.count += 1
+
+    def _space_of(self, name, defined=False):
+        """Check ``name`` is an array of the run's index space (the first sets it)."""
+        space = self.context.space(name)
+        if space is None and not (name in self.state.values and not defined):
+            raise NotFused
+        if space is None:
+            return
+        if self.state.space is None:
+            self.state.space = space
+        elif not self.context.same(self.state.space, space):
+            raise NotFused
+        if not defined and name not in self.state.values and name not in self.state.outer:
+            self.state.outer.append(name)
+
+    def _update(self, name, op, element, counts):
+        state = self.state
+        value = state.values.get(name)
+        if value is not None:
+            shared = [n for n, v in state.values.items() if v.identity == value.identity]
+            if len(shared) > 1 or value.shifted or value.view or value.parts or \
+                    name in state.read_after:
+                raise NotFused      # an update an alias or a shifted read would see
+            return self._line(f"{value.local} {op}= {element}", counts)
+        if name in state.shifted_outer or self.context.space(name) is None:
+            raise NotFused
+        self._space_of(name)
+        if state.shifted_outer or name in state.read_after:
+            raise NotFused          # the loop would read what it wrote
+        if name not in state.written:
+            state.written.append(name)
+        return self._line(f"{name}[i] {op}= {element}", counts)
+
+    def _split(self, name, value):
+        """``parts = rt.split_like(d, (p, q), 0)`` of a 1-D ``d`` (only ``p``'s length
+        counts): remembered for the ``parts[k]`` after it."""
+        args = value.args
+        if len(args) != 3 or not isinstance(args[0], gast.Name) or \
+                not isinstance(args[1], gast.Tuple) or len(args[1].elts) != 2 or \
+                to_source(args[2]) != "0" or self.context.reads.get(name, 0) != 1 or \
+                not isinstance(args[1].elts[0], gast.Name):
+            raise NotFused
+        first = self.context.length(args[1].elts[0].id)
+        if first is None:
+            raise NotFused
+        self._read(args[0].id, 0, check=True)
+        self._bind(name).parts = (args[0].id, first)
+
+    def _view(self, name, value):
+        """``v = parts[k]``: a part of ``d`` of the space's length less a few elements,
+        as ``(d, offset, fewer)``: ``v[j] = d[j + offset]``, ``fewer`` than ``n``."""
+        d, (kind, k) = self.state.values[value.value.id].parts
+        index = to_source(value.slice)
+        if self.context.reads.get(name, 0) != 1:
+            raise NotFused
+        if index == "1" and kind == "small":
+            view = (d, k, k)              # after the first k elements
+        elif index == "0" and kind == "cut":
+            view = (d, 0, k)              # all but the last k
+        else:
+            raise NotFused
+        self._bind(name).view = view
+
+    def _add_into(self, target, part):
+        """``rt.add_into(a[:-k], v)`` / ``rt.add_into(a[k:], v)`` of a view ``v``."""
+        state = self.state
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+                and isinstance(part, gast.Name) and part.id in state.values and
+                state.values[part.id].view):
+            raise NotFused
+        d, offset, fewer = state.values[part.id].view
+        low, cut = _cut(target.slice)
+        if low + cut != fewer:
+            raise NotFused
+        state.least = max(state.least, fewer)
+        element = self._read(d, offset - low, check=True)
+        test = f"i >= {low}" if low else f"i < n - {cut}"
+        self._update(target.value.id, "+", element, True)
+        line = self.state.body.pop()
+        self.state.body += [f"if {test}:", f"    {line}"]
+        parts = [n for n, v in state.values.items() if v.parts and v.parts[0] == d]
+        for name in [part.id] + parts[:1]:
+            del state.values[name]          # taken: nothing reads a part twice
+
+    def element(self, node):
+        """The source of ``node``'s element ``i`` (raises ``NotFused``)."""
+        return to_source(self._tree(node))
+
+    def _tree(self, node):
+        """``node`` with each leaf an element read (a gast tree: its text keeps the
+        operators' precedence)."""
+        numbers = self.context.numbers
+        if numbers.number(node):
+            for name in sorted(_reads(node) - self.context.modules):
+                if name in self.state.values:
+                    raise NotFused
+                self._numbers(name)
+            return copy.deepcopy(node)
+        if isinstance(node, gast.Name):
+            return _text(self._read(node.id, 0))
+        if _np_call(node, ("concatenate",)):
+            return _text(self._concatenate(node))
+        if _np_call(node, FUNCTIONS) and len(node.args) == 1:
+            node = copy.copy(node)
+            node.args = [self._tree(node.args[0])]
+            return node
+        if not operation(node):
+            raise NotFused
+        node = copy.copy(node)
+        if isinstance(node, gast.BinOp):
+            node.left = self._tree(node.left)
+            if not isinstance(node.op, gast.Pow):
+                node.right = self._tree(node.right)
+        elif isinstance(node, gast.UnaryOp):
+            node.operand = self._tree(node.operand)
+        else:
+            node.args = [self._tree(node.args[0])]
+        return node
+
+    def _concatenate(self, node):
+        """``np.concatenate((p, a[:-k]))`` / ``((a[k:], p))`` (module doc)."""
+        if len(node.args) != 1 or not isinstance(node.args[0], gast.Tuple) or \
+                len(node.args[0].elts) != 2:
+            raise NotFused
+        first, second = (self._sliced(e) for e in node.args[0].elts)
+        for part in (first, second):
+            if isinstance(part, tuple):
+                self.state.least = max(self.state.least, part[1] + part[2])
+        small = self.context.small
+        if isinstance(first, gast.Name) and first.id in small and isinstance(second, tuple):
+            k = small[first.id]
+            base, low, cut = second
+            if low or cut != k:
+                raise NotFused
+            self._numbers(first.id)
+            return f"({first.id}[i] if i < {k} else {self._read(base, -k)})"
+        if isinstance(second, gast.Name) and second.id in small and isinstance(first, tuple):
+            k = small[second.id]
+            base, low, cut = first
+            if cut or low != k:
+                raise NotFused
+            self._numbers(second.id)
+            return f"({self._read(base, k)} if i < n - {k} else {second.id}[i - (n - {k})])"
+        raise NotFused
+
+    def _sliced(self, node):
+        """``(base, low, cut)`` of ``base[low:]``/``base[:-cut]`` (or a name the run
+        moved such a view into), else ``node``."""
+        if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+            return (node.value.id, *_cut(node.slice))
+        if isinstance(node, gast.Name) and node.id in self.state.slices:
+            base, low, cut = self.state.slices[node.id]
+            if base in self.state.values:
+                raise NotFused        # bound again since: the view is of the array before
+            return base, low, cut
+        return node
+
+    def _numbers(self, name):
+        if name not in self.state.numbers:
+            self.state.numbers.append(name)
+
+    def _read(self, name, shift, check=False):
+        """The element ``i + shift`` of ``name`` (a binding of the run: its local, or its
+        array for a shifted read, which sets the loop's direction)."""
+        state = self.state
+        value = state.values.get(name)
+        if value is not None:
+            if value.view or value.parts:
+                raise NotFused
+            if shift == 0:
+                return value.local
+            direction = 1 if shift < 0 else -1
+            if state.direction not in (0, direction) or \
+                    sum(v.identity == value.identity for v in state.values.values()) > 1:
+                raise NotFused
+            state.direction = direction
+            value.shifted = True
+            value.array = value.array or _fresh(name, state.taken | set(state.outer) |
+                                                set(state.numbers))
+            state.taken.add(value.array)
+            return f"{value.array}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
+        self._space_of(name)
+        if shift:
+            if state.written or name in state.read_after:
+                raise NotFused      # the loop would read what it wrote
+            state.shifted_outer.add(name)
+            return f"{name}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
+        return f"{name}[i]"
+
+
+def _cut(node):
+    """``(low, cut)`` of a slice ``[low:]`` or ``[:-cut]`` with int literals."""
+    if not isinstance(node, gast.Slice) or node.step is not None:
+        raise NotFused
+    low = _literal(node.lower) if node.lower is not None else 0
+    cut = -_literal(node.upper) if node.upper is not None else 0
+    if low < 0 or cut < 0 or (low and cut):
+        raise NotFused
+    return low, cut
+
+
+def _literal(node):
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return -_literal(node.operand)
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    raise NotFused
+
+
+def _text(source):
+    return gast.Name(id=source, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def _fresh(name, taken):
+    while name in taken:
+        name += "_"
+    return name
+
+
+class _Pass:
+    """A grown run's ``Pass``: its parameters, results and the arrays its loop writes."""
+
+    def __init__(self, context, state):
+        self.context, self.state = context, state
+
+    def finished(self, statements, origins):
+        state, context = self.state, self.context
+        fused = Pass()
+        fused.name = context.fresh(f"_{_base(statements)}_pass")
+        inside = [s for s in statements if not isinstance(s, Comment)]
+        reads_inside = {}
+        for item in inside:
+            for name in _reads(item) | _augmented(item):
+                reads_inside[name] = reads_inside.get(name, 0) + sum(
+                    1 for n in gast.walk(item) if isinstance(n, gast.Name) and n.id == name
+                    and isinstance(n.ctx, gast.Load)) + (name in _augmented(item))
+        live = [name for name in state.values if self._live(name, reads_inside)]
+        fused.outputs, fused.aliases, seen = [], [], {}
+        for name in live:
+            value = state.values[name]
+            if value.identity in seen:
+                fused.aliases.append((name, seen[value.identity]))
+                continue
+            seen[value.identity] = name
+            fused.outputs.append(name)
+        fused.arrays = list(state.outer)
+        fused.written = list(state.written)
+        fused.params = list(dict.fromkeys(fused.arrays + state.numbers))
+        fused.body = list(state.body)
+        out_arrays = {}
+        for name in fused.outputs:
+            value = state.values[name]
+            array = value.array or (name if name not in fused.params else
+                                    _fresh(f"{name}_new", state.taken |
+                                           set(context.reads) | set(fused.params)))
+            value.array = array
+            state.taken.add(array)
+            out_arrays[name] = array
+        fused.stores = [(v.array, v.local) for v in state.values.values()
+                        if v.array is not None]
+        fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
+        fused.results = [out_arrays[n] for n in fused.outputs]
+        fused.down, fused.shifted = state.direction < 0, state.direction != 0
+        fused.least = state.least
+        fused.statements, fused.origins = list(statements), list(origins)
+        fused.count = len(inside)
+        fused.where = list(dict.fromkeys(f"{o.filename.rsplit('/', 1)[-1]}:{o.lineno}"
+                                         for o in origins))
+        return fused
+
+    def _live(self, name, reads_inside):
+        """Whether the run's last binding of ``name`` is read after it: by the rest of
+        the function, a later iteration, or the return."""
+        value = self.state.values[name]
+        if value.view or value.parts:
+            return False
+        return name in self.context.keep or name in self.state.outer or \
+            self.context.reads.get(name, 0) > reads_inside.get(name, 0)
+
+
+def _free(statements, modules):
+    """The names ``statements`` read before they bind them, in first-read order."""
+    bound, free = set(), []
+    for item in statements:
+        value = item.value if isinstance(item, (gast.Assign, gast.AugAssign, gast.Expr)) \
+            else item
+        names = [n.id for n in gast.walk(value) if isinstance(n, gast.Name) and
+                 isinstance(n.ctx, gast.Load)] + sorted(_augmented(item))
+        for name in names:
+            if name not in bound and name not in free and name not in modules:
+                free.append(name)
+        for node in gast.walk(item):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+                bound.add(node.id)
+    return free
+
+
+def _augmented(item):
+    if isinstance(item, gast.AugAssign) and isinstance(item.target, gast.Name):
+        return {item.target.id}
+    return set()
+
+
+def _base(statements):
+    for item in reversed(statements):
+        name = _assigned(item)
+        if name is not None:
+            return name
+    return "array"
