@@ -5,53 +5,6 @@ import numpy as np
 from s2sgrad import runtime as rt
 
 
-def recurrence_step(i, state, consts):
-    # one iteration of the loop at bench_workloads.py:31, no tape: the state (h,) after it
-    h, = state
-    w, x = consts
-    # h = np.tanh(w * h + x[i])  (bench_workloads.py:32)
-    w_times_h = w * h
-    x_i = x[i]
-    t1 = w_times_h + x_i
-    h_1 = np.tanh(t1)
-    # for i in range(x.shape[0]):  (bench_workloads.py:31)
-    h = h_1
-    return h,
-
-
-def recurrence_step_taped(i, state, consts):
-    # the same, keeping what its adjoint reads: (state after, tape, tape bytes)
-    h, = state
-    w, x = consts
-    h_tape = h
-    # h = np.tanh(w * h + x[i])  (bench_workloads.py:32)
-    w_times_h = w * h
-    x_i = x[i]
-    t1 = w_times_h + x_i
-    h_1 = np.tanh(t1)
-    # for i in range(x.shape[0]):  (bench_workloads.py:31)
-    h = h_1
-    tape = h_tape,
-    return (h,), tape, rt.tape_bytes(tape)
-
-
-def recurrence_step_adjoint(i, tape, consts, carry):
-    # the adjoint of that iteration, from its tape: (h, dh, dw) before and after it
-    h_tape, = tape
-    dx, w = consts
-    h, dh, dw = carry
-    h_1 = h
-    h = h_tape
-    # grad of: for i in range(x.shape[0]):  (bench_workloads.py:31)
-    dh_1 = dh
-    # grad of: h = np.tanh(w * h + x[i])  (bench_workloads.py:32)
-    dt1 = dh_1 * (1 - h_1 * h_1)
-    dx[i] += dt1
-    dw += dt1 * h
-    dh = dt1 * w
-    return h, dh, dw
-
-
 def recurrence_value_and_grad(w, x):
     h_tape = np.empty(0, np.float64)
     h_tape_top = 0
@@ -102,3 +55,51 @@ def recurrence_value_and_grad(w, x):
                                           loop_snapshots, (w, x), (dx, w), (h, dh, dw), 1000000,
                                           'bench_workloads.py:31')
     return value, (dw, dx)
+
+
+# What the function above calls (defined once per module).
+def recurrence_step(i, state, consts):
+    # one iteration of the loop at bench_workloads.py:31, no tape: the state (h,) after it
+    h, = state
+    w, x = consts
+    # h = np.tanh(w * h + x[i])  (bench_workloads.py:32)
+    w_times_h = w * h
+    x_i = x[i]
+    t1 = w_times_h + x_i
+    h_1 = np.tanh(t1)
+    # for i in range(x.shape[0]):  (bench_workloads.py:31)
+    h = h_1
+    return h,
+
+
+def recurrence_step_taped(i, state, consts):
+    # the same, keeping what its adjoint reads: (state after, tape, tape bytes)
+    h, = state
+    w, x = consts
+    h_tape = h
+    # h = np.tanh(w * h + x[i])  (bench_workloads.py:32)
+    w_times_h = w * h
+    x_i = x[i]
+    t1 = w_times_h + x_i
+    h_1 = np.tanh(t1)
+    # for i in range(x.shape[0]):  (bench_workloads.py:31)
+    h = h_1
+    tape = h_tape,
+    return (h,), tape, rt.tape_bytes(tape)
+
+
+def recurrence_step_adjoint(i, tape, consts, carry):
+    # the adjoint of that iteration, from its tape: (h, dh, dw) before and after it
+    h_tape, = tape
+    dx, w = consts
+    h, dh, dw = carry
+    h_1 = h
+    h = h_tape
+    # grad of: for i in range(x.shape[0]):  (bench_workloads.py:31)
+    dh_1 = dh
+    # grad of: h = np.tanh(w * h + x[i])  (bench_workloads.py:32)
+    dt1 = dh_1 * (1 - h_1 * h_1)
+    dx[i] += dt1
+    dw += dt1 * h
+    dh = dt1 * w
+    return h, dh, dw

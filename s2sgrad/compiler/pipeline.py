@@ -15,7 +15,7 @@ import os
 import gast
 
 from ..errors import OutputStructureError
-from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .emit.layout import INDENT, after_the_function, reads_name, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
@@ -378,7 +378,7 @@ def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
     between calls (``optimize/buffers.py``).  Gives ``(head, statements, prelude,
     give)``: the statements to start the function with (taking the kept arrays), the
     rewritten ``statements``, the (line, origin) pairs of the kernels and the
-    ``rt.Buffers`` table to write before the function, and the ``(table, kept)`` names
+    ``rt.Buffers`` table to write after the function, and the ``(table, kept)`` names
     the return hands the result through; ``give`` is None when nothing is kept.
     ``keep``: the names returned; ``scalar(name)``: a name known to be a number;
     ``rank(name)``: its number of dimensions or None (column blocks read by several
@@ -407,7 +407,7 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
     """The generated module as (line, the user's SourceLocation it was generated for or
     None) pairs, and the number of the adjoint sweep's first line (None: no sweep).
     ``steps``: the ``StepFunction``s of checkpointed loops, and ``prelude``: (line,
-    origin) pairs, written before the function; ``give``: the ``(table, kept)`` names of
+    origin) pairs, written after the function (``layout.after_the_function``); ``give``: the ``(table, kept)`` names of
     kept arrays (``keep_buffers``), handed the result at the return."""
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
@@ -443,14 +443,14 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
               "reverse.",
               *(["import math", ""] if reads_name(code, "math") else []),
               "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", ""]
-    lines = [(line, None) for line in header] + list(prelude) + helpers
+    lines = [(line, None) for line in header]
     lines += [(line, None) for line in wrap(f"def {fname}({', '.join(args)}):")]
     adjoint_from = None
     for k, (line, origin) in enumerate(body):
         if k == adjoint_at:
             adjoint_from = len(lines) + 1
         lines.extend((wrapped, origin) for wrapped in wrap(line))
-    return lines, adjoint_from
+    return lines + after_the_function(list(prelude) + helpers), adjoint_from
 
 
 def _snapshot(atom, mutated):

@@ -30,7 +30,7 @@ import os
 
 import gast
 
-from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .emit.layout import INDENT, after_the_function, reads_name, render_mapped, wrap
 from .forward.batched import BatchedTangents, own_loops
 from .forward.transform import tangent_sweep
 from .front.literals import atom_node
@@ -244,10 +244,10 @@ class _Emitter:
                  *(["import math", ""] if reads_name(code, "math") else []),
                  "import numpy as np", *import_lines(self.names.modules), "",
                  "from s2sgrad import runtime as rt", "", ""]
-        lines = [(line, None) for line in lines] + prelude + [
+        lines = [(line, None) for line in lines] + [
             (line, None) for line in wrap(f"def {fname}({', '.join(signature)}):")]
-        return lines + [
-            (wrapped, origin) for line, origin in body for wrapped in wrap(line)]
+        return lines + [(wrapped, origin) for line, origin in body for wrapped in wrap(line)] \
+            + after_the_function(prelude)
 
     def _kept_statements(self, result):
         """The sweep's statements, the prelude lines and the ``give`` names of

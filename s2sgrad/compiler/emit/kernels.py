@@ -2,7 +2,7 @@
 chains; ``runtime/fused.py`` runs them).
 
 ``kernel_lines(chains)`` takes the ``Chain``s of one generated function and gives the
-(line, None) pairs to write before it: per chain, a comment with the statements it
+(line, None) pairs to write after it (``layout.after_the_function``): per chain, a comment with the statements it
 fuses and the user's lines they come from, a function of explicit loops over 2-D
 operands (``out[i, j] = <chain>``; an operand of one row or column is read at row or
 column 0: ``i * a_r`` with ``a_r = a.shape[0] > 1``), which ``rt.Fused`` compiles with

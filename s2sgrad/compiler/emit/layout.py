@@ -4,7 +4,9 @@ most 100 characters, and whether the code reads a given module.
 ``render_mapped(items)`` turns a statement list (gast statements and ``Comment``) into
 source lines, each with the user's line it was generated for (the line map);
 ``wrap(line)`` splits one long line; ``reads_name(lines, name)`` tells whether
-the code (not its comments) mentions ``name``.
+the code (not its comments) mentions ``name``; ``after_the_function(defined)`` gives the
+lines of what a generated function calls (fused kernels and loops, kept arrays, constants,
+checkpointed steps), written after it so that a module opens with the function.
 """
 import io
 import re
@@ -170,3 +172,18 @@ def reads_name(lines, name):
                        "\n".join(line.strip() for line in lines) + "\n").readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return True
+
+
+def after_the_function(defined):
+    """The (line, origin) pairs ``defined`` (module-level definitions the generated
+    function reads when it runs: Python looks them up at the call, Numba when it compiles
+    at the first call, both after the whole module has run) as the module's tail: two
+    blank lines and a comment first; nothing for none."""
+    defined = list(defined)
+    while defined and not defined[-1][0]:
+        defined.pop()
+    if not defined:
+        return []
+    return [("", None), ("", None),
+            ("# What the function above calls (defined once per module).", None),
+            *defined]

@@ -2,9 +2,9 @@
 statements they replace).
 
 ``loop_lines(passes)`` takes the ``Pass``es of one generated function and gives the
-(line, origin) pairs to write before it: per pass, a comment naming the user's lines the
-statements come from and a function of one explicit loop over the elements ``i`` of
-arrays of one length ``n``, which the generated function calls where it runs compiled
+(line, origin) pairs to write after it (``layout.after_the_function``): per pass, a
+comment naming the user's lines the statements come from and a function of one explicit
+loop over the elements ``i`` of arrays of one length ``n``, which the generated function calls where it runs compiled
 and the arrays have the length the loop takes (``optimize/loops.py``: else it runs the
 statements as numpy)::
 
