@@ -123,8 +123,9 @@ def twice_passed(z):
 def test_a_value_passed_to_an_inlined_callee_is_named_after_its_parameter():
     g = ms.grad(twice_passed)
     g(np.ones(3))
-    assert "exp_z = np.exp(z)" in g.source and "pos_weight = np.exp(z)" in g.source, \
-        g.source
+    # (the second np.exp(z) is read from the first: optimize/shared.py)
+    assert "exp_z = np.exp(z)" in g.source and re.search(
+        r"pos_weight = (np\.exp\(z\)|exp_z)\n", g.source), g.source
     check_grad(twice_passed, (np.linspace(0.1, 0.5, 3),))
 
 
