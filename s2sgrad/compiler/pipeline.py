@@ -15,7 +15,7 @@ import os
 import gast
 
 from ..errors import OutputStructureError
-from .emit.layout import INDENT, after_the_function, reads_name, render_mapped, wrap
+from .emit.layout import INDENT, after_the_function, module_header, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
@@ -407,8 +407,9 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
     """The generated module as (line, the user's SourceLocation it was generated for or
     None) pairs, and the number of the adjoint sweep's first line (None: no sweep).
     ``steps``: the ``StepFunction``s of checkpointed loops, and ``prelude``: (line,
-    origin) pairs, written after the function (``layout.after_the_function``); ``give``: the ``(table, kept)`` names of
-    kept arrays (``keep_buffers``), handed the result at the return."""
+    origin) pairs, both written after the function (``layout.after_the_function``);
+    ``give``: the ``(table, kept)`` names of kept arrays (``keep_buffers``), handed the
+    result at the return."""
     args = lowered.params + [f.name for f in lowered.free]
     body = [(f"{INDENT}{name} = np.copy({name})  # updated in place below; the caller's "
              f"array is kept", None) for name in args if name in lowered.mutated]
@@ -438,12 +439,8 @@ def emit_value_and_grad(lowered, sweeps, returned, fname, title, names, imports=
         helpers += [(line, None) for line in wrap(f"{INDENT}# {step.doc}")]
         helpers += [*render_mapped(step.body, 1), ("", None), ("", None)]
     code = [line for line, _ in list(prelude) + body + helpers]
-    header = [*wrap(f"# s2sgrad: {title}"),
-              "# Generated code: edits are overwritten. Forward sweep, then adjoints in "
-              "reverse.",
-              *(["import math", ""] if reads_name(code, "math") else []),
-              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", ""]
-    lines = [(line, None) for line in header]
+    lines = module_header(title, ["# Generated code: edits are overwritten. Forward sweep, "
+                                  "then adjoints in reverse."], code, imports)
     lines += [(line, None) for line in wrap(f"def {fname}({', '.join(args)}):")]
     adjoint_from = None
     for k, (line, origin) in enumerate(body):

@@ -30,7 +30,7 @@ import os
 
 import gast
 
-from .emit.layout import INDENT, after_the_function, reads_name, render_mapped, wrap
+from .emit.layout import INDENT, after_the_function, module_header, render_mapped, wrap
 from .forward.batched import BatchedTangents, own_loops
 from .forward.transform import tangent_sweep
 from .front.literals import atom_node
@@ -240,11 +240,8 @@ class _Emitter:
             header = ("# Generated code: edits are overwritten. One pass per basis direction\n"
                       "# of the inputs; each value, then its tangent (x_dot).")
         code = [line for line, _ in body]
-        lines = [*wrap(f"# s2sgrad: {title}"), *header.split("\n"),
-                 *(["import math", ""] if reads_name(code, "math") else []),
-                 "import numpy as np", *import_lines(self.names.modules), "",
-                 "from s2sgrad import runtime as rt", "", ""]
-        lines = [(line, None) for line in lines] + [
+        lines = module_header(title, header.split("\n"), code,
+                              import_lines(self.names.modules)) + [
             (line, None) for line in wrap(f"def {fname}({', '.join(signature)}):")]
         return lines + [(wrapped, origin) for line, origin in body for wrapped in wrap(line)] \
             + after_the_function(prelude)

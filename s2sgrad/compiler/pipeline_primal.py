@@ -15,7 +15,7 @@ Python function does (a gradient copies it first: its adjoint needs the old valu
 """
 import os
 
-from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .emit.layout import INDENT, module_header, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import atom_vars
@@ -63,12 +63,8 @@ def emit_primal(lowered, forward, fname, title, imports=()):
     body = render_mapped(forward, 1)
     body.append((f"{INDENT}return {to_source(atom_node(lowered.output))}", lowered.origin))
     code = [line for line, _ in body]
-    header = [*wrap(f"# s2sgrad: {title}"),
-              "# Generated code: edits are overwritten. The function as written, its calls "
-              "inlined.",
-              *(["import math", ""] if reads_name(code, "math") else []),
-              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt", "", ""]
-    lines = [(line, None) for line in header]
+    lines = module_header(title, ["# Generated code: edits are overwritten. The function as "
+                                  "written, its calls inlined."], code, imports)
     lines += [(line, None) for line in wrap(f"def {fname}({', '.join(args)}):")]
     for line, origin in body:
         lines.extend((wrapped, origin) for wrapped in wrap(line))

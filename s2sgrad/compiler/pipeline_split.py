@@ -26,13 +26,13 @@ import gast
 from ..errors import OutputStructureError
 from .analysis.liveness import (assigned_anywhere, exposed_reads, rebound_and_changed,
                                 surely_assigned)
-from .emit.layout import INDENT, reads_name, render_mapped, wrap
+from .emit.layout import INDENT, module_header, render_mapped, wrap
 from .front.literals import atom_node
 from .ir import Const, Seq, Var
 from .pipeline import differentiate, title_of
 from .pipeline_higher import differentiable_sweeps, pops_as_reads
 from .syntax.imports import import_lines
-from .syntax.nodes import assign, call, name_node
+from .syntax.nodes import name_node
 from .syntax.source import to_source
 
 
@@ -145,15 +145,12 @@ class _Writer:
         d = self.d
         bodies = [self._forward(), self._backward(), self._jacobian()]
         code = [line for body in bodies for line, _ in body]
-        header = [*wrap(f"# s2sgrad: {self.title}, split for vjp and jacrev"),
-                 "# Generated code: edits are overwritten. The forward sweep returns what the "
+        about = ["# Generated code: edits are overwritten. The forward sweep returns what the "
                  "adjoint sweep reads;",
                  "# the backward takes it with cotangents of the output; the jacobian runs the "
-                 "adjoint sweep per output element.",
-                 *(["import math", ""] if reads_name(code, "math") else []),
-                 "import numpy as np", *import_lines(self.names.modules), "",
-                 "from s2sgrad import runtime as rt", ""]
-        lines = [(line, None) for line in header]
+                 "adjoint sweep per output element."]
+        lines = module_header(f"{self.title}, split for vjp and jacrev", about, code,
+                              import_lines(self.names.modules), blanks=1)
         adjoint_from = None
         for k, body in enumerate(bodies):
             lines += [("", None)] * (2 if k else 1)

@@ -4,7 +4,8 @@ most 100 characters, and whether the code reads a given module.
 ``render_mapped(items)`` turns a statement list (gast statements and ``Comment``) into
 source lines, each with the user's line it was generated for (the line map);
 ``wrap(line)`` splits one long line; ``reads_name(lines, name)`` tells whether
-the code (not its comments) mentions ``name``; ``after_the_function(defined)`` gives the
+the code (not its comments) mentions ``name``; ``module_header(title, about, code,
+imports)`` gives a generated module's first lines; ``after_the_function(defined)`` gives the
 lines of what a generated function calls (fused kernels and loops, kept arrays, constants,
 checkpointed steps), written after it so that a module opens with the function.
 """
@@ -187,3 +188,15 @@ def after_the_function(defined):
     return [("", None), ("", None),
             ("# What the function above calls (defined once per module).", None),
             *defined]
+
+
+def module_header(title, about, code, imports, blanks=2):
+    """The (line, None) pairs a generated module opens with: ``# s2sgrad: <title>``, the
+    comment lines ``about`` (what the code does), the imports (``math`` only where the
+    ``code`` lines read it, numpy, the user's modules' ``imports``, the runtime), then
+    ``blanks`` empty lines."""
+    lines = [*wrap(f"# s2sgrad: {title}"), *about,
+             *(["import math", ""] if reads_name(code, "math") else []),
+             "import numpy as np", *imports, "", "from s2sgrad import runtime as rt",
+             *[""] * blanks]
+    return [(line, None) for line in lines]
