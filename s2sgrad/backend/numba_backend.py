@@ -20,13 +20,17 @@ results take the types and dtypes the same code gives run as Python (learnt
 by one Python run per argument types, on the first call, and recorded beside the
 cached module by ``result_types``: a later process that loads Numba's cached code
 reads the record and never runs the code as Python).
+
+The first call that runs Numba's code sets glibc's malloc thresholds for the process
+(``heap.keep_freed_memory``): a call's tapes then come from memory the last call freed,
+not from fresh pages of the kernel.
 """
 import os
 import warnings
 
 import numpy as np
 
-from . import cache, result_types
+from . import cache, heap, result_types
 from .reasons import explain
 from .result_types import restorer_like  # noqa: F401 - the restorer of a reference
 
@@ -172,6 +176,7 @@ class Compiled:
         finally:
             notice.cancel()
         self.backend, self.fallback_reason = "numba", None
+        heap.keep_freed_memory()        # a call's tapes reuse what the last one freed
         restore, compiled = self._restorer(key, args)
         self._ready[key] = restore
         return restore(compiled)
