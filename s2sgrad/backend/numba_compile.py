@@ -28,6 +28,7 @@ compiled later gets Numba's message and lowering).  A Numba without these hooks 
 as it is.
 """
 import contextlib
+import hashlib
 import math
 import operator
 from types import SimpleNamespace
@@ -112,13 +113,23 @@ def _form(node, names):
 
 
 def _kernel(form, params, flags):
+    """The scalar kernel of ``form`` (one function per form, parameters and flags).
+
+    Its name holds a hash of all three: Numba names a compiled function by its name and
+    a counter of the process (``array_expression_kernel$12``), and machine code loaded
+    from Numba's disk cache brings the kernels it was compiled with under the names they
+    had in *that* process; a kernel of another form compiled here under the same name
+    and argument types was linked in its place (a gradient loaded from the cache after
+    other compiles computed another expression: silently wrong).  With the hash, one
+    name is one form."""
     key = (form, params, str(flags.fastmath), flags.boundscheck)
     impl = _KERNELS.get(key)
     if impl is None:
+        name = "array_expression_kernel_" + hashlib.sha1(repr(key).encode()).hexdigest()[:16]
         scope = {"np": np}
-        exec(compile(f"def array_expression_kernel({', '.join(params)}):\n"
+        exec(compile(f"def {name}({', '.join(params)}):\n"
                      f"    return {form}\n", "<s2sgrad array expression>", "exec"), scope)
-        impl = _KERNELS[key] = scope["array_expression_kernel"]
+        impl = _KERNELS[key] = scope[name]
     return impl
 
 
