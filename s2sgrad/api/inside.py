@@ -31,6 +31,7 @@ import numpy as np
 from ..backend import cache
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
+from .arguments import zero_tangent
 
 
 class _Opaque:
@@ -190,6 +191,10 @@ def gradient_rule(inner, hvp_of):
         return _per_input(args, floats, tangents)
 
     def gradient_tangent(args, tangents, floats):
+        # an input the gradient is not taken for whose tangent is exactly zero moves
+        # nothing: left out of the forward-over-reverse pass (checked at every call)
+        floats = tuple(p for p in floats if p in inner.positions or
+                       not zero_tangent(args[p], tangents[p]))
         out = hvp_function(floats).tangents_of_gradient(tuple(args), [tangents[p] for p in floats])
         by_position = dict(zip(floats, out))
         grads = [by_position[p] for p in inner.positions]
