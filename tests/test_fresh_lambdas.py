@@ -91,18 +91,18 @@ def smallest(x, p):             # a min: the gradient called inside keeps its ru
 
 
 def test_a_zero_tangent_of_an_input_not_differentiated_is_left_out(builds):
-    """``jvp(lambda y, q: g(y, q))`` along (ones, zeros): the tangent of the gradient
-    along y only, one forward-over-reverse build w.r.t. y, not (y, q) (api/inside.py);
-    a tangent that is not zero gets the pass along both (checked at every call)."""
+    """``jvp(lambda y, q: g(y, q))`` along (ones, zeros): the gradient's tangent is the
+    jvp of ``g`` along y only (``jvp(g, ...)``'s own code), never a pass along (y, q);
+    a tangent of q that is not zero moves q too (checked at every call)."""
     p = np.array([0.5, 2.0, 0.3])      # x * p is the smaller everywhere: sum(x^2 p)
     g = ms.grad(smallest, 0)
     out = ms.jvp(lambda y, q: g(y, q), (X, p), (ONES, np.zeros(3)))[1]
     np.testing.assert_allclose(out, 2 * p, rtol=1e-10)
-    assert [b for b in builds if b[0] == "HvpFunction"] == [("HvpFunction", (0,))]
+    assert all(b[1] == (0,) for b in builds), builds
     v = np.array([0.0, 1.0, 0.0])
     out = ms.jvp(lambda y, q: g(y, q), (X, p), (ONES, v))[1]
     np.testing.assert_allclose(out, 2 * p + 2 * X * v, rtol=1e-10)
-    assert builds[-1] == ("HvpFunction", (0, 1))
+    assert ("ForwardFunction", (0, 1)) in builds
 
 
 def _closure(k):
