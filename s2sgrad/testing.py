@@ -73,9 +73,12 @@ def _like(template, arr):
 
 def fresh_function(fn):
     """A new function object with ``fn``'s code, globals, defaults and closure: its
-    derivatives are new objects, built afresh (module doc)."""
-    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              fn.__closure__)
+    derivatives are new objects, built afresh (module doc), never from the builds of
+    another function object with its code (``api/derivative.py``'s ``derivative_for``)."""
+    fresh = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                               fn.__closure__)
+    fresh.__s2sgrad_fresh__ = True
+    return fresh
 
 
 def numerical_grad(fn, args, position=0, eps=1e-6):

@@ -226,3 +226,15 @@ def count_text(n, noun):
 def positions_text(n):
     """The argument positions of a call with ``n`` arguments: 'none', '0', '0 to 2'."""
     return "none" if n == 0 else "0" if n == 1 else f"0 to {n - 1}"
+
+
+def zero_tangent(arg, tangent):
+    """Whether ``tangent`` is a float array of zeros (an exact zero tangent) of the array
+    ``arg``: one pass over it, stopping at its first number that is not 0.  Its input's
+    tangent terms then add nothing and are not computed (``forward.jvp``,
+    ``inside.gradient_rule``: the result is the derivative along the other inputs'
+    tangents, exactly; an infinity or NaN the terms would have multiplied by 0 gives no
+    NaN, as the derivative along 0 is 0)."""
+    return type(tangent) is np.ndarray and type(arg) is np.ndarray and \
+        tangent.dtype.kind == "f" and tangent.shape == arg.shape and tangent.size > 0 and \
+        not tangent.any()

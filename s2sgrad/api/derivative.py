@@ -39,6 +39,7 @@ generated code, as ``api.nested`` writes it.
 too: its ``derivative_mode`` stays None (it is no derivative object), it checks no
 positions (``_check_positions``) and runs its own ``__call__``.
 """
+import collections
 import inspect
 import types
 import weakref
@@ -55,7 +56,8 @@ from .arguments import (argument_signature, argument_types, check_differentiable
                         large_arguments, positions_text, to_array)
 from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
-from .guards import holds, unchecked
+from ..compiler.front.guards import cell_value
+from .guards import holds, retargeted, unchecked
 from .loading import load_function, user_line_of, user_origin_of
 from .nested import derivative_as_function
 from .results import finish_gradient
@@ -141,7 +143,7 @@ class Derivative:
     #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
     #: bindings (by ``id``), the rule inside, what a build in progress reads
     _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
-                    "_building", "_earlier", "_hot")
+                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held")
 
     def __getstate__(self):
         """The options, the function and, per argument signature, the generated code
@@ -271,6 +273,17 @@ class Derivative:
         self._variants[key] = variant
         return variant
 
+    def adopt(self, earlier, cells):
+        """Take the builds of the derivative ``earlier`` (of a function object with this
+        one's code, ``derivative_for``), reading this function's closure cells (``cells``:
+        {id(its cell): this function's}) instead of its own."""
+        def moved(variant):
+            return (retargeted(variant[0], cells), *variant[1:])
+        self._variants = {k: moved(v) for k, v in earlier.variants.items()}
+        self._earlier = {k: [moved(v) for v in vs] for k, vs in earlier.earlier.items()}
+        self._by_shape = any(getattr(v[0], "by_shape", False)
+                             for v in self._variants.values())
+
     def _set_aside(self, key):
         """The code built for signature ``key`` read a value from outside that has changed
         since (a global, ``self.k``, a sub-cell: ``api/guards.py``): keep it aside (a
@@ -295,12 +308,12 @@ class Derivative:
         any call an unspecialised build.
         """
         key = None if arrays is None else self._signature_of(arrays, trees)
-        if arrays is not None:
-            self._last = key
-        elif self._last is not None:
+        if arrays is None and self._last is not None:
             key = self._last
         self._building = (arrays, trees)    # read by _target for a derivative of a derivative
         self._generated, self._compiled, self.path = self._variant(key, arrays, trees)
+        if arrays is not None:      # (after: a build whose guards failed is set aside)
+            self._last = key
         if arrays is not None and self._generated.by_shape and not self._by_shape:
             # a recursion unrolled by these shapes: from now on every build is keyed by them
             self._by_shape = True
@@ -569,7 +582,10 @@ def derivative_for(fn, key, make):
     it would keep it alive), a plain function's on the function (``_on_function``),
     another callable's while it can be weakly referenced (else it is made for this call
     only; an instance without a ``__dict__`` keeps its derivatives here, and lives as
-    long as they do)."""
+    long as they do).  A derivative made for a new plain function object with the code,
+    globals, closure contents and defaults of one made before (a lambda written inside
+    a function called in a loop) starts with that one's builds, checked against its own
+    closure cells (``_made_like_before``)."""
     instance = instance_of(fn)
     kept = kept_on(instance) if instance is not None else None
     key = (key, getattr(fn, "__func__", None))   # a bound method: a new object per access
@@ -588,8 +604,79 @@ def derivative_for(fn, key, make):
         return make()
     found = per_owner.get(key)
     if found is None:
-        found = per_owner[key] = make()
+        found = per_owner[key] = _made_like_before(fn, key, make)
     return found
+
+
+#: per (mode and options, function identity: ``_identity``), the builds of the latest
+#: derivative made for such a function (``_Builds``), most recently used last, at most
+#: ``SAME_CODE_KEPT``: what a derivative of a new function object with the same code
+#: starts with
+_SAME_CODE = collections.OrderedDict()
+SAME_CODE_KEPT = 64
+
+
+class _Builds:
+    """A derivative's builds (its own dicts: what it builds later is seen) and the
+    closure cells its guards read, holding the objects its function's identity names
+    (so their ids are not those of new objects), never the function or the derivative:
+    they go when the user drops them."""
+
+    def __init__(self, made, fn, cells):
+        self.variants, self.earlier, self.cells = made._variants, made._earlier, cells
+        self.held = (fn.__globals__, fn.__defaults__, fn.__kwdefaults__,
+                     [cell_value(c) for c in cells]) \
+            if isinstance(fn, types.FunctionType) else fn._reuse_held
+
+
+def _made_like_before(fn, key, make):
+    """``make()``, given the builds of the derivative last made for a function object
+    with ``fn``'s identity (``_identity``: a fresh lambda per call, ``grad`` of one) and
+    options ``key``, their guards and free values moved to ``fn``'s closure cells
+    (``guards.retargeted``): checked at each call against ``fn``'s own cells, globals
+    and attributes as that derivative's were against its function's, so a value that
+    differs, or changes later, builds again."""
+    made = make()
+    identity = _identity(fn)
+    if identity is None:
+        return made
+    shared = (key, identity[0])
+    made._reuse = (shared, identity[1])
+    earlier = _SAME_CODE.pop(shared, None)
+    if earlier is not None:
+        made.adopt(earlier, {id(old): new for old, new in zip(earlier.cells, identity[1])})
+    built = _SAME_CODE[shared] = _Builds(made, fn, identity[1])
+    made._reuse_held = built.held
+    while len(_SAME_CODE) > SAME_CODE_KEPT:
+        _SAME_CODE.popitem(last=False)
+    return made
+
+
+def _identity(fn):
+    """(what makes two function objects compute the same thing with the same build, the
+    closure cells its guards read) for a plain function, or for a derivative object made
+    by ``derivative_for`` for one; None for anything else.  A plain function's: its code
+    object, its globals dict, its closure's contents and its defaults, numbers and
+    strings by value, every other object by identity (``id``); None for a function made
+    by ``testing.fresh_function`` (built afresh)."""
+    if isinstance(fn, types.FunctionType) and "__s2sgrad_fresh__" not in fn.__dict__:
+        closure = fn.__closure__ or ()
+        contents = tuple(_by_identity(cell_value(c)) for c in closure)
+        defaults = tuple(_by_identity(d) for d in fn.__defaults__ or ())
+        keywords = tuple((k, _by_identity(v)) for k, v in (fn.__kwdefaults__ or {}).items())
+        return (fn.__code__, id(fn.__globals__), contents, defaults, keywords), closure
+    reuse = getattr(fn, "_reuse", None)
+    if isinstance(reuse, tuple) and getattr(fn, "derivative_mode", None) is not None:
+        return ("derivative", type(fn), reuse[0]), reuse[1]   # (its options in reuse[0])
+    return None
+
+
+def _by_identity(value):
+    """``value`` in a function's identity: a number, string or None by type and value,
+    anything else by ``id``."""
+    if type(value) in (bool, int, float, str, type(None)) and value == value:
+        return (type(value), value)
+    return id(value)
 
 
 def _on_function(fn):

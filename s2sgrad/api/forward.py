@@ -30,7 +30,7 @@ from ..errors import (GradientArgumentError, GradientTypeError, OutputStructureE
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
-                        with_article)
+                        with_article, zero_tangent)
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
 from .derivative import Derivative, derivative_for
 from .inside import jacobian_rule
@@ -315,23 +315,12 @@ def jvp(fn, inputs, v, has_aux=False):
     if not args:
         raise GradientArgumentError("jvp needs at least one input to differentiate")
     positions = tuple(range(len(args)))
-    moving = tuple(p for p in positions if not _zero_tangent(args[p], tangents[p]))
+    moving = tuple(p for p in positions if not zero_tangent(args[p], tangents[p]))
     # an input whose tangent is all zeros moves nothing: the code built without its
     # tangent (kmeans' jvp of grad along (ones, zeros): no product of the zero tangent);
     # checked at every call, so no result depends on an earlier call's tangents
     f = forward_function(fn, moving or positions[:1], has_aux, False)
     return f.jvp_call(args, tangents)
-
-
-def _zero_tangent(arg, tangent):
-    """Whether ``tangent`` is a float array of zeros (an exact zero tangent) of the array
-    ``arg``: one pass over it, stopping at its first number that is not 0.  Its input's
-    tangent terms then add nothing and are not computed (``jvp``: the result is the
-    derivative along the other inputs' tangents, exactly; an infinity or NaN the terms
-    would have multiplied by 0 gives no NaN, as the derivative along 0 is 0)."""
-    return type(tangent) is np.ndarray and type(arg) is np.ndarray and \
-        tangent.dtype.kind == "f" and tangent.shape == arg.shape and tangent.size > 0 and \
-        not tangent.any()
 
 
 def jacfwd(fn, grad_position=0, has_aux=False):

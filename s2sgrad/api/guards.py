@@ -7,8 +7,13 @@ each guard costs a dictionary or attribute read and a comparison (about 50-80 ns
 benchmarks/bench_guards.py), or None when there is nothing to check.  A failed
 check makes the derivative build its code again for the new values
 (``Derivative._variant``; the build it replaces is kept aside for a change back).
+``retargeted(generated, cells)`` gives the same build reading another function
+object's closure cells (a fresh lambda with the code of one built before).
 """
-from ..compiler.front.guards import GONE, array_spec, cell_value, freeze, same_scalar
+import dataclasses
+
+from ..compiler.front.guards import (GONE, ClosureName, Guard, array_spec, cell_value, freeze,
+                                     same_scalar)
 
 #: types compared inline as ``type(v) is T and v == e`` (others through ``same_scalar``)
 _PLAIN = (bool, int, float, str, type(None))
@@ -74,3 +79,37 @@ def holds(generated):
         return check()
     except Exception:   # noqa: BLE001 - a property that raises now: build again (and
         return False    # meet the error where the function reads it)
+
+
+def retargeted(generated, cells):
+    """A shallow copy of ``generated`` (and of the generated modules it holds, a
+    forward-over-reverse module's ``jvp``) whose guards and values read from outside read
+    the closure cells ``cells`` maps to ({id(old cell): new cell}) instead of the old ones:
+    the code built for one function object, checked against another with the same code
+    (``derivative.derivative_for``: a fresh lambda per call).  Its check is compiled
+    again for the new cells at its first use (``holds``)."""
+    copy = object.__new__(type(generated))
+    copy.__dict__.update(vars(generated))
+    copy.__dict__.pop("guard_check", None)
+    for name, value in vars(generated).items():
+        if name in ("guards", "free", "all_free") and isinstance(value, (list, tuple)):
+            setattr(copy, name, type(value)(_moved(item, cells) for item in value))
+        elif hasattr(value, "guards") and hasattr(value, "free") and \
+                hasattr(value, "__dict__") and not isinstance(value, type):
+            setattr(copy, name, retargeted(value, cells))
+    return copy
+
+
+def _moved(item, cells):
+    """A guard or FreeValue ``item`` reading the cell ``cells`` maps its cell to (itself
+    when it reads no mapped cell); a guard keeps what it compares to."""
+    source = getattr(item, "source", None)
+    if not isinstance(source, ClosureName) or id(source.cell) not in cells:
+        return item
+    moved = ClosureName(cells[id(source.cell)], source.name)
+    if isinstance(item, Guard):
+        copy = object.__new__(Guard)
+        copy.__dict__.update(vars(item))
+        copy.source = moved
+        return copy
+    return dataclasses.replace(item, source=moved)

@@ -20,7 +20,9 @@ dout)`` returns one gradient per input.
   generated code (``jacobian_of``); what a Hessian, a Jacobian or a gradient of a
   gradient gets, never a gradient's rule.
 
-Both give forward mode the object's JVP (``tangent``), and the rule is written per
+Both give forward mode the object's JVP (``tangent``: a gradient's by forward mode over
+the gradient object itself, as ``jvp(grad(f), ...)`` runs it, along the inputs whose
+tangent is not exactly zero), and the rule is written per
 number of arguments of the call (``DerivativeRule.with_arity``).  Integer, boolean and
 other non-float inputs get no gradient (0.0).
 """
@@ -31,6 +33,7 @@ import numpy as np
 from ..backend import cache
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
+from .arguments import zero_tangent
 
 
 class _Opaque:
@@ -162,10 +165,12 @@ def _per_input(args, floats, grads):
     return out[0] if len(out) == 1 else out
 
 
-def gradient_rule(inner, hvp_of):
+def gradient_rule(inner, hvp_of, jvp_of):
     """The rule of a plain gradient object ``inner`` (module doc; ``hvp_of(positions)``:
-    the ``HvpFunction`` of its function w.r.t. ``positions``), or None where it has
-    none (a gradient with weights, aux, values or ids)."""
+    the ``HvpFunction`` of its function w.r.t. ``positions``, for the backward;
+    ``jvp_of(positions)``: the forward-mode derivative of ``inner`` itself w.r.t.
+    ``positions``, its ``jvp_call`` the tangent, as ``jvp(grad(f), ...)`` runs it), or
+    None where it has none (a gradient with weights, aux, values or ids)."""
     plain = (not inner.with_value and inner.weights is None and not inner.has_aux and
              not inner.return_ids and inner.positions)
     if not plain:
@@ -190,10 +195,12 @@ def gradient_rule(inner, hvp_of):
         return _per_input(args, floats, tangents)
 
     def gradient_tangent(args, tangents, floats):
-        out = hvp_function(floats).tangents_of_gradient(tuple(args), [tangents[p] for p in floats])
-        by_position = dict(zip(floats, out))
-        grads = [by_position[p] for p in inner.positions]
-        return grads[0] if len(grads) == 1 else tuple(grads)
+        # an input the gradient is not taken for whose tangent is exactly zero moves
+        # nothing: left out of the forward-over-reverse pass (checked at every call)
+        moving = tuple(p for p in floats if not zero_tangent(args[p], tangents[p]))
+        moving = moving or floats[:1]
+        return jvp_of(moving).jvp_call(
+            tuple(args), tuple(t if p in moving else None for p, t in enumerate(tangents)))[1]
     return DerivativeRule(inner, arity, hessian_times, gradient_tangent, "hessian_times")
 
 

@@ -21,7 +21,7 @@ from .arguments import check_function, check_options, free_values, to_array
 from .call_plan import GradientPlan, plan_key
 from .composed import reverse_of_derivative
 from .derivative import Derivative, derivative_for
-from .forward import derivative_rule
+from .forward import derivative_rule, forward_function
 from .higher import HvpFunction, grad_of_gradient
 from .inside import gradient_rule
 from .memory import memory_limit_bytes
@@ -176,7 +176,8 @@ class GradFunction(Derivative):
         """A plain gradient's rule is a Hessian-vector product; a value_and_grad's is the
         Jacobian of its code (value and gradient) by forward mode."""
         self._refuse_under_limit("called inside a function being differentiated")
-        rule = gradient_rule(self, lambda floats: HvpFunction(self.fn, floats))
+        rule = gradient_rule(self, lambda floats: HvpFunction(self.fn, floats),
+                             lambda floats: forward_function(self, floats, False, False))
         if rule is None and self.weights is None and not self.has_aux and \
                 not self.return_ids and self.positions:
             return derivative_rule(self)

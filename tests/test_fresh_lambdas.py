@@ -1,0 +1,153 @@
+"""A fresh function object with the code of one built before reuses its build (issue 20).
+
+``jvp(lambda x: g(x, points), ...)`` or ``jvp(grad(lambda x: cost(x, points)), ...)``
+written inside a function makes a new function object at every call; its derivative
+takes the builds of the last derivative of a function with the same code, globals,
+closure contents and defaults (``api/derivative.py``'s ``derivative_for``), its guards
+moved to the new function's closure cells (``api/guards.py``'s ``retargeted``).  Here:
+each transform of a fresh lambda builds once over several calls (the count fails on
+code that builds per function object), and stays exact when what it reads differs (a
+closure value, a nonlocal rebound after a call, a global, a default).  Loop-free
+functions only: no Numba compile.
+"""
+import sys
+
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad.api.forward import ForwardFunction
+from s2sgrad.api.higher import HvpFunction
+from s2sgrad.api.reverse import GradFunction
+
+HERE = sys.modules[__name__]
+X = np.array([0.3, -0.7, 1.1])
+ONES = np.ones(3)
+SCALE = 2.0
+
+
+def cost(x, p):
+    return np.sum(np.sin(x * p) * x)
+
+
+def cost_grad(x, p):           # d/dx of cost
+    return np.cos(x * p) * p * x + np.sin(x * p)
+
+
+def cost_hess_diag(x, p):      # d/dx of cost_grad, elementwise
+    return -np.sin(x * p) * p * p * x + 2 * np.cos(x * p) * p
+
+
+GRADIENT = ms.grad(cost, 0)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """The positions of each build the derivative classes run (recorded per class)."""
+    made = []
+    for cls in (GradFunction, ForwardFunction, HvpFunction):
+        original = cls.build_code
+
+        def counted(self, *args, _original=original, **kwargs):
+            made.append((type(self).__name__, self.positions))
+            return _original(self, *args, **kwargs)
+        monkeypatch.setattr(cls, "build_code", counted)
+    return made
+
+
+# each spelling, as a function writing a fresh lambda at every call, and what it computes
+SPELLINGS = {
+    "grad": (lambda x, p: ms.grad(lambda y: cost(y, p))(x), cost_grad),
+    "jvp": (lambda x, p: ms.jvp(lambda y: cost(y, p) * y, (x,), (ONES,))[1],
+            lambda x, p: np.sum(cost_grad(x, p)) * x + cost(x, p)),
+    "jvp of grad": (lambda x, p: ms.jvp(ms.grad(lambda y: cost(y, p)), (x,), (ONES,))[1],
+                    cost_hess_diag),
+    "jvp of a gradient called": (
+        lambda x, p: ms.jvp(lambda y: GRADIENT(y, p), (x,), (ONES,))[1], cost_hess_diag),
+    "jacfwd": (lambda x, p: np.diag(ms.jacfwd(lambda y: np.sin(y * p) * y)(x)),
+               lambda x, p: np.cos(x * p) * p * x + np.sin(x * p)),
+    "vmap of grad": (lambda x, p: ms.vmap(ms.grad(lambda y: cost(y, p)))(
+        np.stack([x, 2 * x])), lambda x, p: np.stack([cost_grad(x, p), cost_grad(2 * x, p)])),
+}
+
+
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_a_fresh_lambda_per_call_builds_once(name, builds):
+    run, expected = SPELLINGS[name]
+    p = np.array([1.5, -0.5, 2.0])
+    np.testing.assert_allclose(run(X, p), expected(X, p), rtol=1e-10)
+    first = len(builds)
+    for _ in range(3):
+        np.testing.assert_allclose(run(X, p), expected(X, p), rtol=1e-10)
+    assert len(builds) == first, builds[first:]
+    # a closure value that differs (another array object): the new result
+    q = np.array([0.5, 3.0, -1.0])
+    np.testing.assert_allclose(run(X, q), expected(X, q), rtol=1e-10)
+    np.testing.assert_allclose(run(X, p), expected(X, p), rtol=1e-10)
+
+
+def smallest(x, p):             # a min: the gradient called inside keeps its rule
+    return np.sum(np.min(np.stack([x * p, np.sin(x)]), axis=0) * x)
+
+
+def test_a_zero_tangent_of_an_input_not_differentiated_is_left_out(builds):
+    """``jvp(lambda y, q: g(y, q))`` along (ones, zeros): the gradient's tangent is the
+    jvp of ``g`` along y only (``jvp(g, ...)``'s own code), never a pass along (y, q);
+    a tangent of q that is not zero moves q too (checked at every call)."""
+    p = np.array([0.5, 2.0, 0.3])      # x * p is the smaller everywhere: sum(x^2 p)
+    g = ms.grad(smallest, 0)
+    out = ms.jvp(lambda y, q: g(y, q), (X, p), (ONES, np.zeros(3)))[1]
+    np.testing.assert_allclose(out, 2 * p, rtol=1e-10)
+    assert all(b[1] == (0,) for b in builds), builds
+    v = np.array([0.0, 1.0, 0.0])
+    out = ms.jvp(lambda y, q: g(y, q), (X, p), (ONES, v))[1]
+    np.testing.assert_allclose(out, 2 * p + 2 * X * v, rtol=1e-10)
+    assert ("ForwardFunction", (0, 1)) in builds
+
+
+def _closure(k):
+    def rebind(value):
+        nonlocal k
+        k = value
+    return (lambda y: np.sum(k * np.sin(y))), rebind
+
+
+@pytest.mark.parametrize("how", ["grad", "jvp"])
+def test_a_nonlocal_rebound_after_the_first_call_builds_again(how):
+    def derivative(f):
+        return ms.grad(f)(X) if how == "grad" else ms.jvp(f, (X,), (ONES,))[1]
+
+    f1, rebind1 = _closure(2.0)
+    expected = (lambda k: k * np.cos(X)) if how == "grad" else \
+        (lambda k: np.sum(k * np.cos(X)))
+    np.testing.assert_allclose(derivative(f1), expected(2.0))
+    f2, rebind2 = _closure(2.0)          # same code and contents: takes f1's build
+    np.testing.assert_allclose(derivative(f2), expected(2.0))
+    rebind2(3.0)                         # f2's own cell: the build must see it
+    np.testing.assert_allclose(derivative(f2), expected(3.0))
+    np.testing.assert_allclose(derivative(f1), expected(2.0))
+    rebind1(5.0)
+    f3, _ = _closure(2.0)
+    np.testing.assert_allclose(derivative(f3), expected(2.0))
+    np.testing.assert_allclose(derivative(f1), expected(5.0))
+
+
+def test_a_global_changed_between_fresh_lambdas_builds_again():
+    def gradient():
+        return ms.grad(lambda y: np.sum(SCALE * np.sin(y)))(X)
+    try:
+        np.testing.assert_allclose(gradient(), 2.0 * np.cos(X))
+        HERE.SCALE = 4.0
+        np.testing.assert_allclose(gradient(), 4.0 * np.cos(X))
+    finally:
+        HERE.SCALE = 2.0
+    np.testing.assert_allclose(gradient(), 2.0 * np.cos(X))
+
+
+def test_defaults_that_differ_give_their_own_results():
+    def gradient(k, w):
+        return ms.grad(lambda y, k=k, w=w: np.sum(k * np.sin(y) * w))(X)
+    w = np.array([1.0, 2.0, 3.0])
+    for k in (2.0, 3.0, 2.0):
+        np.testing.assert_allclose(gradient(k, w), k * np.cos(X) * w)
+    np.testing.assert_allclose(gradient(2.0, 2 * w), 4.0 * np.cos(X) * w)
