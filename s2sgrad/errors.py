@@ -24,7 +24,12 @@ class SourceLocation:
 
     def __eq__(self, other):
         return (isinstance(other, SourceLocation) and self.filename == other.filename
-                and self.lineno == other.lineno)
+                and self.lineno == other.lineno and self._marked() == other._marked())
+
+    def _marked(self):
+        """Whether the text is marked as the adjoint of the line (``grad of:``, given to
+        the lines of an inlined gradient's adjoint sweep: compiler/syntax/origins.py)."""
+        return (self.text or "").startswith("grad of: ")
 
     def __hash__(self):
         return hash((self.filename, self.lineno))

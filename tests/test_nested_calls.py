@@ -13,6 +13,7 @@
 One outer gradient is compiled (module-level, shared by the tests); the rest runs as
 Python or numpy.
 """
+import re
 import sys
 
 import numpy as np
@@ -73,7 +74,12 @@ def test_grad_and_value_and_grad_inside_a_loop_and_a_branch(backend, monkeypatch
             np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
     assert outer.backend == ("numba" if backend == "auto" else "python")
     code = _code_lines(outer.source)
-    assert "payoff_value_and_grad" in outer.source        # the inner code's lines
+    # the inner code's lines, its adjoint in the outer forward sweep, commented with the
+    # user's line it differentiates (not the cache file's)
+    forward = outer.source.split("# sensitivity of the output")[0]
+    assert "# grad of: return RATE * np.sum(x * y * y) - y[1] ** 2  (test_nested_calls.py:" \
+        in forward
+    assert not re.search(r"_value_and_grad_[0-9a-f]+\.py", outer.source)
     for rule in ("derivative(", "hessian_times", "cotangent_times", "PAYOFF"):
         assert rule not in code, rule                      # no Python call per use
     if backend == "python":      # forward mode over the inlined code (no compile)

@@ -14,6 +14,9 @@ gradient) and on inner gradients that broadcast and reduce:
   that the inlined code needs, against central differences;
 - ``grad(f)`` made in a Python loop is one object, built once.
 """
+import inspect
+import re
+
 import numpy as np
 import pytest
 
@@ -100,8 +103,15 @@ def test_generated_code_holds_the_inner_gradient(name):
     """The outer code has the inner gradient's statements and calls no rule."""
     outer, args, position = CASES[name]
     code = ms.show(ms.grad(outer, position), *args)
-    inner = {"particle": "potential", "saddle": "payoff", "broadcasts": "spread"}[name]
-    assert f"{inner}_value_and_grad_" in code          # the inner code's lines, commented
+    # the inner code's lines: its adjoint in the outer forward sweep, commented with the
+    # user's line it differentiates (not the cache file's)
+    inner_function = {"particle": potential, "saddle": payoff, "broadcasts": spread}[name]
+    forward = code.split("# sensitivity of the output")[0]
+    lines, first = inspect.getsourcelines(inner_function)
+    k, line = next((k, t) for k, t in enumerate(lines) if t.strip().startswith("return"))
+    assert f"# grad of: {line.strip()[:24]}" in forward
+    assert f"(test_nested_inline.py:{first + k})" in forward
+    assert not re.search(r"_value_and_grad_[0-9a-f]+\.py", code)
     assert "hessian_times" not in code and "derivative(" not in code
     signature = code.split(f"def {outer.__name__}_value_and_grad(", 1)[1].split(")")[0]
     assert signature.count(",") == len(args) - 1       # no rule passed in as a value

@@ -23,6 +23,7 @@ from ..compiler.front.guards import fixed_objects
 from ..compiler.pipeline import build
 from ..compiler.pipeline_higher import differentiable_gradient, refuse_inner_derivatives
 from ..compiler.pipeline_split import build_split
+from ..compiler.syntax.origins import remember
 from ..errors import DerivativeCompositionError, GradientArgumentError
 from ..rules import lookup
 from ..trees import leaf_paths, unflatten
@@ -146,6 +147,7 @@ class _Module:
 def _module_of(gradient):
     """The ``_Module`` of a ``differentiable_gradient``."""
     d = gradient.differentiated
+    remember(gradient.path, gradient.line_map, gradient.adjoint_from)
     return _Module(gradient.function, gradient.source, gradient.path, gradient.line_map,
                    gradient.free, gradient.guards, d.wrt, [r is not None for r in d.returned],
                    d.lowered.arg_leaves, d.lowered.by_shape)
@@ -159,6 +161,7 @@ def _fast_module(fn, positions, bound_self, arg_types):
     generated = build(fn, positions, (), False, bound_self, arg_types=arg_types)
     function, path, _ = cache.materialise(generated.function_name, generated.source,
                                           generated.function_name)
+    remember(path, generated.line_map, generated.adjoint_from)
     return _Module(function, generated.source, path, generated.line_map, generated.free,
                    generated.guards, generated.wrt, generated.computed,
                    generated.arg_leaves, generated.by_shape)

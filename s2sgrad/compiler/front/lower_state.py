@@ -10,6 +10,7 @@ state, and says in its constructor what else it reads.
 import gast
 
 from ..syntax.naming import NameAllocator
+from ..syntax.origins import user_location
 from .guards import Guards
 from .recursion import CallStack
 
@@ -48,7 +49,7 @@ class Frame:
 
     def location(self, node):
         """Where an op made from ``node`` comes from, as the user would name it."""
-        return self.call_site or self.parsed.location(node)
+        return self.call_site or user_location(self.parsed.location(node))
 
 
 class LoweringState:

@@ -1,0 +1,42 @@
+"""The user's line behind a line of generated code that is lowered again.
+
+A gradient object called inside a function being differentiated (or compiled by
+``s2sgrad.jit``) is inlined: its generated module is parsed and lowered like the user's
+own code, so the ops made from it would name the cache file's lines in their comments
+(``f_value_and_grad_30cd9a6a.py:18``), a name nobody can read.  The module's line map
+(generated line -> the user's ``SourceLocation``) is recorded here when the module is
+handed out for inlining (``remember``), and ``user_location`` gives an op's location
+in the user's words instead: the user's file and line, its text marked ``grad of:`` where
+the generated line belongs to the adjoint sweep.  Locations of other files pass through.
+"""
+from ...errors import SourceLocation
+
+#: path of a generated module -> (its line map, the first line of its adjoint sweep)
+_GENERATED = {}
+
+
+def remember(path, line_map, adjoint_from=None):
+    """Record ``line_map`` (line of the module at ``path`` -> the user's SourceLocation)
+    and ``adjoint_from`` (the first line of its adjoint sweep; None: it has none)."""
+    if path and line_map:
+        _GENERATED[path] = (dict(line_map), adjoint_from)
+
+
+def user_location(location):
+    """``location``, or where it is a line of a remembered generated module, the user's
+    line it was generated from (the nearest mapped line at or above it), its text marked
+    ``grad of:`` in the adjoint sweep."""
+    known = _GENERATED.get(location.filename)
+    if known is None:
+        return location
+    line_map, adjoint_from = known
+    for k in range(location.lineno, 0, -1):
+        origin = line_map.get(k)
+        if origin is not None:
+            break
+    else:
+        return location
+    if adjoint_from is None or location.lineno < adjoint_from:
+        return origin
+    return SourceLocation(origin.filename, origin.lineno,
+                          "grad of: " + (origin.text or "").strip())
