@@ -20,6 +20,8 @@ a derivative object: ``jacfwd(grad(f))``); ``BatchedChoice`` which of the batche
 per-direction code runs a call, for ``jacfwd`` and ``hessian`` alike; ``jacobian_backend``
 what runs a Jacobian's loaded code (numpy where the auto policy says so).
 """
+import types
+
 import numpy as np
 
 from ..backend.numba_backend import UNDECIDED, backend_mode
@@ -31,11 +33,11 @@ from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
                         with_article, zero_tangent)
-from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
+from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, JvpPlan, plan_key
 from .derivative import Derivative, derivative_for
 from .inside import jacobian_rule
 from .nested import at_user_line, forward_as_function
-from .results import finish_gradient, float_dtype, wrap_output
+from .results import float_dtype, like_outputs, wrap_output
 
 
 JACOBIAN_LOOP_FREE_REASON = (
@@ -116,7 +118,10 @@ class ForwardFunction(Derivative):
         generated, arrays, leaves, _ = self._prepare(args, {})
         inputs = [*arrays, *free_values(generated), *extra(arrays)]
         result = self._run(generated, inputs)
-        self._remember_plan(key, CallPlan, args, leaves, inputs)
+        if self.jacobian:
+            self._remember_plan(key, CallPlan, args, leaves, inputs)
+        else:
+            self._remember_plan(key, JvpPlan, args, leaves, inputs, key, self.has_aux)
         tensors = [a for a in leaves if isinstance(a, Tensor)]
         return generated, leaves, result, (float_dtype(tensors) if tensors else None)
 
@@ -132,7 +137,7 @@ class ForwardFunction(Derivative):
         _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves,
                                                           plan_key(args))
         first = value[0] if self.has_aux else value
-        tangent = _like_outputs(tangent, first)
+        tangent = like_outputs(tangent, first)
         aux = (_aux(value),) if self.has_aux else ()
         if dtype is None:         # no Tensor arguments: nothing is wrapped
             return (first, tangent, *aux)
@@ -177,15 +182,6 @@ def _aux(value):
     the outputs after the first when there are more."""
     rest = tuple(value[1:])
     return rest[0] if len(rest) == 1 else rest
-
-
-def _like_outputs(tangent, output):
-    """The output tangents in the outputs' structure, each with its output's shape and
-    dtype (a number for a number)."""
-    if isinstance(output, (tuple, list)):
-        items = [_like_outputs(t, o) for t, o in zip(tangent, output)]
-        return tuple(items) if isinstance(output, tuple) else items
-    return finish_gradient(tangent, output)
 
 
 def _tangent_leaves(arg, tangent, position):
@@ -304,9 +300,15 @@ def jvp(fn, inputs, v, has_aux=False):
     ``(out, jvp_out, aux)``.
     """
     fn = check_function(fn, "jvp")
-    check_has_aux(has_aux)
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     tangents = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+    hot = getattr(fn, "__dict__", _NO_ENTRIES).get(_HOT_JVP)
+    if hot is not None and hot.fn is fn and hot.has_aux is has_aux and \
+            hot.mode == backend_mode():
+        result = hot.call(hot.forward, args, tangents)   # the last call's plan, tested
+        if result is not None:
+            return result
+    check_has_aux(has_aux)
     if len(args) != len(tangents):
         raise GradientArgumentError(
             f"jvp got {len(args)} input{'s' if len(args) != 1 else ''} but {len(tangents)} "
@@ -318,9 +320,49 @@ def jvp(fn, inputs, v, has_aux=False):
     moving = tuple(p for p in positions if not zero_tangent(args[p], tangents[p]))
     # an input whose tangent is all zeros moves nothing: the code built without its
     # tangent (kmeans' jvp of grad along (ones, zeros): no product of the zero tangent);
-    # checked at every call, so no result depends on an earlier call's tangents
-    f = forward_function(fn, moving or positions[:1], has_aux, False)
-    return f.jvp_call(args, tangents)
+    # decided at every call (the hot call's tests too), so no result depends on an
+    # earlier call's tangents
+    moving = moving or positions[:1]
+    f = forward_function(fn, moving, has_aux, False)
+    result = f.jvp_call(args, tangents)
+    _keep_hot(fn, has_aux, f, moving, args)
+    return result
+
+
+#: where ``jvp`` keeps, on the function it differentiates (a plain function or a
+#: derivative object), what its next call tries first (``HotJvp``)
+_HOT_JVP = "__s2sgrad_hot_jvp__"
+_NO_ENTRIES = {}
+
+
+class HotJvp:
+    """The last ``jvp`` call of ``fn`` with ``has_aux`` under backend ``mode``: its
+    ``ForwardFunction`` (``forward``) and the ``JvpPlan.hot_call`` (``call``) of the
+    plan it ran, which a later call runs at once when its arguments and tangents pass
+    the plan's tests (so ``forward_function``, ``zero_tangent`` over every tangent,
+    ``plan_key`` and the tangents' conversion are skipped)."""
+
+    __slots__ = ("fn", "has_aux", "mode", "forward", "call")
+
+    def __init__(self, fn, has_aux, mode, forward, call):
+        self.fn, self.has_aux, self.mode, self.forward, self.call = \
+            fn, has_aux, mode, forward, call
+
+
+def _keep_hot(fn, has_aux, forward, moving, args):
+    """After a full ``jvp`` call: its hot call kept on ``fn`` (a plain function or a
+    derivative object, whose ``__dict__`` is its own; not a bound method, made anew
+    at each access), where its plan has one."""
+    if not (type(fn) is types.FunctionType or
+            getattr(fn, "derivative_mode", None) is not None) or \
+            not isinstance(getattr(fn, "__dict__", None), dict):
+        return
+    plan = forward._plans.get(plan_key(args)) if forward._plans else None
+    call = plan.hot_call_for(moving, len(args)) if isinstance(plan, JvpPlan) else None
+    if call is None:
+        fn.__dict__.pop(_HOT_JVP, None)
+    else:
+        fn.__dict__[_HOT_JVP] = HotJvp(fn, has_aux, backend_mode(), forward, call)
 
 
 def jacfwd(fn, grad_position=0, has_aux=False):
