@@ -176,3 +176,14 @@ def test_jvp_composes_with_grad_vmap_and_jacfwd():
                                    rtol=1e-10)
         np.testing.assert_allclose(ms.jvp(ms.jacfwd(sin_product), (X,), (v,))[1],
                                    hessian_diagonal(X) * v, rtol=1e-10)
+
+
+PRODUCT_GRAD = ms.grad(product)
+
+
+def test_a_derivative_run_by_jvp_still_pickles():
+    import pickle
+    for _ in range(2):
+        ms.jvp(PRODUCT_GRAD, (X, Y), (np.ones(3), np.zeros(3)))
+    again = pickle.loads(pickle.dumps(PRODUCT_GRAD))
+    np.testing.assert_allclose(again(X, Y), np.cos(X) * Y, rtol=1e-12)

@@ -26,6 +26,10 @@ it read from outside is unchanged (``api/guards.py``), runs it and finishes the
 gradients; a ``grad``'s call runs the code without converting the value it drops
 (``Compiled.gradients_runner``: the Numba dispatcher, or the Python function of code
 run as numpy).  Where a test fails it gives None and the call takes the path above.
+A ``jvp`` keeps its last call's plan hot the same way (``JvpPlan``, kept on the function
+by ``forward.jvp``), its tangents tested too: of the code's types, and exactly zero
+where the code leaves their input out, not zero where it takes them (a tangent's first
+number read first: no pass over a tangent that is not zero there).
 """
 import numpy as np
 

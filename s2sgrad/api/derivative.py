@@ -63,6 +63,11 @@ from .nested import derivative_as_function
 from .results import finish_gradient
 
 
+#: where ``jvp`` keeps its last call's hot path on the function or derivative object it
+#: differentiates (``forward.HotJvp``; never pickled)
+HOT_JVP = "__s2sgrad_hot_jvp__"
+
+
 #: how many earlier builds of one signature a derivative keeps for values that change
 #: back (``net.set_train(True)`` / ``set_train(False)`` alternating)
 KEPT_VERSIONS = 8
@@ -143,7 +148,7 @@ class Derivative:
     #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
     #: bindings (by ``id``), the rule inside, what a build in progress reads
     _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
-                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held")
+                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held", HOT_JVP)
 
     def __getstate__(self):
         """The options, the function and, per argument signature, the generated code

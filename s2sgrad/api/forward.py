@@ -11,7 +11,9 @@ batched sweep whose tangents carry the directions first, or generated code
 that loops over the inputs' basis directions itself, compiled with the rest
 (``JacfwdFunction`` says which runs a call).  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
-numpy).  Arguments are checked as for ``grad``.
+numpy).  Arguments are checked as for ``grad``.  A ``jvp`` call like the last one of its
+function (argument types, which tangents are exactly zero, backend) runs that call's plan
+at once (``HotJvp``, kept on the function; ``call_plan.JvpPlan``).
 
 ``ForwardFunction`` is the derivative object of the forward-mode code (of a JVP, or of
 a Jacobian's loop over directions), kept per function and options
@@ -34,7 +36,7 @@ from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
                         with_article, zero_tangent)
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, JvpPlan, plan_key
-from .derivative import Derivative, derivative_for
+from .derivative import HOT_JVP, Derivative, derivative_for
 from .inside import jacobian_rule
 from .nested import at_user_line, forward_as_function
 from .results import float_dtype, like_outputs, wrap_output
@@ -302,7 +304,7 @@ def jvp(fn, inputs, v, has_aux=False):
     fn = check_function(fn, "jvp")
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     tangents = tuple(v) if isinstance(v, (tuple, list)) else (v,)
-    hot = getattr(fn, "__dict__", _NO_ENTRIES).get(_HOT_JVP)
+    hot = getattr(fn, "__dict__", _NO_ENTRIES).get(HOT_JVP)
     if hot is not None and hot.fn is fn and hot.has_aux is has_aux and \
             hot.mode == backend_mode():
         result = hot.call(hot.forward, args, tangents)   # the last call's plan, tested
@@ -329,9 +331,7 @@ def jvp(fn, inputs, v, has_aux=False):
     return result
 
 
-#: where ``jvp`` keeps, on the function it differentiates (a plain function or a
-#: derivative object), what its next call tries first (``HotJvp``)
-_HOT_JVP = "__s2sgrad_hot_jvp__"
+#: what ``jvp`` reads in place of the ``__dict__`` of an object without one
 _NO_ENTRIES = {}
 
 
@@ -351,18 +351,16 @@ class HotJvp:
 
 def _keep_hot(fn, has_aux, forward, moving, args):
     """After a full ``jvp`` call: its hot call kept on ``fn`` (a plain function or a
-    derivative object, whose ``__dict__`` is its own; not a bound method, made anew
-    at each access), where its plan has one."""
-    if not (type(fn) is types.FunctionType or
-            getattr(fn, "derivative_mode", None) is not None) or \
-            not isinstance(getattr(fn, "__dict__", None), dict):
+    ``Derivative``, whose ``__dict__`` is its own, left out of its pickle; not a bound
+    method, made anew at each access), where its plan has one."""
+    if not (type(fn) is types.FunctionType or isinstance(fn, Derivative)):
         return
     plan = forward._plans.get(plan_key(args)) if forward._plans else None
     call = plan.hot_call_for(moving, len(args)) if isinstance(plan, JvpPlan) else None
     if call is None:
-        fn.__dict__.pop(_HOT_JVP, None)
+        fn.__dict__.pop(HOT_JVP, None)
     else:
-        fn.__dict__[_HOT_JVP] = HotJvp(fn, has_aux, backend_mode(), forward, call)
+        fn.__dict__[HOT_JVP] = HotJvp(fn, has_aux, backend_mode(), forward, call)
 
 
 def jacfwd(fn, grad_position=0, has_aux=False):
