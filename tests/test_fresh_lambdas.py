@@ -151,3 +151,46 @@ def test_defaults_that_differ_give_their_own_results():
     for k in (2.0, 3.0, 2.0):
         np.testing.assert_allclose(gradient(k, w), k * np.cos(X) * w)
     np.testing.assert_allclose(gradient(2.0, 2 * w), 4.0 * np.cos(X) * w)
+
+
+def pairwise(x, points):        # a result of len(x) * len(points) numbers
+    return np.sum(np.tanh(x[:, None] - points[None, :]) ** 2)
+
+
+def pairwise_grad(x, points):
+    t = np.tanh(x[:, None] - points[None, :])
+    return np.sum(2 * t * (1 - t * t), axis=1)
+
+
+def test_a_large_array_read_from_outside_counts_in_the_size_class():
+    """A fresh lambda closing over a large array (``grad(lambda c: cost(c, points))``)
+    gets the build ``grad(cost)`` called with the points as an argument gets: its large
+    results written into kept arrays (``rt.Buffers``), not numpy's fresh ones."""
+    points = np.linspace(-1.0, 1.0, 10_000)        # 80 kB: the large size class
+    small = points[::1000].copy()
+    x = np.array([0.1, -0.4, 0.8])
+    as_argument = ms.grad(pairwise)
+    as_argument(x, points)
+    assert "rt.Buffers()" in as_argument.source
+    for p, kept in ((points, True), (small, False), (points, True)):
+        gradient = ms.grad(lambda c: pairwise(c, p))
+        np.testing.assert_allclose(gradient(x), pairwise_grad(x, p), rtol=1e-10)
+        assert ("rt.Buffers()" in gradient.source) is kept
+        out = ms.jvp(ms.grad(lambda c: pairwise(c, p)), (x,), (ONES,))[1]
+        t = np.tanh(x[:, None] - p[None, :])
+        np.testing.assert_allclose(out, np.sum(2 * (1 - t * t) * (1 - 3 * t * t), axis=1),
+                                   rtol=1e-10)
+
+
+def test_a_fresh_lambda_takes_its_guard_check_without_compiling_it(monkeypatch):
+    from s2sgrad.api import guards
+    p = np.array([1.5, -0.5, 2.0])
+    for _ in range(2):
+        ms.jvp(lambda y: cost(y, p) * y, (X,), (ONES,))
+    compiled = []
+    monkeypatch.setattr(guards, "exec", lambda *a: compiled.append(a) or exec(*a),
+                        raising=False)
+    for _ in range(3):
+        out = ms.jvp(lambda y: cost(y, p) * y, (X,), (ONES,))[1]
+        np.testing.assert_allclose(out, np.sum(cost_grad(X, p)) * X + cost(X, p))
+    assert compiled == []

@@ -334,14 +334,17 @@ class Derivative:
         between calls, and a call of the other class gets the other build)."""
         sizes = tuple(getattr(a, "shape", None) for a in arrays) if self._by_shape else ()
         if self.by_size_class:
-            sizes += (any(large_array(a) for a in arrays),)
+            sizes += (any(large_array(a) for a in arrays) or reads_large_array(self.fn),)
         return (tuple(trees or ()), tuple(argument_signature(a) for a in arrays)) + sizes
 
     def kept_arrays(self, arg_types):
         """Whether code built for ``arg_types`` writes its large elementwise results into
         arrays kept between calls (``rt.Buffers``): run as numpy, for arguments of the
-        large size class (``by_size_class`` keys the builds by it)."""
-        return backend_mode() != "numba" and large_arguments(arg_types)
+        large size class, or a function reading a large array from outside
+        (``reads_large_array``: a lambda closing over the points); ``by_size_class``
+        keys the builds by it."""
+        return backend_mode() != "numba" and (large_arguments(arg_types) or
+                                              reads_large_array(self.fn))
 
     def _build_generic(self):
         """The build for no argument types (dtypes and ranks unknown), with the options
@@ -674,6 +677,32 @@ def _identity(fn):
     if isinstance(reuse, tuple) and getattr(fn, "derivative_mode", None) is not None:
         return ("derivative", type(fn), reuse[0]), reuse[1]   # (its options in reuse[0])
     return None
+
+
+#: how deep ``reads_large_array`` looks through derivative objects and functions held
+#: in closures
+LOOK_DEPTH = 4
+
+
+def reads_large_array(fn, depth=LOOK_DEPTH):
+    """Whether ``fn`` (through the derivative objects and bound methods it wraps) holds a
+    large array (``arguments.large_array``) in its closure or defaults, or names one
+    among its globals, or a function in its closure does (``depth`` levels down): what
+    the size class of its builds counts besides the arguments, so that
+    ``grad(lambda c: cost(c, points))`` is built as ``grad(cost)`` called with the
+    points is."""
+    for _ in range(depth):
+        if not isinstance(fn, types.FunctionType):
+            fn = getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
+            continue
+        values = [cell_value(c) for c in fn.__closure__ or ()] + list(fn.__defaults__ or ())
+        namespace = fn.__globals__
+        values += [namespace.get(name) for name in fn.__code__.co_names]
+        return any(large_array(v) or (callable(v) and depth > 1 and
+                                      not isinstance(v, type) and
+                                      reads_large_array(v, depth - 1))
+                   for v in values if not isinstance(v, types.ModuleType))
+    return False
 
 
 def _by_identity(value):

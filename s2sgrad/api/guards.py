@@ -8,8 +8,10 @@ benchmarks/bench_guards.py), or None when there is nothing to check.  A failed
 check makes the derivative build its code again for the new values
 (``Derivative._variant``; the build it replaces is kept aside for a change back).
 ``retargeted(generated, cells)`` gives the same build reading another function
-object's closure cells (a fresh lambda with the code of one built before).
+object's closure cells (a fresh lambda with the code of one built before), whose check
+is made by the maker already compiled for those guards (``_MAKERS``).
 """
+import collections
 import dataclasses
 
 from ..compiler.front.guards import (GONE, ClosureName, Guard, array_spec, cell_value, freeze,
@@ -47,13 +49,27 @@ def check_of(guards):
               f"    def holds():\n"
               f"        return ({tests})\n"
               f"    return holds\n")
-    namespace = {"GONE": GONE, "cell_value": cell_value, "freeze": freeze,
-                 "array_spec": array_spec, "same_scalar": same_scalar}
-    exec(compile(source, "<s2sgrad guards>", "exec"), namespace)   # noqa: S102
+    make = _MAKERS.pop(source, None)
+    if make is None:
+        namespace = {"GONE": GONE, "cell_value": cell_value, "freeze": freeze,
+                     "array_spec": array_spec, "same_scalar": same_scalar}
+        exec(compile(source, "<s2sgrad guards>", "exec"), namespace)   # noqa: S102
+        make = namespace["make"]
+    _MAKERS[source] = make
+    while len(_MAKERS) > MAKERS_KEPT:
+        _MAKERS.popitem(last=False)
     values = []
     for g in guards:
         values += [getattr(g.source, "owner", None), g.expected, type(g.expected)]
-    return namespace["make"](*values)
+    return make(*values)
+
+
+#: the compiled makers of checks by their source, most recently used last (the tests
+#: name no value: the owners and expected values are the maker's arguments), so that
+#: the same guards read from other owners (``retargeted``: a fresh lambda's cells) make
+#: their check without compiling it again; at most ``MAKERS_KEPT``
+_MAKERS = collections.OrderedDict()
+MAKERS_KEPT = 256
 
 
 def unchecked(generated):
