@@ -194,3 +194,50 @@ def test_a_fresh_lambda_takes_its_guard_check_without_compiling_it(monkeypatch):
         out = ms.jvp(lambda y: cost(y, p) * y, (X,), (ONES,))[1]
         np.testing.assert_allclose(out, np.sum(cost_grad(X, p)) * X + cost(X, p))
     assert compiled == []
+
+
+def _nested(p, how):
+    """A lambda made per call calling a function made per call: a lambda, or a gradient
+    of one; and a way to rebind what the inner lambda reads."""
+    def rebind(value):
+        nonlocal p
+        p = value
+    inner = lambda y: cost(y, p)                              # noqa: E731
+    if how == "grad object":
+        g = ms.grad(inner)
+        return (lambda y: np.sum(g(y) * y)), rebind
+    return (lambda y: inner(y) * 2.0), rebind
+
+
+NESTED = {   # what each spelling's jvp along ONES computes, by hand
+    "lambda": lambda x, p: 2.0 * np.sum(cost_grad(x, p)),
+    "grad object": lambda x, p: np.sum(cost_hess_diag(x, p) * x + cost_grad(x, p)),
+}
+
+
+@pytest.mark.parametrize("how", list(NESTED))
+def test_a_lambda_holding_a_fresh_lambda_or_gradient_builds_once(how, builds):
+    p = np.array([1.5, -0.5, 2.0])
+    for _ in range(2):
+        f, _ = _nested(p, how)
+        np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p),
+                                   rtol=1e-10)
+    first = len(builds)
+    for _ in range(3):
+        f, _ = _nested(p, how)
+        np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p),
+                                   rtol=1e-10)
+    assert len(builds) == first, builds[first:]
+    # what the inner lambda reads: another array, then rebound after a call
+    q = np.array([0.5, 3.0, -1.0])
+    f, rebind = _nested(q, how)
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, q), rtol=1e-10)
+    rebind(p)
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p), rtol=1e-10)
+    f2, rebind2 = _nested(q, how)        # takes f's build
+    np.testing.assert_allclose(ms.jvp(f2, (X,), (ONES,))[1], NESTED[how](X, q),
+                               rtol=1e-10)
+    rebind2(p)
+    np.testing.assert_allclose(ms.jvp(f2, (X,), (ONES,))[1], NESTED[how](X, p),
+                               rtol=1e-10)
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p), rtol=1e-10)

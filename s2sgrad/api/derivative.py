@@ -58,6 +58,7 @@ from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
 from ..compiler.front.guards import cell_value
 from .guards import holds, retargeted, unchecked
+from .identity import function_identity, reads_large_array
 from .loading import load_function, user_line_of, user_origin_of
 from .nested import derivative_as_function
 from .results import finish_gradient
@@ -616,8 +617,8 @@ def derivative_for(fn, key, make):
     return found
 
 
-#: per (mode and options, function identity: ``_identity``), the builds of the latest
-#: derivative made for such a function (``_Builds``), most recently used last, at most
+#: per (mode and options, function identity: ``identity.function_identity``), the
+#: builds of the latest derivative made for such a function (``_Builds``), most recently used last, at most
 #: ``SAME_CODE_KEPT``: what a derivative of a new function object with the same code
 #: starts with
 _SAME_CODE = collections.OrderedDict()
@@ -639,13 +640,14 @@ class _Builds:
 
 def _made_like_before(fn, key, make):
     """``make()``, given the builds of the derivative last made for a function object
-    with ``fn``'s identity (``_identity``: a fresh lambda per call, ``grad`` of one) and
+    with ``fn``'s identity (``identity.function_identity``: a fresh lambda per call,
+    ``grad`` of one, a lambda calling a lambda made per call) and
     options ``key``, their guards and free values moved to ``fn``'s closure cells
     (``guards.retargeted``): checked at each call against ``fn``'s own cells, globals
     and attributes as that derivative's were against its function's, so a value that
     differs, or changes later, builds again."""
     made = make()
-    identity = _identity(fn)
+    identity = function_identity(fn)
     if identity is None:
         return made
     shared = (key, identity[0])
@@ -658,59 +660,6 @@ def _made_like_before(fn, key, make):
     while len(_SAME_CODE) > SAME_CODE_KEPT:
         _SAME_CODE.popitem(last=False)
     return made
-
-
-def _identity(fn):
-    """(what makes two function objects compute the same thing with the same build, the
-    closure cells its guards read) for a plain function, or for a derivative object made
-    by ``derivative_for`` for one; None for anything else.  A plain function's: its code
-    object, its globals dict, its closure's contents and its defaults, numbers and
-    strings by value, every other object by identity (``id``); None for a function made
-    by ``testing.fresh_function`` (built afresh)."""
-    if isinstance(fn, types.FunctionType) and "__s2sgrad_fresh__" not in fn.__dict__:
-        closure = fn.__closure__ or ()
-        contents = tuple(_by_identity(cell_value(c)) for c in closure)
-        defaults = tuple(_by_identity(d) for d in fn.__defaults__ or ())
-        keywords = tuple((k, _by_identity(v)) for k, v in (fn.__kwdefaults__ or {}).items())
-        return (fn.__code__, id(fn.__globals__), contents, defaults, keywords), closure
-    reuse = getattr(fn, "_reuse", None)
-    if isinstance(reuse, tuple) and getattr(fn, "derivative_mode", None) is not None:
-        return ("derivative", type(fn), reuse[0]), reuse[1]   # (its options in reuse[0])
-    return None
-
-
-#: how deep ``reads_large_array`` looks through derivative objects and functions held
-#: in closures
-LOOK_DEPTH = 4
-
-
-def reads_large_array(fn, depth=LOOK_DEPTH):
-    """Whether ``fn`` (through the derivative objects and bound methods it wraps) holds a
-    large array (``arguments.large_array``) in its closure or defaults, or names one
-    among its globals, or a function in its closure does (``depth`` levels down): what
-    the size class of its builds counts besides the arguments, so that
-    ``grad(lambda c: cost(c, points))`` is built as ``grad(cost)`` called with the
-    points is."""
-    for _ in range(depth):
-        if not isinstance(fn, types.FunctionType):
-            fn = getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
-            continue
-        values = [cell_value(c) for c in fn.__closure__ or ()] + list(fn.__defaults__ or ())
-        namespace = fn.__globals__
-        values += [namespace.get(name) for name in fn.__code__.co_names]
-        return any(large_array(v) or (callable(v) and depth > 1 and
-                                      not isinstance(v, type) and
-                                      reads_large_array(v, depth - 1))
-                   for v in values if not isinstance(v, types.ModuleType))
-    return False
-
-
-def _by_identity(value):
-    """``value`` in a function's identity: a number, string or None by type and value,
-    anything else by ``id``."""
-    if type(value) in (bool, int, float, str, type(None)) and value == value:
-        return (type(value), value)
-    return id(value)
 
 
 def _on_function(fn):
