@@ -187,3 +187,24 @@ def test_a_derivative_run_by_jvp_still_pickles():
         ms.jvp(PRODUCT_GRAD, (X, Y), (np.ones(3), np.zeros(3)))
     again = pickle.loads(pickle.dumps(PRODUCT_GRAD))
     np.testing.assert_allclose(again(X, Y), np.cos(X) * Y, rtol=1e-12)
+
+
+def test_a_repeated_hvp_reuses_its_plan_and_stays_exact(monkeypatch):
+    def hessian_times(x, y, vx, vy):      # of product: d/dx (cos x * y), d/dy sin x
+        return (-np.sin(x) * y * vx + np.cos(x) * vy, np.cos(x) * vx)
+
+    vs = (np.ones(3), np.array([0.5, -1.0, 2.0]))
+    for _ in range(2):
+        ms.hvp(product, (X, Y), vs)
+    prepared = []
+    prepare = ms.api.derivative.Derivative._prepare
+    monkeypatch.setattr(ms.api.derivative.Derivative, "_prepare",
+                        lambda self, *a: prepared.append(a) or prepare(self, *a))
+    for x, vx in [(X, np.full(3, 2.0)), (X, np.ones(6)[::2]), (2 * X, np.zeros(3))]:
+        out = ms.hvp(product, (x, Y), (vx, vs[1]))
+        for got, want in zip(out, hessian_times(x, Y, vx, vs[1])):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert prepared == []
+    x32 = X.astype(np.float32)                   # another dtype: the full path
+    out = ms.hvp(product, (x32, Y), vs)
+    assert out[0].dtype == np.float32 and len(prepared) == 1

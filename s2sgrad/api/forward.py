@@ -190,7 +190,7 @@ def _tangent_leaves(arg, tangent, position):
     """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
     structure and shapes, in the argument's dtype."""
     if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
-        return [_numba_ready(tangent, arg.dtype)]
+        return [numba_ready(tangent, arg.dtype)]
     if type(arg) is float and type(tangent) in (float, int):
         return [float(tangent)]
     arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
@@ -213,7 +213,7 @@ def _tangent_leaves(arg, tangent, position):
                 f"v[{position}] has shape {np.shape(t)} but inputs[{position}] has shape "
                 f"{np.shape(a)}; each tangent must have its input's shape")
         if isinstance(a, np.ndarray):
-            out.append(_numba_ready(np.asarray(t), a.dtype))
+            out.append(numba_ready(np.asarray(t), a.dtype))
         elif isinstance(a, np.floating):
             out.append(a.dtype.type(t))
         else:
@@ -221,7 +221,7 @@ def _tangent_leaves(arg, tangent, position):
     return out
 
 
-def _numba_ready(tangent, dtype):
+def numba_ready(tangent, dtype):
     """An array tangent as the code takes it: of its input's ``dtype``, C-ordered, aligned
     and writeable (copied if not), so that Numba sees one type for every tangent of an
     input and the plan key of the inputs alone fixes the types the code runs on."""
