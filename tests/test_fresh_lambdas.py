@@ -241,3 +241,26 @@ def test_a_lambda_holding_a_fresh_lambda_or_gradient_builds_once(how, builds):
     np.testing.assert_allclose(ms.jvp(f2, (X,), (ONES,))[1], NESTED[how](X, p),
                                rtol=1e-10)
     np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p), rtol=1e-10)
+
+
+class _Wraps:
+    """A callable whose ``__wrapped__`` is itself (a mock's attributes are like that)."""
+
+    @property
+    def __wrapped__(self):
+        return self
+
+    def __call__(self, y):
+        return y
+
+
+def test_what_the_size_class_reads_is_bounded():
+    from s2sgrad.api.identity import reads_large_array
+    wrapped = _Wraps()
+    assert not reads_large_array(lambda y: wrapped(y) + cost(y, y))
+    big = np.zeros(20_000)
+    chain = lambda y: y                                        # noqa: E731
+    for _ in range(50):                                         # 50 functions deep
+        chain = (lambda f: lambda y: f(y))(chain)
+    assert reads_large_array(lambda y: chain(y) * big[0])       # its own closure
+    assert not reads_large_array(chain)

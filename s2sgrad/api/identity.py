@@ -87,22 +87,34 @@ def is_identified(value):
         getattr(value, "derivative_mode", None) is not None)
 
 
+#: how many functions ``reads_large_array`` reads at most (a full call of a function
+#: whose arguments are containers takes it at every call)
+LOOK_FUNCTIONS = 16
+
+
 def reads_large_array(fn, depth=LOOK_DEPTH):
     """Whether ``fn`` (through the derivative objects and bound methods it wraps) holds a
     large array (``arguments.large_array``) in its closure or defaults, or names one
-    among its globals, or a function in its closure does (``depth`` levels down): what
-    the size class of its builds counts besides the arguments, so that
-    ``grad(lambda c: cost(c, points))`` is built as ``grad(cost)`` called with the
-    points is."""
-    for _ in range(depth):
-        if not isinstance(fn, types.FunctionType):
+    among its globals, or a function it holds or names does (``depth`` levels down, at
+    most ``LOOK_FUNCTIONS`` functions): what the size class of its builds counts besides
+    the arguments, so that ``grad(lambda c: cost(c, points))`` is built as
+    ``grad(cost)`` called with the points is."""
+    todo, seen = [(fn, depth)], set()
+    while todo and len(seen) < LOOK_FUNCTIONS:
+        fn, level = todo.pop()
+        for _ in range(LOOK_DEPTH):     # a derivative object's function, a method's
+            if isinstance(fn, types.FunctionType) or fn is None:
+                break
             fn = getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen:
             continue
+        seen.add(id(fn))
         values = [cell_value(c) for c in fn.__closure__ or ()] + list(fn.__defaults__ or ())
         namespace = fn.__globals__
         values += [namespace.get(name) for name in fn.__code__.co_names]
-        return any(large_array(v) or (callable(v) and depth > 1 and
-                                      not isinstance(v, type) and
-                                      reads_large_array(v, depth - 1))
-                   for v in values if not isinstance(v, types.ModuleType))
+        for v in values:
+            if large_array(v):
+                return True
+            if level > 1 and callable(v) and not isinstance(v, (type, types.ModuleType)):
+                todo.append((v, level - 1))
     return False
