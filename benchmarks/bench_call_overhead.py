@@ -1,6 +1,7 @@
 """What a repeated gradient or jvp call costs above the compiled code it runs.
 
     python benchmarks/bench_call_overhead.py [huber] [huber16] [rk4] [heat]
+    python benchmarks/bench_call_overhead.py modes [huber16] [rk4]
 
 For each loop workload of bench_workloads.py, three levels of the same computation:
 the public call (``value_and_grad(fn, positions)(*args)``, ``s2sgrad.jvp(fn, args, v)``),
@@ -9,6 +10,12 @@ dispatcher, and the user's function compiled by Numba (the forward alone).  Each
 blocks of 3000 calls, the levels alternating, several rounds; the table gives the best
 per-call (CPU) time of each level, the API's overhead above the raw dispatcher (issue 9: a
 repeated call should cost <= 2 us above it) and the API's time over the forward's.
+
+``modes``: the per-call time of every public transform of the workload (value_and_grad,
+grad, jvp, vjp and its function, jacrev, jacfwd, hessian of the first argument, hvp,
+jit, vmap over 4 copies of the arguments), the same alternating blocks: where one stands
+against value_and_grad (the Jacobians and the Hessian do more work: one pass per
+direction, or a batched sweep).
 """
 import sys
 import time
@@ -69,7 +76,44 @@ def jvp_levels(fn, args):
     return [lambda: s2sgrad.jvp(fn, args, v), lambda: compiled(*code), lambda: raw(*code)]
 
 
+def mode_calls(fn, args):
+    """(name, a call of the public transform) for each transform of ``fn`` at ``args``."""
+    positions = tuple(range(len(args)))
+    v = tuple(np.ones_like(a) if np.ndim(a) else 1.0 for a in args)
+    made = {"value_and_grad": s2sgrad.value_and_grad(fn, positions),
+            "grad": s2sgrad.grad(fn, positions), "jacrev": s2sgrad.jacrev(fn, positions),
+            "jacfwd": s2sgrad.jacfwd(fn, positions), "hessian": s2sgrad.hessian(fn, 0),
+            "jit": s2sgrad.jit(fn)}
+    batch = tuple(np.stack([a] * 4) if np.ndim(a) else np.full(4, a) for a in args)
+    mapped = s2sgrad.vmap(fn)
+
+    def vjp():
+        return s2sgrad.vjp(fn, *args)[1](1.0)
+    calls = [(name, lambda f=f: f(*args)) for name, f in made.items()]
+    return calls + [("jvp", lambda: s2sgrad.jvp(fn, args, v)), ("vjp", vjp),
+                    ("hvp", lambda: s2sgrad.hvp(fn, args, v)),
+                    ("vmap", lambda: mapped(*batch))]
+
+
+def modes(words):
+    rows = []
+    for name, fn, args, _ in workloads():
+        if name not in (words or ["huber16", "rk4"]):
+            continue
+        calls = mode_calls(fn, args)
+        for _, call in calls:
+            call()
+            call()
+        times = best_per_call([call for _, call in calls])
+        rows += [[name, what, f"{t * 1e6:.1f}", f"{(t - times[0]) * 1e6:+.1f}"]
+                 for (what, _), t in zip(calls, times)]
+        print(f"done: {name}", file=sys.stderr)
+    table(rows, ["workload", "call", "API us", "- value_and_grad us"])
+
+
 def main(words):
+    if "modes" in words:
+        return modes([w for w in words if w != "modes"])
     rows = []
     for name, fn, args, positions in workloads():
         if words and name not in words:

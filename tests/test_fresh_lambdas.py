@@ -151,3 +151,116 @@ def test_defaults_that_differ_give_their_own_results():
     for k in (2.0, 3.0, 2.0):
         np.testing.assert_allclose(gradient(k, w), k * np.cos(X) * w)
     np.testing.assert_allclose(gradient(2.0, 2 * w), 4.0 * np.cos(X) * w)
+
+
+def pairwise(x, points):        # a result of len(x) * len(points) numbers
+    return np.sum(np.tanh(x[:, None] - points[None, :]) ** 2)
+
+
+def pairwise_grad(x, points):
+    t = np.tanh(x[:, None] - points[None, :])
+    return np.sum(2 * t * (1 - t * t), axis=1)
+
+
+def test_a_large_array_read_from_outside_counts_in_the_size_class():
+    """A fresh lambda closing over a large array (``grad(lambda c: cost(c, points))``)
+    gets the build ``grad(cost)`` called with the points as an argument gets: its large
+    results written into kept arrays (``rt.Buffers``), not numpy's fresh ones."""
+    points = np.linspace(-1.0, 1.0, 10_000)        # 80 kB: the large size class
+    small = points[::1000].copy()
+    x = np.array([0.1, -0.4, 0.8])
+    as_argument = ms.grad(pairwise)
+    as_argument(x, points)
+    assert "rt.Buffers()" in as_argument.source
+    for p, kept in ((points, True), (small, False), (points, True)):
+        gradient = ms.grad(lambda c: pairwise(c, p))
+        np.testing.assert_allclose(gradient(x), pairwise_grad(x, p), rtol=1e-10)
+        assert ("rt.Buffers()" in gradient.source) is kept
+        out = ms.jvp(ms.grad(lambda c: pairwise(c, p)), (x,), (ONES,))[1]
+        t = np.tanh(x[:, None] - p[None, :])
+        np.testing.assert_allclose(out, np.sum(2 * (1 - t * t) * (1 - 3 * t * t), axis=1),
+                                   rtol=1e-10)
+
+
+def test_a_fresh_lambda_takes_its_guard_check_without_compiling_it(monkeypatch):
+    from s2sgrad.api import guards
+    p = np.array([1.5, -0.5, 2.0])
+    for _ in range(2):
+        ms.jvp(lambda y: cost(y, p) * y, (X,), (ONES,))
+    compiled = []
+    monkeypatch.setattr(guards, "exec", lambda *a: compiled.append(a) or exec(*a),
+                        raising=False)
+    for _ in range(3):
+        out = ms.jvp(lambda y: cost(y, p) * y, (X,), (ONES,))[1]
+        np.testing.assert_allclose(out, np.sum(cost_grad(X, p)) * X + cost(X, p))
+    assert compiled == []
+
+
+def _nested(p, how):
+    """A lambda made per call calling a function made per call: a lambda, or a gradient
+    of one; and a way to rebind what the inner lambda reads."""
+    def rebind(value):
+        nonlocal p
+        p = value
+    inner = lambda y: cost(y, p)                              # noqa: E731
+    if how == "grad object":
+        g = ms.grad(inner)
+        return (lambda y: np.sum(g(y) * y)), rebind
+    return (lambda y: inner(y) * 2.0), rebind
+
+
+NESTED = {   # what each spelling's jvp along ONES computes, by hand
+    "lambda": lambda x, p: 2.0 * np.sum(cost_grad(x, p)),
+    "grad object": lambda x, p: np.sum(cost_hess_diag(x, p) * x + cost_grad(x, p)),
+}
+
+
+@pytest.mark.parametrize("how", list(NESTED))
+def test_a_lambda_holding_a_fresh_lambda_or_gradient_builds_once(how, builds):
+    p = np.array([1.5, -0.5, 2.0])
+    for _ in range(2):
+        f, _ = _nested(p, how)
+        np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p),
+                                   rtol=1e-10)
+    first = len(builds)
+    for _ in range(3):
+        f, _ = _nested(p, how)
+        np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p),
+                                   rtol=1e-10)
+    assert len(builds) == first, builds[first:]
+    # what the inner lambda reads: another array, then rebound after a call
+    q = np.array([0.5, 3.0, -1.0])
+    f, rebind = _nested(q, how)
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, q), rtol=1e-10)
+    rebind(p)
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p), rtol=1e-10)
+    f2, rebind2 = _nested(q, how)        # takes f's build
+    np.testing.assert_allclose(ms.jvp(f2, (X,), (ONES,))[1], NESTED[how](X, q),
+                               rtol=1e-10)
+    rebind2(p)
+    np.testing.assert_allclose(ms.jvp(f2, (X,), (ONES,))[1], NESTED[how](X, p),
+                               rtol=1e-10)
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, p), rtol=1e-10)
+
+
+class _Wraps:
+    """A callable whose ``__wrapped__`` is itself (a mock's attributes are like that)."""
+
+    @property
+    def __wrapped__(self):
+        return self
+
+    def __call__(self, y):
+        return y
+
+
+def test_what_the_size_class_reads_is_bounded():
+    from s2sgrad.api.identity import reads_large_array
+    wrapped = _Wraps()
+    assert not reads_large_array(lambda y: wrapped(y) + cost(y, y))
+    big = np.zeros(20_000)
+    chain = lambda y: y                                        # noqa: E731
+    for _ in range(50):                                         # 50 functions deep
+        chain = (lambda f: lambda y: f(y))(chain)
+    assert reads_large_array(lambda y: chain(y) * big[0])       # its own closure
+    assert not reads_large_array(chain)

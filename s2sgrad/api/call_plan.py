@@ -26,6 +26,10 @@ it read from outside is unchanged (``api/guards.py``), runs it and finishes the
 gradients; a ``grad``'s call runs the code without converting the value it drops
 (``Compiled.gradients_runner``: the Numba dispatcher, or the Python function of code
 run as numpy).  Where a test fails it gives None and the call takes the path above.
+A ``jvp`` keeps its last call's plan hot the same way (``JvpPlan``, kept on the function
+by ``forward.jvp``), its tangents tested too: of the code's types, and exactly zero
+where the code leaves their input out, not zero where it takes them (a tangent's first
+number read first: no pass over a tangent that is not zero there).
 """
 import numpy as np
 
@@ -33,7 +37,8 @@ from ..compiler.analysis.shapes import unit_dimensions
 from ..runtime import buffers
 from ..tensor import Tensor
 from .guards import holds
-from .results import finish_gradient
+from .arguments import zero_tangent
+from .results import finish_gradient, like_outputs
 
 #: the bits of ``ndarray.flags.num`` that Numba types an array by (NumPy's C API values):
 #: C-contiguous 0x1, Fortran-contiguous 0x2, aligned 0x100, writeable 0x400
@@ -222,6 +227,77 @@ class GradientPlan(CallPlan):
         if plain and key is not None:
             self.matches = matcher_of(key)
             self.hot_call = hot_function_of(self, key)
+
+
+class JvpPlan(CallPlan):
+    """A ``CallPlan`` of a JVP (``ForwardFunction.jvp_call``), with, for ``jvp`` calls that
+    need no Python-side shaping (no Tensors, aux or values read from outside),
+    ``hot_call(derivative, args, tangents)``: one function, compiled from source at its
+    first use (``jvp_hot_function_of``), that tests the arguments as ``plan_key`` reads
+    them and each tangent as the code takes it, checks that the code is still the
+    derivative's current one and that what it read from outside is unchanged, runs it
+    and gives ``(outputs, tangents)``; None where a test fails (the full path decides)."""
+
+    def __init__(self, signature, variant, args, inputs, key=None, has_aux=False):
+        super().__init__(signature, variant, args, inputs)
+        self.compiled = variant[1]
+        self.key = None if has_aux or self.free or self.tensor_args else key
+        self._hot = {}
+
+    def hot_call_for(self, moving, count):
+        """``hot_call`` for ``jvp`` calls of ``count`` inputs whose tangents are exactly
+        zero at the inputs not in ``moving`` (the positions the code takes tangents
+        for); None where the plan is never hot."""
+        if self.key is None:
+            return None
+        found = self._hot.get((moving, count), False)
+        if found is False:
+            found = self._hot[moving, count] = jvp_hot_function_of(self, moving, count)
+        return found
+
+
+def jvp_hot_function_of(plan, moving, count):
+    """``JvpPlan.hot_call`` for jvp calls of ``count`` inputs along tangents that are not
+    zero at ``moving`` and zero elsewhere, as ``forward.jvp`` chooses its code
+    (``zero_tangent``; ``moving`` (0,) also where every tangent is zero); None where
+    ``plan``'s key has arguments the tests do not cover."""
+    tests = _argument_tests(plan.key)
+    if tests is None or len(plan.key) != count:
+        return None
+    test, values = tests
+    checks = []
+    for k, part in enumerate(plan.key):
+        a, t = f"a{k}", f"tan{k}"
+        if k not in moving:
+            if not (isinstance(part, tuple) and part[0] is np.ndarray):
+                return None
+            checks.append(f"zero_tangent({a}, {t})")
+        elif isinstance(part, tuple) and part[0] is np.ndarray:
+            # as the code takes it (``forward._numba_ready`` gives it unchanged)
+            check = (f"type({t}) is ndarray and {t}.dtype is d{k} and {t}.shape == {a}.shape "
+                     f"and {t}.flags.num & CAW == CAW")
+            if moving != (0,):      # (0,): its tangent zero or not, this code
+                check += (f" and ({t}.size != 0 and {t}.item(0) != 0 or "
+                          f"not zero_tangent({a}, {t}))")
+            checks.append(check)
+        elif part is float:
+            checks.append(f"type({t}) is float")
+        else:
+            return None
+    names = ", ".join(f"a{k}" for k in range(count))
+    taken = "".join(f"tan{k}, " for k in moving)
+    values.update(zero_tangent=zero_tangent, CAW=C_ALIGNED_WRITEABLE, like=like_outputs,
+                  holds=holds, signature=plan.signature, compiled=plan.compiled,
+                  backend=plan.backend, generated=plan.generated, run=plan.run)
+    unpack = "".join(f"tan{k}, " for k in range(count))
+    body = (f"if len(tangents) != {count}:\n"
+            f"    return None\n"
+            f"({unpack}) = tangents\n" +
+            _hot_body(f"{test} and " + " and ".join(f"({c})" for c in checks), plan.guarded,
+                      "None", f"{names}, {taken}",
+                      f"value, tangent = run({names}, {taken})") +
+            "return value, like(tangent, value)")
+    return _compiled("hot_call(derivative, args, tangents)", body, "None", count, values)
 
 
 #: what a ``JitPlan``'s ``hot_call`` gives where the full path must decide (a compiled

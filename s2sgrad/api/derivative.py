@@ -58,9 +58,15 @@ from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
 from ..compiler.front.guards import cell_value
 from .guards import holds, retargeted, unchecked
+from .identity import function_identity, reads_large_array
 from .loading import load_function, user_line_of, user_origin_of
 from .nested import derivative_as_function
 from .results import finish_gradient
+
+
+#: where ``jvp`` keeps its last call's hot path on the function or derivative object it
+#: differentiates (``forward.HotJvp``; never pickled)
+HOT_JVP = "__s2sgrad_hot_jvp__"
 
 
 #: how many earlier builds of one signature a derivative keeps for values that change
@@ -143,7 +149,7 @@ class Derivative:
     #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
     #: bindings (by ``id``), the rule inside, what a build in progress reads
     _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
-                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held")
+                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held", HOT_JVP)
 
     def __getstate__(self):
         """The options, the function and, per argument signature, the generated code
@@ -329,14 +335,17 @@ class Derivative:
         between calls, and a call of the other class gets the other build)."""
         sizes = tuple(getattr(a, "shape", None) for a in arrays) if self._by_shape else ()
         if self.by_size_class:
-            sizes += (any(large_array(a) for a in arrays),)
+            sizes += (any(large_array(a) for a in arrays) or reads_large_array(self.fn),)
         return (tuple(trees or ()), tuple(argument_signature(a) for a in arrays)) + sizes
 
     def kept_arrays(self, arg_types):
         """Whether code built for ``arg_types`` writes its large elementwise results into
         arrays kept between calls (``rt.Buffers``): run as numpy, for arguments of the
-        large size class (``by_size_class`` keys the builds by it)."""
-        return backend_mode() != "numba" and large_arguments(arg_types)
+        large size class, or a function reading a large array from outside
+        (``reads_large_array``: a lambda closing over the points); ``by_size_class``
+        keys the builds by it."""
+        return backend_mode() != "numba" and (large_arguments(arg_types) or
+                                              reads_large_array(self.fn))
 
     def _build_generic(self):
         """The build for no argument types (dtypes and ranks unknown), with the options
@@ -608,8 +617,8 @@ def derivative_for(fn, key, make):
     return found
 
 
-#: per (mode and options, function identity: ``_identity``), the builds of the latest
-#: derivative made for such a function (``_Builds``), most recently used last, at most
+#: per (mode and options, function identity: ``identity.function_identity``), the
+#: builds of the latest derivative made for such a function (``_Builds``), most recently used last, at most
 #: ``SAME_CODE_KEPT``: what a derivative of a new function object with the same code
 #: starts with
 _SAME_CODE = collections.OrderedDict()
@@ -631,13 +640,14 @@ class _Builds:
 
 def _made_like_before(fn, key, make):
     """``make()``, given the builds of the derivative last made for a function object
-    with ``fn``'s identity (``_identity``: a fresh lambda per call, ``grad`` of one) and
+    with ``fn``'s identity (``identity.function_identity``: a fresh lambda per call,
+    ``grad`` of one, a lambda calling a lambda made per call) and
     options ``key``, their guards and free values moved to ``fn``'s closure cells
     (``guards.retargeted``): checked at each call against ``fn``'s own cells, globals
     and attributes as that derivative's were against its function's, so a value that
     differs, or changes later, builds again."""
     made = make()
-    identity = _identity(fn)
+    identity = function_identity(fn)
     if identity is None:
         return made
     shared = (key, identity[0])
@@ -650,33 +660,6 @@ def _made_like_before(fn, key, make):
     while len(_SAME_CODE) > SAME_CODE_KEPT:
         _SAME_CODE.popitem(last=False)
     return made
-
-
-def _identity(fn):
-    """(what makes two function objects compute the same thing with the same build, the
-    closure cells its guards read) for a plain function, or for a derivative object made
-    by ``derivative_for`` for one; None for anything else.  A plain function's: its code
-    object, its globals dict, its closure's contents and its defaults, numbers and
-    strings by value, every other object by identity (``id``); None for a function made
-    by ``testing.fresh_function`` (built afresh)."""
-    if isinstance(fn, types.FunctionType) and "__s2sgrad_fresh__" not in fn.__dict__:
-        closure = fn.__closure__ or ()
-        contents = tuple(_by_identity(cell_value(c)) for c in closure)
-        defaults = tuple(_by_identity(d) for d in fn.__defaults__ or ())
-        keywords = tuple((k, _by_identity(v)) for k, v in (fn.__kwdefaults__ or {}).items())
-        return (fn.__code__, id(fn.__globals__), contents, defaults, keywords), closure
-    reuse = getattr(fn, "_reuse", None)
-    if isinstance(reuse, tuple) and getattr(fn, "derivative_mode", None) is not None:
-        return ("derivative", type(fn), reuse[0]), reuse[1]   # (its options in reuse[0])
-    return None
-
-
-def _by_identity(value):
-    """``value`` in a function's identity: a number, string or None by type and value,
-    anything else by ``id``."""
-    if type(value) in (bool, int, float, str, type(None)) and value == value:
-        return (type(value), value)
-    return id(value)
 
 
 def _on_function(fn):

@@ -11,7 +11,9 @@ batched sweep whose tangents carry the directions first, or generated code
 that loops over the inputs' basis directions itself, compiled with the rest
 (``JacfwdFunction`` says which runs a call).  The code is built once per argument signature, cached on
 disk and run by the same backends as gradients (loops -> Numba, loop-free ->
-numpy).  Arguments are checked as for ``grad``.
+numpy).  Arguments are checked as for ``grad``.  A ``jvp`` call like the last one of its
+function (argument types, which tangents are exactly zero, backend) runs that call's plan
+at once (``HotJvp``, kept on the function; ``call_plan.JvpPlan``).
 
 ``ForwardFunction`` is the derivative object of the forward-mode code (of a JVP, or of
 a Jacobian's loop over directions), kept per function and options
@@ -20,6 +22,8 @@ a derivative object: ``jacfwd(grad(f))``); ``BatchedChoice`` which of the batche
 per-direction code runs a call, for ``jacfwd`` and ``hessian`` alike; ``jacobian_backend``
 what runs a Jacobian's loaded code (numpy where the auto policy says so).
 """
+import types
+
 import numpy as np
 
 from ..backend.numba_backend import UNDECIDED, backend_mode
@@ -31,11 +35,11 @@ from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
 from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
                         with_article, zero_tangent)
-from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, plan_key
-from .derivative import Derivative, derivative_for
+from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, JvpPlan, plan_key
+from .derivative import HOT_JVP, Derivative, derivative_for
 from .inside import jacobian_rule
 from .nested import at_user_line, forward_as_function
-from .results import finish_gradient, float_dtype, wrap_output
+from .results import float_dtype, like_outputs, wrap_output
 
 
 JACOBIAN_LOOP_FREE_REASON = (
@@ -116,7 +120,10 @@ class ForwardFunction(Derivative):
         generated, arrays, leaves, _ = self._prepare(args, {})
         inputs = [*arrays, *free_values(generated), *extra(arrays)]
         result = self._run(generated, inputs)
-        self._remember_plan(key, CallPlan, args, leaves, inputs)
+        if self.jacobian:
+            self._remember_plan(key, CallPlan, args, leaves, inputs)
+        else:
+            self._remember_plan(key, JvpPlan, args, leaves, inputs, key, self.has_aux)
         tensors = [a for a in leaves if isinstance(a, Tensor)]
         return generated, leaves, result, (float_dtype(tensors) if tensors else None)
 
@@ -132,7 +139,7 @@ class ForwardFunction(Derivative):
         _, _, (value, tangent), dtype = self._run_forward(args, tangent_leaves,
                                                           plan_key(args))
         first = value[0] if self.has_aux else value
-        tangent = _like_outputs(tangent, first)
+        tangent = like_outputs(tangent, first)
         aux = (_aux(value),) if self.has_aux else ()
         if dtype is None:         # no Tensor arguments: nothing is wrapped
             return (first, tangent, *aux)
@@ -179,20 +186,11 @@ def _aux(value):
     return rest[0] if len(rest) == 1 else rest
 
 
-def _like_outputs(tangent, output):
-    """The output tangents in the outputs' structure, each with its output's shape and
-    dtype (a number for a number)."""
-    if isinstance(output, (tuple, list)):
-        items = [_like_outputs(t, o) for t, o in zip(tangent, output)]
-        return tuple(items) if isinstance(output, tuple) else items
-    return finish_gradient(tangent, output)
-
-
 def _tangent_leaves(arg, tangent, position):
     """The leaves of the tangent ``tangent`` of argument ``arg``, checked against its
     structure and shapes, in the argument's dtype."""
     if type(arg) is np.ndarray and type(tangent) is np.ndarray and arg.shape == tangent.shape:
-        return [_numba_ready(tangent, arg.dtype)]
+        return [numba_ready(tangent, arg.dtype)]
     if type(arg) is float and type(tangent) in (float, int):
         return [float(tangent)]
     arg_leaves, arg_tree = flatten(arg) if is_tree(arg) else ([arg], None)
@@ -215,7 +213,7 @@ def _tangent_leaves(arg, tangent, position):
                 f"v[{position}] has shape {np.shape(t)} but inputs[{position}] has shape "
                 f"{np.shape(a)}; each tangent must have its input's shape")
         if isinstance(a, np.ndarray):
-            out.append(_numba_ready(np.asarray(t), a.dtype))
+            out.append(numba_ready(np.asarray(t), a.dtype))
         elif isinstance(a, np.floating):
             out.append(a.dtype.type(t))
         else:
@@ -223,7 +221,7 @@ def _tangent_leaves(arg, tangent, position):
     return out
 
 
-def _numba_ready(tangent, dtype):
+def numba_ready(tangent, dtype):
     """An array tangent as the code takes it: of its input's ``dtype``, C-ordered, aligned
     and writeable (copied if not), so that Numba sees one type for every tangent of an
     input and the plan key of the inputs alone fixes the types the code runs on."""
@@ -304,9 +302,15 @@ def jvp(fn, inputs, v, has_aux=False):
     ``(out, jvp_out, aux)``.
     """
     fn = check_function(fn, "jvp")
-    check_has_aux(has_aux)
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     tangents = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+    hot = getattr(fn, "__dict__", _NO_ENTRIES).get(HOT_JVP)
+    if hot is not None and hot.fn is fn and hot.has_aux is has_aux and \
+            hot.mode == backend_mode():
+        result = hot.call(hot.forward, args, tangents)   # the last call's plan, tested
+        if result is not None:
+            return result
+    check_has_aux(has_aux)
     if len(args) != len(tangents):
         raise GradientArgumentError(
             f"jvp got {len(args)} input{'s' if len(args) != 1 else ''} but {len(tangents)} "
@@ -318,9 +322,45 @@ def jvp(fn, inputs, v, has_aux=False):
     moving = tuple(p for p in positions if not zero_tangent(args[p], tangents[p]))
     # an input whose tangent is all zeros moves nothing: the code built without its
     # tangent (kmeans' jvp of grad along (ones, zeros): no product of the zero tangent);
-    # checked at every call, so no result depends on an earlier call's tangents
-    f = forward_function(fn, moving or positions[:1], has_aux, False)
-    return f.jvp_call(args, tangents)
+    # decided at every call (the hot call's tests too), so no result depends on an
+    # earlier call's tangents
+    moving = moving or positions[:1]
+    f = forward_function(fn, moving, has_aux, False)
+    result = f.jvp_call(args, tangents)
+    _keep_hot(fn, has_aux, f, moving, args)
+    return result
+
+
+#: what ``jvp`` reads in place of the ``__dict__`` of an object without one
+_NO_ENTRIES = {}
+
+
+class HotJvp:
+    """The last ``jvp`` call of ``fn`` with ``has_aux`` under backend ``mode``: its
+    ``ForwardFunction`` (``forward``) and the ``JvpPlan.hot_call`` (``call``) of the
+    plan it ran, which a later call runs at once when its arguments and tangents pass
+    the plan's tests (so ``forward_function``, ``zero_tangent`` over every tangent,
+    ``plan_key`` and the tangents' conversion are skipped)."""
+
+    __slots__ = ("fn", "has_aux", "mode", "forward", "call")
+
+    def __init__(self, fn, has_aux, mode, forward, call):
+        self.fn, self.has_aux, self.mode, self.forward, self.call = \
+            fn, has_aux, mode, forward, call
+
+
+def _keep_hot(fn, has_aux, forward, moving, args):
+    """After a full ``jvp`` call: its hot call kept on ``fn`` (a plain function or a
+    ``Derivative``, whose ``__dict__`` is its own, left out of its pickle; not a bound
+    method, made anew at each access), where its plan has one."""
+    if not (type(fn) is types.FunctionType or isinstance(fn, Derivative)):
+        return
+    plan = forward._plans.get(plan_key(args)) if forward._plans else None
+    call = plan.hot_call_for(moving, len(args)) if isinstance(plan, JvpPlan) else None
+    if call is None:
+        fn.__dict__.pop(HOT_JVP, None)
+    else:
+        fn.__dict__[HOT_JVP] = HotJvp(fn, has_aux, backend_mode(), forward, call)
 
 
 def jacfwd(fn, grad_position=0, has_aux=False):

@@ -8,12 +8,17 @@ benchmarks/bench_guards.py), or None when there is nothing to check.  A failed
 check makes the derivative build its code again for the new values
 (``Derivative._variant``; the build it replaces is kept aside for a change back).
 ``retargeted(generated, cells)`` gives the same build reading another function
-object's closure cells (a fresh lambda with the code of one built before).
+object's closure cells (a fresh lambda with the code of one built before), whose check
+is made by the maker already compiled for those guards (``_MAKERS``).  A function or
+derivative object read from outside holds when it is the same object or has the same
+identity (``identity.same_code``: a lambda made per call, read by a lambda made per call).
 """
+import collections
 import dataclasses
 
 from ..compiler.front.guards import (GONE, ClosureName, Guard, array_spec, cell_value, freeze,
                                      same_scalar)
+from .identity import is_identified, same_code
 
 #: types compared inline as ``type(v) is T and v == e`` (others through ``same_scalar``)
 _PLAIN = (bool, int, float, str, type(None))
@@ -23,6 +28,10 @@ def _test(guard, k):
     """The Python expression testing ``guard`` (its owner is ``o<k>``, its expected value
     ``e<k>``, the type of that value ``t<k>``)."""
     read = guard.source.expression(f"o{k}")
+    if guard.kind == "same" and is_identified(guard.expected):
+        # a function or derivative object: another with its code and contents is right
+        # too (a lambda made per call, read by a lambda made per call)
+        return f"(v{k} := {read}) is e{k} or same_code(v{k}, e{k})"
     if guard.kind == "same":
         return f"{read} is e{k}"
     if guard.kind == "snapshot":
@@ -47,13 +56,28 @@ def check_of(guards):
               f"    def holds():\n"
               f"        return ({tests})\n"
               f"    return holds\n")
-    namespace = {"GONE": GONE, "cell_value": cell_value, "freeze": freeze,
-                 "array_spec": array_spec, "same_scalar": same_scalar}
-    exec(compile(source, "<s2sgrad guards>", "exec"), namespace)   # noqa: S102
+    make = _MAKERS.pop(source, None)
+    if make is None:
+        namespace = {"GONE": GONE, "cell_value": cell_value, "freeze": freeze,
+                     "array_spec": array_spec, "same_scalar": same_scalar,
+                     "same_code": same_code}
+        exec(compile(source, "<s2sgrad guards>", "exec"), namespace)   # noqa: S102
+        make = namespace["make"]
+    _MAKERS[source] = make
+    while len(_MAKERS) > MAKERS_KEPT:
+        _MAKERS.popitem(last=False)
     values = []
     for g in guards:
         values += [getattr(g.source, "owner", None), g.expected, type(g.expected)]
-    return namespace["make"](*values)
+    return make(*values)
+
+
+#: the compiled makers of checks by their source, most recently used last (the tests
+#: name no value: the owners and expected values are the maker's arguments), so that
+#: the same guards read from other owners (``retargeted``: a fresh lambda's cells) make
+#: their check without compiling it again; at most ``MAKERS_KEPT``
+_MAKERS = collections.OrderedDict()
+MAKERS_KEPT = 256
 
 
 def unchecked(generated):

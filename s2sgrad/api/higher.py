@@ -35,10 +35,12 @@ from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
-from .arguments import check_function, check_positions, free_values
+from .arguments import check_function, check_positions, free_values, to_array
+from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
-from .forward import BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend
+from .forward import (BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend,
+                      numba_ready)
 from .loading import load_function
 from .nested import forward_as_function, gradient_as_function
 
@@ -118,11 +120,22 @@ class HvpFunction(Derivative):
 
     def _run_code(self, args, extra):
         """Check and flatten ``args``, build, run the code with ``extra(leaves)`` appended:
-        (generated, leaves, trees, result)."""
+        (generated, leaves, trees, result).  Arguments of the types of an earlier call
+        reuse what it found (its ``CallPlan``, for code reading nothing from outside)."""
+        key = plan_key(args) if self._plans else None
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None:
+            arrays = [to_array(a) for a in args] if plan.tensor_args else args
+            result = self._run_plan(plan, arrays, extra(plan.generated, arrays))
+            if result is not None:
+                return plan.generated, args, [None] * len(args), result
         generated, arrays, leaves, trees = self._prepare(args, {})
         objects = free_values(generated, generated.all_free)
         call = [*arrays, *objects, *extra(generated, arrays)]
-        return generated, leaves, trees, self._run(generated, call)
+        result = self._run(generated, call)
+        if not generated.all_free:      # (a plan reads ``generated.free`` alone)
+            self._remember_plan(plan_key(args), CallPlan, args, leaves, call)
+        return generated, leaves, trees, result
 
     def _wrt_leaves(self, generated):
         return [k for p in self.positions for k in generated.arg_leaves[p]]
@@ -297,8 +310,9 @@ def _tangent_like(v, like, position):
         raise GradientArgumentError(
             f"the tangent for argument {position} has shape {np.shape(v)}, the argument "
             f"{np.shape(like)}: give v the inputs' shapes")
-    if isinstance(like, np.ndarray):
-        return np.asarray(v, dtype=like.dtype if like.dtype.kind == "f" else float)
+    if isinstance(like, np.ndarray):     # (one Numba type for every tangent of an input)
+        return numba_ready(np.asarray(v), like.dtype if like.dtype.kind == "f" else
+                           np.dtype(float))
     return float(v)
 
 

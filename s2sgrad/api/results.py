@@ -1,7 +1,8 @@
 """What a derivative gives back, in the form of what it is the derivative of.
 
 Takes what the generated code returns; gives each gradient (or tangent) in the shape,
-dtype and Tensor-ness of its input (``finish_gradient``) and each output as the function
+dtype and Tensor-ness of its input (``finish_gradient``; a jvp's tangents in the
+structure of the outputs: ``like_outputs``) and each output as the function
 itself gives it: Tensors when it ran on Tensors (``wrap_output``, in ``float_dtype``).
 """
 import numpy as np
@@ -37,6 +38,15 @@ def finish_gradient(g, like):
     else:
         g = float(g) if np.ndim(g) == 0 else g
     return Tensor(g) if isinstance(like, Tensor) else g
+
+
+def like_outputs(tangent, output):
+    """The output tangents in the outputs' structure, each with its output's shape and
+    dtype (a number for a number): what a jvp gives beside the outputs."""
+    if isinstance(output, (tuple, list)):
+        items = [like_outputs(t, o) for t, o in zip(tangent, output)]
+        return tuple(items) if isinstance(output, tuple) else items
+    return finish_gradient(tangent, output)
 
 
 def float_dtype(tensors):
