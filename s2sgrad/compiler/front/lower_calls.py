@@ -1,6 +1,7 @@
 """Lowering calls: folding calls on constants, finding what a call reaches (a rule's
 primitive, an s2sgrad op, a Cell, a custom rule, the user's own or a local
 function) and inlining the body of what has no rule (``CallLowering``)."""
+import functools
 import inspect
 import math
 
@@ -22,9 +23,11 @@ from .custom import lower_custom_call
 from .derivative_calls import inlined_derivative
 from .frontend import is_user_code, parse_function
 from .jumps import structured_body
+from .lifting import Lifted, Partial, lifted_transform, partial_of
 from .lower_expressions import DICT_VIEWS
 from .lower_state import Frame, LocalFunction
 from .spellings import forward_expression
+from .stacking import canonical_join
 
 
 #: calls folded while building when every argument is a plain constant
@@ -122,6 +125,14 @@ class CallLowering:
             return value
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
+        if isinstance(obj, Lifted):     # grad(lambda y: f(x, y)): grad(lifted)(y, x)
+            return self.call_object(frame, node, obj.derivative, obj.arguments(args), kwargs,
+                                    hint)
+        if isinstance(obj, Partial):
+            return self.call_object(frame, node, obj.func, obj.args + tuple(args),
+                                    {**obj.kwargs, **kwargs}, hint)
+        if obj is functools.partial and partial_of(args, kwargs) is not None:
+            return Const(partial_of(args, kwargs))
         transparent = getattr(obj, "__s2sgrad_transparent__", None)
         if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
             return self.call_object(frame, node, transparent, args, kwargs, hint)
@@ -148,6 +159,7 @@ class CallLowering:
                                      tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
             return self.opaque_call(frame, node, obj, args, kwargs, hint)
+        obj, args, kwargs = canonical_join(self, frame, node, obj, args, kwargs)
         rule = lookup(obj)
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
@@ -335,8 +347,10 @@ def made_inside(frame, node, transform, args, kwargs):
     """``grad(f, 1)`` (jacfwd, jacrev, hessian, value_and_grad) written inside the function
     being differentiated: made now, while building, when its arguments are known here (a
     function defined at module level, positions); the object is then called as one made
-    outside (its rule: ``api/inside.py``).  ``jvp``/``vjp``/``hvp`` called inside, and a
-    transform of a function defined inside or of a value computed here, are refused."""
+    outside (its rule: ``api/inside.py``).  A transform of a function defined inside (a
+    def, a lambda, ``functools.partial``) is made of that function lifted to take what
+    it reads from here as arguments (``front/lifting.py``).  ``jvp``/``vjp``/``hvp``
+    called inside, and a transform of a value computed here, are refused."""
     name = getattr(transform, "__name__", "transform")
     if transform.__s2sgrad_transform__ == "evaluates":
         raise DerivativeCompositionError(str(unsupported(
@@ -344,10 +358,17 @@ def made_inside(frame, node, transform, args, kwargs):
             "make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
             "contract it with the vector), grad(f)(x), jacrev(f)(x)")))
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
+    lifted = None if not args or not isinstance(args[0], Const) or \
+        any(v is _UNKNOWN for v in values[1:]) else lifted_transform(
+            frame, node, transform, args[0].value, values[1:len(args)],
+            dict(zip(kwargs, values[len(args):])))
+    if lifted is not None:      # a function defined inside: lifted (front/lifting.py)
+        return Const(lifted)
     if any(v is _UNKNOWN for v in values):
         raise DerivativeCompositionError(str(unsupported(
-            frame, node, f"s2sgrad.{name} of a function defined inside the function being "
-                         f"differentiated, or with options computed in it",
+            frame, node, f"s2sgrad.{name} of a value computed in the function being "
+                         f"differentiated, of a function defined in it that reads another "
+                         f"function defined in it, or with options computed in it",
             f"define the function at module level and pass what it reads from here as "
             f"arguments: {name}(potential, 0)(x, theta) instead of "
             f"{name}(lambda x: potential(x, theta))(x)")))
