@@ -107,32 +107,19 @@ class CallLowering:
                 return Const(obj(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
             except Exception:  # noqa: BLE001 - fall through to a run-time call
                 pass
-        if obj is len and len(args) == 1 and isinstance(args[0], Seq):
-            return Const(len(args[0].items))
-        if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
-            return Const(len(args[0].pairs))
+        if obj is len and len(args) == 1 and isinstance(args[0], (Seq, DictAtom)):
+            return Const(len(args[0].items if isinstance(args[0], Seq) else args[0].pairs))
         shape = self.types.shapes.constant(self.types.shape_of(args[0])) \
             if obj in (len, np.shape) and len(args) == 1 and not kwargs else None
         if shape:      # a build specialised on sizes: len(x) is a number
             return Const(shape[0] if obj is len else shape)
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
                 args[0], Seq) and len(args[0].items) > 1):
-            # max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule
-            items = args if len(args) > 2 else args[0].items
-            value = items[0]
-            for item in items[1:]:
-                value = self.call_object(frame, node, obj, (value, item), {}, None)
-            return value
-        if isinstance(obj, LocalFunction):
-            return self.inline_local(frame, node, obj, args, kwargs)
-        if isinstance(obj, Lifted):     # grad(lambda y: f(x, y)): grad(lifted)(y, x)
-            return self.call_object(frame, node, obj.derivative, obj.arguments(args), kwargs,
-                                    hint)
-        if isinstance(obj, Partial):
-            return self.call_object(frame, node, obj.func, obj.args + tuple(args),
-                                    {**obj.kwargs, **kwargs}, hint)
-        if obj is functools.partial and partial_of(args, kwargs) is not None:
-            return Const(partial_of(args, kwargs))
+            return self.chained_extremum(frame, node, obj, args)
+        if isinstance(obj, (LocalFunction, Lifted, Partial)) or obj is functools.partial:
+            made = self.made_here_call(frame, node, obj, args, kwargs, hint)
+            if made is not None:
+                return made
         transparent = getattr(obj, "__s2sgrad_transparent__", None)
         if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
             return self.call_object(frame, node, transparent, args, kwargs, hint)
@@ -187,6 +174,29 @@ class CallLowering:
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def chained_extremum(self, frame, node, obj, args):
+        """max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule."""
+        items = args if len(args) > 2 else args[0].items
+        value = items[0]
+        for item in items[1:]:
+            value = self.call_object(frame, node, obj, (value, item), {}, None)
+        return value
+
+    def made_here_call(self, frame, node, obj, args, kwargs, hint):
+        """A call of a function made in the function being lowered (a def or lambda, a
+        transform of one: ``front/lifting.py``, a ``functools.partial``), or of
+        ``functools.partial`` itself; None where it is not one of those."""
+        if isinstance(obj, LocalFunction):
+            return self.inline_local(frame, node, obj, args, kwargs)
+        if isinstance(obj, Lifted):     # grad(lambda y: f(x, y)): grad(lifted)(y, x)
+            return self.call_object(frame, node, obj.derivative, obj.arguments(args), kwargs,
+                                    hint)
+        if isinstance(obj, Partial):
+            return self.call_object(frame, node, obj.func, obj.args + tuple(args),
+                                    {**obj.kwargs, **kwargs}, hint)
+        partial = partial_of(args, kwargs)
+        return Const(partial) if partial is not None else None
 
     def opaque_call(self, frame, node, obj, args, kwargs, hint):
         """A call of ``obj`` that generated code makes as it is (no derivative of its own)."""
