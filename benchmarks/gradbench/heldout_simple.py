@@ -173,16 +173,6 @@ def kmeans_dot(centroids, points):
     return dists.min(axis=1).sum()
 
 
-def _newton_jvp(cost):
-    gradient = s2sgrad.grad(cost, 0)
-
-    def direction(centroids, points):
-        j, h = s2sgrad.jvp(gradient, (centroids, points),
-                           (np.ones_like(centroids), np.zeros_like(points)))
-        return j / h
-    return direction
-
-
 def _newton_hvp():
     gradient = s2sgrad.grad(kmeans.kmeans_cost)
 
@@ -277,8 +267,8 @@ SPELLINGS = {
                                                                  (0, 1, 2, 3))),
     },
     "kmeans": {
-        "broadcast distances": lambda: _newton_jvp(kmeans_broadcast),
-        "np.dot, methods": lambda: _newton_jvp(kmeans_dot),
+        "broadcast distances": lambda: kmeans.newton_direction(kmeans_broadcast),
+        "np.dot, methods": lambda: kmeans.newton_direction(kmeans_dot),
         "hvp": _newton_hvp,
         "jvp(grad(lambda))": _newton_closure,
     },
