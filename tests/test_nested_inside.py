@@ -218,6 +218,13 @@ def ascent_of_a_partial(x, y0):
     return payoff(x, y)
 
 
+def ascent_of_a_lambda_with_a_default(x, y0):
+    y = y0
+    for _ in range(3):
+        y = y + 0.5 * ms.grad(lambda v, a=x: payoff(a, v))(y)
+    return payoff(x, y)
+
+
 def ascent_of_a_local_def(x, y0):
     def local_payoff(v):
         return payoff(x, v) + 0.25 * np.sum(v * y0)
@@ -259,6 +266,7 @@ def pushed_outside(w, y0):
 #: s2sgrad.grad reads when called outside)
 LIFTED = {"lambda": (ascent_of_a_lambda, saddle_outside),
           "partial": (ascent_of_a_partial, saddle_outside),
+          "default": (ascent_of_a_lambda_with_a_default, saddle_outside),
           "local def": (ascent_of_a_local_def, ascent_of_a_local_def_outside),
           "keyword partial": (pushed_by_a_keyword_partial, pushed_outside)}
 OUTER = {"grad": lambda f: ms.grad(f, 0), "jacfwd": lambda f: ms.jacfwd(f, 0)}
@@ -266,7 +274,8 @@ OUTER = {"grad": lambda f: ms.grad(f, 0), "jacfwd": lambda f: ms.jacfwd(f, 0)}
 
 #: (spelling, outer transform, points): every spelling under grad, two under jacfwd;
 #: a second point shows nothing is kept from the first call's values
-CASES = [("lambda", "grad", 2), ("partial", "grad", 1), ("local def", "grad", 1),
+CASES = [("lambda", "grad", 2), ("partial", "grad", 1), ("default", "grad", 1),
+         ("local def", "grad", 1),
          ("keyword partial", "grad", 2), ("lambda", "jacfwd", 1),
          ("keyword partial", "jacfwd", 1)]
 

@@ -32,15 +32,20 @@ from .lower_state import LocalFunction
 
 class Lifted:
     """A derivative of a lifted function and where its extra arguments are read: called
-    with ``args``, it is ``derivative(*args, *[env[n] for n in names])``."""
+    with ``args``, it is ``derivative(*args, *defaults, *[env[n] for n in names])``, the
+    defaults (atoms evaluated where the function was defined) of the ``own`` parameters
+    that ``args`` leaves out."""
 
-    def __init__(self, derivative, env, names):
+    def __init__(self, derivative, env, names, own=0, defaults=()):
         self.derivative = derivative
         self.env = env
         self.names = names
+        self.own, self.defaults = own, tuple(defaults)
 
     def arguments(self, args):
-        return tuple(args) + tuple(self.env[n] for n in self.names)
+        missing = self.own - len(args)
+        filled = self.defaults[len(self.defaults) - missing:] if missing > 0 else ()
+        return tuple(args) + filled + tuple(self.env[n] for n in self.names)
 
     def __repr__(self):
         return f"<{getattr(self.derivative, '__name__', 'derivative')} of a lifted function>"
@@ -78,14 +83,15 @@ def lifted_transform(frame, node, transform, target, options, keywords):
     if lifted is None:
         return None
     fn, env, names = lifted
-    return Lifted(transform(fn, *options, **keywords), env, names)
+    own = len(target.node.args.args) if isinstance(target, LocalFunction) else 0
+    defaults = target.defaults if isinstance(target, LocalFunction) else ()
+    return Lifted(transform(fn, *options, **keywords), env, names, own, defaults)
 
 
 def _lift_local(local):
     """(function, env, extra names) of a local def or lambda, or None."""
     params = local.node.args
-    if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs or \
-            local.defaults:
+    if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
         return None
     name = local.node.name if local.node.name != "lambda" else \
         f"lambda_at_{local.node.lineno}"
