@@ -296,3 +296,38 @@ def test_a_function_compiled_with_a_lifted_transform_gives_pythons_value(spellin
     fn, reference = LIFTED[spelling]
     x, y0 = np.array([0.7, 1.1]), np.array([0.3, -0.4])
     assert ms.jit(fn)(x, y0) == pytest.approx(reference(x, y0), rel=1e-12)
+
+
+def _rebindable_ascent():
+    """A function whose lambda reads ``k`` from an enclosing function's closure, and a
+    setter that rebinds ``k`` (nonlocal) after the derivative was built."""
+    k = 1.0
+
+    def ascent(x, y0):
+        y = y0
+        for _ in range(2):
+            y = y + 0.5 * ms.grad(lambda v: k * payoff(x, v))(y)
+        return payoff(x, y)
+
+    def set_k(value):
+        nonlocal k
+        k = value
+    return ascent, set_k
+
+
+def scaled_outside(x, y0, k):
+    y = y0
+    for _ in range(2):
+        y = y + 0.5 * k * ASCENT(x, y)
+    return payoff(x, y)
+
+
+def test_a_lifted_function_sees_the_enclosing_closure_rebound_after_the_first_call():
+    ascent, set_k = _rebindable_ascent()
+    gradient, compiled = ms.grad(ascent), ms.jit(ascent)
+    x, y0 = np.array([0.7, 1.1]), np.array([0.3, -0.4])
+    for k in (1.0, 2.0):
+        set_k(k)
+        want = _differences(lambda t: scaled_outside(t, y0, k), x)
+        np.testing.assert_allclose(gradient(x, y0), want, rtol=1e-6, atol=1e-8)
+        assert compiled(x, y0) == pytest.approx(scaled_outside(x, y0, k), rel=1e-12)

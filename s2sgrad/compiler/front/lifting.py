@@ -22,6 +22,7 @@ import ast
 import copy
 import inspect
 import symtable
+import types
 
 import gast
 
@@ -140,8 +141,8 @@ def _lift_partial(partial, frame, node):
 def _lift(fdef, name, env, parsed):
     """(function, env, extra names): ``fdef`` as a Python function named ``name`` whose
     parameters are its own then the names it reads from ``env`` that are values computed
-    at run time (Vars, tuples of them); the constants it reads from ``env`` and the
-    enclosing function's closure are its closure.  None when it reads a function defined
+    at run time (Vars, tuples of them); its closure holds the constants it reads from
+    ``env`` and the enclosing function's own cells of the names it reads from there.  None when it reads a function defined
     inside (not a value a function can receive)."""
     fdef = copy.deepcopy(fdef)
     fdef.name = name
@@ -151,11 +152,11 @@ def _lift(fdef, name, env, parsed):
     for n in free:
         atom = env.get(n)
         if atom is None:
-            if n in parsed.scope.closure:
-                cells[n] = parsed.scope.closure[n]
+            if n in parsed.scope.cells:     # the enclosing function's own cell: a later
+                cells[n] = parsed.scope.cells[n]    # rebinding is seen by the guards
             continue
         if isinstance(atom, Const) and not isinstance(atom.value, (LocalFunction, Lifted)):
-            cells[n] = atom.value
+            cells[n] = types.CellType(atom.value)
         elif isinstance(atom, (Var, Seq)) and _values_only(atom):
             extra.append(n)
         else:
@@ -190,8 +191,8 @@ def _source(fdef):
 
 
 def _function(fdef, cells, parsed):
-    """A Python function of ``fdef``'s code with ``cells`` as its closure and the
-    enclosing function's globals (the same dict: later module changes are seen)."""
+    """A Python function of ``fdef``'s code with ``cells`` (name -> cell) as its closure
+    and the enclosing function's globals (the same dict: later module changes are seen)."""
     names = sorted(cells)
     maker = gast.FunctionDef(
         name="make_lifted", args=gast.arguments(
@@ -207,4 +208,6 @@ def _function(fdef, cells, parsed):
     code = compile(module, parsed.filename or "<lifted>", "exec")
     space = {}
     exec(code, parsed.scope.globals, space)  # noqa: S102 - the user's own code, lifted
-    return space["make_lifted"](*[cells[n] for n in names])
+    made = space["make_lifted"](*[None for _ in names])
+    return types.FunctionType(made.__code__, parsed.scope.globals, made.__name__, None,
+                              tuple(cells[n] for n in made.__code__.co_freevars))
