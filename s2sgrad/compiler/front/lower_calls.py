@@ -368,26 +368,26 @@ def made_inside(frame, node, transform, args, kwargs):
             "make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
             "contract it with the vector), grad(f)(x), jacrev(f)(x)")))
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
-    lifted = None if not args or not isinstance(args[0], Const) or \
-        any(v is _UNKNOWN for v in values[1:]) else lifted_transform(
-            frame, node, transform, args[0].value, values[1:len(args)],
-            dict(zip(kwargs, values[len(args):])))
-    if lifted is not None:      # a function defined inside: lifted (front/lifting.py)
-        return Const(lifted)
-    if any(v is _UNKNOWN for v in values):
-        raise DerivativeCompositionError(str(unsupported(
+    options = values[1:len(args)], dict(zip(kwargs, values[len(args):]))
+    try:
+        lifted = None if not args or not isinstance(args[0], Const) or \
+            any(v is _UNKNOWN for v in values[1:]) else \
+            lifted_transform(frame, node, transform, args[0].value, *options)
+        if lifted is not None:      # a function defined inside: lifted (front/lifting.py)
+            return Const(lifted)
+        if not any(v is _UNKNOWN for v in values):
+            return Const(transform(*values[:len(args)], **options[1]))
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedConstructError(f"s2sgrad.{name} refused its arguments: {exc}",
+                                        frame.location(node), source_segment(node),
+                                        "call it as you would outside") from None
+    raise DerivativeCompositionError(str(unsupported(
             frame, node, f"s2sgrad.{name} of a value computed in the function being "
                          f"differentiated, of a function defined in it that reads another "
                          f"function defined in it, or with options computed in it",
             f"define the function at module level and pass what it reads from here as "
             f"arguments: {name}(potential, 0)(x, theta) instead of "
             f"{name}(lambda x: potential(x, theta))(x)")))
-    try:
-        return Const(transform(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
-    except (TypeError, ValueError) as exc:
-        raise UnsupportedConstructError(f"s2sgrad.{name} refused its arguments: {exc}",
-                                        frame.location(node), source_segment(node),
-                                        "call it as you would outside") from None
 
 
 _UNKNOWN = object()
