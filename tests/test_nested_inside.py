@@ -11,6 +11,8 @@ and particle), every kind of inner object, made outside and inside the function,
 under reverse and forward mode, each against central differences; what is still
 refused names the user's line and what to write.  The Python backend runs them.
 """
+import functools
+
 import numpy as np
 import pytest
 
@@ -151,8 +153,10 @@ def test_every_kind_of_derivative_object_inside_gets_its_own_rule(outer):
     np.testing.assert_allclose(ms.jacfwd(outer)(x), want, rtol=1e-6, atol=1e-8)
 
 
-def closure_over_the_outer_value(x, theta):
-    return np.sum(ms.grad(lambda p: potential(p, theta))(x))
+def reads_a_local_function(x, theta):
+    def shifted(p):
+        return p - theta
+    return np.sum(ms.grad(lambda p: potential(shifted(p), theta))(x))
 
 
 def jvp_inside(x):
@@ -160,13 +164,13 @@ def jvp_inside(x):
 
 
 @pytest.mark.parametrize("outer, words", [
-    (closure_over_the_outer_value, ["test_nested_inside.py", "defined inside",
-                                    "grad(potential, 0)(x, theta)"]),
+    (reads_a_local_function, ["test_nested_inside.py", "defined in it that reads another",
+                              "grad(potential, 0)(x, theta)"]),
     (jvp_inside, ["test_nested_inside.py", "s2sgrad.jvp called inside", "jacfwd(f)(x)"]),
 ])
 def test_what_cannot_be_made_inside_is_refused_at_the_users_line(outer, words):
     with pytest.raises(DerivativeCompositionError) as info:
-        ms.grad(outer)(X, W) if outer is closure_over_the_outer_value else ms.grad(outer)(X)
+        ms.grad(outer)(X, W) if outer is reads_a_local_function else ms.grad(outer)(X)
     for word in words:
         assert word in str(info.value), (word, str(info.value))
 
@@ -191,3 +195,139 @@ def test_a_second_derivative_over_an_inner_object_is_refused(second):
         second(with_jacrev)(np.array([0.4, -0.7, 1.1]))
     assert "field_jacrev" in str(info.value)
     assert ".cache" not in str(info.value) and "s2sgrad/" not in str(info.value)
+
+
+# A transform of a function written inside the one differentiated: a lambda, a local def
+# and functools.partial (JAX's spellings: grad(lambda y: f(x, y))(y)) read the outer
+# function's values; they are lifted to take them as arguments (front/lifting.py), so
+# the outer derivative runs along them too.  Made before the loop, the local def reads
+# ``x`` as it is at each call (``x`` changes in the loop), as Python's closure does.
+
+
+def ascent_of_a_lambda(x, y0):
+    y = y0
+    for _ in range(3):
+        y = y + 0.5 * ms.grad(lambda v: payoff(x, v))(y)
+    return payoff(x, y)
+
+
+def ascent_of_a_partial(x, y0):
+    y = y0
+    for _ in range(3):
+        y = y + 0.5 * ms.grad(functools.partial(payoff, x))(y)
+    return payoff(x, y)
+
+
+def ascent_of_a_lambda_with_a_default(x, y0):
+    y = y0
+    for _ in range(3):
+        y = y + 0.5 * ms.grad(lambda v, a=x: payoff(a, v))(y)
+    return payoff(x, y)
+
+
+def ascent_of_a_local_def(x, y0):
+    def local_payoff(v):
+        return payoff(x, v) + 0.25 * np.sum(v * y0)
+    ascent = ms.grad(local_payoff)
+    y = y0
+    for _ in range(2):
+        y = y + 0.5 * ascent(y)
+        x = x * 1.5
+    return payoff(x, y)
+
+
+def pushed_by_a_keyword_partial(w, y0):
+    p = y0
+    for _ in range(3):
+        p = p - 0.2 * ms.grad(functools.partial(potential, w=w))(p)
+    return np.sum(p * p)
+
+
+def ascent_of_a_local_def_outside(x, y0):
+    y = y0
+    for _ in range(2):
+        y = y + 0.5 * (ASCENT(x, y) + 0.25 * y0)
+        x = x * 1.5
+    return payoff(x, y)
+
+
+FORCE = ms.grad(potential, 0)
+
+
+def pushed_outside(w, y0):
+    p = y0
+    for _ in range(3):
+        p = p - 0.2 * FORCE(p, w)
+    return np.sum(p * p)
+
+
+#: each spelling and the same function with its inner gradient made at module level (the
+#: reference: finite differences of it, run as Python; a partial is not a function
+#: s2sgrad.grad reads when called outside)
+LIFTED = {"lambda": (ascent_of_a_lambda, saddle_outside),
+          "partial": (ascent_of_a_partial, saddle_outside),
+          "default": (ascent_of_a_lambda_with_a_default, saddle_outside),
+          "local def": (ascent_of_a_local_def, ascent_of_a_local_def_outside),
+          "keyword partial": (pushed_by_a_keyword_partial, pushed_outside)}
+OUTER = {"grad": lambda f: ms.grad(f, 0), "jacfwd": lambda f: ms.jacfwd(f, 0)}
+
+
+#: (spelling, outer transform, points): every spelling under grad, two under jacfwd;
+#: a second point shows nothing is kept from the first call's values
+CASES = [("lambda", "grad", 2), ("partial", "grad", 1), ("default", "grad", 1),
+         ("local def", "grad", 1),
+         ("keyword partial", "grad", 2), ("lambda", "jacfwd", 1),
+         ("keyword partial", "jacfwd", 1)]
+
+
+@pytest.mark.parametrize("spelling, outer, points", CASES)
+def test_a_transform_of_a_function_written_inside_is_differentiated_along_what_it_reads(
+        spelling, outer, points):
+    fn, reference = LIFTED[spelling]
+    derivative = OUTER[outer](fn)
+    y0 = np.array([0.3, -0.4])
+    for x in [np.array([0.7, 1.1]), np.array([-0.5, 0.2])][:points]:
+        want = _differences(lambda t: reference(t, y0), x)
+        np.testing.assert_allclose(derivative(x, y0), want, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("spelling", ["lambda", "local def"])
+def test_a_function_compiled_with_a_lifted_transform_gives_pythons_value(spelling):
+    fn, reference = LIFTED[spelling]
+    x, y0 = np.array([0.7, 1.1]), np.array([0.3, -0.4])
+    assert ms.jit(fn)(x, y0) == pytest.approx(reference(x, y0), rel=1e-12)
+
+
+def _rebindable_ascent():
+    """A function whose lambda reads ``k`` from an enclosing function's closure, and a
+    setter that rebinds ``k`` (nonlocal) after the derivative was built."""
+    k = 1.0
+
+    def ascent(x, y0):
+        y = y0
+        for _ in range(2):
+            y = y + 0.5 * ms.grad(lambda v: k * payoff(x, v))(y)
+        return payoff(x, y)
+
+    def set_k(value):
+        nonlocal k
+        k = value
+    return ascent, set_k
+
+
+def scaled_outside(x, y0, k):
+    y = y0
+    for _ in range(2):
+        y = y + 0.5 * k * ASCENT(x, y)
+    return payoff(x, y)
+
+
+def test_a_lifted_function_sees_the_enclosing_closure_rebound_after_the_first_call():
+    ascent, set_k = _rebindable_ascent()
+    gradient, compiled = ms.grad(ascent), ms.jit(ascent)
+    x, y0 = np.array([0.7, 1.1]), np.array([0.3, -0.4])
+    for k in (1.0, 2.0):
+        set_k(k)
+        want = _differences(lambda t: scaled_outside(t, y0, k), x)
+        np.testing.assert_allclose(gradient(x, y0), want, rtol=1e-6, atol=1e-8)
+        assert compiled(x, y0) == pytest.approx(scaled_outside(x, y0, k), rel=1e-12)

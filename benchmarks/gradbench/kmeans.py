@@ -28,14 +28,20 @@ def inputs():
     return (points[-100:].copy(), points)
 
 
-def _s2sgrad():
-    gradient = s2sgrad.grad(kmeans_cost, 0)
+def newton_direction(cost):
+    """s2sgrad's J / diag(H) of ``cost(centroids, points)``: ``jvp(grad(cost))`` along ones
+    (heldout.py reuses it for other spellings of the cost)."""
+    gradient = s2sgrad.grad(cost, 0)
 
     def direction(centroids, points):
         j, h = s2sgrad.jvp(gradient, (centroids, points),
                                 (np.ones_like(centroids), np.zeros_like(points)))
         return j / h
     return direction
+
+
+def _s2sgrad():
+    return newton_direction(kmeans_cost)
 
 
 def _jax():

@@ -117,6 +117,27 @@ def _matmul_operands(g, a, b):
     return a, b, a2, b2, g2
 
 
+def _summed_product(p, q, like):
+    """``p @ q`` summed over the batch dimensions along which ``like`` (an operand of
+    shape ``(..., m, n)``) was broadcast, ``like``'s batch dimensions kept (size 1 where
+    it has 1): what ``unbroadcast(p @ q, like)`` gives, without the stack of products it
+    sums (gmm's ``Ls @ xc[..., None]``: 25 factors broadcast over 1,000 points, a
+    25,000-matrix stack summed, 4.5 ms, against 0.2 ms as one contraction)."""
+    full = np.broadcast_shapes(p.shape[:-2], q.shape[:-2])
+    kept = (1,) * (len(full) - (like.ndim - 2)) + like.shape[:-2]
+    if kept == full or not full or p.dtype.kind not in "fc" or q.dtype.kind not in "fc":
+        return p @ q
+    batch = len(full)
+    keep = [i for i in range(batch) if kept[i] != 1]
+    summed = [i for i in range(batch) if kept[i] == 1]
+    sizes = tuple(full[i] for i in keep)
+    # the summed dimensions joined to the contracted one: (K.., m, S.. k) @ (K.., S.. k, n)
+    p = np.broadcast_to(p, full + p.shape[-2:]).transpose(keep + [batch] + summed + [batch + 1])
+    q = np.broadcast_to(q, full + q.shape[-2:]).transpose(keep + summed + [batch, batch + 1])
+    product = p.reshape(sizes + (p.shape[len(keep)], -1)) @ q.reshape(sizes + (-1, q.shape[-1]))
+    return product.reshape(kept + product.shape[-2:])
+
+
 def matmul_left(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (every ndim numpy's matmul accepts), computed
     alone: the other operand's adjoint costs as much and is often unused."""
@@ -125,7 +146,7 @@ def matmul_left(g, a, b):
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * np.asarray(b)
     a, b, a2, b2, g2 = _matmul_operands(g, a, b)
-    da = g2 @ np.swapaxes(b2, -1, -2)
+    da = _summed_product(g2, np.swapaxes(b2, -1, -2), a2)
     if a.ndim == 1:
         da = da[..., 0, :]
     return unbroadcast(da, a)
@@ -138,7 +159,7 @@ def matmul_right(g, a, b):
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * np.asarray(a)
     a, b, a2, b2, g2 = _matmul_operands(g, a, b)
-    db = np.swapaxes(a2, -1, -2) @ g2
+    db = _summed_product(np.swapaxes(a2, -1, -2), g2, b2)
     if b.ndim == 1:
         db = db[..., :, 0]
     return unbroadcast(db, b)

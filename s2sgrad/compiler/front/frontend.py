@@ -119,6 +119,11 @@ def parse_function(fn):
             f"(under jvp, jacfwd, hvp, hessian and grad). Write the derivative you want "
             f"directly (hessian(f), jacfwd(jacrev(f)), grad(grad(f)))")
     fn = inspect.unwrap(fn, stop=lambda f: not _transparent(f))
+    lifted = getattr(fn, "__s2sgrad_lifted__", None)
+    if lifted is not None:      # a function lifted from inside another (front/lifting.py)
+        node, parsed = lifted
+        return ParsedFunction(fn, copy.deepcopy(node), parsed.filename, node.lineno,
+                              parsed.lines)
     if not inspect.isfunction(fn):
         raise SourceUnavailableError(
             f"s2sgrad can only read Python functions, got {fn!r}; wrap it in a def, or "
@@ -142,6 +147,12 @@ def parse_function(fn):
                 node = node.body[0]
         gast.increment_lineno(node, first_line - 1)
     return ParsedFunction(fn, node, filename, first_line, lines)
+
+
+def register_lifted(fn, node, parsed):
+    """Record ``node`` (with the user's line numbers) as the syntax of ``fn``, a function
+    made from a def or lambda inside the function ``parsed`` (``front/lifting.py``)."""
+    fn.__s2sgrad_lifted__ = (node, parsed)
 
 
 _DEFINITION = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")

@@ -1,6 +1,7 @@
 """Lowering calls: folding calls on constants, finding what a call reaches (a rule's
 primitive, an s2sgrad op, a Cell, a custom rule, the user's own or a local
 function) and inlining the body of what has no rule (``CallLowering``)."""
+import functools
 import inspect
 import math
 
@@ -22,9 +23,11 @@ from .custom import lower_custom_call
 from .derivative_calls import inlined_derivative
 from .frontend import is_user_code, parse_function
 from .jumps import structured_body
+from .lifting import Lifted, Partial, lifted_transform, partial_of
 from .lower_expressions import DICT_VIEWS
 from .lower_state import Frame, LocalFunction
 from .spellings import forward_expression
+from .stacking import canonical_join
 
 
 #: calls folded while building when every argument is a plain constant
@@ -104,24 +107,19 @@ class CallLowering:
                 return Const(obj(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
             except Exception:  # noqa: BLE001 - fall through to a run-time call
                 pass
-        if obj is len and len(args) == 1 and isinstance(args[0], Seq):
-            return Const(len(args[0].items))
-        if obj is len and len(args) == 1 and isinstance(args[0], DictAtom):
-            return Const(len(args[0].pairs))
+        if obj is len and len(args) == 1 and isinstance(args[0], (Seq, DictAtom)):
+            return Const(len(args[0].items if isinstance(args[0], Seq) else args[0].pairs))
         shape = self.types.shapes.constant(self.types.shape_of(args[0])) \
             if obj in (len, np.shape) and len(args) == 1 and not kwargs else None
         if shape:      # a build specialised on sizes: len(x) is a number
             return Const(shape[0] if obj is len else shape)
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
                 args[0], Seq) and len(args[0].items) > 1):
-            # max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule
-            items = args if len(args) > 2 else args[0].items
-            value = items[0]
-            for item in items[1:]:
-                value = self.call_object(frame, node, obj, (value, item), {}, None)
-            return value
-        if isinstance(obj, LocalFunction):
-            return self.inline_local(frame, node, obj, args, kwargs)
+            return self.chained_extremum(frame, node, obj, args)
+        if isinstance(obj, (LocalFunction, Lifted, Partial)) or obj is functools.partial:
+            made = self.made_here_call(frame, node, obj, args, kwargs, hint)
+            if made is not None:
+                return made
         transparent = getattr(obj, "__s2sgrad_transparent__", None)
         if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
             return self.call_object(frame, node, transparent, args, kwargs, hint)
@@ -148,6 +146,7 @@ class CallLowering:
                                      tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
             return self.opaque_call(frame, node, obj, args, kwargs, hint)
+        obj, args, kwargs = canonical_join(self, frame, node, obj, args, kwargs)
         rule = lookup(obj)
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
@@ -175,6 +174,29 @@ class CallLowering:
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def chained_extremum(self, frame, node, obj, args):
+        """max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule."""
+        items = args if len(args) > 2 else args[0].items
+        value = items[0]
+        for item in items[1:]:
+            value = self.call_object(frame, node, obj, (value, item), {}, None)
+        return value
+
+    def made_here_call(self, frame, node, obj, args, kwargs, hint):
+        """A call of a function made in the function being lowered (a def or lambda, a
+        transform of one: ``front/lifting.py``, a ``functools.partial``), or of
+        ``functools.partial`` itself; None where it is not one of those."""
+        if isinstance(obj, LocalFunction):
+            return self.inline_local(frame, node, obj, args, kwargs)
+        if isinstance(obj, Lifted):     # grad(lambda y: f(x, y)): grad(lifted)(y, x)
+            return self.call_object(frame, node, obj.derivative, obj.arguments(args), kwargs,
+                                    hint)
+        if isinstance(obj, Partial):
+            return self.call_object(frame, node, obj.func, obj.args + tuple(args),
+                                    {**obj.kwargs, **kwargs}, hint)
+        partial = partial_of(args, kwargs)
+        return Const(partial) if partial is not None else None
 
     def opaque_call(self, frame, node, obj, args, kwargs, hint):
         """A call of ``obj`` that generated code makes as it is (no derivative of its own)."""
@@ -335,8 +357,10 @@ def made_inside(frame, node, transform, args, kwargs):
     """``grad(f, 1)`` (jacfwd, jacrev, hessian, value_and_grad) written inside the function
     being differentiated: made now, while building, when its arguments are known here (a
     function defined at module level, positions); the object is then called as one made
-    outside (its rule: ``api/inside.py``).  ``jvp``/``vjp``/``hvp`` called inside, and a
-    transform of a function defined inside or of a value computed here, are refused."""
+    outside (its rule: ``api/inside.py``).  A transform of a function defined inside (a
+    def, a lambda, ``functools.partial``) is made of that function lifted to take what
+    it reads from here as arguments (``front/lifting.py``).  ``jvp``/``vjp``/``hvp``
+    called inside, and a transform of a value computed here, are refused."""
     name = getattr(transform, "__name__", "transform")
     if transform.__s2sgrad_transform__ == "evaluates":
         raise DerivativeCompositionError(str(unsupported(
@@ -344,19 +368,26 @@ def made_inside(frame, node, transform, args, kwargs):
             "make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
             "contract it with the vector), grad(f)(x), jacrev(f)(x)")))
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
-    if any(v is _UNKNOWN for v in values):
-        raise DerivativeCompositionError(str(unsupported(
-            frame, node, f"s2sgrad.{name} of a function defined inside the function being "
-                         f"differentiated, or with options computed in it",
-            f"define the function at module level and pass what it reads from here as "
-            f"arguments: {name}(potential, 0)(x, theta) instead of "
-            f"{name}(lambda x: potential(x, theta))(x)")))
+    options = values[1:len(args)], dict(zip(kwargs, values[len(args):]))
     try:
-        return Const(transform(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
+        lifted = None if not args or not isinstance(args[0], Const) or \
+            any(v is _UNKNOWN for v in values[1:]) else \
+            lifted_transform(frame, node, transform, args[0].value, *options)
+        if lifted is not None:      # a function defined inside: lifted (front/lifting.py)
+            return Const(lifted)
+        if not any(v is _UNKNOWN for v in values):
+            return Const(transform(*values[:len(args)], **options[1]))
     except (TypeError, ValueError) as exc:
         raise UnsupportedConstructError(f"s2sgrad.{name} refused its arguments: {exc}",
                                         frame.location(node), source_segment(node),
                                         "call it as you would outside") from None
+    raise DerivativeCompositionError(str(unsupported(
+            frame, node, f"s2sgrad.{name} of a value computed in the function being "
+                         f"differentiated, of a function defined in it that reads another "
+                         f"function defined in it, or with options computed in it",
+            f"define the function at module level and pass what it reads from here as "
+            f"arguments: {name}(potential, 0)(x, theta) instead of "
+            f"{name}(lambda x: potential(x, theta))(x)")))
 
 
 _UNKNOWN = object()
