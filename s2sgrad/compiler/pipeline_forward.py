@@ -36,6 +36,7 @@ from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Seq, Var, atom_vars
+from .optimize.product_sums import product_sums
 from .optimize.products import sliced_products
 from .optimize.shared import shared_values
 from .optimize.substitute import fused_forward
@@ -112,6 +113,8 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     sweep.statements = shared_values(sweep.statements, outputs, sequences)
     if as_numpy or kept:
         sweep.statements = sliced_products(sweep.statements, outputs)
+    if as_numpy and width is not None:
+        sweep.statements = product_sums(sweep.statements, outputs, names.fresh)
     lowered.free = list(lowerer.state.free.values())
     kind = "jacfwd" if jacobian else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")
