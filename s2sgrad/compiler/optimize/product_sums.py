@@ -87,7 +87,7 @@ def _loop(loop, once, fresh):
         found = _accumulation(loop.body, once, made)
         if found is None:
             accs = ", ".join(item.targets[0].id for item in after)
-            head = [Comment(f"the products the loop adds to {accs}: made as one after it "
+            head = [Comment(f"{accs}: the loop's products, made as one after it "
                             "(rt.ProductSum)")] if after else []
             return head + before + [loop] + after
         k, j, defs, acc, operands = found
