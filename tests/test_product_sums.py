@@ -7,17 +7,20 @@ to each step's own product where they do not fit.
 Checked: the generated code, the Jacobian against central differences (jacfwd, jacrev
 and jacobian, bone and vertex counts changing between calls of one object), its
 compositions (grad of a function of it, vmap, jacfwd of it), the runtime against the
-loop it replaces for every kind of operand, and the loops the pass must leave alone."""
+loop it replaces for every kind of operand, and the loops the pass must leave alone.
+Also: a batched sweep run as numpy sets glibc's malloc thresholds (``backend/heap.py``),
+as a compiled call does."""
 import gast
 import numpy as np
 import pytest
 
 import s2sgrad
 from s2sgrad import runtime as rt
+from s2sgrad.backend import heap
 from s2sgrad.compiler.optimize.product_sums import product_sums
 from s2sgrad.compiler.syntax.source import to_source
 from s2sgrad.runtime import product_sums as runtime_sums
-from s2sgrad.testing import numerical_jacobian
+from s2sgrad.testing import fresh_function, numerical_jacobian
 
 
 def skin(theta, rest, base, weights, points):
@@ -72,6 +75,15 @@ def test_both_modes_and_the_choice_agree(monkeypatch):
     assert np.allclose(s2sgrad.jacrev(skin)(*args), forward, rtol=1e-10, atol=1e-12)
     monkeypatch.delenv("S2SGRAD_BACKEND")
     assert np.allclose(s2sgrad.jacobian(skin)(*args), forward, rtol=1e-10, atol=1e-12)
+
+
+def test_a_batched_sweep_as_numpy_keeps_freed_memory(monkeypatch):
+    # its batches are fresh arrays of the sweep's size every call (backend/heap.py)
+    calls = []
+    monkeypatch.setattr(heap, "keep_freed_memory", lambda: calls.append(1) or "set")
+    jac = s2sgrad.jacfwd(fresh_function(skin))       # (its code loaded afresh)
+    jac(*data(2, 70))
+    assert jac.last is jac.batched and jac.backend == "numpy" and calls
 
 
 def test_compositions(monkeypatch):
