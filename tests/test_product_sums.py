@@ -9,7 +9,8 @@ and jacobian, bone and vertex counts changing between calls of one object), its
 compositions (grad of a function of it, vmap, jacfwd of it), the runtime against the
 loop it replaces for every kind of operand, and the loops the pass must leave alone.
 Also: a batched sweep run as numpy sets glibc's malloc thresholds (``backend/heap.py``),
-as a compiled call does."""
+as a compiled call does; a batch of matrices times a matrix keeps the batch's layout
+(``rt.batch_matmul``)."""
 import gast
 import numpy as np
 import pytest
@@ -36,7 +37,9 @@ def skin(theta, rest, base, weights, points):
     for i in range(n):
         moved = base @ transforms[i].T
         positions = positions + weights[:, i:i + 1] * moved[:, :2]
-    return (points - positions * theta[0]).ravel()
+    spin = np.array([[np.cos(theta[0]), -np.sin(theta[0])],
+                     [np.sin(theta[0]), np.cos(theta[0])]])
+    return (points - positions @ spin.T).ravel()
 
 
 def data(bones, vertices, seed=0):
@@ -58,6 +61,20 @@ def test_the_loop_adds_operands_and_one_product_follows_it():
     assert "positions_1_dot_sum.add(t" in source and ".total()" in source
     loop = source.split("positions_1_dot_sum = rt.ProductSum")[1].split(".total()")[0]
     assert "matmul_batch_sliced" not in loop and "positions_1_dot +" not in loop
+    # the batch of positions times a matrix keeps its layout (rt.batch_matmul)
+    assert "rt.batch_matmul(positions_1_dot, " in source
+
+
+@pytest.mark.parametrize("rows, columns", [(40, 2), (2, 40), (5, 5)])
+def test_a_batch_times_a_matrix_is_numpys_product(rows, columns):
+    rng = np.random.default_rng(rows)
+    batch = rt.zeros_batch(np.zeros((rows, 3)), 4)      # by columns where (40, 3)
+    batch[...] = rng.normal(size=batch.shape)
+    matrix = rng.normal(size=(3, columns))
+    got = rt.batch_matmul(batch, matrix)
+    assert np.allclose(got, batch @ matrix, rtol=1e-13, atol=1e-13)
+    if rows == 40:
+        assert got.strides[1] < got.strides[2]          # laid out as the batch is
 
 
 @pytest.mark.parametrize("bones, vertices", [(3, 50), (5, 64), (1, 130), (3, 50)])
