@@ -19,7 +19,9 @@ large elementwise results go into arrays kept between calls (``optimize/kernels.
 ``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).  In a batched
 Jacobian, the single-use elementwise temporaries of loop bodies are written into their
 reader (``optimize/substitute.fused_forward``, as a gradient's forward sweep has them):
-numpy then updates the unnamed batch in place instead of making another.
+numpy then updates the unnamed batch in place instead of making another; run as numpy, a
+loop that adds a matrix product to an accumulator each step makes their sum as one
+product after it (``optimize/product_sums.py``).
 
 The result is a ``GeneratedJvp``: the module text and what the caller needs
 to run it (free values, which leaves are differentiated).  Higher-order code
