@@ -37,11 +37,16 @@ def basis_batch(x, start, width):
 
 def zeros_batch(value, width):
     """The zero tangent of ``value`` along ``width`` directions (a list: one per item)."""
-    if isinstance(value, list):
+    if type(value) is np.ndarray:           # (the common case, first: called per step)
+        shape, dtype = value.shape, value.dtype
+        if dtype.kind not in "fc":
+            dtype = np.float64
+    elif isinstance(value, list):
         return [zeros_batch(item, width) for item in value]
-    dtype = value.dtype if isinstance(value, np.ndarray) and value.dtype.kind in "fc" \
-        else np.float64
-    shape = np.shape(value)
+    else:
+        dtype = value.dtype if isinstance(value, np.ndarray) and value.dtype.kind in "fc" \
+            else np.float64
+        shape = np.shape(value)
     if _columns_first(shape):
         return np.swapaxes(np.zeros((width, shape[1], shape[0]), dtype=dtype), 1, 2)
     return np.zeros((width,) + shape, dtype=dtype)

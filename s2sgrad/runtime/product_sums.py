@@ -92,20 +92,29 @@ def _columns(a, b, c, index):
     """The slice of the product's columns ``index`` takes (``slice(None)`` for all) where
     the step can be stacked: ``a`` a float matrix, ``b`` a matrix or a stack of them of
     its dtype and inner size, ``c`` None, a number or a column of ``a``'s rows of its
-    dtype, ``index`` None or ``:`` on every axis but the last; else None."""
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or \
-            b.ndim not in (2, 3) or a.dtype != b.dtype or a.dtype.kind != "f" or \
-            a.shape[1] != b.shape[-2]:
+    dtype, ``index`` None or ``:`` on every axis but the last; else None.  (Called every
+    step: written for speed.)"""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return None
-    if c is not None and not (type(c) in (int, float) or (
-            isinstance(c, np.generic) and c.dtype == a.dtype) or (
-            type(c) is np.ndarray and c.dtype == a.dtype and
-            (c.ndim == 0 or c.shape == (a.shape[0], 1)))):
+    dtype, ndim = a.dtype, b.ndim
+    if a.ndim != 2 or (ndim != 2 and ndim != 3) or b.dtype != dtype or \
+            dtype.kind != "f" or a.shape[1] != b.shape[-2]:
         return None
+    if c is not None and type(c) is not float and type(c) is not int:
+        if type(c) is np.ndarray:
+            if c.dtype != dtype or (c.ndim != 0 and (c.ndim != 2 or c.shape[1] != 1 or
+                                                     c.shape[0] != a.shape[0])):
+                return None
+        elif not isinstance(c, np.generic) or c.dtype != dtype:
+            return None
     if index is None:
-        return slice(None)
-    if type(index) is not tuple or len(index) != b.ndim or \
-            any(type(i) is not slice or i != slice(None) for i in index[:-1]) or \
-            type(index[-1]) is not slice:
+        return _ALL
+    if type(index) is not tuple or len(index) != ndim:
         return None
-    return index[-1]
+    for i in index[:-1]:
+        if type(i) is not slice or i != _ALL:
+            return None
+    return index[-1] if type(index[-1]) is slice else None
+
+
+_ALL = slice(None)
