@@ -4,13 +4,16 @@ batched Jacobian's loop as ``acc_sum.add(c, a, b, index)``, and ``rt.ProductSum`
 (``runtime/product_sums.py``) stacks the steps' operands into one product, falling back
 to each step's own product where they do not fit.
 
-Checked: the generated code, the Jacobian against central differences (jacfwd, jacrev
-and jacobian, bone and vertex counts changing between calls of one object), its
+Checked: the generated code, the Jacobian against central differences (GradBench's ht
+itself; jacfwd, jacrev and jacobian, bone and vertex counts changing between calls of one object), its
 compositions (grad of a function of it, vmap, jacfwd of it), the runtime against the
 loop it replaces for every kind of operand, and the loops the pass must leave alone.
 Also: a batched sweep run as numpy sets glibc's malloc thresholds (``backend/heap.py``),
 as a compiled call does; a batch of matrices times a matrix keeps the batch's layout
 (``rt.batch_matmul``)."""
+import pathlib
+import sys
+
 import gast
 import numpy as np
 import pytest
@@ -22,6 +25,10 @@ from s2sgrad.compiler.optimize.product_sums import product_sums
 from s2sgrad.compiler.syntax.source import to_source
 from s2sgrad.runtime import product_sums as runtime_sums
 from s2sgrad.testing import fresh_function, numerical_jacobian
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+                       / "gradbench"))
+import ht  # noqa: E402
 
 
 def skin(theta, rest, base, weights, points):
@@ -83,6 +90,17 @@ def test_jacobian_against_central_differences(bones, vertices):
     expected = numerical_jacobian(skin, args)
     assert np.allclose(JACFWD(*args), expected, rtol=1e-6, atol=1e-7)
     assert JACFWD.last is JACFWD.batched
+
+
+def test_the_ht_eval_against_central_differences():
+    # GradBench's ht itself (benchmarks/gradbench/ht.py), small: 22 bones, 40 vertices
+    theta, rest = ht.data(n_points=12, n_vertices=40, seed=4)
+    jac = s2sgrad.jacobian(ht.ht_objective)
+    got = jac(theta, *rest)
+    assert jac.last is jac.forward and jac.last.last is jac.last.batched
+    assert "positions_1_dot_sum.add(" in jac.source
+    assert np.allclose(got, numerical_jacobian(ht.ht_objective, (theta, *rest)),
+                       rtol=1e-6, atol=1e-7)
 
 
 def test_both_modes_and_the_choice_agree(monkeypatch):
