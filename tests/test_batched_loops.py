@@ -194,20 +194,22 @@ def test_the_numba_backend_compiles_the_batched_sweep_of_a_loop(monkeypatch):
 
 def test_numba_versions_of_what_batched_code_writes():
     """``@`` of a stack of matrices on either side, with a vector, of two stacks, and
-    ``np.stack`` of a list of matrices along axis 1, as numpy computes them (one compile)."""
+    ``np.stack`` of a list of matrices along axis 1, ``rt.matmul_batch`` and
+    ``rt.batch_matmul``, as numpy computes them (one compile)."""
     numba = pytest.importorskip("numba")
     from s2sgrad.backend import numba_batched  # noqa: F401  (registers the versions)
 
     @numba.njit
     def products(m, stack, v, rows):
         return (m @ stack, stack @ m, stack @ v, v @ stack, stack @ stack,
-                np.stack(rows, axis=1), rt_batched.matmul_batch(m, stack))
+                np.stack(rows, axis=1), rt_batched.matmul_batch(m, stack),
+                rt_batched.batch_matmul(stack, m))
     rng = np.random.default_rng(3)
     m, stack, v = rng.normal(size=(3, 3)), rng.normal(size=(4, 3, 3)), rng.normal(size=3)
     rows = [rng.normal(size=(4, 3)) for _ in range(2)]
     stack_t = np.transpose(stack, (0, 2, 1))              # a view, as batched code has
     expected = (m @ stack_t, stack_t @ m, stack_t @ v, v @ stack_t, stack_t @ stack_t,
-                np.stack(rows, axis=1), m @ stack_t)
+                np.stack(rows, axis=1), m @ stack_t, stack_t @ m)
     for got, want in zip(products(m, stack_t, v, rows), expected):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
