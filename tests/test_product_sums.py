@@ -230,6 +230,7 @@ def test_the_pass_rewrites_a_sum_of_products():
     ("    acc_new = acc", "    base[0] = 1.0\n    acc_new = acc"),            # written in place
     ("    acc_new = acc", "    rt.add_into(w, base)\n    acc_new = acc"),     # by a helper
     ("out = acc", "else:\n    acc = acc * 2\nout = acc"),                 # for ... else
+    ("for i in", "for acc in"),                                            # the loop's name
     ("acc + w * p", "acc + w * p + 1.0"),                                  # not a product sum
     ("acc + w * p", "acc + w * p[0]"),
 ])

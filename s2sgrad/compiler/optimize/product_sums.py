@@ -28,13 +28,14 @@ back to the step's own product where the operands do not fit: ht's 22 weighted
 (78 x 88) @ (88 x 544) product.
 
 What is rewritten: in the body of a ``for`` loop (no ``break``, ``continue`` or
-``return`` in it, no ``else``), an assignment ``new = acc + term`` (or ``term + acc``) whose ``new``
-is read once in the whole function, by the body's rebinding ``acc = new``, where the
-body reads ``acc`` nowhere else and assigns it only there; ``term`` is a product
-(``a @ b``, ``np.matmul``, ``rt.matmul_batch``, ``rt.matmul_sliced``,
-``rt.matmul_batch_sliced`` of names) or ``c *`` one (``c`` a name or a number), each
-possibly a single-use name assigned earlier in the same user line's statements of the
-body, with nothing between rebinding or writing what the product reads.  The step's
+``return`` in it, no ``else``), an assignment ``new = acc + term`` (or ``term + acc``)
+whose ``new`` is read once in the whole function, by the body's rebinding ``acc = new``,
+where the body reads ``acc`` nowhere else and assigns it only there (nor is it the
+loop's name); ``term`` is a product (``a @ b``, ``np.matmul``, ``rt.matmul_batch``,
+``rt.matmul_sliced``, ``rt.matmul_batch_sliced`` of names) or ``c *`` one (``c`` a name
+or a number), each possibly a single-use name assigned earlier in the same user line's
+statements of the body, with nothing between rebinding or writing what the product
+reads.  The step's
 operands are then those at the same point of the loop as before.
 """
 import gast
@@ -83,8 +84,9 @@ def _loop(loop, once, fresh):
     """``[before..., loop, after...]``: ``loop`` with each of its sums of products
     rewritten (module doc)."""
     before, after, made = [], [], set()
+    bound = {n.id for n in gast.walk(loop.target) if isinstance(n, gast.Name)}
     while True:
-        found = _accumulation(loop.body, once, made)
+        found = _accumulation(loop.body, once - bound, made, bound)
         if found is None:
             accs = ", ".join(item.targets[0].id for item in after)
             head = [Comment(f"{accs}: the loop's products, made as one after it "
@@ -101,11 +103,11 @@ def _loop(loop, once, fresh):
         after.append(gast.parse(f"{acc} = {total}.total()").body[0])
 
 
-def _accumulation(body, once, made):
+def _accumulation(body, once, made, bound):
     """``(k, j, defs, acc, [c, a, b, index])`` of the first sum of products in ``body``
     (``body[k]`` the sum, ``body[j]`` the rebinding, ``defs`` the positions of the
     definitions it reads), or None.  ``made``: the ids of the ``add`` statements
-    written already."""
+    written already; ``bound``: the names the loop binds each step (never ``acc``)."""
     reads, stores = name_uses(body)
     for k, item in enumerate(body):
         if not _assigns_one_name(item) or not isinstance(item.value, gast.BinOp) or \
@@ -115,7 +117,7 @@ def _accumulation(body, once, made):
         for acc, term in ((item.value.left, item.value.right),
                           (item.value.right, item.value.left)):
             if not isinstance(acc, gast.Name) or reads.get(acc.id) != 1 or \
-                    stores.get(acc.id) != 1:
+                    stores.get(acc.id) != 1 or acc.id in bound:
                 continue
             j = _rebinding(body, k, acc.id, new)
             step = _step(body, k, term, once, made)
