@@ -5,8 +5,8 @@ batched Jacobian's loop as ``acc_sum.add(c, a, b, index)``, and ``rt.ProductSum`
 to each step's own product where they do not fit.
 
 Checked: the generated code, the Jacobian against central differences (GradBench's ht
-itself; jacfwd, jacrev and jacobian, bone and vertex counts changing between calls of one object), its
-compositions (grad of a function of it, vmap, jacfwd of it), the runtime against the
+itself; jacfwd, jacrev and jacobian, bone and vertex counts changing between calls of
+one object), its compositions (grad of a function of it, vmap, jacfwd of it), the runtime against the
 loop it replaces for every kind of operand, and the loops the pass must leave alone.
 Also: a batched sweep run as numpy sets glibc's malloc thresholds (``backend/heap.py``),
 as a compiled call does; a batch of matrices times a matrix keeps the batch's layout
@@ -217,6 +217,9 @@ out = acc
 
 
 def test_the_pass_rewrites_a_sum_of_products():
+    made = SUM.replace("    acc_new = acc",
+                       "    m = np.zeros(3)\n    m[0] = 1.0\n    acc_new = acc")
+    assert "ProductSum" in _rewritten(made)      # written into what the step made
     text = _rewritten(SUM)
     assert "made0 = rt.ProductSum(acc)" in text
     assert "made0.add(w, base, t_dot, np.s_[:, :, :3])" in text
@@ -231,6 +234,10 @@ def test_the_pass_rewrites_a_sum_of_products():
     ("    acc_new = acc", "    rt.add_into(w, base)\n    acc_new = acc"),     # by a helper
     ("out = acc", "else:\n    acc = acc * 2\nout = acc"),                 # for ... else
     ("for i in", "for acc in"),                                            # the loop's name
+    ("    acc_new = acc", "    other[0] = 1.0\n    acc_new = acc"),          # in place (an
+    ("    acc_new = acc", "    other += 1.0\n    acc_new = acc"),             # alias of acc?)
+    ("    acc_new = acc", "    other.fill(0.0)\n    acc_new = acc"),
+    ("    acc_new = acc", "    other[0] = 1.0\n    other = np.zeros(3)\n    acc_new = acc"),
     ("acc + w * p", "acc + w * p + 1.0"),                                  # not a product sum
     ("acc + w * p", "acc + w * p[0]"),
 ])

@@ -28,7 +28,8 @@ back to the step's own product where the operands do not fit: ht's 22 weighted
 (78 x 88) @ (88 x 544) product.
 
 What is rewritten: in the body of a ``for`` loop (no ``break``, ``continue`` or
-``return`` in it, no ``else``), an assignment ``new = acc + term`` (or ``term + acc``)
+``return`` in it, no ``else``, nothing written in place but arrays the step made:
+``_writes_in_place``), an assignment ``new = acc + term`` (or ``term + acc``)
 whose ``new`` is read once in the whole function, by the body's rebinding ``acc = new``,
 where the body reads ``acc`` nowhere else and assigns it only there (nor is it the
 loop's name); ``term`` is a product (``a @ b``, ``np.matmul``, ``rt.matmul_batch``,
@@ -41,7 +42,7 @@ operands are then those at the same point of the loop as before.
 import gast
 
 from ..syntax.nodes import Comment, name_uses
-from .substitute import NUMPY_WRITERS, RUNTIME_WRITERS
+from .substitute import NUMPY_WRITERS, PURE_METHODS, RUNTIME_WRITERS
 
 #: the runtime helpers of a product, and whether they take an index after the operands
 _HELPERS = {"matmul_batch": False, "matmul_sliced": True, "matmul_batch_sliced": True}
@@ -61,7 +62,8 @@ def _block(items, once, fresh):
     for item in items:
         if isinstance(item, (gast.For, gast.While, gast.If)):
             item = _copy_compound(item, once, fresh)
-        if isinstance(item, gast.For) and not item.orelse and not _jumps(item.body):
+        if isinstance(item, gast.For) and not item.orelse and not _jumps(item.body) and \
+                not _writes_in_place(item.body):
             out += _loop(item, once, fresh)
         else:
             out.append(item)
@@ -73,6 +75,56 @@ def _copy_compound(item, once, fresh):
     copy.body = _block(item.body, once, fresh)
     copy.orelse = _block(item.orelse, once, fresh)
     return copy
+
+
+def _writes_in_place(body):
+    """True when a statement of ``body`` may write into an array made before it: an item
+    or attribute assignment (but into an array this step made: ``R_dot =
+    rt.zeros_batch(R, width)``, then ``R_dot[:, 1, 1] = c_dot``), an augmented one (``x
+    += y`` is in place), a call with ``out=``, a numpy or runtime function that updates
+    an argument, a method that may (a list's ``append`` aside).  (The accumulator's first
+    value is read after the loop: nothing may have written into it meanwhile.)"""
+    stores = name_uses(body)[1]
+    fresh = set()                      # names this step has bound to an array it made
+    for item in body:
+        if not isinstance(item, gast.AST):
+            continue
+        for node in gast.walk(item):
+            if isinstance(node, gast.AugAssign) or (
+                    isinstance(node, (gast.Subscript, gast.Attribute)) and
+                    isinstance(node.ctx, gast.Store) and _base(node) not in fresh):
+                return True
+            if isinstance(node, gast.Call) and not _pure_call(node):
+                return True
+        if _assigns_one_name(item) and stores.get(item.targets[0].id) == 1 and \
+                _made_here(item.value):
+            fresh.add(item.targets[0].id)
+    return False
+
+
+#: the calls that give a new array (never an operand or a view of one)
+_NEW = {"np": {"zeros", "ones", "empty", "full", "eye", "identity", "array"},
+        "rt": {"zeros_batch"}}
+
+
+def _made_here(expr):
+    func = expr.func if isinstance(expr, gast.Call) else None
+    return isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and \
+        func.attr in _NEW.get(func.value.id, ())
+
+
+def _pure_call(call):
+    func = call.func
+    if any(k.arg == "out" for k in call.keywords):
+        return False
+    if not isinstance(func, gast.Attribute):
+        return True                     # (a builtin or a name: no method of an array)
+    owner = func.value.id if isinstance(func.value, gast.Name) else None
+    if owner == "np":
+        return func.attr not in NUMPY_WRITERS
+    if owner == "rt":
+        return func.attr not in RUNTIME_WRITERS
+    return func.attr in PURE_METHODS or func.attr == "append"
 
 
 def _jumps(body):
