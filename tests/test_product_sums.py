@@ -6,8 +6,9 @@ to each step's own product where they do not fit.
 
 Checked: the generated code, the Jacobian against central differences (GradBench's ht
 itself; jacfwd, jacrev and jacobian, bone and vertex counts changing between calls of
-one object), its compositions (grad of a function of it, vmap, jacfwd of it), the runtime against the
-loop it replaces for every kind of operand, and the loops the pass must leave alone.
+one object), its compositions (grad of a function of it, vmap, jacfwd of it), the
+runtime against the loop it replaces for every kind of operand, and the loops the pass
+must leave alone.
 Also: a batched sweep run as numpy sets glibc's malloc thresholds (``backend/heap.py``),
 as a compiled call does; a batch of matrices times a matrix keeps the batch's layout
 (``rt.batch_matmul``)."""
