@@ -150,21 +150,20 @@ def test_loops_over_large_arrays_run_one_batched_numpy_sweep():
 def test_a_loop_adding_products_of_a_batch_runs_in_long_passes():
     """ht's second loop (``moved = moved + weights[:, i:i + 1] * (points @ T.T)[:, :2]``):
     the product of a matrix and a batch of matrices is one BLAS call
-    (``rt.matmul_batch``), the weighted product is written into the sum that reads it
-    (numpy adds into the unnamed product: no third batch per step), and a batch of a
-    few columns of many rows is laid out column by column, so that numpy's passes run
-    along the rows; the Jacobian equals differences whichever layout the sizes give."""
+    (``rt.matmul_batch``), the steps' weighted products are one product after the loop
+    (``rt.ProductSum``), and a batch of a few columns of many rows is laid out column by
+    column, so that numpy's passes run along the rows; the Jacobian equals differences
+    whichever layout the sizes give."""
     jac = s2sgrad.jacfwd(hand)
     theta, rest = hand_args(40)
     got = jac(theta, *rest)
     assert jac.last is jac.batched, jac.fallback_reason
     lines = [line.strip() for line in jac.source.splitlines() if not
              line.strip().startswith("#")]
-    # one BLAS call per step (only the 2 columns read: rt.matmul_batch_sliced)
-    assert any(re.fullmatch(r"\w+_dot = rt.matmul_batch(_sliced)?\(points, \w+_dot"
-                            r"(, np.s_\[:, :, :2\])?\)", line) for line in lines)
-    assert any(re.fullmatch(r"moved_\w*dot = moved_\w*dot \+ \w+ \* \w+_dot", line)
-               for line in lines), "the weighted product is not written into the sum"
+    # the weighted products of the steps (only the 2 columns read) are one BLAS call
+    # after the loop (rt.ProductSum: tests/test_product_sums.py)
+    assert any(re.fullmatch(r"moved_\w*dot_sum.add\(\w+, points, \w+_dot, "
+                            r"np.s_\[:, :, :2\]\)", line) for line in lines)
     np.testing.assert_allclose(got, central_differences(hand, (theta, *rest)),
                                rtol=1e-6, atol=1e-7)
     few = rt_batched.zeros_batch(np.zeros((40, 2)), 3)
@@ -195,20 +194,22 @@ def test_the_numba_backend_compiles_the_batched_sweep_of_a_loop(monkeypatch):
 
 def test_numba_versions_of_what_batched_code_writes():
     """``@`` of a stack of matrices on either side, with a vector, of two stacks, and
-    ``np.stack`` of a list of matrices along axis 1, as numpy computes them (one compile)."""
+    ``np.stack`` of a list of matrices along axis 1, ``rt.matmul_batch`` and
+    ``rt.batch_matmul``, as numpy computes them (one compile)."""
     numba = pytest.importorskip("numba")
     from s2sgrad.backend import numba_batched  # noqa: F401  (registers the versions)
 
     @numba.njit
     def products(m, stack, v, rows):
         return (m @ stack, stack @ m, stack @ v, v @ stack, stack @ stack,
-                np.stack(rows, axis=1), rt_batched.matmul_batch(m, stack))
+                np.stack(rows, axis=1), rt_batched.matmul_batch(m, stack),
+                rt_batched.batch_matmul(stack, m))
     rng = np.random.default_rng(3)
     m, stack, v = rng.normal(size=(3, 3)), rng.normal(size=(4, 3, 3)), rng.normal(size=3)
     rows = [rng.normal(size=(4, 3)) for _ in range(2)]
     stack_t = np.transpose(stack, (0, 2, 1))              # a view, as batched code has
     expected = (m @ stack_t, stack_t @ m, stack_t @ v, v @ stack_t, stack_t @ stack_t,
-                np.stack(rows, axis=1), m @ stack_t)
+                np.stack(rows, axis=1), m @ stack_t, stack_t @ m)
     for got, want in zip(products(m, stack_t, v, rows), expected):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 

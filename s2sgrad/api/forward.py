@@ -26,6 +26,7 @@ import types
 
 import numpy as np
 
+from ..backend import heap
 from ..backend.numba_backend import UNDECIDED, backend_mode
 from ..compiler.forward.batched import NotBatchable
 from ..compiler.pipeline_forward import build_jvp
@@ -169,10 +170,17 @@ def jacobian_backend(compiled, generated):
     numpy where the auto policy says so: a batched sweep of loop-free code (any backend
     but python) or of code with loops (auto), and the per-direction passes of loop-free
     code (auto: the loop over the directions is the only loop, and numpy's own kernels
-    run each pass, as for the function's gradient, with no compile)."""
+    run each pass, as for the function's gradient, with no compile).  A batched sweep run
+    as numpy sets glibc's malloc thresholds as a compiled call does (``backend/heap.py``):
+    its batches (ht's (26, 544, 3) tangents) are fresh arrays over the mmap threshold
+    every call, 200 page faults a call on ht (2.4 ms against 3.1 ms) where nothing
+    compiled ran before in the process."""
+    batched = generated.batched and (not generated.loops or backend_mode() == "auto")
+    if batched:         # each call makes batches of the sweep's size: from freed memory
+        heap.keep_freed_memory()
     if compiled.backend != UNDECIDED:
         return compiled
-    if generated.batched and (not generated.loops or backend_mode() == "auto"):
+    if batched:
         compiled._use_python(JACOBIAN_BATCHED_REASON, backend="numpy")
     elif not generated.loops and backend_mode() == "auto":
         compiled._use_python(JACOBIAN_LOOP_FREE_REASON, backend="numpy")

@@ -11,7 +11,8 @@ in fresh processes with a warm cache (README, "GradBench"), GradBench's ode took
 page faults and 22-30 ms a call in one process and none (9.5 ms) in another; lstm 417
 to 598 faults a call, 15 ms against 8.7 ms.
 
-``keep_freed_memory()`` (``Compiled``, on the first call that runs Numba's code) sets
+``keep_freed_memory()`` (``Compiled``, on the first call that runs Numba's code, and
+``api/forward.jacobian_backend``, on a batched Jacobian run as numpy) sets
 both thresholds once per process to the ceiling glibc's own rule raises them to on a
 64-bit machine (mmap 32 MiB, trim twice that), so every process runs as the lucky one
 did: a call's tapes come from memory the last call freed.  What it costs: freed blocks

@@ -154,6 +154,15 @@ def _matmul_batch(a, b):
     return None
 
 
+@overload(batched.batch_matmul)
+def _batch_matmul(a, b):
+    """``rt.batch_matmul``: a stack times a matrix, the ``@`` above (a C-ordered result)."""
+    if isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == 3 and \
+            b.ndim == 2:
+        return lambda a, b: a @ b
+    return None
+
+
 @overload(np.stack, prefer_literal=True)
 def _stack_inner(arrays, axis=0):
     """``np.stack`` of a list of matrices along axis 1 (``numba_lists`` stacks a list

@@ -19,7 +19,9 @@ large elementwise results go into arrays kept between calls (``optimize/kernels.
 ``optimize/buffers.py``, as ``pipeline.keep_buffers`` writes them).  In a batched
 Jacobian, the single-use elementwise temporaries of loop bodies are written into their
 reader (``optimize/substitute.fused_forward``, as a gradient's forward sweep has them):
-numpy then updates the unnamed batch in place instead of making another.
+numpy then updates the unnamed batch in place instead of making another; run as numpy, a
+loop that adds a matrix product to an accumulator each step makes their sum as one
+product after it (``optimize/product_sums.py``).
 
 The result is a ``GeneratedJvp``: the module text and what the caller needs
 to run it (free values, which leaves are differentiated).  Higher-order code
@@ -36,6 +38,7 @@ from .forward.transform import tangent_sweep
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Seq, Var, atom_vars
+from .optimize.product_sums import product_sums
 from .optimize.products import sliced_products
 from .optimize.shared import shared_values
 from .optimize.substitute import fused_forward
@@ -112,6 +115,8 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     sweep.statements = shared_values(sweep.statements, outputs, sequences)
     if as_numpy or kept:
         sweep.statements = sliced_products(sweep.statements, outputs)
+    if as_numpy and width is not None:
+        sweep.statements = product_sums(sweep.statements, outputs, names.fresh)
     lowered.free = list(lowerer.state.free.values())
     kind = "jacfwd" if jacobian else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")

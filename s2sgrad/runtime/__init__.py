@@ -26,6 +26,7 @@ from .checkpoint import (checkpoint_forward, checkpoint_reverse,  # noqa: F401  
 from .constants import Constants  # noqa: F401  (rt.Constants: values of sizes, once)
 from .buffers import Buffers, Kept  # noqa: F401  (rt.Buffers: arrays kept between calls)
 from .fused import Fused  # noqa: F401  (rt.Fused: elementwise chains as one compiled loop)
+from .product_sums import ProductSum  # noqa: F401  (rt.ProductSum: a loop's sum of products)
 
 
 def ones_like(value):

@@ -16,7 +16,8 @@ sweep's; each tangent is written so that it holds for any number of leading dire
 - ``@`` / ``np.matmul`` / ``np.dot`` (ranks 1 and 2, and stacks on the left): numpy's
   stacking batches ``a_dot @ b`` and ``a @ b_dot``, a batched vector on the right is
   ``b_dot @ a.T``, a matrix times a batch of matrices is ``rt.matmul_batch(a, b_dot)``
-  (one BLAS product laid out for long elementwise passes after it);
+  (one BLAS product laid out for long elementwise passes after it) and a batch of
+  matrices times a matrix ``rt.batch_matmul(a_dot, b)`` (keeping such a layout);
 - sums and means (the axis shifted past the directions), reshapes, ravels and squeezes
   (``np.reshape(x_dot, (width,) + np.shape(x))``), transposes, ``np.stack`` and
   ``np.concatenate`` (the axis shifted), ``np.array`` of a nested list of numbers
@@ -473,8 +474,9 @@ class BatchedTangents(Tangents):
         if ra == 0 or rb == 0 or (op.primitive is np.dot and max(ra, rb) > 2):
             self.refuse(f"{_name(op)} of these ranks has no batched rule", op.origin)
         terms = []
-        if self.is_active(a):
-            terms.append(_parse(f"{self.of[a.name]} @ {atom_text(b)}"))
+        if self.is_active(a):    # a batch times a matrix: laid out as the batch is
+            helper = "rt.batch_matmul({}, {})" if ra == 2 and rb == 2 else "{} @ {}"
+            terms.append(_parse(helper.format(self.of[a.name], atom_text(b))))
         if self.is_active(b):
             if rb == 2 and ra == 2:        # a matrix times a batch: one BLAS product
                 terms.append(_parse(f"rt.matmul_batch({atom_text(a)}, {self.of[b.name]})"))

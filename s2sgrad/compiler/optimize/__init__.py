@@ -7,7 +7,8 @@ computed again by the same pure expression read from its first name (``shared``)
 last, for code run as numpy (large arguments; a slice of a product's columns: a
 batched Jacobian too): products of a scaled operand scaled after the product, and
 products read through a slice of their last axis made for those columns
-(``products``), column blocks read by several passes copied contiguous once
-(``views``), chains of elementwise operations made one fused kernel call (``kernels``)
-and elementwise results written into arrays kept between calls (``buffers``).  Each
-keeps the program's meaning; each is tested on its effect."""
+(``products``), a loop's sum of matrix products made as one product after it (a
+batched Jacobian: ``product_sums``), column blocks read by several passes copied
+contiguous once (``views``), chains of elementwise operations made one fused kernel
+call (``kernels``) and elementwise results written into arrays kept between calls
+(``buffers``).  Each keeps the program's meaning; each is tested on its effect."""
