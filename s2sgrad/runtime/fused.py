@@ -34,7 +34,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Fused", "FUSE_NUMBERS", "wait_all"]
+__all__ = ["Fused", "FUSE_NUMBERS", "wait_all", "shaped"]
 
 #: the least (passes saved) x (result size) run compiled: 2**19 numbers, 4 MiB of float64
 #: not written and read again (arrays past the caches), about 0.5 ms of numpy passes on
@@ -121,6 +121,28 @@ class Fused:
         """Wait for a compile in flight (tests; nothing needs it for its results)."""
         if self.compiling is not None:
             self.compiled = self.compiling[1].result()
+
+
+def shaped(expression, *operands):
+    """What ``expression(*operands)`` would be, for a reader of its shape, dtype and kind
+    only (``rt.unbroadcast(g, t3)``, ``rt.unreduce``): the expression of ones of the
+    operands' ranks and dtypes, spread over their broadcast shape as a read-only view
+    (no pass over the elements); a number where the expression gives one.  The
+    generated code binds it where a chain's result is fused into a later kernel
+    (``compiler/optimize/kernels.py``).  An operand other than an array or a number (a
+    list): the expression itself."""
+    units = []
+    for arg in operands:
+        if type(arg) is np.ndarray:
+            units.append(np.ones((1,) * arg.ndim, arg.dtype))
+        elif isinstance(arg, np.generic) or type(arg) in (int, float, complex, bool):
+            units.append(type(arg)(1))
+        else:
+            return expression(*operands)
+    value = expression(*units)
+    if type(value) is not np.ndarray:
+        return value
+    return np.broadcast_to(value, np.broadcast_shapes(*(np.shape(a) for a in operands)))
 
 
 def _worker():

@@ -39,7 +39,8 @@ def kernel_lines(chains):
     """The (line, None) pairs of ``chains``' kernels (module doc)."""
     lines = []
     for chain in chains:
-        lines += [(line, None) for line in _kernel(chain)]
+        kernel = _kernel if chain.reduce is None else _sum_kernel
+        lines += [(line, None) for line in kernel(chain)]
     return lines
 
 
@@ -76,8 +77,74 @@ def _kernel(chain):
     return lines + ["", ""]
 
 
+def _sum_kernel(chain):
+    """The lines of a ``rt.FusedSum``'s loops (``runtime/fused_sum.py``): ``out[i, k]``
+    the sum over ``j`` of the chain at ``(i, j, k)`` of 3-D operands."""
+    params = chain.params
+    base = chain.name[:-len("_fused")] if chain.name.endswith("_fused") else chain.name
+    taken = set(params)
+    out, out_i, i, j, k, j8, n, lanes, total = (_fresh(name, taken) for name in (
+        "out", "out_i", "i", "j", "k", "j8", "n", "lanes", "total"))
+    local = {p: tuple(_fresh(f"{p}_{suffix}", taken) for suffix in ("r", "s", "c", "i"))
+             for p in params}
+    numpy = to_source(chain.expression)
+
+    def element(across):
+        """The chain at (i, j, k) (``across``) or at (i, j, 0)."""
+        return to_source(_indexed(copy.deepcopy(chain.expression), {
+            p: f"{row}[{j} * {s}, {f'{k} * {c}' if across else 0}]"
+            for p, (_, s, c, row) in local.items()}))
+    axis, keepdims = chain.reduce
+    where = "" if chain.where is None else \
+        f" ({os.path.basename(chain.where.filename)}:{chain.where.lineno})"
+    operations = count(chain.expression)
+    lines = wrap(f"# {'; '.join(chain.what)}{where}: the sum over axis {axis} of "
+                 f"{operations} operation{'s' if operations > 1 else ''} on the elements, "
+                 f"made and added in one pass")
+    lines += wrap(f"def {base}_loops({out}, {', '.join(params)}):")
+    lines += wrap(f"{INDENT}# {out}[{i}, {k}] = the sum over {j} of {numpy} at ({i}, {j}, {k}); "
+                  f"an operand of length 1 along an axis is read at 0 there.  A row ({k} of "
+                  f"length 1) adds in eight partial sums as np.sum does (its bits for rows "
+                  f"of up to 128), another axis one {j} after the other as np.sum does")
+    for p in params:
+        r, s, c, _ = local[p]
+        lines.append(f"{INDENT}{r}, {s}, {c} = {p}.shape[0] > 1, {p}.shape[1] > 1, "
+                     f"{p}.shape[2] > 1")
+    lengths = [f"{p}.shape[1]" for p in params]
+    lines += wrap(f"{INDENT}{n} = " + (f"max({', '.join(lengths)})" if len(params) > 1 else
+                                       lengths[0]))
+    lines += [f"{INDENT}{lanes} = np.empty(8)",
+              f"{INDENT}for {i} in range({out}.shape[0]):"]
+    for p in params:
+        r, _, _, row = local[p]
+        lines.append(f"{INDENT * 2}{row} = {p}[{i} * {r}]")
+    row_sum = element(False)
+    lines += [f"{INDENT * 2}{out_i} = {out}[{i}]",
+              f"{INDENT * 2}if {out}.shape[1] == 1 and {n} >= 8:",
+              f"{INDENT * 3}for {j} in range(8):"]
+    lines += wrap(f"{INDENT * 4}{lanes}[{j}] = {row_sum}")
+    lines += [f"{INDENT * 3}for {j8} in range(8, {n} - {n} % 8, 8):",
+              f"{INDENT * 4}for {j} in range({j8}, {j8} + 8):"]
+    lines += wrap(f"{INDENT * 5}{lanes}[{j} - {j8}] += {row_sum}")
+    lines += wrap(f"{INDENT * 3}{total} = (({lanes}[0] + {lanes}[1]) + ({lanes}[2] + "
+                  f"{lanes}[3])) + (({lanes}[4] + {lanes}[5]) + ({lanes}[6] + {lanes}[7]))")
+    lines += [f"{INDENT * 3}for {j} in range({n} - {n} % 8, {n}):"]
+    lines += wrap(f"{INDENT * 4}{total} += {row_sum}")
+    lines += [f"{INDENT * 3}{out_i}[0] = 0.0 + {total}",
+              f"{INDENT * 2}else:",
+              f"{INDENT * 3}{out_i}[:] = 0.0",
+              f"{INDENT * 3}for {j} in range({n}):",
+              f"{INDENT * 4}for {k} in range({out}.shape[1]):"]
+    lines += wrap(f"{INDENT * 5}{out_i}[{k}] += {element(True)}")
+    lines += ["", ""]
+    lines += wrap(f"{chain.name} = rt.FusedSum({base}_loops, lambda {', '.join(params)}: "
+                  f"{numpy}, {count(chain.expression)})")
+    return lines + ["", ""]
+
+
 def _indexed(node, local):
-    """``node`` with each parameter ``a`` read as ``a_i[j * a_c]``."""
+    """``node`` with each parameter ``a`` read as ``a_i[j * a_c]`` (``local``: per
+    parameter its names ``(a_r, a_c, a_i)``, or the element's source)."""
     for parent in gast.walk(node):
         for field, value in gast.iter_fields(parent):
             if isinstance(value, gast.Name) and value.id in local:
@@ -91,6 +158,8 @@ def _indexed(node, local):
 
 
 def _element(name, local):
+    if isinstance(local[name], str):
+        return gast.parse(local[name], mode="eval").body
     _, c, row = local[name]
     return gast.parse(f"{row}[j * {c}]", mode="eval").body
 

@@ -146,6 +146,9 @@ class _Writer(gast.NodeTransformer):
         node.value = self.visit(node.value)       # ``a += b`` writes in place already
         return node
 
+    def visit_Lambda(self, node):
+        return node               # ``rt.shaped``'s expression: run on one element
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         ufunc = BINARY.get(type(node.op))
