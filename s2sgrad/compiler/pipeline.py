@@ -389,7 +389,7 @@ def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
     statements, chains = fused_chains(statements, keep, names.fresh, scalar)
     kept = names.fresh("kept")
     rewritten, count = kept_results(statements, keep, scalar, kept,
-                                    {chain.name for chain in chains if chain.reduce is None})
+                                    {chain.name for chain in chains})
     if not count:
         return [], statements, kernel_lines(chains), None
     table = names.fresh(f"_{base}_buffers")

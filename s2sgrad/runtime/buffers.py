@@ -36,6 +36,7 @@ import numpy as np
 from .broadcast import binary
 from .core import extremum_adjoint_into
 from .einsum import einsum_adjoints, einsum_into
+from .fused_sum import summed
 
 __all__ = ["Buffers", "Kept"]
 
@@ -123,6 +124,16 @@ class Kept:
     def fused(self, kernel, *args):
         """``kernel(*args)`` of an ``rt.Fused`` (``runtime/fused.py``) into a kept array."""
         return self.run(kernel, args)
+
+    def fused_sum(self, kernel, *args, axis, keepdims):
+        """``kernel(*args, axis=axis, keepdims=keepdims)`` of an ``rt.FusedSum``
+        (``runtime/fused_sum.py``): where numpy runs it, the chain's values are made into
+        a kept array and summed (one operation either way)."""
+        result = kernel.looped(args, axis, keepdims)
+        if result is not None:
+            self.at += 1
+            return result
+        return summed(self.run(kernel.values, args), axis, keepdims)
 
     def einsum_adjoints(self, g, operands):
         """``rt.einsum_adjoints(g, operands)`` with each operand's contraction written

@@ -83,8 +83,8 @@ def _sum_kernel(chain):
     params = chain.params
     base = chain.name[:-len("_fused")] if chain.name.endswith("_fused") else chain.name
     taken = set(params)
-    out, out_i, i, j, k, j8, n, lanes, total = (_fresh(name, taken) for name in (
-        "out", "out_i", "i", "j", "k", "j8", "n", "lanes", "total"))
+    out, out_i, i, j, k, n, total = (_fresh(name, taken) for name in (
+        "out", "out_i", "i", "j", "k", "n", "total"))
     local = {p: tuple(_fresh(f"{p}_{suffix}", taken) for suffix in ("r", "s", "c", "i"))
              for p in params}
     numpy = to_source(chain.expression)
@@ -94,18 +94,17 @@ def _sum_kernel(chain):
         return to_source(_indexed(copy.deepcopy(chain.expression), {
             p: f"{row}[{j} * {s}, {f'{k} * {c}' if across else 0}]"
             for p, (_, s, c, row) in local.items()}))
-    axis, keepdims = chain.reduce
+    axis, _ = chain.reduce
+    operations = count(chain.expression)
     where = "" if chain.where is None else \
         f" ({os.path.basename(chain.where.filename)}:{chain.where.lineno})"
-    operations = count(chain.expression)
     lines = wrap(f"# {'; '.join(chain.what)}{where}: the sum over axis {axis} of "
                  f"{operations} operation{'s' if operations > 1 else ''} on the elements, "
                  f"made and added in one pass")
     lines += wrap(f"def {base}_loops({out}, {', '.join(params)}):")
-    lines += wrap(f"{INDENT}# {out}[{i}, {k}] = the sum over {j} of {numpy} at ({i}, {j}, {k}); "
-                  f"an operand of length 1 along an axis is read at 0 there.  A row ({k} of "
-                  f"length 1) adds in eight partial sums as np.sum does (its bits for rows "
-                  f"of up to 128), another axis one {j} after the other as np.sum does")
+    lines += wrap(f"{INDENT}# {out}[{i}, {k}] = the sum over {j} of {numpy} at ({i}, {j}, {k}), "
+                  f"one {j} after the other; an operand of length 1 along an axis is read at "
+                  f"0 there")
     for p in params:
         r, s, c, _ = local[p]
         lines.append(f"{INDENT}{r}, {s}, {c} = {p}.shape[0] > 1, {p}.shape[1] > 1, "
@@ -113,24 +112,16 @@ def _sum_kernel(chain):
     lengths = [f"{p}.shape[1]" for p in params]
     lines += wrap(f"{INDENT}{n} = " + (f"max({', '.join(lengths)})" if len(params) > 1 else
                                        lengths[0]))
-    lines += [f"{INDENT}{lanes} = np.empty(8)",
-              f"{INDENT}for {i} in range({out}.shape[0]):"]
+    lines.append(f"{INDENT}for {i} in range({out}.shape[0]):")
     for p in params:
         r, _, _, row = local[p]
         lines.append(f"{INDENT * 2}{row} = {p}[{i} * {r}]")
-    row_sum = element(False)
     lines += [f"{INDENT * 2}{out_i} = {out}[{i}]",
-              f"{INDENT * 2}if {out}.shape[1] == 1 and {n} >= 8:",
-              f"{INDENT * 3}for {j} in range(8):"]
-    lines += wrap(f"{INDENT * 4}{lanes}[{j}] = {row_sum}")
-    lines += [f"{INDENT * 3}for {j8} in range(8, {n} - {n} % 8, 8):",
-              f"{INDENT * 4}for {j} in range({j8}, {j8} + 8):"]
-    lines += wrap(f"{INDENT * 5}{lanes}[{j} - {j8}] += {row_sum}")
-    lines += wrap(f"{INDENT * 3}{total} = (({lanes}[0] + {lanes}[1]) + ({lanes}[2] + "
-                  f"{lanes}[3])) + (({lanes}[4] + {lanes}[5]) + ({lanes}[6] + {lanes}[7]))")
-    lines += [f"{INDENT * 3}for {j} in range({n} - {n} % 8, {n}):"]
-    lines += wrap(f"{INDENT * 4}{total} += {row_sum}")
-    lines += [f"{INDENT * 3}{out_i}[0] = 0.0 + {total}",
+              f"{INDENT * 2}if {out}.shape[1] == 1:        # a row: its sum in a register",
+              f"{INDENT * 3}{total} = 0.0",
+              f"{INDENT * 3}for {j} in range({n}):"]
+    lines += wrap(f"{INDENT * 4}{total} += {element(False)}")
+    lines += [f"{INDENT * 3}{out_i}[0] = {total}",
               f"{INDENT * 2}else:",
               f"{INDENT * 3}{out_i}[:] = 0.0",
               f"{INDENT * 3}for {j} in range({n}):",
@@ -138,8 +129,27 @@ def _sum_kernel(chain):
     lines += wrap(f"{INDENT * 5}{out_i}[{k}] += {element(True)}")
     lines += ["", ""]
     lines += wrap(f"{chain.name} = rt.FusedSum({base}_loops, lambda {', '.join(params)}: "
-                  f"{numpy}, {count(chain.expression)})")
+                  f"{numpy}, {operations}, into=lambda {out}, {', '.join(params)}: "
+                  f"{_into(chain.expression, out)})")
     return lines + ["", ""]
+
+
+#: the ufunc of each operator of a chain
+UFUNCS = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply",
+          gast.Div: "true_divide"}
+
+
+def _into(node, out):
+    """The numpy source of the chain ``node`` with its last operation written into
+    ``out`` (``x ** 2`` as ``np.square``, numpy's own spelling of it: the same bits)."""
+    if isinstance(node, gast.BinOp) and type(node.op) in UFUNCS:
+        return (f"np.{UFUNCS[type(node.op)]}({to_source(node.left)}, "
+                f"{to_source(node.right)}, out={out})")
+    if isinstance(node, gast.BinOp):                     # ** 2 (kernels.operation)
+        return f"np.square({to_source(node.left)}, out={out})"
+    if isinstance(node, gast.UnaryOp):
+        return f"np.negative({to_source(node.operand)}, out={out})"
+    return f"np.{node.func.attr}({to_source(node.args[0])}, out={out})"
 
 
 def _indexed(node, local):

@@ -166,6 +166,10 @@ class _Writer(gast.NodeTransformer):
         self.generic_visit(node)
         func = node.func
         if isinstance(func, gast.Name) and func.id in self.fused:
+            if node.keywords:           # an rt.FusedSum's axis and keepdims
+                call = self._kept("fused_sum", [func] + node.args)
+                call.keywords = node.keywords
+                return call
             return self._kept("fused", [func] + node.args)
         if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
                 not isinstance(func, gast.Attribute) or not isinstance(func.value, gast.Name):

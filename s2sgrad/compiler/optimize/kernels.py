@@ -212,26 +212,29 @@ def _reads(statements):
 
 def _joined(statements, keep, numbers):
     """The statements with each single-use elementwise result moved into its one reader
-    (module doc), and the source of what was moved, per reading statement's id.  Reads
-    of a value's shape only (``rt.unbroadcast(g, t3)``: ``_shape_reads``) do not count
-    as uses: the value's statement stays as ``rt.shaped`` of its expression (a
-    broadcast view of one element: its shape, dtype and kind without its values);
-    ``numbers`` (``_Numbers``): a number read for its shape is not moved."""
-    reads, shape_reads = _reads(statements), _shape_reads(statements)
+    (module doc), and the source of what was moved, per reading statement's id.  A
+    reader is a ``name = <chain>`` statement or an ``rt.sum(<chain or name>, axis,
+    keepdims)`` anywhere in a statement (``_summed``).  Reads of a value's shape only
+    (``rt.unbroadcast(g, t3)``: ``_shape_reads``) do not count as uses: the value's
+    statement stays as ``rt.shaped`` of its expression (a broadcast view of one
+    element: its shape, dtype and kind without its values); ``numbers``
+    (``_Numbers``): a number read for its shape is not moved."""
     statements = list(statements)
     defined = {}          # name -> index of its ``name = <chain>`` statement
     moved = {}            # id(reading statement) -> sources of the statements moved in
     for k, item in enumerate(statements):
         if isinstance(item, Comment) or item is None:
             continue
-        summed = _simple(item) and _summed(item.value)
-        if _simple(item) and operation(item.value) or summed:
-            original = to_source(item)
-            chain = item.value.args[0] if summed else item.value
+        original = to_source(item)
+        chained = _simple(item) and operation(item.value)
+        roots = [(item, "value")] if chained else []
+        roots += [(node.args, 0) for node in gast.walk(item) if _summed(node)]
+        for parent, field in roots:
+            chain = parent[field] if isinstance(parent, list) else getattr(parent, field)
             for leaf in _leaf_names(chain):
                 j = defined.get(leaf)
-                shaped = shape_reads.get(leaf, 0)
-                if j is None or reads.get(leaf, 0) - shaped != 1 or leaf in keep or \
+                reads, shaped = _binding_reads(statements, j, leaf)
+                if j is None or reads - shaped != 1 or leaf in keep or \
                         shaped and (numbers.number(statements[j].targets[0]) or
                                     _witness(leaf, statements[j].value) is None) or \
                         not _clear(statements, j, k, _names(statements[j].value)):
@@ -240,16 +243,16 @@ def _joined(statements, keep, numbers):
                     moved.pop(id(statements[j]), None) or [to_source(statements[j])])
                 witness = _witness(leaf, statements[j].value) if shaped else None
                 chain = _replaced(chain, leaf, statements[j].value)
-                if summed:
-                    item.value.args[0] = chain
+                if isinstance(parent, list):
+                    parent[field] = chain
                 else:
-                    item.value = chain
+                    setattr(parent, field, chain)
                 statements[j] = witness and [Comment(
                     f"{leaf}'s shape: its values are computed in the fused call below"), witness]
-            if id(item) in moved:
-                moved[id(item)].append(original)
-            if not summed:
-                defined[item.targets[0].id] = k
+        if id(item) in moved:
+            moved[id(item)].append(original)
+        if chained:
+            defined[item.targets[0].id] = k
     return [one for item in statements if item is not None
             for one in (item if isinstance(item, list) else [item])], moved
 
@@ -259,6 +262,24 @@ def _joined(statements, keep, numbers):
 SHAPE_ONLY = {"unbroadcast": 1, "unreduce": 1, "reduction_count": 0}
 #: attributes that read a shape, not values
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype"})
+
+
+def _binding_reads(statements, j, name):
+    """``(reads, shape reads)`` of the value statement ``j`` binds to ``name``: the
+    reads of ``name`` after it up to the statement that binds it again (its value's
+    reads included); ``(0, 0)`` when ``j`` is None."""
+    if j is None:
+        return 0, 0
+    after = []
+    for item in statements[j + 1:]:
+        for one in item if isinstance(item, list) else [item]:
+            if one is None or isinstance(one, Comment):
+                continue
+            after.append(one)
+            if any(isinstance(node, gast.Name) and node.id == name and
+                   isinstance(node.ctx, gast.Store) for node in gast.walk(one)):
+                return _reads(after).get(name, 0), _shape_reads(after).get(name, 0)
+    return _reads(after).get(name, 0), _shape_reads(after).get(name, 0)
 
 
 def _shape_reads(statements):
@@ -381,7 +402,8 @@ class _Writer(gast.NodeTransformer):
         what = self.moved.get(id(self.statement)) or [to_source(self.statement)]
         leaves, params = {}, []
         expression = self._body(copy.deepcopy(node), leaves, params)
-        name = self.fresh(f"_{self.target}_fused")
+        target = "sum" if summed is not None and self.target == "chain" else self.target
+        name = self.fresh(f"_{target}_fused")
         reduce = None if summed is None else tuple(to_source(a) for a in summed.args[1:])
         self.chains.append(Chain(name, [p for p, _ in params], expression, what,
                                  self.where, reduce))
