@@ -25,6 +25,9 @@ call (numpy's ``out=``) touches memory that is already mapped.
   numbers stays a Python number, of two tuples an error as before);
 - ``+ - * /`` of two float64 arrays over a broadcast (``(n, 1, d) - (1, k, d)``) run as
   one compiled loop, same bits (``runtime/broadcast.py``), into the same array;
+- ``kept.fused_sum(kernel, a, b, axis=2, keepdims=False)`` of an ``rt.FusedSum`` is its
+  compiled loop where that runs (nothing kept: the sum is small), else the chain's
+  values made into a kept array (``FusedSum.values``) and summed: one operation;
 - the call ends with ``return BUFFERS.give(kept, result)``: an array of the result that
   is a kept array or a view of one is copied first, so nothing the caller holds is
   written by a later call; then the ``Kept`` goes back to the pool.

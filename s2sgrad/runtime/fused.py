@@ -23,7 +23,10 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
   that does not merge into two axes, ``S2SGRAD_BACKEND=python``).
 
 Every call decides afresh, so no result depends on what an earlier call was given, nor
-on whether the compile has finished: both ways give the same numbers.
+on whether the compile has finished: both ways give the same numbers.  ``rt.shaped``
+stands for a chain's value where only its shape is read once its values are fused into
+a later chain (``compiler/optimize/kernels.py``); ``rt.FusedSum``
+(``runtime/fused_sum.py``) is a chain summed over an axis.
 Results are those of numpy's operators in float64, bit for bit: each number goes
 through the same IEEE operations in the same order (the chains hold only ``+ - * /``,
 negation, ``** 2`` and ``np.sqrt``/``np.abs``, never a reduction).  numpy's warnings

@@ -24,6 +24,10 @@ the chain as numpy operators (for what the loops do not take: module doc of
     _dists_fused = rt.Fused(_dists_loops, lambda a_sqr, b_sqr, t3: a_sqr + b_sqr - 2 * t3, 3)
 
 (the last number: how many operations the chain holds, for ``rt.Fused``'s choice).
+A chain summed over an axis (``Chain.reduce``) is a function of loops over 3-D operands,
+``out[i, k] += <chain>`` at ``(i, j, k)`` one ``j`` after the other (a row's sum in a
+register), and ``rt.FusedSum(loops, numpy, operations, into=...)``, ``into`` writing
+the chain's last numpy operation into a kept array (``runtime/fused_sum.py``).
 """
 import copy
 import os

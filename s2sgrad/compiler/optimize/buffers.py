@@ -9,7 +9,8 @@ written),
 that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
 called with positional arguments, and the helpers that take ``out=``:
 ``rt.extremum_adjoint``, ``rt.einsum``, ``rt.einsum_adjoints``, and the calls of fused kernels,
-``kept.fused(_x_fused, a, b)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
+``kept.fused(_x_fused, a, b)``, of fused sums ``kept.fused_sum(_x_fused, a, axis=2,
+keepdims=False)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
 and how many it wrote (0: nothing changed).
 
 ``rt.Kept`` (``runtime/buffers.py``) runs ``np.subtract(a, b, out=...)`` into the array

@@ -12,13 +12,20 @@ and per call a ``Chain`` (``compiler/emit/kernels.py`` writes its loops and its
 A chain is a tree of ``+ - * /``, unary ``-``, ``** 2``, ``np.sqrt``, ``np.abs``/
 ``np.absolute`` and ``np.square``; its leaves (names, calls, subscripts: anything else)
 are the kernel's operands, number constants stay in its body.  Operations a statement
-reads from earlier statements join its chain when their result is read once, there,
-is not returned, and nothing between the two statements writes in place or rebinds a
-name the moved operations read (``dt4 = -ddists; dt3 = dt4 * 2`` is one kernel of
-``ddists``).  ``np.exp``/``np.log``/trigonometry stay numpy's: numpy's vectorised
-``exp`` is ~7x faster than the one a Numba loop calls (1e6 numbers: 0.85 ms against
-6.3 ms, measured), so a chain through them would be slower fused; ``**`` other than 2
-and reductions stay as written (their results would differ in the last bits).
+reads from earlier statements join its chain when their result (that binding of the
+name) is read once, there, is not returned, and nothing between the two statements
+writes in place or rebinds a name the moved operations read (``dt4 = -ddists; dt3 =
+dt4 * 2`` is one kernel of ``ddists``).  A read of the value's shape only
+(``rt.unbroadcast(g, t3)``, ``rt.unreduce``, ``rt.reduction_count``, ``.shape``) is no
+use: the statement stays, as ``t3 = rt.shaped(lambda a, b: a * b, a, b)`` (a broadcast
+view of one element: shape, dtype and kind, no pass; when the chain's leaves are names
+or numbers and the value is an array).  ``rt.sum(<chain>, axis, keepdims)`` of one int
+axis, in any statement, is the chain summed as it is made: ``_x_fused(a, b, axis=2,
+keepdims=False)``, an ``rt.FusedSum`` (a chain of one operation is enough: its values
+are never stored; ``Chain.reduce``).  ``np.exp``/``np.log``/trigonometry stay numpy's:
+numpy's vectorised ``exp`` is ~7x faster than the one a Numba loop calls (1e6 numbers:
+0.85 ms against 6.3 ms, measured), so a chain through them would be slower fused;
+``**`` other than 2 and other reductions stay as written.
 """
 import copy
 
