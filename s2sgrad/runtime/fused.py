@@ -224,27 +224,14 @@ def allowed():
 def _plan(args, saved):
     """``(shape, (rows, columns), operands in 2-D)`` when the loops run (module doc),
     else None."""
-    shapes = []
-    for arg in args:
-        if type(arg) is np.ndarray:
-            if arg.dtype != _FLOAT64:
-                return None
-            shapes.append(arg.shape)
-        elif not isinstance(arg, _NUMBERS) or isinstance(arg, (bool, np.bool_)):
-            return None
-    if not shapes:
+    shape = float64_broadcast(args)
+    if shape is None:
         return None
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        return None                   # numpy raises its own error
     size = 1
     for n in shape:
         size *= n
     args = [collapsed(arg) for arg in args]
-    spread = sum(BROADCAST_PASSES for arg in args
-                 if type(arg) is np.ndarray and arg.ndim > 1 and arg.shape != shape)
-    if size * (saved + spread) < FUSE_NUMBERS or size == 0:
+    if size * (saved + spread_passes(args, shape)) < FUSE_NUMBERS or size == 0:
         return None
     grid, dims = merged(shape, args)
     if grid is None:
@@ -256,6 +243,33 @@ def _plan(args, saved):
         else:
             operands.append(np.full((1, 1), float(arg)))
     return shape, grid, operands
+
+
+def float64_broadcast(args):
+    """The broadcast shape of ``args`` when every array among them is an exact float64
+    ``np.ndarray``, the others Python or numpy numbers (not bools) and one at least is
+    an array; else None (numpy runs the call, and raises its own errors)."""
+    shapes = []
+    for arg in args:
+        if type(arg) is np.ndarray:
+            if arg.dtype != _FLOAT64:
+                return None
+            shapes.append(arg.shape)
+        elif not isinstance(arg, _NUMBERS) or isinstance(arg, (bool, np.bool_)):
+            return None
+    if not shapes:
+        return None
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        return None
+
+
+def spread_passes(args, shape):
+    """The passes numpy spends beyond one on the operands of ``args`` (collapsed) that
+    have two axes or more and are spread over ``shape`` (``BROADCAST_PASSES`` each)."""
+    return sum(BROADCAST_PASSES for arg in args
+               if type(arg) is np.ndarray and arg.ndim > 1 and arg.shape != shape)
 
 
 def collapsed(arg):

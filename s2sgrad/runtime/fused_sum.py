@@ -41,9 +41,6 @@ from .core import SHORT_ROWS, normalise_axes, summed_over
 
 __all__ = ["FusedSum"]
 
-_FLOAT64 = np.dtype(np.float64)
-
-
 class FusedSum(fused.Fused):
     """One sum of an elementwise chain (module doc): ``loops``, ``numpy`` (the chain as
     numpy operators) and ``operations`` (how many the chain holds: the passes saved)."""
@@ -94,28 +91,13 @@ def _plan(args, axis, saved):
     (module doc), else None."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
         return None
-    shapes = []
-    for arg in args:
-        if type(arg) is np.ndarray:
-            if arg.dtype != _FLOAT64:
-                return None
-            shapes.append(arg.shape)
-        elif not isinstance(arg, (float, int, np.floating, np.integer)) or \
-                isinstance(arg, (bool, np.bool_)):
-            return None
-    if not shapes:
-        return None
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        return None                   # numpy raises its own error
-    if not -len(shape) <= axis < len(shape):
+    shape = fused.float64_broadcast(args)
+    if shape is None or not -len(shape) <= axis < len(shape):
         return None
     axis = int(axis) % len(shape)
     size = math.prod(shape)
     args = [fused.collapsed(arg) for arg in args]
-    spread = sum(fused.BROADCAST_PASSES for arg in args
-                 if type(arg) is np.ndarray and arg.ndim > 1 and arg.shape != shape)
+    spread = fused.spread_passes(args, shape)
     if axis == len(shape) - 1 or math.prod(shape[axis + 1:]) == 1:
         spread += fused.BROADCAST_PASSES * (shape[axis] <= SHORT_ROWS)
     if size == 0 or size * (saved + spread) < fused.FUSE_NUMBERS:
