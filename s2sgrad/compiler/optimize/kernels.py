@@ -206,15 +206,29 @@ def _names(node):
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
-def _reads(statements):
-    reads = {}
-    for item in statements:
-        if isinstance(item, Comment):
+def _summary(item):
+    """``(names stored, {name: reads}, {name: reads of its shape only})`` of a statement
+    (a witness pair, ``_joined``'s, or None: nothing).  A lambda's body reads its own
+    parameters; ``rt.shaped``'s operands are read for their shapes (``SHAPE_ONLY``)."""
+    stores, reads, shapes = set(), {}, {}
+    for one in item if isinstance(item, list) else [item]:
+        if one is None or isinstance(one, Comment):
             continue
-        for node in gast.walk(item):
-            if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Store):
-                reads[node.id] = reads.get(node.id, 0) + 1
-    return reads
+        todo = [one]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, gast.Lambda):
+                todo.extend(node.args.defaults)
+                continue
+            if isinstance(node, gast.Name):
+                if isinstance(node.ctx, gast.Store):
+                    stores.add(node.id)
+                else:
+                    reads[node.id] = reads.get(node.id, 0) + 1
+            for read in _shape_read(node):
+                shapes[read] = shapes.get(read, 0) + 1
+            todo.extend(gast.iter_child_nodes(node))
+    return stores, reads, shapes
 
 
 def _joined(statements, keep, numbers):
@@ -222,17 +236,18 @@ def _joined(statements, keep, numbers):
     (module doc), and the source of what was moved, per reading statement's id.  A
     reader is a ``name = <chain>`` statement or an ``rt.sum(<chain or name>, axis,
     keepdims)`` anywhere in a statement (``_summed``).  Reads of a value's shape only
-    (``rt.unbroadcast(g, t3)``: ``_shape_reads``) do not count as uses: the value's
+    (``rt.unbroadcast(g, t3)``: ``_shape_read``) do not count as uses: the value's
     statement stays as ``rt.shaped`` of its expression (a broadcast view of one
     element: its shape, dtype and kind without its values); ``numbers``
     (``_Numbers``): a number read for its shape is not moved."""
     statements = list(statements)
+    summaries = [_summary(item) for item in statements]
     defined = {}          # name -> index of its ``name = <chain>`` statement
     moved = {}            # id(reading statement) -> sources of the statements moved in
     for k, item in enumerate(statements):
         if isinstance(item, Comment) or item is None:
             continue
-        original = to_source(item)
+        original = None       # the statement's source before the first join into it
         chained = _simple(item) and operation(item.value)
         roots = [(item, "value")] if chained else []
         roots += [(node.args, 0) for node in gast.walk(item) if _summed(node)]
@@ -240,12 +255,13 @@ def _joined(statements, keep, numbers):
             chain = parent[field] if isinstance(parent, list) else getattr(parent, field)
             for leaf in _leaf_names(chain):
                 j = defined.get(leaf)
-                reads, shaped = _binding_reads(statements, j, leaf)
+                reads, shaped = _binding_reads(summaries, j, leaf)
                 if j is None or reads - shaped != 1 or leaf in keep or \
                         shaped and (numbers.number(statements[j].targets[0]) or
                                     _witness(leaf, statements[j].value) is None) or \
                         not _clear(statements, j, k, _names(statements[j].value)):
                     continue
+                original = original or to_source(item)
                 moved.setdefault(id(item), []).extend(
                     moved.pop(id(statements[j]), None) or [to_source(statements[j])])
                 witness = _witness(leaf, statements[j].value) if shaped else None
@@ -256,6 +272,7 @@ def _joined(statements, keep, numbers):
                     setattr(parent, field, chain)
                 statements[j] = witness and [Comment(
                     f"{leaf}'s shape: its values are computed in the fused call below"), witness]
+                summaries[j], summaries[k] = _summary(statements[j]), _summary(item)
         if id(item) in moved:
             moved[id(item)].append(original)
         if chained:
@@ -271,41 +288,34 @@ SHAPE_ONLY = {"unbroadcast": 1, "unreduce": 1, "reduction_count": 0}
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype"})
 
 
-def _binding_reads(statements, j, name):
-    """``(reads, shape reads)`` of the value statement ``j`` binds to ``name``: the
-    reads of ``name`` after it up to the statement that binds it again (its value's
-    reads included); ``(0, 0)`` when ``j`` is None."""
+def _binding_reads(summaries, j, name):
+    """``(reads, shape reads)`` of the value statement ``j`` binds to ``name`` (per
+    statement its ``_summary``): the reads of ``name`` after it up to the statement
+    that binds it again (its reads included); ``(0, 0)`` when ``j`` is None."""
+    reads = shapes = 0
     if j is None:
-        return 0, 0
-    after = []
-    for item in statements[j + 1:]:
-        for one in item if isinstance(item, list) else [item]:
-            if one is None or isinstance(one, Comment):
-                continue
-            after.append(one)
-            if any(isinstance(node, gast.Name) and node.id == name and
-                   isinstance(node.ctx, gast.Store) for node in gast.walk(one)):
-                return _reads(after).get(name, 0), _shape_reads(after).get(name, 0)
-    return _reads(after).get(name, 0), _shape_reads(after).get(name, 0)
+        return reads, shapes
+    for stores, read, shape in summaries[j + 1:]:
+        reads += read.get(name, 0)
+        shapes += shape.get(name, 0)
+        if name in stores:
+            break
+    return reads, shapes
 
 
-def _shape_reads(statements):
-    """Per name, how many of its reads read only its shape (``SHAPE_ONLY``,
-    ``SHAPE_ATTRIBUTES``)."""
-    counts = {}
-    for item in statements:
-        if isinstance(item, Comment):
-            continue
-        for node in gast.walk(item):
-            read = None
-            if isinstance(node, gast.Attribute) and node.attr in SHAPE_ATTRIBUTES:
-                read = node.value
-            elif _rt_call(node) and node.func.attr in SHAPE_ONLY and \
-                    len(node.args) > SHAPE_ONLY[node.func.attr]:
-                read = node.args[SHAPE_ONLY[node.func.attr]]
-            if isinstance(read, gast.Name):
-                counts[read.id] = counts.get(read.id, 0) + 1
-    return counts
+def _shape_read(node):
+    """The names ``node`` reads for their shape only (``SHAPE_ONLY``,
+    ``SHAPE_ATTRIBUTES``; every operand of ``rt.shaped``)."""
+    if isinstance(node, gast.Attribute) and node.attr in SHAPE_ATTRIBUTES:
+        reads = [node.value]
+    elif _rt_call(node, "shaped"):
+        reads = node.args[1:]
+    elif _rt_call(node) and node.func.attr in SHAPE_ONLY and \
+            len(node.args) > SHAPE_ONLY[node.func.attr]:
+        reads = [node.args[SHAPE_ONLY[node.func.attr]]]
+    else:
+        return []
+    return [read.id for read in reads if isinstance(read, gast.Name)]
 
 
 def _rt_call(node, name=None):
