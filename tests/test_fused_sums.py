@@ -174,3 +174,37 @@ def test_a_shape_stand_in_has_the_shape_dtype_and_kind_of_the_value():
         value, stand_in = fn(*args), shaped(fn, *args)
         assert type(stand_in) is type(value) and np.shape(stand_in) == np.shape(value)
         assert np.result_type(stand_in) == np.result_type(value)
+
+
+def chained(x, mu, q):
+    """Chains over broadcasts joined across statements and summed in the adjoint (x of
+    64 KiB or more: the kept build)."""
+    xc = x[:, None, :] - mu[None, :, :]
+    t = q * xc
+    u = t + xc * 0.5
+    w = u * q
+    return np.sum(np.sqrt(w * w + 1.0))
+
+
+CHAINED = s2sgrad.grad(chained, (0, 1, 2))
+
+
+@pytest.mark.parametrize("n, k, d", [(1000, 3, 10), (1, 2, 9000), (1200, 4, 7)])
+def test_chains_over_broadcasts_give_the_gradient_whatever_came_before(n, k, d,
+                                                                       monkeypatch):
+    """Run as numpy (no compile here: the sums' kept arrays, ``into``), the gradient
+    against differences along a direction, each size after the others."""
+    monkeypatch.setattr(fused, "FUSE_NUMBERS", 2 ** 62)
+    r = np.random.default_rng(n + k + d)
+    args = (r.normal(size=(n, d)), r.normal(size=(k, d)), r.normal(size=(k, d)))
+    for _ in range(2):                   # the second call: into the kept arrays
+        got = CHAINED(*args)
+    assert "kept.fused_sum(" in CHAINED.source, CHAINED.source
+    for position in range(3):
+        v = r.normal(size=args[position].shape)
+        h = 1e-6
+        moved = [list(args), list(args)]
+        moved[0][position] = args[position] + h * v
+        moved[1][position] = args[position] - h * v
+        numeric = (chained(*moved[0]) - chained(*moved[1])) / (2 * h)
+        np.testing.assert_allclose(np.sum(got[position] * v), numeric, rtol=1e-6)
