@@ -50,14 +50,16 @@ class CacheWarning(UserWarning):
 
 def has_loops(source):
     """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown).  The
-    loops of fused elementwise kernels (the functions an ``rt.Fused(...)`` is given,
-    compiled on their own by ``runtime/fused.py``) are not the code's loops."""
+    loops of fused elementwise kernels (the functions an ``rt.Fused(...)`` or
+    ``rt.FusedSum(...)`` is given, compiled on their own by ``runtime/fused.py``) are not
+    the code's loops."""
     if source is None:
         return True
     tree = ast.parse(source)
     kernels = {node.args[0].id for node in ast.walk(tree)
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
-               node.func.attr == "Fused" and node.args and isinstance(node.args[0], ast.Name)}
+               node.func.attr in ("Fused", "FusedSum") and node.args and
+               isinstance(node.args[0], ast.Name)}
     return any(isinstance(node, (ast.For, ast.While)) for item in tree.body
                if not (isinstance(item, ast.FunctionDef) and item.name in kernels)
                for node in ast.walk(item))

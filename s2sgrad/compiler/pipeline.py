@@ -364,11 +364,13 @@ def kept_sweeps(d, sweeps):
     keep = set(atom_vars(d.lowered.output)) | set(d.lowered.mutated) | {
         g for g in d.returned if g is not None}
     numbers = {n for n, rank in d.lowered.ndims.items() if rank == 0}
-    split = len(sweeps.forward)
-    head, both, prelude, give = keep_buffers(sweeps.forward + sweeps.backward, keep,
-                                             numbers.__contains__, d.names, d.lowered.name,
-                                             d.lowered.ndims.get)
-    sweeps.forward, sweeps.backward = head + both[:split], both[split:]
+    # the sweeps' boundary, found again by identity (kernels remove and add statements)
+    boundary = Comment("the adjoint sweep")
+    head, both, prelude, give = keep_buffers(sweeps.forward + [boundary] + sweeps.backward,
+                                             keep, numbers.__contains__, d.names,
+                                             d.lowered.name, d.lowered.ndims.get)
+    split = both.index(boundary)
+    sweeps.forward, sweeps.backward = head + both[:split], both[split + 1:]
     return prelude, give
 
 

@@ -25,7 +25,8 @@ from .checkpoint import (checkpoint_forward, checkpoint_reverse,  # noqa: F401  
                          checkpoint_slots, no_snapshots, tape_bytes)
 from .constants import Constants  # noqa: F401  (rt.Constants: values of sizes, once)
 from .buffers import Buffers, Kept  # noqa: F401  (rt.Buffers: arrays kept between calls)
-from .fused import Fused  # noqa: F401  (rt.Fused: elementwise chains as one compiled loop)
+from .fused import Fused, shaped  # noqa: F401  (rt.Fused: elementwise chains as one compiled loop)
+from .fused_sum import FusedSum  # noqa: F401  (rt.FusedSum: a chain's sum over an axis, one loop)
 from .product_sums import ProductSum  # noqa: F401  (rt.ProductSum: a loop's sum of products)
 
 

@@ -25,6 +25,9 @@ call (numpy's ``out=``) touches memory that is already mapped.
   numbers stays a Python number, of two tuples an error as before);
 - ``+ - * /`` of two float64 arrays over a broadcast (``(n, 1, d) - (1, k, d)``) run as
   one compiled loop, same bits (``runtime/broadcast.py``), into the same array;
+- ``kept.fused_sum(kernel, a, b, axis=2, keepdims=False)`` of an ``rt.FusedSum`` is its
+  compiled loop where that runs (nothing kept: the sum is small), else the chain's
+  values made into a kept array (``FusedSum.values``) and summed: one operation;
 - the call ends with ``return BUFFERS.give(kept, result)``: an array of the result that
   is a kept array or a view of one is copied first, so nothing the caller holds is
   written by a later call; then the ``Kept`` goes back to the pool.
@@ -36,6 +39,7 @@ import numpy as np
 from .broadcast import binary
 from .core import extremum_adjoint_into
 from .einsum import einsum_adjoints, einsum_into
+from .fused_sum import summed
 
 __all__ = ["Buffers", "Kept"]
 
@@ -123,6 +127,16 @@ class Kept:
     def fused(self, kernel, *args):
         """``kernel(*args)`` of an ``rt.Fused`` (``runtime/fused.py``) into a kept array."""
         return self.run(kernel, args)
+
+    def fused_sum(self, kernel, *args, axis, keepdims):
+        """``kernel(*args, axis=axis, keepdims=keepdims)`` of an ``rt.FusedSum``
+        (``runtime/fused_sum.py``): where numpy runs it, the chain's values are made into
+        a kept array and summed (one operation either way)."""
+        result = kernel.looped(args, axis, keepdims)
+        if result is not None:
+            self.at += 1
+            return result
+        return summed(self.run(kernel.values, args), axis, keepdims)
 
     def einsum_adjoints(self, g, operands):
         """``rt.einsum_adjoints(g, operands)`` with each operand's contraction written

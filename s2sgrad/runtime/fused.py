@@ -23,7 +23,10 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
   that does not merge into two axes, ``S2SGRAD_BACKEND=python``).
 
 Every call decides afresh, so no result depends on what an earlier call was given, nor
-on whether the compile has finished: both ways give the same numbers.
+on whether the compile has finished: both ways give the same numbers.  ``rt.shaped``
+stands for a chain's value where only its shape is read once its values are fused into
+a later chain (``compiler/optimize/kernels.py``); ``rt.FusedSum``
+(``runtime/fused_sum.py``) is a chain summed over an axis.
 Results are those of numpy's operators in float64, bit for bit: each number goes
 through the same IEEE operations in the same order (the chains hold only ``+ - * /``,
 negation, ``** 2`` and ``np.sqrt``/``np.abs``, never a reduction).  numpy's warnings
@@ -34,7 +37,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Fused", "FUSE_NUMBERS", "wait_all"]
+__all__ = ["Fused", "FUSE_NUMBERS", "wait_all", "shaped"]
 
 #: the least (passes saved) x (result size) run compiled: 2**19 numbers, 4 MiB of float64
 #: not written and read again (arrays past the caches), about 0.5 ms of numpy passes on
@@ -123,6 +126,49 @@ class Fused:
             self.compiled = self.compiling[1].result()
 
 
+def shaped(expression, *operands):
+    """What ``expression(*operands)`` would be, for a reader of its shape, dtype and kind
+    only (``rt.unbroadcast(g, t3)``, ``rt.unreduce``): the expression of ones of the
+    operands' ranks and dtypes, spread over their broadcast shape as a read-only view
+    (no pass over the elements); a number where the expression gives one.  The
+    generated code binds it where a chain's result is fused into a later kernel
+    (``compiler/optimize/kernels.py``).  Made once per expression and operand types,
+    shapes and dtypes in a process (``_SHAPED``: ~14 us to make, ~2 to find, at ba's
+    sizes).  An operand other than an array or a number (a list): the expression
+    itself."""
+    key = [expression.__code__]
+    for arg in operands:
+        kind = type(arg)
+        if kind is np.ndarray:
+            key.append((arg.shape, arg.dtype))
+        elif isinstance(arg, np.generic) or kind in (int, float, complex, bool):
+            key.append(kind)
+        else:
+            return expression(*operands)
+    key = tuple(key)
+    value = _SHAPED.get(key)
+    if value is None:
+        value = _stand_in(expression, operands)
+        if len(_SHAPED) >= 4096:
+            _SHAPED.clear()
+        _SHAPED[key] = value
+    return value
+
+
+#: ``shaped``'s values, by the expression's code and its operands' types, shapes, dtypes
+_SHAPED = {}
+
+
+def _stand_in(expression, operands):
+    """``shaped``'s value, made."""
+    units = [np.ones((1,) * arg.ndim, arg.dtype) if type(arg) is np.ndarray else
+             type(arg)(1) for arg in operands]
+    value = expression(*units)
+    if type(value) is not np.ndarray:
+        return value
+    return np.broadcast_to(value, np.broadcast_shapes(*(np.shape(a) for a in operands)))
+
+
 def _worker():
     """The one thread that compiles kernels, one after the other (joined at exit; a
     forked child, which has no thread, starts its own)."""
@@ -199,27 +245,14 @@ def allowed():
 def _plan(args, saved):
     """``(shape, (rows, columns), operands in 2-D)`` when the loops run (module doc),
     else None."""
-    shapes = []
-    for arg in args:
-        if type(arg) is np.ndarray:
-            if arg.dtype != _FLOAT64:
-                return None
-            shapes.append(arg.shape)
-        elif not isinstance(arg, _NUMBERS) or isinstance(arg, (bool, np.bool_)):
-            return None
-    if not shapes:
+    shape = float64_broadcast(args)
+    if shape is None:
         return None
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        return None                   # numpy raises its own error
     size = 1
     for n in shape:
         size *= n
     args = [collapsed(arg) for arg in args]
-    spread = sum(BROADCAST_PASSES for arg in args
-                 if type(arg) is np.ndarray and arg.ndim > 1 and arg.shape != shape)
-    if size * (saved + spread) < FUSE_NUMBERS or size == 0:
+    if size * (saved + spread_passes(args, shape)) < FUSE_NUMBERS or size == 0:
         return None
     grid, dims = merged(shape, args)
     if grid is None:
@@ -231,6 +264,33 @@ def _plan(args, saved):
         else:
             operands.append(np.full((1, 1), float(arg)))
     return shape, grid, operands
+
+
+def float64_broadcast(args):
+    """The broadcast shape of ``args`` when every array among them is an exact float64
+    ``np.ndarray``, the others Python or numpy numbers (not bools) and one at least is
+    an array; else None (numpy runs the call, and raises its own errors)."""
+    shapes = []
+    for arg in args:
+        if type(arg) is np.ndarray:
+            if arg.dtype != _FLOAT64:
+                return None
+            shapes.append(arg.shape)
+        elif not isinstance(arg, _NUMBERS) or isinstance(arg, (bool, np.bool_)):
+            return None
+    if not shapes:
+        return None
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        return None
+
+
+def spread_passes(args, shape):
+    """The passes numpy spends beyond one on the operands of ``args`` (collapsed) that
+    have two axes or more and are spread over ``shape`` (``BROADCAST_PASSES`` each)."""
+    return sum(BROADCAST_PASSES for arg in args
+               if type(arg) is np.ndarray and arg.ndim > 1 and arg.shape != shape)
 
 
 def collapsed(arg):

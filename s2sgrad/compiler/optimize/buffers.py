@@ -9,7 +9,8 @@ written),
 that may make an array (``a - b``, ``-a``, ``a @ b``, ``np.exp(a)``: a numpy ufunc
 called with positional arguments, and the helpers that take ``out=``:
 ``rt.extremum_adjoint``, ``rt.einsum``, ``rt.einsum_adjoints``, and the calls of fused kernels,
-``kept.fused(_x_fused, a, b)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
+``kept.fused(_x_fused, a, b)``, of fused sums ``kept.fused_sum(_x_fused, a, axis=2,
+keepdims=False)``: ``optimize/kernels.py``) written ``kept.subtract(a, b)``,
 and how many it wrote (0: nothing changed).
 
 ``rt.Kept`` (``runtime/buffers.py``) runs ``np.subtract(a, b, out=...)`` into the array
@@ -146,6 +147,9 @@ class _Writer(gast.NodeTransformer):
         node.value = self.visit(node.value)       # ``a += b`` writes in place already
         return node
 
+    def visit_Lambda(self, node):
+        return node               # ``rt.shaped``'s expression: run on one element
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         ufunc = BINARY.get(type(node.op))
@@ -163,6 +167,10 @@ class _Writer(gast.NodeTransformer):
         self.generic_visit(node)
         func = node.func
         if isinstance(func, gast.Name) and func.id in self.fused:
+            if node.keywords:           # an rt.FusedSum's axis and keepdims
+                call = self._kept("fused_sum", [func] + node.args)
+                call.keywords = node.keywords
+                return call
             return self._kept("fused", [func] + node.args)
         if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
                 not isinstance(func, gast.Attribute) or not isinstance(func.value, gast.Name):

@@ -12,13 +12,20 @@ and per call a ``Chain`` (``compiler/emit/kernels.py`` writes its loops and its
 A chain is a tree of ``+ - * /``, unary ``-``, ``** 2``, ``np.sqrt``, ``np.abs``/
 ``np.absolute`` and ``np.square``; its leaves (names, calls, subscripts: anything else)
 are the kernel's operands, number constants stay in its body.  Operations a statement
-reads from earlier statements join its chain when their result is read once, there,
-is not returned, and nothing between the two statements writes in place or rebinds a
-name the moved operations read (``dt4 = -ddists; dt3 = dt4 * 2`` is one kernel of
-``ddists``).  ``np.exp``/``np.log``/trigonometry stay numpy's: numpy's vectorised
-``exp`` is ~7x faster than the one a Numba loop calls (1e6 numbers: 0.85 ms against
-6.3 ms, measured), so a chain through them would be slower fused; ``**`` other than 2
-and reductions stay as written (their results would differ in the last bits).
+reads from earlier statements join its chain when their result (that binding of the
+name) is read once, there, is not returned, and nothing between the two statements
+writes in place or rebinds a name the moved operations read (``dt4 = -ddists; dt3 =
+dt4 * 2`` is one kernel of ``ddists``).  A read of the value's shape only
+(``rt.unbroadcast(g, t3)``, ``rt.unreduce``, ``rt.reduction_count``, ``.shape``) is no
+use: the statement stays, as ``t3 = rt.shaped(lambda a, b: a * b, a, b)`` (a broadcast
+view of one element: shape, dtype and kind, no pass; when the chain's leaves are names
+or numbers and the value is an array).  ``rt.sum(<chain>, axis, keepdims)`` of one int
+axis, in any statement, is the chain summed as it is made: ``_x_fused(a, b, axis=2,
+keepdims=False)``, an ``rt.FusedSum`` (a chain of one operation is enough: its values
+are never stored; ``Chain.reduce``).  ``np.exp``/``np.log``/trigonometry stay numpy's:
+numpy's vectorised ``exp`` is ~7x faster than the one a Numba loop calls (1e6 numbers:
+0.85 ms against 6.3 ms, measured), so a chain through them would be slower fused;
+``**`` other than 2 and other reductions stay as written.
 """
 import copy
 
@@ -37,12 +44,14 @@ FUNCTIONS = frozenset({"sqrt", "abs", "absolute", "square"})
 class Chain:
     """One fused chain: ``name`` (what the call calls), ``params`` (the kernel's operand
     names, in call order), ``expression`` (gast, over ``params``), ``what`` (the
-    statements it replaces, as source) and ``where`` (the ``SourceLocation`` of the
-    user's line the last of them comes from, or None)."""
+    statements it replaces, as source), ``where`` (the ``SourceLocation`` of the
+    user's line the last of them comes from, or None) and ``reduce``: None, or the
+    ``(axis, keepdims)`` sources of the ``rt.sum`` the chain is summed by (an
+    ``rt.FusedSum``)."""
 
-    def __init__(self, name, params, expression, what, where):
+    def __init__(self, name, params, expression, what, where, reduce=None):
         self.name, self.params, self.expression = name, params, expression
-        self.what, self.where = what, where
+        self.what, self.where, self.reduce = what, where, reduce
 
 
 def fused_chains(statements, keep, fresh, scalar=lambda name: False):
@@ -55,7 +64,7 @@ def fused_chains(statements, keep, fresh, scalar=lambda name: False):
     numbers = _Numbers(scalar)
     for item in statements:
         numbers.see(item)
-    statements, moved = _joined(statements, keep)
+    statements, moved = _joined(statements, keep, numbers)
     writer = _Writer(fresh, moved, numbers)
     out = []
     for item in statements:
@@ -63,8 +72,9 @@ def fused_chains(statements, keep, fresh, scalar=lambda name: False):
             if item.origin is not None:
                 writer.where = item.origin
             out.append(item)
-        elif _simple(item) and numbers.number(item.targets[0]):
-            out.append(item)        # a number: numpy computes it once
+        elif _simple(item) and numbers.number(item.targets[0]) or \
+                _simple(item) and _rt_call(item.value, "shaped"):
+            out.append(item)        # a number: numpy computes it once; a shape's stand-in
         else:
             writer.target = _target(item)
             out.append(writer.visit(item))
@@ -196,42 +206,159 @@ def _names(node):
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
-def _reads(statements):
-    reads = {}
-    for item in statements:
-        if isinstance(item, Comment):
+def _summary(item):
+    """``(names stored, {name: reads}, {name: reads of its shape only})`` of a statement
+    (a witness pair, ``_joined``'s, or None: nothing).  A lambda's body reads its own
+    parameters; ``rt.shaped``'s operands are read for their shapes (``SHAPE_ONLY``)."""
+    stores, reads, shapes = set(), {}, {}
+    for one in item if isinstance(item, list) else [item]:
+        if one is None or isinstance(one, Comment):
             continue
-        for node in gast.walk(item):
-            if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Store):
-                reads[node.id] = reads.get(node.id, 0) + 1
-    return reads
+        todo = [one]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, gast.Lambda):
+                todo.extend(node.args.defaults)
+                continue
+            if isinstance(node, gast.Name):
+                if isinstance(node.ctx, gast.Store):
+                    stores.add(node.id)
+                else:
+                    reads[node.id] = reads.get(node.id, 0) + 1
+            for read in _shape_read(node):
+                shapes[read] = shapes.get(read, 0) + 1
+            todo.extend(gast.iter_child_nodes(node))
+    return stores, reads, shapes
 
 
-def _joined(statements, keep):
+def _joined(statements, keep, numbers):
     """The statements with each single-use elementwise result moved into its one reader
-    (module doc), and the source of what was moved, per reading statement's id."""
-    reads = _reads(statements)
+    (module doc), and the source of what was moved, per reading statement's id.  A
+    reader is a ``name = <chain>`` statement or an ``rt.sum(<chain or name>, axis,
+    keepdims)`` anywhere in a statement (``_summed``).  Reads of a value's shape only
+    (``rt.unbroadcast(g, t3)``: ``_shape_read``) do not count as uses: the value's
+    statement stays as ``rt.shaped`` of its expression (a broadcast view of one
+    element: its shape, dtype and kind without its values); ``numbers``
+    (``_Numbers``): a number read for its shape is not moved."""
     statements = list(statements)
+    summaries = [_summary(item) for item in statements]
     defined = {}          # name -> index of its ``name = <chain>`` statement
     moved = {}            # id(reading statement) -> sources of the statements moved in
     for k, item in enumerate(statements):
         if isinstance(item, Comment) or item is None:
             continue
-        if _simple(item) and operation(item.value):
-            original = to_source(item)
-            for leaf in _leaf_names(item.value):
+        original = None       # the statement's source before the first join into it
+        chained = _simple(item) and operation(item.value)
+        roots = [(item, "value")] if chained else []
+        roots += [(node.args, 0) for node in gast.walk(item) if _summed(node)]
+        for parent, field in roots:
+            chain = parent[field] if isinstance(parent, list) else getattr(parent, field)
+            for leaf in _leaf_names(chain):
                 j = defined.get(leaf)
-                if j is None or reads.get(leaf) != 1 or leaf in keep or \
+                reads, shaped = _binding_reads(summaries, j, leaf)
+                if j is None or reads - shaped != 1 or leaf in keep or \
+                        shaped and (numbers.number(statements[j].targets[0]) or
+                                    _witness(leaf, statements[j].value) is None) or \
                         not _clear(statements, j, k, _names(statements[j].value)):
                     continue
+                original = original or to_source(item)
                 moved.setdefault(id(item), []).extend(
                     moved.pop(id(statements[j]), None) or [to_source(statements[j])])
-                item.value = _replaced(item.value, leaf, statements[j].value)
-                statements[j] = None
-            if id(item) in moved:
-                moved[id(item)].append(original)
+                witness = _witness(leaf, statements[j].value) if shaped else None
+                chain = _replaced(chain, leaf, statements[j].value)
+                if isinstance(parent, list):
+                    parent[field] = chain
+                else:
+                    setattr(parent, field, chain)
+                statements[j] = witness and [Comment(
+                    f"{leaf}'s shape: its values are computed in the fused call below"), witness]
+                summaries[j], summaries[k] = _summary(statements[j]), _summary(item)
+        if id(item) in moved:
+            moved[id(item)].append(original)
+        if chained:
             defined[item.targets[0].id] = k
-    return [item for item in statements if item is not None], moved
+    return [one for item in statements if item is not None
+            for one in (item if isinstance(item, list) else [item])], moved
+
+
+#: ``rt.<helper>(...)`` calls that read only the shape (and kind, dtype) of the argument
+#: at the position given: an adjoint summed or spread to a primal's shape
+SHAPE_ONLY = {"unbroadcast": 1, "unreduce": 1, "reduction_count": 0}
+#: attributes that read a shape, not values
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype"})
+
+
+def _binding_reads(summaries, j, name):
+    """``(reads, shape reads)`` of the value statement ``j`` binds to ``name`` (per
+    statement its ``_summary``): the reads of ``name`` after it up to the statement
+    that binds it again (its reads included); ``(0, 0)`` when ``j`` is None."""
+    reads = shapes = 0
+    if j is None:
+        return reads, shapes
+    for stores, read, shape in summaries[j + 1:]:
+        reads += read.get(name, 0)
+        shapes += shape.get(name, 0)
+        if name in stores:
+            break
+    return reads, shapes
+
+
+def _shape_read(node):
+    """The names ``node`` reads for their shape only (``SHAPE_ONLY``,
+    ``SHAPE_ATTRIBUTES``; every operand of ``rt.shaped``)."""
+    if isinstance(node, gast.Attribute) and node.attr in SHAPE_ATTRIBUTES:
+        reads = [node.value]
+    elif _rt_call(node, "shaped"):
+        reads = node.args[1:]
+    elif _rt_call(node) and node.func.attr in SHAPE_ONLY and \
+            len(node.args) > SHAPE_ONLY[node.func.attr]:
+        reads = [node.args[SHAPE_ONLY[node.func.attr]]]
+    else:
+        return []
+    return [read.id for read in reads if isinstance(read, gast.Name)]
+
+
+def _rt_call(node, name=None):
+    """Whether ``node`` calls ``rt.<something>`` (``rt.<name>`` when given)."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+        isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" and \
+        (name is None or node.func.attr == name)
+
+
+def _witness(name, value):
+    """``name = rt.shaped(lambda a, b: <value>, a, b)``: what stands for ``name`` where
+    only its shape is read once its values are fused into a later chain; None when the
+    chain ``value`` has a leaf other than a name or a number (computed twice)."""
+    leaves = []
+    for node in _leaves(value):
+        if isinstance(node, gast.Name):
+            if node.id not in leaves:
+                leaves.append(node.id)
+        elif not (isinstance(node, gast.Constant) and type(node.value) in (int, float)):
+            return None
+    params = ", ".join(leaves)
+    return gast.parse(f"{name} = rt.shaped(lambda {params}: {to_source(value)}, "
+                      f"{params})").body[0]
+
+
+def _leaves(node):
+    """The operand nodes of the chain rooted at ``node``."""
+    if not operation(node):
+        return [node]
+    return [leaf for child in _operands(node) for leaf in _leaves(child)]
+
+
+def _summed(node):
+    """Whether ``node`` is ``rt.sum(<a name or a chain>, <int>, <True or False>)``: a sum
+    over one axis a ``rt.FusedSum`` runs (the chain's values are never stored)."""
+    if not (_rt_call(node, "sum") and len(node.args) == 3 and not node.keywords):
+        return False
+    axis, keepdims = node.args[1], node.args[2]
+    if isinstance(axis, gast.UnaryOp) and isinstance(axis.op, gast.USub):
+        axis = axis.operand
+    return isinstance(axis, gast.Constant) and type(axis.value) is int and \
+        isinstance(keepdims, gast.Constant) and type(keepdims.value) is bool and \
+        (operation(node.args[0]) or isinstance(node.args[0], gast.Name))
 
 
 def _leaf_names(node):
@@ -245,10 +372,11 @@ def _clear(statements, j, k, read):
     """Whether statements ``j+1 .. k-1`` leave ``read`` (names) as they are: every one
     a ``name = value`` of a name not in ``read`` (nothing written in place)."""
     for item in statements[j + 1:k]:
-        if item is None or isinstance(item, Comment):
-            continue
-        if not _simple(item) or item.targets[0].id in read:
-            return False
+        for one in item if isinstance(item, list) else [item]:    # a witness: ``_joined``
+            if one is None or isinstance(one, Comment):
+                continue
+            if not _simple(one) or one.targets[0].id in read:
+                return False
     return True
 
 
@@ -280,18 +408,25 @@ class _Writer(gast.NodeTransformer):
     def visit(self, node):
         if isinstance(node, gast.stmt):
             self.statement = node
+        if _summed(node) and count(node.args[0], self.numbers) >= 1:
+            return self._call(node.args[0], node)
         if count(node, self.numbers) < MIN_OPERATIONS:
             return super().visit(node)
         return self._call(node)
 
-    def _call(self, node):
+    def _call(self, node, summed=None):
+        """The kernel call of the chain ``node`` (of the ``rt.sum`` ``summed`` of it)."""
         what = self.moved.get(id(self.statement)) or [to_source(self.statement)]
         leaves, params = {}, []
         expression = self._body(copy.deepcopy(node), leaves, params)
-        name = self.fresh(f"_{self.target}_fused")
+        target = "sum" if summed is not None and self.target == "chain" else self.target
+        name = self.fresh(f"_{target}_fused")
+        reduce = None if summed is None else tuple(to_source(a) for a in summed.args[1:])
         self.chains.append(Chain(name, [p for p, _ in params], expression, what,
-                                 self.where))
-        return gast.Call(name_node(name), [self.visit(leaf) for _, leaf in params], [])
+                                 self.where, reduce))
+        keywords = [] if summed is None else [
+            gast.keyword("axis", summed.args[1]), gast.keyword("keepdims", summed.args[2])]
+        return gast.Call(name_node(name), [self.visit(leaf) for _, leaf in params], keywords)
 
     def _body(self, node, leaves, params):
         """``node``'s chain over parameter names; ``params`` gets (name, leaf) pairs
@@ -323,8 +458,10 @@ def _without_empty_comments(items):
     """``items`` less the location comments no statement follows any more."""
     out = []
     for k, item in enumerate(items):
+        after = next((one for one in items[k + 1:] if not (
+            isinstance(one, Comment) and one.origin is None)), None)
         if isinstance(item, Comment) and item.origin is not None and (
-                k + 1 == len(items) or isinstance(items[k + 1], Comment)):
+                after is None or isinstance(after, Comment)):
             continue
         out.append(item)
     return out
