@@ -319,3 +319,16 @@ def test_a_kernel_divides_by_zero_as_numpy_does_from_a_module_with_no_file(monke
     got = scope["_z_fused"](a, b, 2.0)
     assert scope["_z_fused"].compiled is not None
     np.testing.assert_array_equal(got, -a / b * 2.0)
+
+
+def test_a_result_that_stays_in_the_caches_runs_numpy_whatever_the_passes_saved():
+    """A chain whose result is under FUSE_NUMBERS / LEAST_SHARE numbers runs numpy even
+    where its passes saved times its size reach FUSE_NUMBERS (ba's (31843, 3) chains of
+    four passes saved gained nothing compiled and cost kernel compiles at the first call);
+    one of that size runs compiled."""
+    least = fused.FUSE_NUMBERS // fused.LEAST_SHARE
+    small = np.ones((least // 2 - 1, 2))
+    assert small.size * 8 >= fused.FUSE_NUMBERS
+    assert fused._plan([small, small], 8) is None
+    large = np.ones((least // 2, 2))
+    assert fused._plan([large, large], 8) is not None

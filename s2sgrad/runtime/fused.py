@@ -14,7 +14,7 @@ one row or one column read at row or column 0) and the chain as a numpy expressi
   array operand is an exact float64 ``np.ndarray``, the other operands
   are Python or numpy numbers, the passes the loop saves (its operations less one, and
   ``BROADCAST_PASSES`` per operand of two axes or more broadcast) times the broadcast
-  result's size reach ``FUSE_NUMBERS``, and the operands' broadcast merges
+  result's size reach ``FUSE_NUMBERS`` (and the result's size ``FUSE_NUMBERS / LEAST_SHARE``), and the operands' broadcast merges
   into two axes (adjacent axes on which every
   operand is either whole or of length 1 merge; ``(n, 1) + (1, k) - (n, k)`` is 2-D
   already, ``(n, k, d) * (k, d)`` is ``(n, k*d) * (1, k*d)``).  Each operand is passed
@@ -55,6 +55,12 @@ FUSE_NUMBERS = int(os.environ.get("S2SGRAD_FUSED_MIN", 2 ** 19))
 #: gmm's 1,000 x 25 x 10, so the loops count it as two passes saved (gmm's broadcast
 #: adjoints, ``g[:, :, None] * 2 * a`` and ``a + b * q``: 0.48 -> 0.25 and 0.53 -> 0.18 ms)
 BROADCAST_PASSES = 2
+#: the least result size run compiled, whatever the passes saved, as a share of
+#: ``FUSE_NUMBERS``: a quarter (2**17 numbers, 1 MiB of float64 at the default): a smaller result
+#: stays in the caches, where numpy's extra passes are cheap (ba's (31843, 3) chains of 4
+#: passes saved: no faster compiled, and 1.4-4 s of kernel compiles at the first call;
+#: gmm's (1000, 25, 10) ones: 0.25 -> 0.13 ms)
+LEAST_SHARE = 4
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (float, int, np.floating, np.integer)
 #: the compiled loops of this process, by their code (``_compiled``)
@@ -252,7 +258,8 @@ def _plan(args, saved):
     for n in shape:
         size *= n
     args = [collapsed(arg) for arg in args]
-    if size * (saved + spread_passes(args, shape)) < FUSE_NUMBERS or size == 0:
+    if size * (saved + spread_passes(args, shape)) < FUSE_NUMBERS or size == 0 or \
+            size * LEAST_SHARE < FUSE_NUMBERS:
         return None
     grid, dims = merged(shape, args)
     if grid is None:

@@ -17,7 +17,7 @@ beside it.  A call ``_x_fused(a, b, axis=2, keepdims=False)`` runs
   numpy runs one short loop per row and ``rt.sum`` as a BLAS product with ones: gmm's
   ``np.sum(Lxcentered ** 2, axis=2)``, 25,000 rows of 10, took 0.21 ms of ``** 2`` and
   ``rt.sum`` in the gradient, 0.12 as one loop) times the broadcast size reach
-  ``fused.FUSE_NUMBERS``, and the axes
+  ``fused.FUSE_NUMBERS`` (and the size ``fused.FUSE_NUMBERS / fused.LEAST_SHARE``), and the axes
   before ``axis`` merge into one and those after it into another (on each group every
   operand is whole or of length 1);
 - ``rt.sum(numpy(a, b), axis, keepdims)`` otherwise (what the code without the kernel
@@ -100,7 +100,8 @@ def _plan(args, axis, saved):
     spread = fused.spread_passes(args, shape)
     if axis == len(shape) - 1 or math.prod(shape[axis + 1:]) == 1:
         spread += fused.BROADCAST_PASSES * (shape[axis] <= SHORT_ROWS)
-    if size == 0 or size * (saved + spread) < fused.FUSE_NUMBERS:
+    if size == 0 or size * (saved + spread) < fused.FUSE_NUMBERS or \
+            size * fused.LEAST_SHARE < fused.FUSE_NUMBERS:
         return None
     operands = []
     for arg in args:
