@@ -46,8 +46,11 @@ from ..syntax.source import to_source
 from .kernels import operation
 from .loop_space import module_call
 
-#: the fewest array statements worth a loop of their own (one is one pass already)
-MIN_STATEMENTS = 2
+#: the fewest array statements worth a loop of their own (one is one pass already; two
+#: save one array at most, and the function costs Numba a compile: measured on the lstm
+#: eval, its four runs of two statements fused took 1.5-3 s more to compile and ran no
+#: faster)
+MIN_STATEMENTS = 3
 #: the fewest arrays a loop must save (statements less the arrays it writes): a loop
 #: that writes every value its statements make saves only passes, and costs a function
 #: for Numba to compile (0.2-0.4 s).  Measured: a 6-statement forward step over 10,000
