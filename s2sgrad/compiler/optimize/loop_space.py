@@ -77,6 +77,24 @@ def slice_cuts(statements, space):
     return {name: c.pop() for name, c in cuts.items() if len(c) == 1 and None not in c}
 
 
+def pieced(statements, small):
+    """The names whose length may not be the one their shape says: bound by a concatenate
+    with a constant piece (``np.concatenate((p, a[:-k]))`` has ``a``'s length only where
+    ``a`` has ``k`` elements or more), or by a value that reads such a name (a loop's
+    values of them can differ in length where its guard fails: no block of rows)."""
+    defs = [(node.targets[0].id, node.value) for node in nodes(statements)
+            if isinstance(node, gast.Assign) and len(node.targets) == 1 and
+            isinstance(node.targets[0], gast.Name)]
+    found = {name for name, value in defs if module_call(value, "np", ("concatenate",))
+             and any(isinstance(n, gast.Name) and n.id in small for n in gast.walk(value))}
+    while True:
+        more = {name for name, value in defs if name not in found and any(
+            isinstance(n, gast.Name) and n.id in found for n in gast.walk(value))}
+        if not more:
+            return found
+        found |= more
+
+
 def array_ranks(statements, ndims):
     """name -> rank lookup: the lowering's ``ndims``, and for a name every assignment of
     which is ``zeros_like(x)`` (an adjoint's accumulator), ``x``'s rank."""

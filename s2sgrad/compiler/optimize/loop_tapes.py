@@ -27,8 +27,8 @@ def rows_on_tapes(forward, backward, passes):
     """Rewrite the tapes that keep a block's rows (module doc)."""
     writers = {f.name: (f.params, set(f.written)) for f in passes}
     for fused in passes:
-        if fused.block is None or fused.branch is None or fused.least:
-            continue        # (a concatenate's values: of other lengths where n < least)
+        if fused.block is None or fused.branch is None:
+            continue        # (no block where the loop takes a least length: loops.py)
         found = _append_after(forward, fused.branch)
         if found is None:
             continue

@@ -27,6 +27,15 @@ says which arrays have it: ``analysis/shapes.py`` facts spread through the state
 - a slice's adjoint: ``z = np.zeros_like(b)``, ``parts = rt.split_like(d, (p, q), 0)``,
   ``v = parts[1]``, ``rt.add_into(z[:-k], v)`` read as ``if i < n - k: z += d[i + k]``.
 
+A run also takes ``v = base[...]``, a 1-D slice or row of an array from before it (moved
+before, its length among those the guard compares: spaces are lengths by name, compared
+at run time), and in the adjoint the rows of a 2-D accumulator (``rt.add_into(dc[j], v)``,
+``rt.copy_value(dc[j])``, ``dc[j] = 0``) and slices of an ``np.zeros_like`` it moved before
+(``rt.add_into(z[lo:hi], v)``), each bound to a name before the run and written in the
+loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  Two or
+more values read after the run are the rows of one array the loop makes (``Pass.block``;
+``loop_tapes.py`` puts it on the tape in their place).
+
 A value a later statement reads shifted (``t5[i - 1]``) is written to an array in the
 loop, which then runs the way that makes the read an earlier iteration's (up for
 ``i - k``, down for ``i + k``); an array from before the run read shifted is never also
@@ -80,6 +89,7 @@ class Context:
         self.slices = {}            # name -> cut c of the views base[c:]/base[:-c]
         self.rank = lambda name: None   # an array's rank where known (adjoints: their primal's)
         self.stores = {}            # name -> how often the sweep binds it
+        self.pieced = set()         # names of lengths a concatenate's piece decides
 
     def length(self, name):
         """``("small", k)``: ``name`` has k elements; ``("cut", c)``: ``n - c``; None."""
@@ -102,7 +112,10 @@ class Pass:
     ``origins`` and ``aliases`` ((name, output) bound after the call), ``block`` and
     ``rows`` (where two or more outputs are not returned: one array of their rows, made
     once per call, the call binds ``block`` and unpacks it into ``rows``: one allocation
-    and one value to keep for them all), ``branch`` (the ``if`` of the call)."""
+    and one value to keep for them all; not where the loop takes a least length or
+    reads an array a concatenate's piece made, ``loop_space.pieced``: where its guard
+    fails, numpy's values may be of several lengths, which rows cannot hold),
+    ``branch`` (the ``if`` of the call)."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
@@ -751,7 +764,7 @@ class _Pass:
         stores = name_uses(inside)[1]
         rows = [n for n in fused.outputs if n not in context.keep and
                 context.stores.get(n, 0) <= stores.get(n, 0)]   # not bound outside the run
-        if len(rows) >= 2:
+        if len(rows) >= 2 and not state.least and not set(state.outer) & context.pieced:
             fused.block = context.fresh(f"{rows[-1]}_rows")
             fused.rows = rows
         fused.results = ([fused.block] if fused.block else []) + \
