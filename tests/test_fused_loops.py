@@ -83,7 +83,8 @@ def test_the_ode_step_is_one_forward_loop_and_one_adjoint_loop():
         assert text.count("for i in range(n") == 1
         for call in ("np.concatenate", "split_like", "add_into", "np.zeros"):
             assert call not in text
-    # the arrays each loop makes: the tape's four, those read shifted, the carried one
+    # the arrays each loop makes: the tape's four, those read shifted, the carried one (no
+    # block of rows: the loop takes a least length, where its values' lengths differ)
     assert "\n".join(forward_body).count("np.empty(n)") == 8
     assert "\n".join(adjoint_body).count("np.empty(n)") == 5     # of 33 statements' arrays
     assert "t5[i - 1]" in "\n".join(forward_body)

@@ -1051,3 +1051,24 @@ def _trip_count(start, stop, step=1):
             return max(0, (stop - start + step - 1) // step)
         return max(0, (start - stop - step - 1) // -step)
     return trip_count
+
+
+@overload(rt.stacked_rows)
+def _stacked_rows(rows):
+    if not (isinstance(rows, types.UniTuple) and isinstance(rows.dtype, types.Array) and
+            rows.dtype.ndim == 1):
+        return None
+    m, dtype = len(rows), as_dtype(rows.dtype.dtype)
+
+    def stacked_rows(rows):
+        n = rows[0].shape[0]
+        out = np.empty((m, n), dtype)
+        for k in range(m):
+            row = rows[k]
+            if row.shape[0] != n:
+                raise ValueError("s2sgrad: the arrays one fused loop of the generated code "
+                                 "keeps for the adjoint are not of one length, which its "
+                                 "build took them to be; please report this program")
+            out[k] = row
+        return out
+    return stacked_rows

@@ -25,7 +25,9 @@ from .emit.loops import loop_lines
 from .optimize.buffers import kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.kernels import Numbers, fused_chains
-from .optimize.loop_space import index_spaces, nodes, slice_cuts
+from .optimize.loop_space import array_ranks, index_spaces, nodes, pieced, slice_cuts
+from .analysis.shapes import Dim
+from .optimize.loop_tapes import rows_on_tapes
 from .optimize.loops import Context, fused_loops
 from .optimize.products import scaled_products
 from .optimize.shared import shared_values
@@ -325,13 +327,22 @@ def loop_sweeps(d, sweeps):
     shapes = lowered.shapes
     if shapes is None:
         return []
-    same = shapes.same
     floats = {p for p in lowered.params if (lowered.param_types.get(p) or (None,))[0] is not
               None and str(lowered.param_types[p][0]) == "float64"}
 
     def known(name):       # the float64 arguments' shapes: the roots of every index space
         return shapes.of.get(name) if name in floats else None
-    spaces = index_spaces(everything, known, same, numbers.number, small)
+
+    def view(name):        # a 1-D slice or row: the lowering's shape of it
+        return shapes.of.get(name) if lowered.ndims.get(name) == 1 else None
+
+    def one_length(a, b):  # 1-D of one length, or two sizes by name that the loop's
+        # guard compares (rt.one_length: else the statements as numpy)
+        return shapes.same(a, b) or a is not None and b is not None and \
+            len(a) == len(b) == 1 and all(
+                isinstance(shapes.find(dim), Dim) for dim in (a[0], b[0]))
+    same = one_length
+    spaces = index_spaces(everything, known, same, numbers.number, small, view)
     reads = name_uses(everything)[0]
     keep = set(atom_vars(lowered.output)) | {g for g in d.returned if g is not None}
 
@@ -342,8 +353,13 @@ def loop_sweeps(d, sweeps):
     context = Context(space, numbers, small, reads, keep, d.names.fresh, same,
                       set(d.names.modules.values()) | {"np", "rt", "math"})
     context.slices = slice_cuts(everything, space)
+    context.rank = array_ranks(everything, lowered.ndims)
+    context.pieced = pieced(everything, small)
+    context.stores = name_uses(sweeps.forward)[1]
     sweeps.forward, passes = fused_loops(sweeps.forward, context)
+    context.stores = name_uses(sweeps.backward)[1]
     sweeps.backward, more = fused_loops(sweeps.backward, context)
+    rows_on_tapes(sweeps.forward, sweeps.backward, passes)
     return loop_lines(passes + more)
 
 

@@ -411,6 +411,23 @@ def push(tape, top, value):
     return top + 1
 
 
+def stacked_rows(rows):
+    """The 1-D arrays ``rows`` as the rows of one new array: a fused loop's kept values
+    (``compiler/optimize/loop_tapes.py``) where its statements ran as numpy instead.  They
+    are of one length: the shapes that put them in one loop say so; arrays numpy
+    broadcast to different lengths are an error here, never rows of a wrong length."""
+    n = rows[0].shape[0]
+    for row in rows:
+        if row.shape != (n,):
+            raise ValueError(_UNEQUAL_ROWS.format(n, row.shape))
+    return np.stack(rows)
+
+
+_UNEQUAL_ROWS = ("s2sgrad: the arrays one fused loop of the generated code keeps for the "
+                 "adjoint have shapes ({},) and {}, which its build took to be of one "
+                 "length; please report this program (S2SGRAD_BACKEND does not change it)")
+
+
 def trip_count(start, stop, step=1):
     """How many values ``range(start, stop, step)`` gives."""
     return len(range(start, stop, step))

@@ -43,8 +43,12 @@ def _function(fused):
                  f"elements i{order} (the call's else: the statements as numpy)")
     lines += wrap(f"def {fused.name}({', '.join(fused.params)}):")
     lines.append(f"{INDENT}n = {fused.arrays[0]}.shape[0]")
+    if fused.block:
+        lines.append(f"{INDENT}{fused.block} = np.empty(({len(fused.rows)}, n))")
+        lines += wrap(f"{INDENT}{', '.join(fused.row_arrays)} = {fused.block}")
     for array in fused.temporaries:
-        lines.append(f"{INDENT}{array} = np.empty(n)")
+        if array not in fused.row_arrays:
+            lines.append(f"{INDENT}{array} = np.empty(n)")
     span = "range(n - 1, -1, -1)" if fused.down else "range(n)"
     lines.append(f"{INDENT}for i in {span}:")
     for line in fused.body + [f"{a}[i] = {local}" for a, local in fused.stores]:

@@ -6,8 +6,10 @@ lowered function's arrays, or None) and ``same`` (whether two such shapes are eq
 it gives name -> the shape of each 1-D array whose every ``name = value`` gives it that
 shape: ``a = b``, ``np.zeros_like(b)``/``rt.zeros_like(b)``/``np.empty_like``/
 ``np.ones_like``/``np.copy``, an elementwise tree (``kernels.operation``) of arrays of
-one shape and numbers, ``np.concatenate((p, a[:-k]))`` of ``a``'s shape.  Adjoints and
-the primal values the reverse sweep restores get their primal's shape this way.
+one shape and numbers, ``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
+``base[...]`` the shape ``views(name)`` gives it (the lowering's shape of a 1-D slice or
+row).  Adjoints and the primal values the reverse sweep restores get their primal's shape
+this way.
 """
 import gast
 
@@ -23,9 +25,10 @@ TOP = object()      # not known yet: every definition seen so far agrees with an
 BOTTOM = object()   # not one 1-D shape
 
 
-def index_spaces(statements, known, same, number, small):
+def index_spaces(statements, known, same, number, small, views=None):
     """name -> shape (module doc); ``number(node)``: whether a node is a number,
-    ``small``: name -> k of the ``np.ones(k)``/``np.zeros(k)`` arrays."""
+    ``small``: name -> k of the ``np.ones(k)``/``np.zeros(k)`` arrays, ``views``: name ->
+    the shape of the view a name is bound to (or None)."""
     defs = {}
     for node in nodes(statements):
         if isinstance(node, gast.Assign) and len(node.targets) == 1 and \
@@ -39,7 +42,9 @@ def index_spaces(statements, known, same, number, small):
         for name, values in defs.items():
             shape = TOP
             for value in values:
-                shape = _meet(shape, _shape(value, shapes, facts), same)
+                part = _of_view(name, views) if isinstance(value, gast.Subscript) else \
+                    _shape(value, shapes, facts)
+                shape = _meet(shape, part, same)
             old = shapes[name]
             if not (shape is old or shape not in (TOP, BOTTOM) and
                     old not in (TOP, BOTTOM) and same(shape, old)):
@@ -72,6 +77,46 @@ def slice_cuts(statements, space):
     return {name: c.pop() for name, c in cuts.items() if len(c) == 1 and None not in c}
 
 
+def pieced(statements, small):
+    """The names whose length may not be the one their shape says: bound by a concatenate
+    with a constant piece (``np.concatenate((p, a[:-k]))`` has ``a``'s length only where
+    ``a`` has ``k`` elements or more), or by a value that reads such a name (a loop's
+    values of them can differ in length where its guard fails: no block of rows)."""
+    defs = [(node.targets[0].id, node.value) for node in nodes(statements)
+            if isinstance(node, gast.Assign) and len(node.targets) == 1 and
+            isinstance(node.targets[0], gast.Name)]
+    found = {name for name, value in defs if module_call(value, "np", ("concatenate",))
+             and any(isinstance(n, gast.Name) and n.id in small for n in gast.walk(value))}
+    while True:
+        more = {name for name, value in defs if name not in found and any(
+            isinstance(n, gast.Name) and n.id in found for n in gast.walk(value))}
+        if not more:
+            return found
+        found |= more
+
+
+def array_ranks(statements, ndims):
+    """name -> rank lookup: the lowering's ``ndims``, and for a name every assignment of
+    which is ``zeros_like(x)`` (an adjoint's accumulator), ``x``'s rank."""
+    like = {}
+    for node in nodes(statements):
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], gast.Name):
+            value, name = node.value, node.targets[0].id
+            source = value.args[0].id if (module_call(value, "np", ("zeros_like",)) or
+                                          module_call(value, "rt", ("zeros_like",))) and \
+                len(value.args) == 1 and isinstance(value.args[0], gast.Name) else None
+            like.setdefault(name, set()).add(source)
+
+    def rank(name):
+        if name in ndims:
+            return ndims[name]
+        sources = like.get(name, {None})
+        return ndims.get(next(iter(sources))) if len(sources) == 1 and \
+            None not in sources else None
+    return rank
+
+
 def nodes(items):
     """Every gast node of the statement list ``items`` (loops and branches entered,
     ``Comment``s skipped)."""
@@ -87,6 +132,11 @@ def nodes(items):
             yield from nodes(item.orelse)
         else:
             yield from gast.walk(item)
+
+
+def _of_view(name, views):
+    shape = views(name) if views is not None else None
+    return shape if isinstance(shape, tuple) and len(shape) == 1 else BOTTOM
 
 
 def _meet(a, b, same):

@@ -18,13 +18,23 @@ A run's statements, per element ``i`` of arrays of one length ``n`` (``Context.s
 says which arrays have it: ``analysis/shapes.py`` facts spread through the statements):
 
 - ``a = <tree>`` of ``+ - * /``, ``** 2``, unary ``-``, ``np.sqrt``/``abs``/``square``/
-  ``exp``/``log``/``tanh``/``sin``/``cos`` over the space's arrays and numbers;
+  ``exp``/``log``/``tanh``/``sin``/``cos`` over the space's arrays and numbers, and
+  ``rt.unbroadcast(g, x)`` of an ``x`` from before the run (of the loop's length: ``g``);
   ``a += <tree>`` (an array from before the run is written in place: ``a[i] += ...``);
   ``a = b`` of a value of the run, ``np.copy(b)``, ``np.zeros_like(b)``;
 - ``np.concatenate((p, a[:-k]))`` (``p`` an ``np.ones(k)``/``np.zeros(k)``) read as
   ``p[i] if i < k else a[i - k]``, and ``np.concatenate((a[k:], p))`` likewise;
 - a slice's adjoint: ``z = np.zeros_like(b)``, ``parts = rt.split_like(d, (p, q), 0)``,
   ``v = parts[1]``, ``rt.add_into(z[:-k], v)`` read as ``if i < n - k: z += d[i + k]``.
+
+A run also takes ``v = base[...]``, a 1-D slice or row of an array from before it (moved
+before, its length among those the guard compares: spaces are lengths by name, compared
+at run time), and in the adjoint the rows of a 2-D accumulator (``rt.add_into(dc[j], v)``,
+``rt.copy_value(dc[j])``, ``dc[j] = 0``) and slices of an ``np.zeros_like`` it moved before
+(``rt.add_into(z[lo:hi], v)``), each bound to a name before the run and written in the
+loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  Two or
+more values read after the run are the rows of one array the loop makes (``Pass.block``;
+``loop_tapes.py`` puts it on the tape in their place).
 
 A value a later statement reads shifted (``t5[i - 1]``) is written to an array in the
 loop, which then runs the way that makes the read an earlier iteration's (up for
@@ -40,13 +50,16 @@ import copy
 
 import gast
 
-from ..syntax.nodes import Comment
+from ..syntax.nodes import Comment, name_uses
 from ..syntax.source import to_source
 from .kernels import operation
 from .loop_space import module_call
 
-#: the fewest array statements worth a loop of their own (one is one pass already)
-MIN_STATEMENTS = 2
+#: the fewest array statements worth a loop of their own (one is one pass already; two
+#: save one array at most, and the function costs Numba a compile: measured on the lstm
+#: eval, its four runs of two statements fused took 1.5-3 s more to compile and ran no
+#: faster)
+MIN_STATEMENTS = 3
 #: the fewest arrays a loop must save (statements less the arrays it writes): a loop
 #: that writes every value its statements make saves only passes, and costs a function
 #: for Numba to compile (0.2-0.4 s).  Measured: a 6-statement forward step over 10,000
@@ -74,6 +87,9 @@ class Context:
         self.reads, self.keep, self.fresh, self.same = reads, keep, fresh, same
         self.modules = modules
         self.slices = {}            # name -> cut c of the views base[c:]/base[:-c]
+        self.rank = lambda name: None   # an array's rank where known (adjoints: their primal's)
+        self.stores = {}            # name -> how often the sweep binds it
+        self.pieced = set()         # names of lengths a concatenate's piece decides
 
     def length(self, name):
         """``("small", k)``: ``name`` has k elements; ``("cut", c)``: ``n - c``; None."""
@@ -93,16 +109,25 @@ class Pass:
     iteration), ``temporaries`` (every array the loop makes: the results and the values
     read shifted), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the fewest
     elements it takes), ``statements`` (the original statements with their comments),
-    ``origins`` and ``aliases`` ((name, output) bound after the call)."""
+    ``origins`` and ``aliases`` ((name, output) bound after the call), ``block`` and
+    ``rows`` (where two or more outputs are not returned: one array of their rows, made
+    once per call, the call binds ``block`` and unpacks it into ``rows``: one allocation
+    and one value to keep for them all; not where the loop takes a least length or
+    reads an array a concatenate's piece made, ``loop_space.pieced``: where its guard
+    fails, numpy's values may be of several lengths, which rows cannot hold),
+    ``branch`` (the ``if`` of the call)."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
         self.arrays, self.written, self.body, self.stores = [], [], [], []
         self.temporaries, self.down, self.statements, self.origins = [], False, [], []
         self.results, self.aliases = [], []   # the arrays returned; (name, output) kept
+        self.row_arrays = []                  # the loop function's names of the rows
         self.count, self.where = 0, []        # statements fused; "file.py:12" of each line
         self.shifted = False                  # whether a value is read at i - k or i + k
         self.least = 0                        # the fewest elements the loop takes
+        self.block, self.rows = None, []      # one array holding these outputs as rows
+        self.branch = None                    # the ``if`` the call is in
 
 
 def fused_loops(statements, context):
@@ -163,6 +188,8 @@ class _State:
         self.slices = {}            # name -> (base, low, cut) of a view moved before
         self.least = 0              # the loop takes n >= least (a slice of k: n >= k)
         self.taken = set()
+        self.views = []             # (name, source) of the views written, bound before
+        self.fresh = set()          # arrays the run's ``np.zeros_like`` made (moved before)
 
 
 class _Run:
@@ -219,6 +246,9 @@ class _Run:
         ``append`` (after it); recorded in ``before``/``after``."""
         state = self.state
         reads = _reads(item)
+        if _assigned(item) is not None and (_np_call(item.value, ZEROS) or
+                                            _np_call(item.value, ZEROS, "rt")):
+            return self._zeros_before(item, reads)
         if _assigned(item) is not None and not reads & set(state.values):
             name = _assigned(item)
             if name in state.values or name in state.outer or name in state.read_after:
@@ -233,13 +263,46 @@ class _Run:
                 try:
                     state.slices[name] = (item.value.value.id, *_cut(item.value.slice))
                 except NotFused:
-                    return False
+                    return self._view_before(item, name)
                 self.before.append(item)
                 return True
+            return self._view_before(item, name)
+        if _stored_row(item) and not reads & set(state.values) and \
+                not _stored_row(item) & (self._bases() | state.read_after):
+            self.before.append(item)        # ``cell[j] = tape.pop()``: the run never reads it
+            return True
         if _is_append(item) and not any(state.values.get(n) and state.values[n].view
                                         for n in reads):
             state.read_after |= reads
             self.after.append(item)
+            return True
+        return False
+
+    def _bases(self):
+        """The arrays the run reads or writes so far, and the bases of its views."""
+        state = self.state
+        return set(state.outer) | {_base_name(source) for _, source in state.views} | \
+            set(state.values)
+
+    def _zeros_before(self, item, reads):
+        """``z = np.zeros_like(x)`` of an ``x`` from before the run: a fresh array, made
+        before (the run may add into slices of it, ``_Statement._add_into``)."""
+        name = _assigned(item)
+        state = self.state
+        if name is None or reads & set(state.values) or name in self._bases() or \
+                name in state.read_after or self.context.rank(name) != 1:
+            return False
+        self.before.append(item)
+        state.fresh.add(name)
+        return True
+
+    def _view_before(self, item, name):
+        """``v = base[...]``, a 1-D view of the run's kind (a slice or a row of an array
+        from before the run, ``Context.space`` knows it): moved before, read as an array
+        of the run (its length is among those the guard compares)."""
+        if isinstance(item.value, gast.Subscript) and \
+                isinstance(item.value.value, gast.Name) and self.context.space(name):
+            self.before.append(item)
             return True
         return False
 
@@ -250,24 +313,45 @@ class _Run:
         the call (and the aliases it keeps) ``else:`` the statements as they were (a
         run as Python, or arrays numpy broadcasts), then the moved appends."""
         fused = _Pass(self.context, self.state).finished(self.statements, self.origins)
-        if fused.count - len(fused.temporaries) < MIN_SAVED:
+        made = len(fused.temporaries) - len(fused.rows) + (fused.block is not None)
+        if fused.count - made < MIN_SAVED:
             return None
         passes.append(fused)
         where = ", ".join(fused.where)
         comment = Comment(f"{fused.count} array statements in one loop ({fused.name}, above)"
                           + (f": {where}" if where else ""),
                           self.origins[0] if self.origins else None)
-        outputs = ", ".join(fused.outputs) + ("," if len(fused.outputs) == 1 else "")
+        bound = ([fused.block] if fused.block else []) + \
+            [n for n in fused.outputs if n not in fused.rows]
+        outputs = ", ".join(bound) + ("," if len(bound) == 1 else "")
         call = f"{fused.name}({', '.join(fused.params)})"
-        text = f"{outputs} = {call}" if fused.outputs else call
-        aliases = [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
+        text = f"{outputs} = {call}" if bound else call
+        aliases = [gast.parse(f"{', '.join(fused.rows)} = {fused.block}").body[0]] \
+            if fused.block else []
+        aliases += [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
         shapes = ", ".join(f"{a}.shape" for a in fused.arrays) + \
             ("," if len(fused.arrays) == 1 else "")
         test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
                           mode="eval").body
         branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases,
                          orelse=list(self.statements))
-        return self.before + [comment, branch] + self.after
+        fused.branch = branch
+        views = [gast.parse(f"{name} = {source}").body[0] for name, source in
+                 self.state.views]
+        return self.before + [comment] + views + [branch] + self.after
+
+
+def _stored_row(item):
+    """The base of ``a[...] = value`` (a set), else an empty set."""
+    if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+            isinstance(item.targets[0], gast.Subscript) and \
+            isinstance(item.targets[0].value, gast.Name):
+        return {item.targets[0].value.id}
+    return set()
+
+
+def _base_name(source):
+    return source.split("[", 1)[0]
 
 
 def _index(items, item):
@@ -313,7 +397,40 @@ class _Statement:
             return self._update(item.target.id, op, self.element(item.value), True)
         if isinstance(item, gast.Expr) and _np_call(item.value, ("add_into",), "rt"):
             return self._add_into(*item.value.args)
+        if _stored_row(item) and isinstance(item.value, gast.Constant) and \
+                isinstance(item.value.value, (int, float)):
+            view = self._written_view(item.targets[0])
+            return self._line(f"{view}[i] = {item.value.value!r}", False)
         raise NotFused
+
+    def _written_view(self, target):
+        """The name of the 1-D view ``a[j]`` (a row of a 2-D ``a``) or ``z[lo:hi]`` (of a
+        1-D ``z`` the run made with ``np.zeros_like``) the run writes, bound before it
+        (an element ``a[j]`` of a 1-D ``a``, a view of an array the run reads: NotFused)."""
+        state = self.state
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)):
+            raise NotFused
+        base, index = target.value.id, target.slice
+        if base in state.values or base in state.outer or base in state.read_after:
+            raise NotFused
+        row = self.context.rank(base) == 2 and not isinstance(index, (gast.Slice, gast.Tuple))
+        part = base in state.fresh and isinstance(index, gast.Slice) and index.step is None
+        if not (row or part):
+            raise NotFused
+        source = to_source(target)
+        for name, seen in state.views:
+            if seen == source:
+                return name
+        if any(_base_name(seen) == base for _, seen in state.views) and row:
+            raise NotFused          # two rows of one array: which rows is not known
+        if _reads(target.slice) & set(state.values):
+            raise NotFused
+        name = self.context.fresh(f"{base}_part")
+        state.taken.add(name)
+        state.views.append((name, source))
+        state.outer.append(name)
+        state.written.append(name)
+        return name
 
     def _assign(self, name, value):
         state, context = self.state, self.context
@@ -436,12 +553,15 @@ class _Statement:
         self._bind(name).view = view
 
     def _add_into(self, target, part):
-        """``rt.add_into(a[:-k], v)`` / ``rt.add_into(a[k:], v)`` of a view ``v``."""
+        """``rt.add_into(a[:-k], v)`` / ``rt.add_into(a[k:], v)`` of a view ``v``, or of
+        any value into a view ``_written_view`` takes."""
         state = self.state
         if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
                 and isinstance(part, gast.Name) and part.id in state.values and
                 state.values[part.id].view):
-            raise NotFused
+            element = self.element(part)
+            view = self._written_view(target)
+            return self._line(f"{view}[i] += {element}", True)
         d, offset, fewer = state.values[part.id].view
         low, cut = _cut(target.slice)
         if low + cut != fewer:
@@ -474,6 +594,14 @@ class _Statement:
             return _text(self._read(node.id, 0))
         if _np_call(node, ("concatenate",)):
             return _text(self._concatenate(node))
+        if _np_call(node, ("copy_value",), "rt") and len(node.args) == 1 and \
+                isinstance(node.args[0], gast.Subscript):
+            return _text(f"{self._written_view(node.args[0])}[i]")   # read before written
+        if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
+                isinstance(node.args[1], gast.Name) and \
+                node.args[1].id not in self.state.values:
+            self._space_of(node.args[1].id)     # its length is the guard's: g as it is
+            return self._tree(node.args[0])
         if _np_call(node, FUNCTIONS) and len(node.args) == 1:
             node = copy.copy(node)
             node.args = [self._tree(node.args[0])]
@@ -633,7 +761,15 @@ class _Pass:
         fused.stores = [(v.array, v.local) for v in state.values.values()
                         if v.array is not None]
         fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
-        fused.results = [out_arrays[n] for n in fused.outputs]
+        stores = name_uses(inside)[1]
+        rows = [n for n in fused.outputs if n not in context.keep and
+                context.stores.get(n, 0) <= stores.get(n, 0)]   # not bound outside the run
+        if len(rows) >= 2 and not state.least and not set(state.outer) & context.pieced:
+            fused.block = context.fresh(f"{rows[-1]}_rows")
+            fused.rows = rows
+        fused.results = ([fused.block] if fused.block else []) + \
+            [out_arrays[n] for n in fused.outputs if n not in fused.rows]
+        fused.row_arrays = [out_arrays[n] for n in fused.rows]
         fused.down, fused.shifted = state.direction < 0, state.direction != 0
         fused.least = state.least
         fused.statements, fused.origins = list(statements), list(origins)

@@ -1,0 +1,108 @@
+"""Fused loops that keep their values (compiler/optimize/loops.py, loop_tapes.py): the
+lstm eval's kind of step, whose gate chains are taped for the adjoint.  Checked on one
+gated recurrence (a cell and a hidden row per layer, sigmoid and tanh gates of slices of a
+concatenate, rows written in place): the forward chain is one loop writing its values as
+the rows of one array, the list tape keeps that array (not each row), the adjoint's chain
+(rows of accumulators, slices of a fresh ``np.zeros_like``, ``rt.unbroadcast``) is one
+loop; under Numba the same bits as the numpy statements run as Python and central
+differences, for lengths and layer counts that change between calls of one compiled
+gradient (the first call's sizes are not the later ones'), zero-trip inner loops, and
+rows of another length than the concatenate they are slices of.
+"""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.runtime import stacked_rows
+from s2sgrad.testing import numerical_grad
+
+
+def gated(params, state, seq):
+    b = seq.shape[1]
+    hidden = state[0::2].copy()
+    cell = state[1::2].copy()
+    total = 0.0
+    for t in range(seq.shape[0] - 1):
+        x = seq[t]
+        for j in range(hidden.shape[0]):
+            gates = np.concatenate((x, hidden[j])) * params[j]
+            forget = 1.0 / (1.0 + np.exp(-gates[0:b]))
+            change = np.tanh(gates[b:])
+            cell[j] = cell[j] * forget + change
+            hidden[j] = forget * np.tanh(cell[j])
+            x = hidden[j]
+        total = total + np.sum(seq[t + 1] * x)
+    return total
+
+
+GRAD = s2sgrad.grad(gated, (0, 1))
+PYTHON = []
+
+
+def _args(layers, b, c, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, (layers, 2 * b)), rng.uniform(-1, 1, (2 * layers, b)),
+            rng.uniform(-1, 1, (c, b)))
+
+
+def _python(args, monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    if not PYTHON:
+        PYTHON.append(s2sgrad.grad(gated, (0, 1)))
+    got = PYTHON[0](*args)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "auto")
+    return got
+
+
+def _body(source, start):
+    """The lines of the loop that opens with ``start`` (its indented block)."""
+    lines = source.splitlines()
+    k = next(k for k, line in enumerate(lines) if line.strip().startswith(start))
+    indent = len(lines[k]) - len(lines[k].lstrip())
+    end = next(j for j in range(k + 1, len(lines))
+               if lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) <= indent)
+    return lines[k:end]
+
+
+def test_the_taped_chains_are_loops_and_the_tape_keeps_their_rows():
+    source = s2sgrad.show(GRAD, *_args(2, 3, 5))
+    forward = _body(source, "for j in range(hidden_shape0)")
+    compiled = [line for line in forward if line.startswith(" " * 16) and "_pass(" in line]
+    assert len(compiled) == 1                    # the gates and cell (the hidden row's
+    append = next(line for line in forward if "tape.append((" in line)    # two: numpy's)
+    assert append.count("_rows") == 1 and append.count(",") == 5    # 6 values, not 11
+    text = "\n".join(forward)
+    # the saved cell row is taken before the row is written (not moved past it)
+    assert text.index("cell_saved_1.append(") < text.index("cell[j] = t")
+    adjoint = _body(source, "for j in range(n_iter_1 - 1, -1, -1)")
+    pop = next(k for k, line in enumerate(adjoint) if "= tape.pop()" in line)
+    assert adjoint[pop + 1].strip().endswith("_rows") and " = t" in adjoint[pop + 1]
+    calls = [line for line in adjoint if "_pass(" in line and "def " not in line]
+    assert len(calls) == 1                       # the adjoint's chain: one loop
+    loops = source.split("\ndef ")
+    chain = next(f for f in loops if f.startswith(calls[0].split("_pass(")[0].split()[-1]))
+    assert chain.count("] += ") == 4 and chain.count("] = 0") == 2 and "np." not in chain
+    # numpy's statements stay as the else, and rebuild the block the tape keeps
+    assert "rt.stacked_rows((" in source
+
+
+@pytest.mark.parametrize("layers, b, c", [(2, 3, 5), (3, 5, 4), (0, 4, 3), (2, 4, 2)])
+def test_rows_on_the_tape_match_numpy_and_central_differences(layers, b, c, monkeypatch):
+    """One compiled gradient for every size (no dimension of 1: one build): the first
+    call's (2, 3, 5) is not the later ones'; no layers: zero-trip inner loops."""
+    args = _args(layers, b, c, seed=layers * 10 + b)
+    got = GRAD(*args)
+    want = _python(args, monkeypatch)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    for k in (0, 1):
+        np.testing.assert_allclose(got[k], numerical_grad(gated, args, k), rtol=1e-6,
+                                   atol=1e-9)
+    assert GRAD.backend == "numba"
+
+
+def test_stacked_rows_refuses_rows_of_other_lengths():
+    rows = stacked_rows((np.arange(3.0), np.ones(3)))
+    assert rows.shape == (2, 3) and rows[0, 2] == 2.0
+    with pytest.raises(ValueError, match="please report"):
+        stacked_rows((np.arange(3.0), np.ones(1)))
