@@ -295,6 +295,11 @@ def test_a_fresh_array_of_another_length_or_size_class_gives_its_result(builds):
         gradient = ms.grad(lambda c: pairwise(c, points))
         np.testing.assert_allclose(gradient(x), pairwise_grad(x, points), rtol=1e-10)
         assert ("rt.Buffers()" in gradient.source) is (n == 10_000)
+        # a branch on its length: decided at each call, never by the first array's
+        branchy = ms.grad(lambda c: np.sum(np.sin(c)) * points[0] if points.shape[0] > 4
+                          else np.sum(np.cos(c)) * points[-1])
+        np.testing.assert_allclose(branchy(x), np.cos(x) * points[0] if n > 4 else
+                                   -np.sin(x) * points[-1], rtol=1e-10)
 
 
 def test_an_array_the_build_holds_as_one_object_is_checked_by_identity():
