@@ -264,3 +264,71 @@ def test_what_the_size_class_reads_is_bounded():
         chain = (lambda f: lambda y: f(y))(chain)
     assert reads_large_array(lambda y: chain(y) * big[0])       # its own closure
     assert not reads_large_array(chain)
+
+
+# ---------------------------------------------------------- a fresh array in the closure
+
+
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_a_fresh_lambda_over_a_fresh_array_builds_once(name, builds):
+    """``grad(lambda v: f(x, v))(y)`` with a new ``x`` at each call (JAX's spelling of a
+    step): the array is read at each call, so its type keys the build, not its ``id``;
+    each call gives its own array's result, a shape or layout of another kind too."""
+    run, expected = SPELLINGS[name]
+    base = np.array([1.5, -0.5, 2.0])
+    np.testing.assert_allclose(run(X, base.copy()), expected(X, base), rtol=1e-10)
+    first = len(builds)
+    for k in range(1, 4):
+        p = base * k                       # a new array object, with new values
+        np.testing.assert_allclose(run(X, p), expected(X, p), rtol=1e-10)
+    if name != "jvp of grad":       # (its inner gradient's code made into a function
+        assert len(builds) == first, builds[first:]     # holds the array: built again)
+    strided = np.array([0.5, 9.0, 3.0, 9.0, -1.0, 9.0])[::2]    # another layout
+    np.testing.assert_allclose(run(X, strided), expected(X, strided), rtol=1e-10)
+    np.testing.assert_allclose(run(X, base * 5), expected(X, base * 5), rtol=1e-10)
+
+
+def test_a_fresh_array_of_another_length_or_size_class_gives_its_result(builds):
+    x = np.array([0.1, -0.4, 0.8])
+    for n in (4, 7, 4, 10_000, 5):       # 80 kB: the large size class
+        points = np.linspace(-1.0, 1.0, n)
+        gradient = ms.grad(lambda c: pairwise(c, points))
+        np.testing.assert_allclose(gradient(x), pairwise_grad(x, points), rtol=1e-10)
+        assert ("rt.Buffers()" in gradient.source) is (n == 10_000)
+        # a branch on its length: decided at each call, never by the first array's
+        branchy = ms.grad(lambda c: np.sum(np.sin(c)) * points[0] if points.shape[0] > 4
+                          else np.sum(np.cos(c)) * points[-1])
+        np.testing.assert_allclose(branchy(x), np.cos(x) * points[0] if n > 4 else
+                                   -np.sin(x) * points[-1], rtol=1e-10)
+
+
+def test_an_array_the_build_holds_as_one_object_is_checked_by_identity():
+    """Two closure names holding one array object are passed to the code as one value
+    (its guard compares the object): a fresh lambda whose names hold two arrays builds
+    again and gives their result, never the first array's."""
+    def gradient(p, q):
+        return ms.grad(lambda y: cost(y, p) + cost(y, q))(X)
+    a, b = np.array([1.5, -0.5, 2.0]), np.array([0.5, 3.0, -1.0])
+    np.testing.assert_allclose(gradient(a, a), 2 * cost_grad(X, a), rtol=1e-10)
+    np.testing.assert_allclose(gradient(a.copy(), b), cost_grad(X, a) + cost_grad(X, b),
+                               rtol=1e-10)
+    np.testing.assert_allclose(gradient(b, b.copy()), 2 * cost_grad(X, b), rtol=1e-10)
+
+
+@pytest.mark.parametrize("how", list(NESTED))
+def test_a_lambda_holding_a_fresh_lambda_over_a_fresh_array_builds_once(how, builds):
+    base = np.array([1.5, -0.5, 2.0])
+    for k in (1, 2):
+        f, _ = _nested(base * k, how)
+        np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, base * k),
+                                   rtol=1e-10)
+    first = len(builds)
+    for k in (3, 4, 5):
+        f, rebind = _nested(base * k, how)
+        np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, base * k),
+                                   rtol=1e-10)
+    if how == "lambda":        # (a gradient object's code inlined holds its arrays)
+        assert len(builds) == first, builds[first:]
+    rebind(base * 7)                        # the inner lambda's own cell, after a call
+    np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, base * 7),
+                               rtol=1e-10)

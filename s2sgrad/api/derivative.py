@@ -289,6 +289,7 @@ class Derivative:
         self._earlier = {k: [moved(v) for v in vs] for k, vs in earlier.earlier.items()}
         self._by_shape = any(getattr(v[0], "by_shape", False)
                              for v in self._variants.values())
+        self._signature = earlier.signature
 
     def _set_aside(self, key):
         """The code built for signature ``key`` read a value from outside that has changed
@@ -626,13 +627,16 @@ SAME_CODE_KEPT = 64
 
 
 class _Builds:
-    """A derivative's builds (its own dicts: what it builds later is seen) and the
-    closure cells its guards read, holding the objects its function's identity names
+    """A derivative's builds (its own dicts: what it builds later is seen), the
+    signature its calls follow (``Derivative._complete``) and the closure cells its
+    guards read, holding the objects its function's identity names
     (so their ids are not those of new objects), never the function or the derivative:
     they go when the user drops them."""
 
     def __init__(self, made, fn, cells):
         self.variants, self.earlier, self.cells = made._variants, made._earlier, cells
+        made._complete((), {}, bind=False)
+        self.signature = made._signature    # (the code's: a fresh function's is the same)
         self.held = (fn.__globals__, fn.__defaults__, fn.__kwdefaults__,
                      [cell_value(c) for c in cells]) \
             if isinstance(fn, types.FunctionType) else fn._reuse_held

@@ -9,7 +9,9 @@ check makes the derivative build its code again for the new values
 (``Derivative._variant``; the build it replaces is kept aside for a change back).
 ``retargeted(generated, cells)`` gives the same build reading another function
 object's closure cells (a fresh lambda with the code of one built before), whose check
-is made by the maker already compiled for those guards (``_MAKERS``).  A function or
+is made by the maker the original's was made by (``guard_maker``, kept on the build:
+the guards moved are tested alike, so neither their source text is written again nor
+``_MAKERS`` searched).  A function or
 derivative object read from outside holds when it is the same object or has the same
 identity (``identity.same_code``: a lambda made per call, read by a lambda made per call).
 """
@@ -44,12 +46,23 @@ def _test(guard, k):
     return f"same_scalar({read}, e{k})"
 
 
-def check_of(guards):
+def check_of(guards, make=None):
     """A function of no arguments that is True while every one of ``guards`` holds (in
-    order: an owner's guard comes before its attributes'), or None for no guards."""
+    order: an owner's guard comes before its attributes'), or None for no guards;
+    ``make``: the maker of the check of guards tested alike (``maker_of``)."""
     guards = list(guards)
     if not guards:
         return None
+    make = maker_of(guards) if make is None else make
+    values = []
+    for g in guards:
+        values += [getattr(g.source, "owner", None), g.expected, type(g.expected)]
+    return make(*values)
+
+
+def maker_of(guards):
+    """The compiled maker of the check of ``guards`` (a list, not empty): a function of
+    each guard's owner, expected value and its type."""
     tests = " and\n            ".join(f"({_test(g, k)})" for k, g in enumerate(guards))
     params = ", ".join(f"o{k}, e{k}, t{k}" for k in range(len(guards)))
     source = (f"def make({params}):\n"
@@ -66,10 +79,7 @@ def check_of(guards):
     _MAKERS[source] = make
     while len(_MAKERS) > MAKERS_KEPT:
         _MAKERS.popitem(last=False)
-    values = []
-    for g in guards:
-        values += [getattr(g.source, "owner", None), g.expected, type(g.expected)]
-    return make(*values)
+    return make
 
 
 #: the compiled makers of checks by their source, most recently used last (the tests
@@ -81,13 +91,14 @@ MAKERS_KEPT = 256
 
 
 def unchecked(generated):
-    """A shallow copy of ``generated`` without its compiled check (for pickling: the
-    check is compiled again where it is unpickled)."""
-    if getattr(generated, "guard_check", False) is False:
+    """A shallow copy of ``generated`` without its compiled check and its maker (for
+    pickling: the check is compiled again where it is unpickled)."""
+    if "guard_check" not in vars(generated) and "guard_maker" not in vars(generated):
         return generated
     copy = object.__new__(type(generated))
     copy.__dict__.update(vars(generated))
-    del copy.guard_check
+    copy.__dict__.pop("guard_check", None)
+    copy.__dict__.pop("guard_maker", None)
     return copy
 
 
@@ -96,7 +107,11 @@ def holds(generated):
     compiled once and kept on it)."""
     check = getattr(generated, "guard_check", False)
     if check is False:
-        check = generated.guard_check = check_of(getattr(generated, "guards", ()))
+        guards = list(getattr(generated, "guards", ()))
+        make = getattr(generated, "guard_maker", None)
+        if make is None and guards:
+            make = generated.guard_maker = maker_of(guards)
+        check = generated.guard_check = check_of(guards, make)
     if check is None:
         return True
     try:
@@ -114,7 +129,7 @@ def retargeted(generated, cells):
     again for the new cells at its first use (``holds``)."""
     copy = object.__new__(type(generated))
     copy.__dict__.update(vars(generated))
-    copy.__dict__.pop("guard_check", None)
+    copy.__dict__.pop("guard_check", None)      # (its maker kept: the guards moved are
     for name, value in vars(generated).items():
         if name in ("guards", "free", "all_free") and isinstance(value, (list, tuple)):
             setattr(copy, name, type(value)(_moved(item, cells) for item in value))
@@ -135,5 +150,12 @@ def _moved(item, cells):
         copy = object.__new__(Guard)
         copy.__dict__.update(vars(item))
         copy.source = moved
+        now = moved.read()
+        if item.kind == "same" and is_identified(item.expected) and \
+                same_code(now, item.expected, strict=False):
+            # a function held in the new function's closure, its cells mapped too (it has
+            # the old one's identity, its arrays by type): the code reads its cells, so it
+            # is the object to compare with from now on (another one is built again for)
+            copy.value = copy.expected = now
         return copy
     return dataclasses.replace(item, source=moved)

@@ -7,17 +7,24 @@ Takes a plain function, or a derivative object ``derivative_for`` made for one (
   with the same build, the closure cells its guards and free values read): its code, its
   globals dict, its closure's contents and its defaults; numbers and strings by value,
   a function or such a derivative object held there by its own identity (a lambda per
-  call calling another lambda made per call: ``LOOK_DEPTH`` levels), every other
-  object by ``id``; the cells of the functions held there follow its own, in order;
-- ``same_code(value, expected)``: whether two such objects have one identity (the
-  guard of a function read from outside, ``api/guards.py``: another object with the
-  same code and contents computes the same thing);
+  call calling another lambda made per call: ``LOOK_DEPTH`` levels), an ndarray held in
+  a closure cell by its type (``array_type``: dtype, rank, unit dimensions, layout, size
+  class; the build reads it from the cell at each call, as a free value, and a build
+  that holds it otherwise has a guard that fails on another array), every other object
+  by ``id``; the cells of the functions held there follow its own, in order;
+  ``strict``: arrays by ``id`` too (what a guard compares: a function read from outside
+  whose cells the code does not read);
+- ``same_code(value, expected)``: whether two such objects have one strict identity
+  (the guard of a function read from outside, ``api/guards.py``: another object with
+  the same code and contents computes the same thing);
 - ``reads_large_array(fn)``: whether it holds a large array (the size class of its
   builds, ``Derivative._signature_of``).
 """
 import types
 
-from ..compiler.front.guards import cell_value
+import numpy as np
+
+from ..compiler.front.guards import array_spec, cell_value
 from .arguments import large_array
 
 #: how deep an identity, and ``reads_large_array``, look through functions and
@@ -28,55 +35,73 @@ LOOK_DEPTH = 4
 _SCALARS = (bool, int, float, str, type(None))
 
 
-def function_identity(fn, depth=LOOK_DEPTH):
-    """(identity, closure cells) of ``fn`` (module doc), or None for anything else than a
-    plain function (not one made by ``testing.fresh_function``, built afresh) or a
-    derivative object ``derivative_for`` made for one."""
+def function_identity(fn, depth=LOOK_DEPTH, strict=False):
+    """(identity, closure cells) of ``fn`` (module doc; ``strict``: arrays by ``id``), or
+    None for anything else than a plain function (not one made by
+    ``testing.fresh_function``, built afresh) or a derivative object ``derivative_for``
+    made for one."""
     if depth <= 0:
         return None
     if isinstance(fn, types.FunctionType):
         if "__s2sgrad_fresh__" in fn.__dict__:
             return None
         cells = list(fn.__closure__ or ())
-        contents = tuple(_content(cell_value(c), depth, cells) for c in fn.__closure__ or ())
-        defaults = tuple(_content(d, depth, cells) for d in fn.__defaults__ or ())
-        keywords = tuple((k, _content(v, depth, cells))
+        contents = tuple(_content(cell_value(c), depth, cells, strict)
+                         for c in fn.__closure__ or ())
+        # (defaults by id: a function inlined in the code takes its defaults as fixed
+        # values, never read again)
+        defaults = tuple(_content(d, depth, cells, True) for d in fn.__defaults__ or ())
+        keywords = tuple((k, _content(v, depth, cells, True))
                          for k, v in (fn.__kwdefaults__ or {}).items())
         return (fn.__code__, id(fn.__globals__), contents, defaults, keywords), tuple(cells)
     reuse = getattr(fn, "_reuse", None)
     if isinstance(reuse, tuple) and getattr(fn, "derivative_mode", None) is not None:
-        inner = function_identity(fn.fn, depth - 1)
+        inner = function_identity(fn.fn, depth - 1, strict)
         if inner is not None:       # (its options in reuse[0][0])
             return ("derivative", type(fn), reuse[0][0], inner[0]), inner[1]
     return None
 
 
-def _content(value, depth, cells):
-    """``value`` in the identity of a function ``depth`` levels down: by value, by its own
-    identity (its cells added to ``cells``), or by ``id``."""
-    if type(value) in _SCALARS and value == value:
-        return (type(value), value)
+def _content(value, depth, cells, strict):
+    """``value`` in the identity of a function ``depth`` levels down: by value, by type
+    (an array, unless ``strict``), by its own identity (its cells added to ``cells``), or
+    by ``id``."""
+    kind = type(value)
+    if kind in _SCALARS and value == value:
+        return (kind, value)
+    if kind is np.ndarray and not strict:
+        return array_type(value)
     if depth > 1 and (isinstance(value, types.FunctionType) or
                       getattr(value, "_reuse", None) is not None):
-        found = function_identity(value, depth - 1)
+        found = function_identity(value, depth - 1, strict)
         if found is not None:
             cells.extend(found[1])
             return found[0]
     return id(value)
 
 
-def same_code(value, expected):
+def array_type(value):
+    """What an ndarray held in a closure counts in an identity by: what its guard checks
+    (``array_spec``: dtype, rank, unit dimensions), its layout and writeability (the
+    types Numba compiles for) and its size class (``large_array``: the build keeps
+    arrays between calls or not)."""
+    flags = value.flags
+    return ("array", array_spec(value), flags.c_contiguous, flags.f_contiguous,
+            flags.writeable, large_array(value))
+
+
+def same_code(value, expected, strict=True):
     """Whether ``value`` (read now where a function or derivative object ``expected`` was
-    read when the code was built) has ``expected``'s identity: the code built for one
-    is right for the other."""
+    read when the code was built) has ``expected``'s identity (``strict``: arrays by
+    ``id``): the code built for one is right for the other."""
     if value is expected:
         return True
-    mine = function_identity(value)
-    return mine is not None and mine[0] == _key(expected)
+    mine = function_identity(value, strict=strict)
+    return mine is not None and mine[0] == _key(expected, strict)
 
 
-def _key(fn):
-    found = function_identity(fn)
+def _key(fn, strict):
+    found = function_identity(fn, strict=strict)
     return None if found is None else found[0]
 
 
