@@ -295,3 +295,41 @@ def test_a_container_read_from_outside_is_read_again_when_it_changes():
         np.testing.assert_allclose(j(X), 3 * X)
     finally:
         del OBJECTS["c"]
+
+
+def _strided(s):
+    return np.sum(np.sin(s[0::2])) + np.sum(s[1::2] ** 2)
+
+
+def _rows(w, x):
+    return np.sum(np.tanh(w[0] @ x)) + np.sum(w[1] * x) + np.sum(w[2:] ** 2)
+
+
+_STRIDED_GRAD, _ROWS_GRAD = ms.grad(_strided), ms.grad(_rows, (0, 1))
+
+
+def _jit_of_strided(s):
+    return _STRIDED_GRAD(s)
+
+
+def _jit_of_rows(w, x):
+    return _ROWS_GRAD(w, x)
+
+
+@pytest.mark.parametrize("case", ["strided", "rows"])
+def test_a_jitted_gradient_that_adds_into_views_keeps_those_updates(case, monkeypatch):
+    """The gradient's code adds adjoints into views of its result (``rt.add_into(ds[1::2],
+    g)``, ``rt.add_matmul_left(dw[0], ...)``); inlined into a jitted function those updates
+    were lowered as the helper's body, which rebound its parameter: the view's update was
+    lost and ``jit`` returned zeros (a silent wrong gradient)."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    rng = np.random.default_rng(3)
+    if case == "strided":
+        fn, outer, args = _strided, _jit_of_strided, (rng.uniform(0.1, 1, 7),)
+    else:
+        fn, outer, args = _rows, _jit_of_rows, (rng.uniform(-1, 1, (4, 5)),
+                                                rng.uniform(-1, 1, 5))
+    got = ms.jit(outer)(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    for p, g in enumerate(got):
+        np.testing.assert_allclose(g, numerical_grad(fn, args, p), rtol=1e-6, atol=1e-9)

@@ -228,12 +228,52 @@ class StatementLowering:
                 args, kwargs), "_")
             return True
         obj = func.value
+        update = _runtime_update(obj, call)
+        if update is not None:      # rt.add_into(dx[j], g) in generated code: dx[j] += g
+            self.lower_statement(frame, gast.copy_location(update, stmt))
+            return True
         fn = obj.__func__ if inspect.ismethod(obj) else obj
         if inspect.isfunction(fn) and is_user_code(fn) and not \
                 getattr(obj, "__s2sgrad_op__", False):
             self.expressions.lower_expr(frame, call)
             return True
         return False
+
+
+#: runtime helpers of generated code that add into their first argument in place, and
+#: what they add (None: their second argument)
+_RUNTIME_ADDS = {"add_into": None, "add_matmul_left": "matmul_left",
+                 "add_matmul_right": "matmul_right", "add_dot_left": "dot_left",
+                 "add_dot_right": "dot_right"}
+
+
+def _runtime_update(obj, call):
+    """``out += value`` for a call ``rt.add_into(out, value)`` (or ``rt.add_matmul_left(out,
+    g, a, b)``: ``out += rt.matmul_left(g, a, b)``) of generated code lowered again (a
+    gradient inlined into a function compiled by ``s2sgrad.jit``), where ``out`` is a name
+    or a subscript of one; else None.  Lowering the helper's body instead would rebind
+    its parameter: an update of a view (``dx[1::2]``) would be lost."""
+    name = getattr(obj, "__name__", None)
+    if (getattr(obj, "__module__", "") or "").split(".")[:2] != ["s2sgrad", "runtime"] or \
+            name not in _RUNTIME_ADDS or call.keywords or not call.args or \
+            not isinstance(call.func, gast.Attribute):
+        return None
+    out = call.args[0]
+    if not (isinstance(out, gast.Name) or isinstance(out, gast.Subscript) and
+            isinstance(out.value, gast.Name)):
+        return None
+    target = copy.deepcopy(out)
+    target.ctx = gast.Store()
+    adds = _RUNTIME_ADDS[name]
+    if adds is None:
+        if len(call.args) != 2:
+            return None
+        value = call.args[1]
+    else:
+        helper = gast.Attribute(value=copy.deepcopy(call.func.value), attr=adds,
+                                ctx=gast.Load())
+        value = gast.Call(func=helper, args=list(call.args[1:]), keywords=[])
+    return gast.AugAssign(target=target, op=gast.Add(), value=value)
 
 
 def is_append(call):

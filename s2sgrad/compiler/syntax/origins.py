@@ -25,11 +25,14 @@ def remember(path, line_map, adjoint_from=None):
 def user_location(location):
     """``location``, or where it is a line of a remembered generated module, the user's
     line it was generated from (the nearest mapped line at or above it), its text marked
-    ``grad of:`` in the adjoint sweep."""
+    ``grad of:`` in the adjoint sweep; a line past the function's last mapped line (a helper
+    the module defines after it) is left as it is."""
     known = _GENERATED.get(location.filename)
     if known is None:
         return location
     line_map, adjoint_from = known
+    if location.lineno > max(line_map) + 1:
+        return location     # a helper written after the function (a fused loop's body)
     for k in range(location.lineno, 0, -1):
         origin = line_map.get(k)
         if origin is not None:
