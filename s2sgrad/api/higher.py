@@ -40,7 +40,7 @@ from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
 from .forward import (BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend,
-                      numba_ready)
+                      jvp, numba_ready)
 from .loading import load_function
 from .nested import forward_as_function, gradient_as_function
 
@@ -64,8 +64,21 @@ def hvp(fn, inputs, v):
     if getattr(fn, "derivative_mode", None) is not None:
         out = hvp_of_derivative(fn, args, vs)
         return out[0] if single and isinstance(out, tuple) else out
-    out = hvp_function(fn, len(args)).tangents_of_gradient(args, vs)
+    # jvp of the gradient, as ``jvp(grad(fn), inputs, v)`` runs it: the same build (no
+    # tangent of the value, kept arrays), an input whose tangent is zero left out of
+    # the forward pass, the hot call path
+    out = jvp(hvp_function(fn, len(args)), args, vs)[1]
+    out = [_like_input(t, a) for t, a in zip((out,) if len(args) == 1 else out, args)]
     return out[0] if single else tuple(out)
+
+
+def _like_input(tangent, arg):
+    """``tangent`` (the gradient's tangent for ``arg``, in its structure) in the kind and
+    floating dtype of ``arg``'s leaves, as ``grad`` gives a gradient."""
+    if not is_tree(arg):
+        return _finish(tangent, arg)
+    leaves, tree = flatten(arg)
+    return unflatten(tree, [_finish(t, a) for t, a in zip(flatten(tangent)[0], leaves)])
 
 
 def hvp_function(fn, count):
@@ -103,6 +116,16 @@ class HvpFunction(Derivative):
 
     def __init__(self, fn, grad_position):
         super().__init__(fn, grad_position)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("call s2sgrad.hvp(fn, inputs, v) for a Hessian-vector product")
+
+    def as_function(self, building):
+        """The gradient of ``fn`` w.r.t. the positions as a plain function (as
+        ``grad(fn, positions)`` gives it, ``api/nested.py``): what ``hvp`` runs forward
+        mode over (``jvp``); a Hessian's is ``HessianFunction``'s."""
+        target, bound_self = self._target()
+        return gradient_as_function(None, target, self.positions, bound_self, building)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build_hvp(fn, self.positions, bound_self, arg_types=arg_types,
@@ -365,6 +388,9 @@ class GradOfGradFunction:
     @property
     def __s2sgrad_custom_vjp__(self):
         return derivative_rule(self)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("call s2sgrad.hvp(fn, inputs, v) for a Hessian-vector product")
 
     def as_function(self, building):
         """The gradient of the inner gradient's sum as a plain function: the Jacobian of
