@@ -35,12 +35,13 @@ from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
-from .arguments import check_function, check_positions, free_values, to_array
+from .arguments import (check_function, check_positions, free_values, to_array,
+                        zero_tangent)
 from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
 from .forward import (BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend,
-                      jvp, numba_ready)
+                      numba_ready)
 from .loading import load_function
 from .nested import forward_as_function, gradient_as_function
 
@@ -64,12 +65,23 @@ def hvp(fn, inputs, v):
     if getattr(fn, "derivative_mode", None) is not None:
         out = hvp_of_derivative(fn, args, vs)
         return out[0] if single and isinstance(out, tuple) else out
-    # jvp of the gradient, as ``jvp(grad(fn), inputs, v)`` runs it: the same build (no
-    # tangent of the value, kept arrays), an input whose tangent is zero left out of
-    # the forward pass, the hot call path
-    out = jvp(hvp_function(fn, len(args)), args, vs)[1]
+    # forward mode over the gradient as ``jvp(grad(fn), inputs, v)`` runs it: the same
+    # build (no tangent of the value, kept arrays), an input whose tangent is exactly
+    # zero left out of the forward pass (decided at every call)
+    moving = tuple(p for p in range(len(args)) if not zero_tangent(args[p], vs[p]))
+    out = hvp_forward(fn, len(args), moving or (0,)).jvp_call(args, vs)[1]
     out = [_like_input(t, a) for t, a in zip((out,) if len(args) == 1 else out, args)]
     return out[0] if single else tuple(out)
+
+
+def hvp_forward(fn, count, moving):
+    """The ``ForwardFunction`` ``hvp`` runs for ``fn``, ``count`` inputs and the
+    positions ``moving`` of the nonzero tangents: forward mode w.r.t. ``moving`` over
+    the gradient of ``fn`` w.r.t. every input (``HvpFunction.as_function``), kept on
+    ``fn`` as ``hvp_function`` is (a fresh lambda per call starts with the builds of
+    the last one with its code and closure contents)."""
+    return derivative_for(fn, ("hvp", count, moving), lambda: ForwardFunction(
+        HvpFunction(fn, tuple(range(count))), moving, False, False))
 
 
 def _like_input(tangent, arg):
