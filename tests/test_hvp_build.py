@@ -103,3 +103,11 @@ def test_hvp_composes_with_vmap_and_jit():
     got = ms.hvp(jitted, (A, B), (vs[0], np.zeros(4)))
     for g, w in zip(got, fd_hvp(peaks, [A, B], [vs[0], np.zeros(4)])):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_hvp_of_a_function_with_an_array_output_is_refused():
+    # the code returns no value: the output's shape is checked once per build
+    from s2sgrad.errors import GradientTypeError
+    for _ in range(2):
+        with pytest.raises(GradientTypeError, match="scalar output"):
+            ms.hvp(lambda a: np.sin(a) * B[:3], A, np.ones(3))
