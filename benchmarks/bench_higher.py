@@ -61,7 +61,7 @@ def main(words):
         t_hvp = median_time(s2sgrad.hvp, fn, args, v)
         t_vjp = median_time(vjp_whole)
         t_back = median_time(vjp_fn, 1.0)
-        backend = s2sgrad.api.higher.hvp_function(fn, len(args)).backend
+        backend = s2sgrad.api.higher.hvp_forward(fn, len(args), tuple(range(len(args)))).backend
         rows.append([name, value_and_grad.backend, backend, f"{t_grad * 1e3:.3f}",
                      f"{t_hvp * 1e3:.3f}", f"{t_hvp / t_grad:.2f}x",
                      f"{t_vjp * 1e3:.3f}", f"{t_vjp / t_grad:.2f}x", f"{t_back * 1e3:.3f}"])

@@ -34,7 +34,9 @@ CASES = {
     # forward mode: the code ms.jvp(function, ARGS, v) runs, and ms.jacfwd's
     "function_jvp": (lambda: _Jvp(EX.function), ARGS),
     "function_jacfwd": (lambda: ms.jacfwd(EX.function, (2, 3)), ARGS),
-    # forward over reverse: the code ms.hvp(lambda w, b: function(x, y, w, b), (w, b), v) runs
+    # forward over reverse of the value-and-gradient function (HvpFunction): what
+    # grad(grad(f)) and a gradient called inside a differentiated function run (ms.hvp
+    # runs jvp(grad(f))'s build, api/higher.hvp_forward)
     "function_hvp": (lambda: _Hvp(EX.function), ARGS),
     # README's other excerpts: its forward-mode example, and the recurrence benchmark
     "readme_f_jvp": (lambda: _Jvp(readme_programs.f, (0, 1)),

@@ -196,6 +196,8 @@ def test_a_repeated_hvp_reuses_its_plan_and_stays_exact(monkeypatch):
     vs = (np.ones(3), np.array([0.5, -1.0, 2.0]))
     for _ in range(2):
         ms.hvp(product, (X, Y), vs)
+        # (a zero tangent of x: the build that leaves x's tangent out, as jvp's)
+        ms.hvp(product, (X, Y), (np.zeros(3), vs[1]))
     prepared = []
     prepare = ms.api.derivative.Derivative._prepare
     monkeypatch.setattr(ms.api.derivative.Derivative, "_prepare",

@@ -1,8 +1,10 @@
 """Second derivatives, as forward mode over the generated reverse-mode code.
 
 - ``hvp(fn, inputs, v)``: the Hessian of scalar ``fn`` at ``inputs`` times ``v`` (the
-  gradient's directional derivative along ``v``), by one run of the forward-mode
-  transform of ``fn``'s generated value-and-gradient function (``compiler/pipeline_higher.py``).
+  gradient's directional derivative along ``v``), by one run of the build
+  ``jvp(grad(fn), inputs, v)`` runs (``hvp_forward``: forward mode, w.r.t. the inputs
+  whose tangent is not exactly zero, over the gradient as a function,
+  ``HvpFunction.as_function``): no tangent of the value, kept arrays.
 - ``hessian(fn, grad_position=0)``: the Hessian function (jacfwd of the gradient, as in
   JAX); shape ``in.shape + in.shape``, a tuple of tuples ``H[i][j]`` for several
   positions.  Its code sweeps every basis direction of the inputs at once (the batched
@@ -22,8 +24,10 @@
 
 ``fn`` must return a scalar (the Hessian of a loss); the arguments are checked as for
 ``grad``.  ``HvpFunction`` is the derivative object of the forward-over-reverse code
-(kept per function for ``hvp``), ``HessianFunction`` what ``hessian`` gives,
-``GradOfGradFunction`` what ``grad`` gives for a gradient object.  A derivative of a
+of the value-and-gradient function (``compiler/pipeline_higher.py``; what a gradient of a
+gradient and a gradient's rule inside a differentiated function run),
+``HessianFunction`` what ``hessian`` gives, ``GradOfGradFunction`` what ``grad`` gives
+for a gradient object.  A derivative of a
 gradient in forward mode (``jvp(grad(f), ...)``) is ``api.nested``'s.
 """
 import inspect
@@ -34,8 +38,9 @@ from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
-from ..trees import flatten, is_tree, unflatten
-from .arguments import check_function, check_positions, free_values, to_array
+from ..trees import flatten, is_tree, leaf_paths, unflatten
+from .arguments import (check_function, check_positions, free_values, to_array,
+                        zero_tangent)
 from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
@@ -64,8 +69,32 @@ def hvp(fn, inputs, v):
     if getattr(fn, "derivative_mode", None) is not None:
         out = hvp_of_derivative(fn, args, vs)
         return out[0] if single and isinstance(out, tuple) else out
-    out = hvp_function(fn, len(args)).tangents_of_gradient(args, vs)
+    # forward mode over the gradient as ``jvp(grad(fn), inputs, v)`` runs it: the same
+    # build (no tangent of the value, kept arrays), an input whose tangent is exactly
+    # zero left out of the forward pass (decided at every call)
+    moving = tuple(p for p in range(len(args)) if not zero_tangent(args[p], vs[p]))
+    out = hvp_forward(fn, len(args), moving or (0,)).jvp_call(args, vs)[1]
+    out = [_like_input(t, a) for t, a in zip((out,) if len(args) == 1 else out, args)]
     return out[0] if single else tuple(out)
+
+
+def hvp_forward(fn, count, moving):
+    """The ``ForwardFunction`` ``hvp`` runs for ``fn``, ``count`` inputs and the
+    positions ``moving`` of the nonzero tangents: forward mode w.r.t. ``moving`` over
+    the gradient of ``fn`` w.r.t. every input (``HvpFunction.as_function``), kept on
+    ``fn`` as ``hvp_function`` is (a fresh lambda per call starts with the builds of
+    the last one with its code and closure contents)."""
+    return derivative_for(fn, ("hvp", count, moving), lambda: ForwardFunction(
+        HvpFunction(fn, tuple(range(count))), moving, False, False))
+
+
+def _like_input(tangent, arg):
+    """``tangent`` (the gradient's tangent for ``arg``, in its structure) in the kind and
+    floating dtype of ``arg``'s leaves, as ``grad`` gives a gradient."""
+    if not is_tree(arg):
+        return _finish(tangent, arg)
+    leaves, tree = flatten(arg)
+    return unflatten(tree, [_finish(t, a) for t, a in zip(flatten(tangent)[0], leaves)])
 
 
 def hvp_function(fn, count):
@@ -91,8 +120,8 @@ def hessian(fn=None, grad_position=0):
 
 class HvpFunction(Derivative):
     """Forward over reverse of ``fn`` w.r.t. ``grad_position`` (``compiler/pipeline_higher.py``),
-    built per argument signature like a gradient: what ``hvp`` runs
-    (``tangents_of_gradient``)."""
+    built per argument signature like a gradient (``tangents_of_gradient``); as a
+    function (``as_function``), the gradient ``hvp``'s forward mode differentiates."""
 
     derivative_mode = "hvp"
     #: whether the code loops over the basis directions (a Hessian) or takes one tangent
@@ -103,6 +132,27 @@ class HvpFunction(Derivative):
 
     def __init__(self, fn, grad_position):
         super().__init__(fn, grad_position)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("call s2sgrad.hvp(fn, inputs, v) for a Hessian-vector product")
+
+    def as_function(self, building):
+        """The gradient of ``fn`` w.r.t. the positions as a plain function (as
+        ``grad(fn, positions)`` gives it, ``api/nested.py``): what ``hvp`` runs forward
+        mode over (``jvp``); a Hessian's is ``HessianFunction``'s."""
+        target, bound_self = self._target()
+        gradient = gradient_as_function(None, target, self.positions, bound_self, building)
+        # the code returns no value and its gradient is that of the sum of the outputs:
+        # the output is checked by a run of fn, once per build (per argument types)
+        arrays, trees = building
+        args, k = [], 0
+        for tree in trees:
+            n = len(leaf_paths(tree))
+            args.append(unflatten(tree, list(arrays[k:k + n])) if tree is not None
+                        else arrays[k])
+            k += n
+        _check_scalar(self.fn(*args), self.name)
+        return gradient
 
     def build_code(self, fn, bound_self, arg_types, trees):
         return build_hvp(fn, self.positions, bound_self, arg_types=arg_types,
@@ -365,6 +415,9 @@ class GradOfGradFunction:
     @property
     def __s2sgrad_custom_vjp__(self):
         return derivative_rule(self)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("call s2sgrad.hvp(fn, inputs, v) for a Hessian-vector product")
 
     def as_function(self, building):
         """The gradient of the inner gradient's sum as a plain function: the Jacobian of

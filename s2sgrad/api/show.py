@@ -26,7 +26,8 @@ MODES = {
                                                                  True),
     "vjp": lambda fn, grad_position, has_aux: SplitFunction(fn, grad_position, None, has_aux),
     "jacrev": lambda fn, grad_position, has_aux: JacrevFunction(fn, grad_position, has_aux),
-    "hvp": lambda fn, grad_position, has_aux: HvpFunction(fn, grad_position),
+    "hvp": lambda fn, grad_position, has_aux: ForwardFunction(
+        HvpFunction(fn, grad_position), grad_position, False, False),
     "hessian": lambda fn, grad_position, has_aux: HessianFunction(fn, grad_position),
 }
 #: the modes whose transforms differentiate w.r.t. every argument (``jvp(fn, inputs, v)``)
