@@ -332,3 +332,30 @@ def test_a_lambda_holding_a_fresh_lambda_over_a_fresh_array_builds_once(how, bui
     rebind(base * 7)                        # the inner lambda's own cell, after a call
     np.testing.assert_allclose(ms.jvp(f, (X,), (ONES,))[1], NESTED[how](X, base * 7),
                                rtol=1e-10)
+
+
+class _Model:
+    def __init__(self):
+        self.scale = 2.0
+
+    def loss(self, x):
+        return np.sum(np.sin(x) * self.scale)
+
+
+def _jvp_of_grad_of_a_method():
+    import weakref
+    model = _Model()
+    gradient = ms.grad(model.loss)
+    ms.jvp(gradient, (X,), (ONES,))
+    return weakref.ref(model), weakref.ref(gradient)
+
+
+def test_a_derivative_of_a_gradient_object_goes_with_it(monkeypatch):
+    """jvp(grad(obj.method)) keeps its forward object on the gradient object: kept in a
+    weak-keyed table beside it, the forward object (which holds the gradient) kept the
+    gradient, and its instance, alive for ever, one entry per fresh grad(lambda)."""
+    import gc
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    model, gradient = _jvp_of_grad_of_a_method()
+    gc.collect()
+    assert gradient() is None and model() is None

@@ -149,7 +149,8 @@ class Derivative:
     #: what a pickle leaves out: loaded code, call plans (which hold it), per-instance
     #: bindings (by ``id``), the rule inside, what a build in progress reads
     _NOT_PICKLED = ("_compiled", "_generated", "path", "_plans", "_bound", "_rule",
-                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held", HOT_JVP)
+                    "_building", "_earlier", "_hot", "_reuse", "_reuse_held", HOT_JVP,
+                    "__s2sgrad_derivatives__")
 
     def __getstate__(self):
         """The options, the function and, per argument signature, the generated code
@@ -667,12 +668,13 @@ def _made_like_before(fn, key, make):
 
 
 def _on_function(fn):
-    """The derivatives kept for the plain function ``fn``, in its own ``__dict__`` (they
-    hold ``fn``: kept beside it in a weak-keyed table, they would keep it alive for
-    ever; on it, they go with it), or None for anything else.  The table names its
+    """The derivatives kept for the plain function or derivative object ``fn`` (``jvp(grad(
+    f))``), in its own ``__dict__`` (they hold ``fn``: kept beside it in a weak-keyed
+    table, they would keep it alive for ever; on it, they go with it; never pickled), or
+    None for anything else.  The table names its
     function: ``functools.wraps`` copies a ``__dict__`` into the wrapper, which then
     gets its own."""
-    if not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, (types.FunctionType, Derivative)):
         return None
     found = fn.__dict__.get("__s2sgrad_derivatives__")
     if found is None or found[0]() is not fn:
