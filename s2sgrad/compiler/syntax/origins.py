@@ -11,15 +11,19 @@ the generated line belongs to the adjoint sweep.  Locations of other files pass 
 """
 from ...errors import SourceLocation
 
-#: path of a generated module -> (its line map, the first line of its adjoint sweep)
+#: path of a generated module -> (its line map, the first line of its adjoint sweep, its
+#: last mapped line); at most ``KEPT`` modules, the oldest dropped first
 _GENERATED = {}
+KEPT = 1024
 
 
 def remember(path, line_map, adjoint_from=None):
     """Record ``line_map`` (line of the module at ``path`` -> the user's SourceLocation)
     and ``adjoint_from`` (the first line of its adjoint sweep; None: it has none)."""
     if path and line_map:
-        _GENERATED[path] = (dict(line_map), adjoint_from)
+        if len(_GENERATED) >= KEPT:
+            del _GENERATED[next(iter(_GENERATED))]
+        _GENERATED[path] = (dict(line_map), adjoint_from, max(line_map))
 
 
 def user_location(location):
@@ -30,8 +34,8 @@ def user_location(location):
     known = _GENERATED.get(location.filename)
     if known is None:
         return location
-    line_map, adjoint_from = known
-    if location.lineno > max(line_map) + 1:
+    line_map, adjoint_from, last = known
+    if location.lineno > last + 1:
         return location     # a helper written after the function (a fused loop's body)
     for k in range(location.lineno, 0, -1):
         origin = line_map.get(k)
