@@ -1,7 +1,7 @@
 """What s2sgrad changes in Numba's compile of generated code (issue 20's cold compile).
 
 ``generated_code()`` is a context manager; the Numba compiles run inside it (a generated
-function and everything it pulls in) differ from Numba's own in three ways, none of
+function and everything it pulls in) differ from Numba's own in two ways, neither of
 which changes a computed bit:
 
 - **A plain slice-assignment check.** ``a[i] = b`` (an array written into a row or a
@@ -22,18 +22,10 @@ which changes a computed bit:
   (comparisons, constants that are not plain numbers, ufuncs outside numpy) go to Numba's
   lowering unchanged.
 
-- **One optimisation pipeline for generated code.**  Numba optimises a function's LLVM
-  module twice: each function alone (the per-function pipeline at ``NUMBA_OPT``) when
-  its IR is added to a library, then the whole module with its callees linked in (the
-  module pipeline, which runs the same function simplifications again inside its
-  inliner walk).  For a module s2sgrad generated (its functions are named
-  ``s2sgrad_generated...``) the first is skipped: the module pipeline is the one that
-  shapes the code (the same machine code speed, the same bits: no pass changes
-  floating-point results without fast-math flags).  The pre-pass was 0.6 s of the
-  15-step LSTM's 3.5 s in LLVM and 1.2 s of GradBench's lstm eval; the module passes
-  take 0.3-0.6 s more without it, so LLVM's time falls by 0.25 s and 0.6 s (issue 20).
-  Helpers and Numba's own functions keep it (their optimised code is what the generated
-  function links: without their own passes it ran 9x slower).
+- (Measured and not kept: skipping Numba's per-function LLVM pre-pass for generated
+  functions, leaving them to the module pipeline, cut LLVM's time by 0.25-0.6 s on the
+  LSTMs but made bench_workloads' heat stencils' loops 1.5-2x slower: heat 1-D copy after
+  the loop 0.138 -> 0.279 ms, 2-D 0.195 -> 0.296 ms.)
 
 The swaps hold Numba's compiler lock, so no other thread compiles while they are in
 place, and Numba's own behaviour is back when the compile ends (a user's ``@njit`` code
@@ -47,7 +39,7 @@ import operator
 from types import SimpleNamespace
 
 import numpy as np
-from numba.core import codegen, compiler, ir, targetconfig, types
+from numba.core import compiler, ir, targetconfig, types
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import cpu_target
 from numba.extending import overload
@@ -56,8 +48,6 @@ import numba.np.ufunc.array_exprs as _array_exprs
 
 #: what a slice assignment of the wrong shape raises in code s2sgrad compiled
 MESSAGE = "cannot assign slice from input of different size"
-#: what the (mangled) name of every function of a generated module holds
-GENERATED = "s2sgrad_generated"
 
 
 def shape_mismatch(src_shapes, index_shape):
@@ -85,34 +75,15 @@ def generated_code():
             _arrayobj.raise_with_shape_context = shape_mismatch
         if lowering is not None:
             special["arrayexpr"] = _shared_kernel_lowering(lowering)
-        prepass = codegen.CPUCodeLibrary.__dict__.get("_optimize_functions")
-        if prepass is not None:
-            codegen.CPUCodeLibrary._optimize_functions = _module_pipeline_only(prepass)
         try:
             yield
         finally:
-            if prepass is not None:
-                codegen.CPUCodeLibrary._optimize_functions = prepass
             if message is not None:
                 _arrayobj.raise_with_shape_context = message
             if installed is not None:
                 special["arrayexpr"] = installed
             else:
                 special.pop("arrayexpr", None)
-
-
-def _module_pipeline_only(prepass):
-    """Numba's ``CPUCodeLibrary._optimize_functions`` (the per-function pipeline run on
-    IR added to a library), skipped for a module of generated functions: their code is
-    optimised once, by the library's module pipeline (module doc)."""
-    def optimize_functions(library, ll_module):
-        layout = getattr(getattr(library, "_codegen", None), "_data_layout", None)
-        if layout and any(GENERATED in fn.name for fn in ll_module.functions
-                          if not fn.is_declaration):
-            ll_module.data_layout = layout          # what Numba's pre-pass sets first
-            return
-        prepass(library, ll_module)
-    return optimize_functions
 
 
 _BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
