@@ -480,6 +480,17 @@ class Derivative:
         bound.apply_defaults()
         return tuple(bound.args) + tuple(bound.kwargs.values())
 
+    def call_function(self, args):
+        """``fn`` called with ``args`` as ``_complete`` gives them: its keyword-only
+        parameters (last there) passed by name."""
+        self._complete((), {}, bind=False)         # reads the signature once
+        params = self._signature.parameters.values() if self._signature else ()
+        names = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        if not names or len(args) < len(names):
+            return self.fn(*args)
+        split = len(args) - len(names)
+        return self.fn(*args[:split], **dict(zip(names, args[split:])))
+
     def _remember_plan(self, key, kind, args, leaves, inputs, *more):
         """After a full call: a ``kind`` plan (``call_plan``) kept under ``key`` (a
         ``plan_key``; None: the call cannot be planned) for later calls like it, when each

@@ -151,7 +151,7 @@ class HvpFunction(Derivative):
             args.append(unflatten(tree, list(arrays[k:k + n])) if tree is not None
                         else arrays[k])
             k += n
-        _check_scalar(self.fn(*args), self.name)
+        _check_scalar(self.call_function(args), self.name)
         return gradient
 
     def build_code(self, fn, bound_self, arg_types, trees):

@@ -296,7 +296,7 @@ def _output_count(forward, building):
     arrays, trees = building
     args = [unflatten(tree, items) if tree is not None else items[0]
             for tree, items in _split_leaves(arrays, trees)]
-    value = forward.fn(*args)
+    value = forward.call_function(args)
     if isinstance(value, (tuple, list)):
         if any(isinstance(v, (tuple, list, dict)) for v in value):
             raise DerivativeCompositionError(

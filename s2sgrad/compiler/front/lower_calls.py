@@ -24,6 +24,7 @@ from .derivative_calls import inlined_derivative
 from .frontend import is_user_code, parse_function
 from .jumps import structured_body
 from .lifting import Lifted, Partial, lifted_transform, partial_of
+from .partials import is_partial, partial_as_function
 from .lower_expressions import DICT_VIEWS
 from .lower_state import Frame, LocalFunction
 from .spellings import forward_expression
@@ -120,6 +121,8 @@ class CallLowering:
             made = self.made_here_call(frame, node, obj, args, kwargs, hint)
             if made is not None:
                 return made
+        if is_partial(obj):     # a functools.partial made outside: what it calls
+            return self.outside_partial_call(frame, node, obj, args, kwargs, hint)
         transparent = getattr(obj, "__s2sgrad_transparent__", None)
         if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
             return self.call_object(frame, node, transparent, args, kwargs, hint)
@@ -174,6 +177,24 @@ class CallLowering:
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def outside_partial_call(self, frame, node, partial, args, kwargs, hint):
+        """A call of a ``functools.partial`` object made outside the function: a call of
+        its wrapper with source (``front/partials.py``: the bound values its closure,
+        read at each call); of ``partial.func`` with the bound numbers as constants where
+        that function has no signature to write one from (``partial(np.multiply, 3.0)``)."""
+        wrapper = partial_as_function(partial)
+        if wrapper is not partial:
+            return self.call_object(frame, node, wrapper, args, kwargs, hint)
+        bound = list(partial.args) + list(partial.keywords.values())
+        if not all(isinstance(v, (int, float, complex, bool, str, type(None)))
+                   for v in bound):
+            raise unsupported(frame, node, f"a call of {partial!r}, whose function has no "
+                              f"signature, with arrays bound", "write a def or a lambda "
+                              "that calls the function with those values")
+        return self.call_object(
+            frame, node, partial.func, tuple(Const(v) for v in partial.args) + tuple(args),
+            {**{k: Const(v) for k, v in partial.keywords.items()}, **kwargs}, hint)
 
     def chained_extremum(self, frame, node, obj, args):
         """max(a, b, c) and max([a, b, c]) are max(max(a, b), c): the two-argument rule."""
