@@ -184,6 +184,13 @@ def test_every_transform_of_a_function_with_keyword_only_parameters(transform):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
 
 
+def test_a_derivative_of_a_partial_pickles():
+    import pickle
+    g = s2sgrad.grad(functools.partial(loss, data=DATA))
+    expected = g(W)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(g))(W), expected, rtol=1e-12)
+
+
 def test_a_partial_whose_source_cannot_be_read_names_what_it_wraps():
     with pytest.raises(s2sgrad.errors.S2sgradError, match="partial"):
         s2sgrad.grad(functools.partial(max, 1.0))(2.0)

@@ -57,6 +57,7 @@ from .arguments import (argument_signature, argument_types, check_differentiable
 from .binding import instance_of, kept_on
 from .call_plan import free_units_changed
 from ..compiler.front.guards import cell_value
+from ..compiler.front.partials import partial_as_function
 from .guards import holds, retargeted, unchecked
 from .identity import function_identity, reads_large_array
 from .loading import load_function, user_line_of, user_origin_of
@@ -162,14 +163,19 @@ class Derivative:
             # a bound method pickles as getattr(instance, name), which gives this
             # derivative again when it is defined on the class under the method's name
             state["fn"] = _MethodReference(self.fn.__self__, self.fn.__name__)
+        partial = getattr(self.fn, "__s2sgrad_partial__", None)
+        if partial is not None:         # front/partials.py's wrapper: made again there
+            state["fn"] = _PartialReference(partial)
+            state.pop("__wrapped__", None)     # the same function: set again from fn
         return state
 
     def __setstate__(self, state):
         """Load each pickled variant's code here (``load_code``: written to this process's
         cache folder, compiled by Numba on its first call), without generating it."""
         built = state.pop("_variants")
-        if isinstance(state["fn"], _MethodReference):
+        if isinstance(state["fn"], (_MethodReference, _PartialReference)):
             state["fn"] = state["fn"].method()
+        state.setdefault("__wrapped__", state["fn"])
         self.__dict__.update(state)
         self._plans, self._bound, self._rule, self._earlier = {}, {}, None, {}
         self._hot = None
@@ -594,6 +600,17 @@ class _MethodReference:
 
 
 _KEPT = weakref.WeakKeyDictionary()
+
+
+class _PartialReference:
+    """What a derivative of a ``functools.partial`` pickles its function as: the partial,
+    whose wrapper with source (``front/partials.py``) is made again where unpickled."""
+
+    def __init__(self, partial):
+        self.partial = partial
+
+    def method(self):
+        return partial_as_function(self.partial)
 
 
 def derivative_for(fn, key, make):

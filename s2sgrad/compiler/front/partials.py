@@ -45,8 +45,8 @@ def partial_as_function(partial):
     if not _reads_source(partial.func):
         return partial
     kept = partial.__dict__.get(_KEPT)
-    if kept is not None and kept[0] == _keywords_key(partial):
-        return kept[1]
+    if kept is not None and kept.key == _keywords_key(partial):
+        return kept.function
     try:
         signature = inspect.signature(partial)
         wrapped = inspect.signature(partial.func)
@@ -60,8 +60,20 @@ def partial_as_function(partial):
     function.__qualname__ = function.__name__
     function.__module__ = __name__       # made here (a library function's would not be read)
     function.__doc__ = f"{partial!r} as a function (s2sgrad)"
-    partial.__dict__[_KEPT] = (_keywords_key(partial), function)
+    function.__s2sgrad_partial__ = partial      # what a derivative of it pickles
+    partial.__dict__[_KEPT] = _Kept(_keywords_key(partial), function)
     return function
+
+
+class _Kept:
+    """The wrapper kept on its partial, for the keywords it was written for; pickled
+    empty (a pickled partial carries its ``__dict__``: the wrapper is made again)."""
+
+    def __init__(self, key=None, function=None):
+        self.key, self.function = key, function
+
+    def __reduce__(self):
+        return _Kept, ()
 
 
 def _reads_source(func):
