@@ -101,8 +101,39 @@ def test_rows_on_the_tape_match_numpy_and_central_differences(layers, b, c, monk
     assert GRAD.backend == "numba"
 
 
-def test_stacked_rows_refuses_rows_of_other_lengths():
+def test_stacked_rows_keeps_rows_of_several_lengths_as_they_are():
     rows = stacked_rows((np.arange(3.0), np.ones(3)))
     assert rows.shape == (2, 3) and rows[0, 2] == 2.0
-    with pytest.raises(ValueError, match="please report"):
-        stacked_rows((np.arange(3.0), np.ones(1)))
+    short = np.ones(1)
+    kept = stacked_rows((np.arange(3.0), short))
+    assert isinstance(kept, tuple) and kept[1] is short
+
+
+def broadcast_slices(x, y, k):
+    total = 0.0
+    for i in range(3):
+        a = x[i:i + k]
+        b = np.sin(a) * y
+        c = b * a + y
+        d = np.tanh(c) * b
+        total = total + np.sum(d * d)
+    return total
+
+
+BROADCAST = s2sgrad.grad(broadcast_slices, (0, 1))
+
+
+def test_a_fused_loop_whose_run_time_slices_broadcast_gives_numpy_s_gradient():
+    """The loop's lengths are compared at run time: with k = 1 the slice broadcasts
+    against y, the guard fails and numpy's values (of two lengths) are kept as they are;
+    compiled code cannot hold them and the call runs as Python.  Before: an error
+    ("please report this program") where the unfused code gave the gradient."""
+    x, y = np.linspace(0.1, 1.0, 8), np.linspace(1.0, 2.0, 4)
+    for k in (4, 1, 4, 1):
+        got = BROADCAST(x, y, k)
+        for position in (0, 1):
+            np.testing.assert_allclose(
+                got[position], numerical_grad(broadcast_slices, (x, y, k), position),
+                rtol=1e-6, atol=1e-9)
+    assert BROADCAST.backend == "numba"
+    assert "_pass(" in s2sgrad.show(BROADCAST, x, y, 4)      # still fused where it can

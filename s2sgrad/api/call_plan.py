@@ -339,7 +339,10 @@ def _hot_body(test, guarded, miss, names, run):
     """The lines of a hot call: ``return {miss}`` unless the arguments pass ``test`` and
     the plan's code is still the derivative's current one (with ``guarded``, what it read
     from outside unchanged); then ``run`` (a statement running the code on ``names``), an
-    error raised in it noted with the user's line."""
+    error raised in it noted with the user's line (or the call run as Python where only
+    Python can finish it: ``Derivative._recovered``)."""
+    target, assigns, _ = run.partition(" = ")
+    recover = f"{target} =" if assigns else "return"   # run's result, where Python ran it
     return (f"if not ({test}):\n"
             f"    return {miss}\n"
             f"if derivative._last is not signature or derivative._compiled is not compiled "
@@ -349,4 +352,4 @@ def _hot_body(test, guarded, miss, names, run):
             f"try:\n"
             f"    {run}\n"
             f"except Exception as exc:\n"
-            f"    raise derivative._noted(exc, generated, [{names}])\n")
+            f"    {recover} derivative._recovered(exc, generated, [{names}], compiled)\n")

@@ -47,6 +47,7 @@ import weakref
 from ..backend.numba_backend import backend_mode, undecided_state
 from ..errors import (DerivativeCompositionError, DerivativeNotAvailableError,
                       GradientArgumentError, S2sgradError)
+from .. import runtime as rt
 from ..nn import Cell
 from ..tensor import Parameter
 from ..trees import flatten, is_tree, leaf_paths, unflatten
@@ -540,7 +541,7 @@ class Derivative:
         try:
             return run(*inputs, *extra)
         except Exception as exc:
-            raise self._noted(exc, plan.generated, [*inputs, *extra])
+            return self._recovered(exc, plan.generated, [*inputs, *extra], compiled)
 
     def _run(self, generated, inputs):
         """Run the loaded code on ``inputs``; an error raised in it gets a note naming the
@@ -548,7 +549,17 @@ class Derivative:
         try:
             return self._compiled(*inputs)
         except Exception as exc:
-            raise self._noted(exc, generated, inputs)
+            return self._recovered(exc, generated, inputs)
+
+    def _recovered(self, exc, generated, inputs, compiled=None):
+        """The call's result where the compiled code stopped at what only Python can
+        hold (``rt.RowsOfSeveralLengths``: a fused loop's guard failed and numpy's values
+        are of several lengths): the same code run as Python on ``inputs``.  Any other
+        error is raised, noted with the user's line (``_noted``)."""
+        compiled = self._compiled if compiled is None else compiled
+        if isinstance(exc, rt.RowsOfSeveralLengths) and compiled.backend == "numba":
+            return compiled.python_call(*inputs)
+        raise self._noted(exc, generated, inputs, compiled)
 
     def _noted(self, exc, generated, inputs, compiled=None):
         """``exc``, raised by the loaded code of ``generated`` (``compiled``, by default the

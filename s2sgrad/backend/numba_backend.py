@@ -110,6 +110,11 @@ class Compiled:
             return restore(self._jitted(*args))
         return self._first_call(key, args)
 
+    def python_call(self, *args):
+        """The code run as Python on ``args``, its results as a compiled call gives them
+        (where compiled code cannot finish a call: ``rt.RowsOfSeveralLengths``)."""
+        return as_numpy_scalars(self.py_func(*args))
+
     def runner(self, args):
         """What runs the code on arguments of the types of ``args`` (already run with them)
         without looking their types up again: the Numba dispatcher, wrapped in the

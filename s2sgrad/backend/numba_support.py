@@ -1065,10 +1065,9 @@ def _stacked_rows(rows):
         out = np.empty((m, n), dtype)
         for k in range(m):
             row = rows[k]
-            if row.shape[0] != n:
-                raise ValueError("s2sgrad: the arrays one fused loop of the generated code "
-                                 "keeps for the adjoint are not of one length, which its "
-                                 "build took them to be; please report this program")
+            if row.shape[0] != n:       # the call runs again as Python (rt.stacked_rows)
+                raise rt.RowsOfSeveralLengths("s2sgrad: a fused loop's rows of several "
+                                              "lengths")
             out[k] = row
         return out
     return stacked_rows

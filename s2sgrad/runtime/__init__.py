@@ -413,19 +413,22 @@ def push(tape, top, value):
 
 def stacked_rows(rows):
     """The 1-D arrays ``rows`` as the rows of one new array: a fused loop's kept values
-    (``compiler/optimize/loop_tapes.py``) where its statements ran as numpy instead.  They
-    are of one length: the shapes that put them in one loop say so; arrays numpy
-    broadcast to different lengths are an error here, never rows of a wrong length."""
+    (``compiler/optimize/loop_tapes.py``) where its statements ran as numpy instead.
+    Rows of several lengths (the loop's guard failed: a run-time slice of length 1 that
+    numpy broadcast against a longer array) are kept as they are, a tuple, which the
+    adjoint unpacks the same way; code compiled by Numba cannot hold that and raises
+    ``RowsOfSeveralLengths`` instead, and the caller runs the call as Python
+    (``api/derivative.py``, ``Derivative._recovered``)."""
     n = rows[0].shape[0]
     for row in rows:
         if row.shape != (n,):
-            raise ValueError(_UNEQUAL_ROWS.format(n, row.shape))
+            return tuple(rows)
     return np.stack(rows)
 
 
-_UNEQUAL_ROWS = ("s2sgrad: the arrays one fused loop of the generated code keeps for the "
-                 "adjoint have shapes ({},) and {}, which its build took to be of one "
-                 "length; please report this program (S2SGRAD_BACKEND does not change it)")
+class RowsOfSeveralLengths(ValueError):
+    """Raised by compiled code whose fused loop kept rows of several lengths (see
+    ``stacked_rows``): the call is run again as Python, which can keep them."""
 
 
 def trip_count(start, stop, step=1):
