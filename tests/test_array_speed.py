@@ -236,3 +236,17 @@ def test_short_trailing_rows_summed_by_blas(shape, axes, monkeypatch):
                                rtol=1e-13)
     ints = np.ones(shape, dtype=np.int32)               # ints: numpy's own sum, in int64
     assert rt.sum(ints, axes, False).dtype == np.sum(ints, axis=axes).dtype
+
+
+def literal_weights(x):
+    w = np.ones(3) * 2.0
+    return np.sum(np.sin(x) * w)
+
+
+def test_constants_of_literals_only_say_so():
+    """A constant from numbers written in the code (no input) is named as such in the
+    comments: they read ``from  only`` (an empty list of inputs)."""
+    g = s2sgrad.grad(literal_weights)
+    np.testing.assert_allclose(g(np.ones(3)), 2.0 * np.cos(np.ones(3)), rtol=1e-12)
+    assert "from numbers written in the code only, computed once (" in g.source
+    assert "from  only" not in g.source and "once per their values" not in g.source

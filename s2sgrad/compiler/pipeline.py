@@ -291,8 +291,11 @@ def hoist_constants(d, sweeps, fname):
     inputs = [name for name, _ in hoisted.inputs]
     outputs = ", ".join(hoisted.outputs) + ("," if len(hoisted.outputs) == 1 else "")
     said = " and ".join(to_source(e) for _, e in hoisted.inputs)
+    per = "once per their values"
+    if not said:            # literals only (np.ones(3)): one set of values
+        said, per = "numbers written in the code", "once"
     lines = [(line, None) for line in wrap(
-        f"# what {fname} computes from {said} only: run once per their values "
+        f"# what {fname} computes from {said} only: run {per} "
         "(rt.Constants keeps the results, read-only)")]
     lines += [(line, None) for line in wrap(f"def {function}({', '.join(inputs)}):")]
     lines += render_mapped(hoisted.function, 1)
@@ -300,7 +303,7 @@ def hoist_constants(d, sweeps, fname):
               (f"{table} = rt.Constants({function})", None), ("", None), ("", None)]
     call = f"{outputs} = {table}({', '.join(to_source(e) for _, e in hoisted.inputs)})"
     sweeps.forward = [Comment(f"{', '.join(hoisted.outputs)}: from {said} only, computed "
-                              f"once per their values ({function} above)"),
+                              f"{per} ({function} above)"),
                       gast.parse(call).body[0]] + hoisted.forward
     return lines
 
