@@ -191,6 +191,16 @@ def _newton_closure():
     return direction
 
 
+def _newton_gradient_closure():
+    gradient = s2sgrad.grad(kmeans.kmeans_cost)
+
+    def direction(centroids, points):
+        j, h = s2sgrad.jvp(lambda c: gradient(c, points), (centroids,),
+                           (np.ones_like(centroids),))
+        return j / h
+    return direction
+
+
 # --------------------------------------------------------------------------- ba
 
 
@@ -271,6 +281,7 @@ SPELLINGS = {
         "np.dot, methods": lambda: kmeans.newton_direction(kmeans_dot),
         "hvp": _newton_hvp,
         "jvp(grad(lambda))": _newton_closure,
+        "jvp(lambda: gradient(c, points))": _newton_gradient_closure,
     },
     "ba": {
         "by components": lambda: _ba_pair(ba_x_components, ba_y_components),

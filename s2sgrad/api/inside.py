@@ -74,10 +74,13 @@ class DerivativeRule:
     as flat leaves when there are several).  The three functions are written for the
     number of arguments of a call (``with_arity``; by default, the function's)."""
 
-    def __init__(self, inner, arity, cotangent_times, tangent_of, word="cotangent_times"):
+    def __init__(self, inner, arity, cotangent_times, tangent_of, word="cotangent_times",
+                 value_and_tangent_of=None):
         self.inner, self.word = inner, word
         self.__name__ = inner.__name__
         self._cotangent_times, self._tangent_of = cotangent_times, tangent_of
+        #: ``(args, tangents, floats) -> (value, tangent)`` from one run, or None
+        self._value_and_tangent_of = value_and_tangent_of
         self._by_arity = {}
         made = self.with_arity(arity)
         self.forward, self.backward, self.tangent = made.forward, made.backward, made.tangent
@@ -112,6 +115,13 @@ class _ArityRule:
             leaves = flatten(result)[0] if is_tree(result) else [result]
             return leaves[0] if len(leaves) == 1 else tuple(leaves)
         self.tangent = _Opaque(tangent, name + "_tangent")
+        if rule._value_and_tangent_of is not None:
+            def value_and_tangent(*both):
+                args = both[:arity]
+                return rule._value_and_tangent_of(args, both[arity:], float_positions(args))
+            # forward mode's call of a one-result object: its value and tangent at once
+            self.tangent.value_and_tangent = _Opaque(value_and_tangent,
+                                                     name + "_value_and_tangent")
 
 
 def result_structure(derivative):
@@ -194,14 +204,18 @@ def gradient_rule(inner, hvp_of, jvp_of):
                                                  [given.get(p) for p in floats])
         return _per_input(args, floats, tangents)
 
-    def gradient_tangent(args, tangents, floats):
+    def gradient_value_and_tangent(args, tangents, floats):
         # an input the gradient is not taken for whose tangent is exactly zero moves
         # nothing: left out of the forward-over-reverse pass (checked at every call)
         moving = tuple(p for p in floats if not zero_tangent(args[p], tangents[p]))
         moving = moving or floats[:1]
         return jvp_of(moving).jvp_call(
-            tuple(args), tuple(t if p in moving else None for p, t in enumerate(tangents)))[1]
-    return DerivativeRule(inner, arity, hessian_times, gradient_tangent, "hessian_times")
+            tuple(args), tuple(t if p in moving else None for p, t in enumerate(tangents)))
+
+    def gradient_tangent(args, tangents, floats):
+        return gradient_value_and_tangent(args, tangents, floats)[1]
+    return DerivativeRule(inner, arity, hessian_times, gradient_tangent, "hessian_times",
+                          gradient_value_and_tangent)
 
 
 def jacobian_rule(inner, jacobian_of, forward_of):

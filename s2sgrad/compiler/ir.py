@@ -78,6 +78,10 @@ class CustomBackward:
     #: an expression naming ``tangent(*inputs, *input tangents)`` -> the result's tangent
     #: (flat leaves for several), for forward mode; None: the rule has none
     tangent: object = None
+    #: an expression naming ``value_and_tangent(*inputs, *input tangents)`` -> ``(result,
+    #: its tangent)`` from one run (a gradient's: forward over reverse computes both), for
+    #: a call of one result whose tangent is wanted: it replaces the forward's call; None
+    value_and_tangent: object = None
 
     def differentiable_operands(self):
         """The Var names the backward may give gradients to: inputs and parameters."""

@@ -130,7 +130,7 @@ class BatchedTangents(Tangents):
 
     # ------------------------------------------------------------ statements
 
-    def custom_tangent(self, op):
+    def custom_tangent(self, op, with_value=False):
         self.refuse(f"a custom rule ({op.custom.name})", op.origin)
 
     def zeros(self, var):

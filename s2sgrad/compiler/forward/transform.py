@@ -118,6 +118,7 @@ class Tangents:
         self.mutated = lowered.mutated
         self.lists = lowered.lists
         self.of = {}
+        self.merged = set()   # ids of calls made with their tangents (``_merged_calls``)
 
     def name(self, var):
         """The tangent name of ``var`` (``var_dot``, made unique)."""
@@ -130,7 +131,10 @@ class Tangents:
     def block(self, statements):
         out = []
         last = None
+        self.merged |= _merged_calls(statements, self.active)
         for stmt in statements:
+            if isinstance(stmt, Op) and stmt.custom is None and id(stmt) in self.merged:
+                continue    # its value comes with its tangent, at the link after it
             if isinstance(stmt, (Op, SetItem, ListAppend)) and stmt.origin != last:
                 out.append(Comment(location_comment(stmt.origin)[2:], stmt.origin))
                 last = stmt.origin
@@ -176,7 +180,7 @@ class Tangents:
         if op.expr is None:       # the link of a custom backward: nothing runs here
             if live and (op.custom is None or op.custom.tangent is None):
                 raise _custom_without_forward(op)
-            return self.custom_tangent(op) if live else []
+            return self.custom_tangent(op, id(op) in self.merged) if live else []
         target = (gast.Tuple(elts=[name_node(t, gast.Store()) for t in op.targets],
                              ctx=gast.Store()) if len(op.targets) > 1 else op.targets[0])
         out = [assign(target, op.expr)]
@@ -218,14 +222,21 @@ class Tangents:
                                              ctx=gast.Store()), tangent))
         return out
 
-    def custom_tangent(self, op):
+    def custom_tangent(self, op, with_value=False):
         """The tangents of a custom rule's results from the rule's ``tangent`` callable
         (a derivative object called inside: its JVP), given the inputs and their
-        tangents."""
+        tangents; ``with_value``: the result and its tangent from the rule's
+        ``value_and_tangent`` (the forward's call left out: ``_merged_calls``)."""
         inputs = list(op.custom.inputs)
-        expr = gast.Call(func=copy.deepcopy(op.custom.tangent),
+        expr = gast.Call(func=copy.deepcopy(op.custom.value_and_tangent if with_value
+                                            else op.custom.tangent),
                          args=[atom_node(a) for a in inputs] +
                          [self.tangent_node(a) for a in inputs], keywords=[])
+        if with_value:
+            t = op.targets[0]
+            return [assign(gast.Tuple(elts=[name_node(t, gast.Store()),
+                                            name_node(self.name(t), gast.Store())],
+                                      ctx=gast.Store()), expr)]
         if len(op.targets) == 1:
             return [assign(self.name(op.targets[0]), expr)]
         return [assign(gast.Tuple(elts=[name_node(self.name(t), gast.Store())
@@ -532,6 +543,23 @@ def missing_jvp_rule(op, detail=None):
         "a forward rule with s2sgrad.rules.jvp_registry.jvp_rule(<function>) (see "
         "s2sgrad/rules/jvp_rules.py); or wrap the value in ops.stop_gradient if no "
         "derivative should flow")
+
+
+def _merged_calls(statements, active):
+    """The ids of each call whose value forward mode takes from its custom rule's
+    ``value_and_tangent`` and of the link after it: a forward of one Op right before its
+    link, of one result whose tangent is wanted (``jvp(lambda x: gradient(x, p))``: one
+    forward-over-reverse pass gives the gradient and its tangent; the call would compute
+    the gradient again)."""
+    merged = set()
+    for call_op, link in zip(statements, statements[1:]):
+        if isinstance(link, Op) and link.expr is None and link.custom is not None and \
+                link.custom.value_and_tangent is not None and len(link.targets) == 1 and \
+                link.targets[0] in active and isinstance(call_op, Op) and \
+                call_op.custom is None and call_op.expr is not None and \
+                tuple(call_op.targets) == tuple(link.targets):
+            merged.update((id(call_op), id(link)))
+    return merged
 
 
 def _custom_without_forward(op):

@@ -91,6 +91,9 @@ def lower_custom_call(calls, frame, node, forward, backward, args, kwargs, hint,
                              bool(internal_params))
     if tangent is not None:
         custom.tangent = literals.reference_node(tangent, calls.atoms)
+        both = getattr(tangent, "value_and_tangent", None)
+        if both is not None:
+            custom.value_and_tangent = literals.reference_node(both, calls.atoms)
     calls.state.ops.append(Op(tuple(leaves), forward, tuple(args), {}, None, frame.location(node),
                               None, custom))
     return output

@@ -104,6 +104,17 @@ class Emitter:
             self.types.tuples.add(name)
             self.types.structures[name] = structure
 
+    def _same_sequence(self, target, source):
+        """``target`` holds the list or tuple ``source`` holds (a loop-carried copy)."""
+        self.types.lists.add(target)
+        if source in self.types.tuples:
+            self.types.tuples.add(target)
+            if source in self.types.structures:
+                self.types.structures[target] = self.types.structures[source]
+        ranks = self.aliases.item_ranks
+        if source in ranks and target not in ranks:
+            ranks[target] = ranks[source]
+
     def list_slice(self, frame, node, name, base):
         """``xs[a:b:c]`` of a run-time list is a list (of the same items): read by index
         and looped over with ``len``; its adjoint is a list added item by item into the
@@ -156,6 +167,8 @@ class Emitter:
                 target not in self.types.dtypes:
             self.types.dtypes[target] = self.types.dtypes[atom.name]
         self.aliases.record_alias(target, atom)   # the same array in generated code
+        if isinstance(atom, Var) and atom.name in self.types.lists:
+            self._same_sequence(target, atom.name)   # a list's copy: its adjoint a list too
         return Op((target,), prims.ASSIGN, (atom,), {}, self.atoms.atom_node(atom), location,
                   lookup(prims.ASSIGN))
 
