@@ -210,3 +210,70 @@ class _Writer(gast.NodeTransformer):
 
 def _is_ufunc(name):
     return isinstance(getattr(np, name, None), np.ufunc)
+
+
+#: what code laid out by columns may call (``by_columns``): each reads its operands
+#: (or, ``rt.add_into``, writes through a view made by indexing) and never through a
+#: reshaped view, which is a copy of a matrix laid out by columns
+COLUMN_SAFE = {
+    "rt": frozenset({"sum", "unbroadcast", "unreduce", "add_into", "shaped", "ones_like",
+                     "zeros_like", "cross_adjoint", "reduction_count"}),
+    "np": frozenset({"zeros_like", "ones_like", "sum", "cross", "ascontiguousarray"}),
+}
+#: the ``rt.Kept`` methods (besides numpy's ufuncs) code laid out by columns may call:
+#: the kernels' (``rt.Fused`` copies an operand C-ordered where its loops run) and the
+#: layout's own
+KEPT_COLUMN_SAFE = frozenset({"fused", "fused_sum", "columns", "cross", "contiguous"})
+#: calls written as the ``rt.Kept`` method that keeps the layout
+COLUMN_CALLS = {("np", "cross"): "cross", ("np", "ascontiguousarray"): "contiguous"}
+
+
+def by_columns(statements, params, kept, fused=()):
+    """``(head, statements)``: ``params`` (the names of the function's arguments that are
+    matrices) laid out by columns for the call when they are narrow (``a, b =
+    kept.columns(a, b)``: ``runtime/columns.py`` decides at each call), and
+    ``np.cross``/``np.ascontiguousarray`` written as ``kept.cross``/``kept.contiguous``,
+    which keep that layout; ``([], statements)`` unchanged where the statements call
+    anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``
+    and ``KEPT_COLUMN_SAFE``,
+    or read an attribute other than a shape's (``.reshape`` of a matrix laid out by
+    columns is a copy: a write through it would be lost)."""
+    if not params or not all(_column_safe(item, kept, fused) for item in statements
+                             if not isinstance(item, Comment)):
+        return [], statements
+    for item in statements:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                    isinstance(node.func.value, gast.Name) and \
+                    (node.func.value.id, node.func.attr) in COLUMN_CALLS and \
+                    len(node.args) in (1, 2) and not node.keywords:
+                node.func = gast.Attribute(name_node(kept), COLUMN_CALLS[
+                    node.func.value.id, node.func.attr], gast.Load())
+    names = ", ".join(params)
+    head = [Comment("matrices of few columns laid out by columns for this call (numpy's "
+                    "passes then run down columns)"),
+            gast.parse(f"{names}, = {kept}.columns({names})").body[0]]
+    return head, statements
+
+
+def _column_safe(item, kept, fused):
+    """Whether the statement ``item`` only calls and reads what ``by_columns`` allows."""
+    for node in gast.walk(item):
+        if isinstance(node, gast.Call):
+            func = node.func
+            if isinstance(func, gast.Name):
+                if func.id not in fused:
+                    return False
+            elif not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)):
+                return False
+            elif not (func.attr in COLUMN_SAFE.get(func.value.id, ()) or
+                      func.value.id in ("np", kept) and _is_ufunc(func.attr) or
+                      func.value.id == kept and func.attr in KEPT_COLUMN_SAFE):
+                return False
+        elif isinstance(node, gast.Attribute) and not (
+                isinstance(node.value, gast.Name) and node.value.id in ("np", "rt", kept)) \
+                and node.attr not in SIZE_ATTRIBUTES:
+            return False
+    return True
