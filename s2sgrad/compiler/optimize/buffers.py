@@ -233,13 +233,16 @@ def by_columns(statements, params, kept, fused=()):
     matrices) laid out by columns for the call when they are narrow (``a, b =
     kept.columns(a, b)``: ``runtime/columns.py`` decides at each call), and
     ``np.cross``/``np.ascontiguousarray`` written as ``kept.cross``/``kept.contiguous``,
-    which keep that layout; ``([], statements)`` unchanged where the statements call
+    which keep that layout; ``([], statements)`` unchanged where nothing reads columns
+    (``x[:, 0:3]``, ``x[:, 2]``, ``x[:, None]``: without, numpy's passes over whole
+    matrices gain nothing, and the copies cost) or the statements call
     anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``
     and ``KEPT_COLUMN_SAFE``,
     or read an attribute other than a shape's (``.reshape`` of a matrix laid out by
     columns is a copy: a write through it would be lost)."""
-    if not params or not all(_column_safe(item, kept, fused) for item in statements
-                             if not isinstance(item, Comment)):
+    code = [item for item in statements if not isinstance(item, Comment)]
+    if not params or not any(_column_read(node) for item in code for node in gast.walk(item)) \
+            or not all(_column_safe(item, kept, fused) for item in code):
         return [], statements
     for item in statements:
         if isinstance(item, Comment):
@@ -256,6 +259,21 @@ def by_columns(statements, params, kept, fused=()):
                     "passes then run down columns)"),
             gast.parse(f"{names}, = {kept}.columns({names})").body[0]]
     return head, statements
+
+
+def _column_read(node):
+    """Whether ``node`` is ``x[:, <not a whole slice>]``: columns of a matrix, or a
+    vector made a column."""
+    if not (isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Tuple) and
+            len(node.slice.elts) == 2):
+        return False
+    rows, cols = node.slice.elts
+    return _whole(rows) and not _whole(cols)
+
+
+def _whole(index):
+    return isinstance(index, gast.Slice) and index.lower is None and index.upper is None \
+        and index.step is None
 
 
 def _column_safe(item, kept, fused):
