@@ -223,17 +223,19 @@ COLUMN_SAFE = {
 #: the ``rt.Kept`` methods (besides numpy's ufuncs) code laid out by columns may call:
 #: the kernels' (``rt.Fused`` copies an operand C-ordered where its loops run) and the
 #: layout's own
-KEPT_COLUMN_SAFE = frozenset({"fused", "fused_sum", "columns", "cross", "contiguous"})
+KEPT_COLUMN_SAFE = frozenset({"fused", "fused_sum", "columns", "cross", "contiguous",
+                              "unreduce"})
 #: calls written as the ``rt.Kept`` method that keeps the layout
-COLUMN_CALLS = {("np", "cross"): "cross", ("np", "ascontiguousarray"): "contiguous"}
+COLUMN_CALLS = {("np", "cross"): "cross", ("np", "ascontiguousarray"): "contiguous",
+                ("rt", "unreduce"): "unreduce"}
 
 
 def by_columns(statements, params, kept, fused=()):
     """``(head, statements)``: ``params`` (the names of the function's arguments that are
     matrices) laid out by columns for the call when they are narrow (``a, b =
     kept.columns(a, b)``: ``runtime/columns.py`` decides at each call), and
-    ``np.cross``/``np.ascontiguousarray`` written as ``kept.cross``/``kept.contiguous``,
-    which keep that layout; ``([], statements)`` unchanged where nothing reads columns
+    ``np.cross``/``np.ascontiguousarray``/``rt.unreduce`` written as the ``kept``
+    methods that keep that layout (``COLUMN_CALLS``); ``([], statements)`` unchanged where nothing reads columns
     (``x[:, 0:3]``, ``x[:, 2]``, ``x[:, None]``: without, numpy's passes over whole
     matrices gain nothing, and the copies cost) or the statements call
     anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``
@@ -251,7 +253,7 @@ def by_columns(statements, params, kept, fused=()):
             if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                     isinstance(node.func.value, gast.Name) and \
                     (node.func.value.id, node.func.attr) in COLUMN_CALLS and \
-                    len(node.args) in (1, 2) and not node.keywords:
+                    not node.keywords:
                 node.func = gast.Attribute(name_node(kept), COLUMN_CALLS[
                     node.func.value.id, node.func.attr], gast.Load())
     names = ", ".join(params)
