@@ -32,6 +32,12 @@ def rows(cams, X):
     return np.sum(proj ** 2 * cams[:, 4:5])
 
 
+def rows_summed_by_method(cams, X):
+    rot = cams[:, 0:3]
+    axis = rot / np.linalg.norm(rot, axis=1)[:, None]
+    return (np.cross(axis, X)[:, 0:2] * cams[:, 4:5]).sum()
+
+
 def whole(cams, X):
     return np.sum(np.sin(cams) * cams + X @ cams[:3])
 
@@ -66,6 +72,9 @@ def test_the_generated_code_lays_narrow_matrices_out_by_columns():
     code = [line for line in source.splitlines() if not line.lstrip().startswith("#")]
     assert any("kept.cross(axis, Xc)" in line for line in code)
     assert not any("np.cross" in line for line in code)
+    # an array's reading methods and np.linalg.norm read into new values
+    other = s2sgrad.show(s2sgrad.grad(rows_summed_by_method, (0, 1)), *data())
+    assert "cams, X = kept.columns(cams, X)" in other
     # a reshape of a matrix laid out by columns is a copy: such code keeps numpy's layout
     other = s2sgrad.show(s2sgrad.grad(reshaped, (0, 1)), *data())
     assert "kept." in other and "columns(" not in other

@@ -27,6 +27,7 @@ import gast
 import numpy as np
 
 from ..syntax.nodes import Comment, name_node
+from ..syntax.source import to_source
 
 #: Python operators and the ufuncs they are
 BINARY = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply",
@@ -217,9 +218,13 @@ def _is_ufunc(name):
 #: reshaped view, which is a copy of a matrix laid out by columns
 COLUMN_SAFE = {
     "rt": frozenset({"sum", "unbroadcast", "unreduce", "add_into", "shaped", "ones_like",
-                     "zeros_like", "cross_adjoint", "reduction_count"}),
+                     "zeros_like", "cross_adjoint", "reduction_count", "norm_adjoint"}),
     "np": frozenset({"zeros_like", "ones_like", "sum", "cross", "ascontiguousarray"}),
+    "np.linalg": frozenset({"norm"}),
 }
+#: methods of an array code laid out by columns may call: each reads it into a new value
+READ_METHODS = frozenset({"sum", "mean", "max", "min", "prod", "any", "all", "copy",
+                          "astype"})
 #: the ``rt.Kept`` methods (besides numpy's ufuncs) code laid out by columns may call:
 #: the kernels' (``rt.Fused`` copies an operand C-ordered where its loops run) and the
 #: layout's own
@@ -238,8 +243,8 @@ def by_columns(statements, params, kept, fused=()):
     methods that keep that layout (``COLUMN_CALLS``); ``([], statements)`` unchanged where nothing reads columns
     (``x[:, 0:3]``, ``x[:, 2]``, ``x[:, None]``: without, numpy's passes over whole
     matrices gain nothing, and the copies cost) or the statements call
-    anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``
-    and ``KEPT_COLUMN_SAFE``,
+    anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``,
+    ``KEPT_COLUMN_SAFE`` and an array's ``READ_METHODS``,
     or read an attribute other than a shape's (``.reshape`` of a matrix laid out by
     columns is a copy: a write through it would be lost)."""
     code = [item for item in statements if not isinstance(item, Comment)]
@@ -280,19 +285,25 @@ def _whole(index):
 
 def _column_safe(item, kept, fused):
     """Whether the statement ``item`` only calls and reads what ``by_columns`` allows."""
+    methods = set()       # the attributes read as methods called (``x.sum()``)
     for node in gast.walk(item):
         if isinstance(node, gast.Call):
             func = node.func
             if isinstance(func, gast.Name):
                 if func.id not in fused:
                     return False
-            elif not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)):
+                continue
+            if not isinstance(func, gast.Attribute):
                 return False
-            elif not (func.attr in COLUMN_SAFE.get(func.value.id, ()) or
-                      func.value.id in ("np", kept) and _is_ufunc(func.attr) or
-                      func.value.id == kept and func.attr in KEPT_COLUMN_SAFE):
+            methods.add(id(func))
+            owner = to_source(func.value) if isinstance(func.value, (
+                gast.Name, gast.Attribute)) else None
+            if not (func.attr in COLUMN_SAFE.get(owner, ()) or
+                    owner in ("np", kept) and _is_ufunc(func.attr) or
+                    owner == kept and func.attr in KEPT_COLUMN_SAFE or
+                    owner not in ("np", "rt", kept, "math") and func.attr in READ_METHODS):
                 return False
-        elif isinstance(node, gast.Attribute) and not (
+        elif isinstance(node, gast.Attribute) and id(node) not in methods and not (
                 isinstance(node.value, gast.Name) and node.value.id in ("np", "rt", kept)) \
                 and node.attr not in SIZE_ATTRIBUTES:
             return False
