@@ -22,6 +22,13 @@ so no result depends on an earlier one.  Operations nested in others are kept to
 numpy's own reuse of temporaries needs a temporary no one else holds).  One call runs
 each operation of straight-line code once, in one order; what the function returns is
 copied where it shares a kept array (``Buffers.give``).
+
+``by_columns(statements, params, kept, fused)`` gives the line that lays the matrix
+arguments out by columns for a call where they are narrow (``a, b = kept.columns(a,
+b)``: ``runtime/columns.py``) and the statements with ``np.cross``,
+``np.ascontiguousarray`` and ``rt.unreduce`` written as the ``kept`` methods that keep
+that layout, for code that reads columns and calls only what never writes through a
+reshaped view (``COLUMN_SAFE``).
 """
 import gast
 import numpy as np
