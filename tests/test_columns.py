@@ -38,6 +38,10 @@ def rows_summed_by_method(cams, X):
     return (np.cross(axis, X)[:, 0:2] * cams[:, 4:5]).sum()
 
 
+def with_aux(cams, X):
+    return rows(cams, X), cams[:, 1:3] * 2.0
+
+
 def whole(cams, X):
     return np.sum(np.sin(cams) * cams + X @ cams[:3])
 
@@ -132,3 +136,14 @@ def test_the_runtime_keeps_numpys_bits_and_the_layout():
     assert broadcast.binary(np.multiply, a, np.ones((N, 1)), None) is None
     assert columns.contiguous(a[:, 0:2]) is not None and columns.narrow(np.ones((N, 3)))
     assert not columns.narrow(a) and not columns.narrow(np.ones((N, 1)))
+
+
+def test_value_and_grad_with_aux_and_a_jitted_caller(reference):
+    cams, X = data()
+    (value, aux), grads = s2sgrad.value_and_grad(with_aux, (0, 1), has_aux=True)(cams, X)
+    assert value == rows(cams, X)
+    for g, want in zip(grads, reference):
+        assert g.flags.c_contiguous and np.array_equal(g, want)
+    assert aux.flags.c_contiguous and np.array_equal(aux, cams[:, 1:3] * 2.0)
+    twice = s2sgrad.jit(lambda c, x: GRAD(c, x)[0] * 2.0)(cams, X)
+    assert np.array_equal(twice, 2.0 * reference[0])
