@@ -246,8 +246,9 @@ def by_columns(statements, params, kept, fused=()):
     """``(head, statements)``: ``params`` (the names of the function's arguments that are
     matrices) laid out by columns for the call when they are narrow (``a, b =
     kept.columns(a, b)``: ``runtime/columns.py`` decides at each call), and
-    ``np.cross``/``np.ascontiguousarray``/``rt.unreduce`` written as the ``kept``
-    methods that keep that layout (``COLUMN_CALLS``); ``([], statements)`` unchanged where nothing reads columns
+    ``np.cross``/``rt.unreduce`` and ``np.ascontiguousarray`` of a column block
+    (``optimize/views.py``'s copy of a block no one writes through) written as the
+    ``kept`` methods that keep that layout (``COLUMN_CALLS``); ``([], statements)`` unchanged where nothing reads columns
     (``x[:, 0:3]``, ``x[:, 2]``, ``x[:, None]``: without, numpy's passes over whole
     matrices gain nothing, and the copies cost) or the statements call
     anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``,
@@ -265,7 +266,8 @@ def by_columns(statements, params, kept, fused=()):
             if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                     isinstance(node.func.value, gast.Name) and \
                     (node.func.value.id, node.func.attr) in COLUMN_CALLS and \
-                    not node.keywords:
+                    not node.keywords and (node.func.attr != "ascontiguousarray" or
+                                           _column_read(node.args[0])):
                 node.func = gast.Attribute(name_node(kept), COLUMN_CALLS[
                     node.func.value.id, node.func.attr], gast.Load())
     names = ", ".join(params)
