@@ -45,7 +45,7 @@ import operator
 import numpy as np
 
 from .broadcast import binary
-from .columns import as_rows, columns, contiguous, copy_columns, cross, spread_columns
+from .columns import as_rows, columns, contiguous, cross, spread_columns
 from .core import unreduce
 from .core import extremum_adjoint_into
 from .einsum import einsum_adjoints, einsum_into
@@ -155,7 +155,7 @@ class Kept:
         if not self.by_columns or not spread_columns(spread):
             self.at += 1              # one place either way: the next ones stay theirs
             return spread
-        return self.run(copy_columns, (spread,))
+        return self.run(_columns_copy, (spread,))
 
     def cross(self, a, b):
         """``np.cross(a, b)`` laid out like ``a`` (``columns.cross``)."""
@@ -183,6 +183,14 @@ class Kept:
         """``rt.einsum_adjoints(g, operands)`` with each operand's contraction written
         into a kept array (``kept.einsum``; one operation per array operand)."""
         return einsum_adjoints(g, operands, self.einsum)
+
+
+def _columns_copy(x, out=None):
+    """``x`` written into ``out`` (a new array laid out by columns when None)."""
+    if out is None:
+        out = np.empty(x.shape, x.dtype, order="F")
+    out[...] = x
+    return out
 
 
 def _operation(fn, name):

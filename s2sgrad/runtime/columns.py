@@ -18,9 +18,9 @@ goes through the same operations; only the order they are stored in differs.
   the same order as numpy's, so the same bits; anything else is ``np.cross``;
 - ``contiguous(x)``: ``x`` when its numbers are contiguous in either layout (a column
   block of a matrix laid out by columns is), else ``np.ascontiguousarray(x)``;
-- ``spread_columns(x)``/``copy_columns(x, out)``: a column repeated over a narrow
-  matrix (a stride of 0, which numpy runs along rows), and its copy laid out by columns
-  (``rt.Kept.unreduce``);
+- ``spread_columns(x)``: whether ``x`` is a column repeated over a narrow matrix (a
+  stride of 0, which numpy runs along rows: ``rt.Kept.unreduce`` copies it out by
+  columns);
 - ``laid_by_columns(x)``: whether ``x`` is laid out by columns only (the helpers that
   would write a C-ordered result leave such operands to numpy: ``broadcast.binary``);
 - ``as_rows(value)``: ``value`` (an array, or tuples/lists/dicts of them) with each
@@ -30,7 +30,7 @@ goes through the same operations; only the order they are stored in differs.
 import numpy as np
 
 __all__ = ["columns", "cross", "contiguous", "as_rows", "narrow", "narrow_vectors",
-           "laid_by_columns", "spread_columns", "copy_columns"]
+           "laid_by_columns", "spread_columns"]
 
 #: the most columns a matrix laid out by columns may have: numpy's row overhead is per
 #: row, so the gain shrinks as rows grow (ba's 11-column ``cams``: 0.35 ms of copy for
@@ -96,14 +96,6 @@ def spread_columns(x):
     adjoint), which numpy runs along rows."""
     return type(x) is np.ndarray and x.ndim == 2 and x.strides[1] == 0 and \
         x.shape[0] >= LEAST_ROWS and 2 <= x.shape[1] <= MOST_COLUMNS and x.strides[0] != 0
-
-
-def copy_columns(x, out=None):
-    """``x`` written into ``out`` (a new array laid out by columns when None)."""
-    if out is None:
-        out = np.empty(x.shape, x.dtype, order="F")
-    out[...] = x
-    return out
 
 
 def laid_by_columns(x):
