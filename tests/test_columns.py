@@ -76,6 +76,7 @@ def test_the_generated_code_lays_narrow_matrices_out_by_columns():
     code = [line for line in source.splitlines() if not line.lstrip().startswith("#")]
     assert any("kept.cross(axis, Xc)" in line for line in code)
     assert not any("np.cross" in line for line in code)
+    assert any("kept.unreduce(" in line for line in code)        # the row sums' adjoints
     # an array's reading methods and np.linalg.norm read into new values
     other = s2sgrad.show(s2sgrad.grad(rows_summed_by_method, (0, 1)), *data())
     assert "cams, X = kept.columns(cams, X)" in other
@@ -132,6 +133,14 @@ def test_the_runtime_keeps_numpys_bits_and_the_layout():
         fast = cross_adjoint(g, a, b, -1, -1, -1, None, wrt)
         assert fast.flags.f_contiguous
         assert np.array_equal(fast, cross_adjoint(g, a, b, 1, 1, 1, None, wrt))
+    # a row sum's adjoint spread over the columns: written out by columns once the call
+    # laid matrices out so (a stride-0 view makes numpy's passes run along rows)
+    kept = buffers.Buffers().take()
+    spread = kept.unreduce(a[:, 0], a, 1, False)
+    assert spread.strides[1] == 0 and np.array_equal(spread, np.repeat(a[:, :1], 3, axis=1))
+    kept.columns(np.ones((N, 3)))
+    spread = kept.unreduce(a[:, 0], a, 1, False)
+    assert spread.flags.f_contiguous and np.array_equal(spread, np.repeat(a[:, :1], 3, axis=1))
     # the compiled broadcast loop writes C order: operands laid out by columns stay numpy's
     assert broadcast.binary(np.multiply, a, np.ones((N, 1)), None) is None
     assert columns.contiguous(a[:, 0:2]) is not None and columns.narrow(np.ones((N, 3)))
