@@ -22,7 +22,7 @@ from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
 from .emit.kernels import kernel_lines
 from .emit.loops import loop_lines
-from .optimize.buffers import kept_results
+from .optimize.buffers import by_columns, kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.kernels import Numbers, fused_chains
 from .optimize.loop_space import array_ranks, index_spaces, nodes, pieced, slice_cuts
@@ -385,15 +385,16 @@ def kept_sweeps(d, sweeps):
     numbers = {n for n, rank in d.lowered.ndims.items() if rank == 0}
     # the sweeps' boundary, found again by identity (kernels remove and add statements)
     boundary = Comment("the adjoint sweep")
+    matrices = [p for p in d.lowered.params if d.lowered.ndims.get(p) == 2]
     head, both, prelude, give = keep_buffers(sweeps.forward + [boundary] + sweeps.backward,
                                              keep, numbers.__contains__, d.names,
-                                             d.lowered.name, d.lowered.ndims.get)
+                                             d.lowered.name, d.lowered.ndims.get, matrices)
     split = both.index(boundary)
     sweeps.forward, sweeps.backward = head + both[:split], both[split + 1:]
     return prelude, give
 
 
-def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
+def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None, matrices=()):
     """Make the elementwise chains of the straight-line ``statements`` fused kernel calls
     (``optimize/kernels.py``) and write their large elementwise results into arrays kept
     between calls (``optimize/buffers.py``).  Gives ``(head, statements, prelude,
@@ -403,7 +404,9 @@ def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
     the return hands the result through; ``give`` is None when nothing is kept.
     ``keep``: the names returned; ``scalar(name)``: a name known to be a number;
     ``rank(name)``: its number of dimensions or None (column blocks read by several
-    passes are copied contiguous: ``optimize/views.py``)."""
+    passes are copied contiguous: ``optimize/views.py``); ``matrices``: the arguments
+    known to be matrices, laid out by columns for a call where they are narrow
+    (``optimize/buffers.by_columns``)."""
     statements = contiguous_blocks(scaled_products(statements, keep), keep, rank)
     statements, chains = fused_chains(statements, keep, names.fresh, scalar)
     kept = names.fresh("kept")
@@ -412,10 +415,11 @@ def keep_buffers(statements, keep, scalar, names, base, rank=lambda name: None):
     if not count:
         return [], statements, kernel_lines(chains), None
     table = names.fresh(f"_{base}_buffers")
+    layout, rewritten = by_columns(rewritten, matrices, kept, {c.name for c in chains})
     head = [Comment(f"{kept}.f(...): np.f (rt.f) written into the array this operation "
                     f"made last call, when the arguments are alike (rt.Buffers: no fresh "
                     f"pages to fault)"),
-            gast.parse(f"{kept} = {table}.take()").body[0]]
+            gast.parse(f"{kept} = {table}.take()").body[0], *layout]
     prelude = [(line, None) for line in wrap(
         f"# the arrays the function below writes its {count} elementwise results into "
         "(the large ones), kept from one call to the next")]

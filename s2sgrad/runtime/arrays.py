@@ -8,6 +8,7 @@ operands), in the operand's shape.
 """
 import numpy as np
 
+from .columns import cross as columns_cross, narrow_vectors
 from .core import reduction_count, unbroadcast, unreduce
 
 __all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint",
@@ -546,6 +547,9 @@ def cross_adjoint(g, a, b, axisa, axisb, axisc, axis, wrt):
     Two 2-vectors give only z, so ``g`` is that component."""
     if axis is not None:
         axisa = axisb = axisc = axis
+    if axisa == axisb == axisc == -1 and narrow_vectors(g, a, b):
+        # (n, 3) matrices: column by column, laid out like them (``columns.cross``)
+        return columns_cross(b, g) if wrt == 0 else columns_cross(g, a)
     am = np.moveaxis(np.asarray(a), axisa, -1)
     bm = np.moveaxis(np.asarray(b), axisb, -1)
     na, nb = am.shape[-1], bm.shape[-1]

@@ -16,8 +16,10 @@ machine, one process, best of 200).  ``binary(fn, a, b, out)`` gives ``fn(a, b)`
   operand repeats, stride 0, counts as length 1: ``fused.collapsed``), the result has at
   least ``FUSE_NUMBERS / BROADCAST_SHARE`` numbers, its merged rows are shorter than ``LONG_ROW``
   (numpy's long rows cost it nothing more: ``(4, 250, 250) * (250, 250)`` is a row of
-  62,500), ``out`` is None or a C-ordered float64 array of the result's shape, and Numba
-  is allowed (``fused.allowed``);
+  62,500), ``out`` is None or a C-ordered float64 array of the result's shape, neither
+  operand is a matrix laid out by columns only (``columns.laid_by_columns``: numpy's
+  inner loops run down its columns, and this loop's C-ordered result would mix the
+  layouts of what follows), and Numba is allowed (``fused.allowed``);
 - the loop is compiled: ``rt.Fused``'s compile thread, started by the first call that
   could take it, which gets None (the caller runs numpy), as every call does until the
   compile is done, so no result depends on it;
@@ -29,6 +31,7 @@ same).
 import numpy as np
 
 from . import fused
+from .columns import laid_by_columns
 
 __all__ = ["binary"]
 
@@ -103,6 +106,8 @@ def binary(fn, a, b, out):
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         return None                       # numpy raises its own error
+    if laid_by_columns(a) or laid_by_columns(b):
+        return None                       # numpy's inner loops run down its columns
     a, b = fused.collapsed(a), fused.collapsed(b)      # a repeated axis is a broadcast
     if a.shape == b.shape:
         return None

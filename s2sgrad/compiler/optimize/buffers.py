@@ -22,11 +22,19 @@ so no result depends on an earlier one.  Operations nested in others are kept to
 numpy's own reuse of temporaries needs a temporary no one else holds).  One call runs
 each operation of straight-line code once, in one order; what the function returns is
 copied where it shares a kept array (``Buffers.give``).
+
+``by_columns(statements, params, kept, fused)`` gives the line that lays the matrix
+arguments out by columns for a call where they are narrow (``a, b = kept.columns(a,
+b)``: ``runtime/columns.py``) and the statements with ``np.cross``,
+``np.ascontiguousarray`` and ``rt.unreduce`` written as the ``kept`` methods that keep
+that layout, for code that reads columns and calls only what never writes through a
+reshaped view (``COLUMN_SAFE``).
 """
 import gast
 import numpy as np
 
 from ..syntax.nodes import Comment, name_node
+from ..syntax.source import to_source
 
 #: Python operators and the ufuncs they are
 BINARY = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply",
@@ -210,3 +218,102 @@ class _Writer(gast.NodeTransformer):
 
 def _is_ufunc(name):
     return isinstance(getattr(np, name, None), np.ufunc)
+
+
+#: what code laid out by columns may call (``by_columns``): each reads its operands
+#: (or, ``rt.add_into``, writes through a view made by indexing) and never through a
+#: reshaped view, which is a copy of a matrix laid out by columns
+COLUMN_SAFE = {
+    "rt": frozenset({"sum", "unbroadcast", "unreduce", "add_into", "shaped", "ones_like",
+                     "zeros_like", "cross_adjoint", "reduction_count", "norm_adjoint"}),
+    "np": frozenset({"zeros_like", "ones_like", "sum", "cross", "ascontiguousarray"}),
+    "np.linalg": frozenset({"norm"}),
+}
+#: methods of an array code laid out by columns may call: each reads it into a new value
+READ_METHODS = frozenset({"sum", "mean", "max", "min", "prod", "any", "all", "copy",
+                          "astype"})
+#: the ``rt.Kept`` methods (besides numpy's ufuncs) code laid out by columns may call:
+#: the kernels' (``rt.Fused`` copies an operand C-ordered where its loops run) and the
+#: layout's own
+KEPT_COLUMN_SAFE = frozenset({"fused", "fused_sum", "columns", "cross", "contiguous",
+                              "unreduce"})
+#: calls written as the ``rt.Kept`` method that keeps the layout
+COLUMN_CALLS = {("np", "cross"): "cross", ("np", "ascontiguousarray"): "contiguous",
+                ("rt", "unreduce"): "unreduce"}
+
+
+def by_columns(statements, params, kept, fused=()):
+    """``(head, statements)``: ``params`` (the names of the function's arguments that are
+    matrices) laid out by columns for the call when they are narrow (``a, b =
+    kept.columns(a, b)``: ``runtime/columns.py`` decides at each call), and
+    ``np.cross``/``rt.unreduce`` and ``np.ascontiguousarray`` of a column block
+    (``optimize/views.py``'s copy of a block no one writes through) written as the
+    ``kept`` methods that keep that layout (``COLUMN_CALLS``); ``([], statements)`` unchanged where nothing reads columns
+    (``x[:, 0:3]``, ``x[:, 2]``, ``x[:, None]``: without, numpy's passes over whole
+    matrices gain nothing, and the copies cost) or the statements call
+    anything but numpy's ufuncs (``kept.<f>`` too), the kernels ``fused``, ``COLUMN_SAFE``,
+    ``KEPT_COLUMN_SAFE`` and an array's ``READ_METHODS``,
+    or read an attribute other than a shape's (``.reshape`` of a matrix laid out by
+    columns is a copy: a write through it would be lost)."""
+    code = [item for item in statements if not isinstance(item, Comment)]
+    if not params or not any(_column_read(node) for item in code for node in gast.walk(item)) \
+            or not all(_column_safe(item, kept, fused) for item in code):
+        return [], statements
+    for item in statements:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                    isinstance(node.func.value, gast.Name) and \
+                    (node.func.value.id, node.func.attr) in COLUMN_CALLS and \
+                    not node.keywords and (node.func.attr != "ascontiguousarray" or
+                                           _column_read(node.args[0])):
+                node.func = gast.Attribute(name_node(kept), COLUMN_CALLS[
+                    node.func.value.id, node.func.attr], gast.Load())
+    names = ", ".join(params)
+    head = [Comment("matrices of few columns laid out by columns for this call (numpy's "
+                    "passes then run down columns)"),
+            gast.parse(f"{names}, = {kept}.columns({names})").body[0]]
+    return head, statements
+
+
+def _column_read(node):
+    """Whether ``node`` is ``x[:, <not a whole slice>]``: columns of a matrix, or a
+    vector made a column."""
+    if not (isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Tuple) and
+            len(node.slice.elts) == 2):
+        return False
+    rows, cols = node.slice.elts
+    return _whole(rows) and not _whole(cols)
+
+
+def _whole(index):
+    return isinstance(index, gast.Slice) and index.lower is None and index.upper is None \
+        and index.step is None
+
+
+def _column_safe(item, kept, fused):
+    """Whether the statement ``item`` only calls and reads what ``by_columns`` allows."""
+    methods = set()       # the attributes read as methods called (``x.sum()``)
+    for node in gast.walk(item):
+        if isinstance(node, gast.Call):
+            func = node.func
+            if isinstance(func, gast.Name):
+                if func.id not in fused:
+                    return False
+                continue
+            if not isinstance(func, gast.Attribute):
+                return False
+            methods.add(id(func))
+            owner = to_source(func.value) if isinstance(func.value, (
+                gast.Name, gast.Attribute)) else None
+            if not (func.attr in COLUMN_SAFE.get(owner, ()) or
+                    owner in ("np", kept) and _is_ufunc(func.attr) or
+                    owner == kept and func.attr in KEPT_COLUMN_SAFE or
+                    owner not in ("np", "rt", kept, "math") and func.attr in READ_METHODS):
+                return False
+        elif isinstance(node, gast.Attribute) and id(node) not in methods and not (
+                isinstance(node.value, gast.Name) and node.value.id in ("np", "rt", kept)) \
+                and node.attr not in SIZE_ATTRIBUTES:
+            return False
+    return True
