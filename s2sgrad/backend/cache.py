@@ -48,11 +48,13 @@ class CacheWarning(UserWarning):
     """The cache folder cannot be used as it should; s2sgrad carries on without it."""
 
 
-def has_loops(source):
-    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown).  The
-    loops of fused elementwise kernels (the functions an ``rt.Fused(...)`` or
-    ``rt.FusedSum(...)`` is given, compiled on their own by ``runtime/fused.py``) are not
-    the code's loops."""
+def has_loops(source, function=None):
+    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown); with
+    ``function`` (the name of one of its functions), when that function or a function of
+    the module it reads has one: the loops of a split module's ``_jacobian`` (one adjoint
+    sweep per row) are not its ``_forward``'s or ``_backward``'s.  The loops of fused
+    elementwise kernels (the functions an ``rt.Fused(...)`` or ``rt.FusedSum(...)`` is
+    given, compiled on their own by ``runtime/fused.py``) are not the code's loops."""
     if source is None:
         return True
     tree = ast.parse(source)
@@ -60,8 +62,19 @@ def has_loops(source):
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
                node.func.attr in ("Fused", "FusedSum") and node.args and
                isinstance(node.args[0], ast.Name)}
-    return any(isinstance(node, (ast.For, ast.While)) for item in tree.body
-               if not (isinstance(item, ast.FunctionDef) and item.name in kernels)
+    functions = {item.name: item for item in tree.body if isinstance(item, ast.FunctionDef)}
+    if function is None or function not in functions:
+        items = [item for item in tree.body
+                 if not (isinstance(item, ast.FunctionDef) and item.name in kernels)]
+    else:
+        items, todo = [], [function]
+        while todo:
+            item = functions[todo.pop()]
+            items.append(item)
+            todo += {node.id for node in ast.walk(item) if isinstance(node, ast.Name) and
+                     node.id in functions and node.id not in kernels and
+                     functions[node.id] not in items and node.id not in todo}
+    return any(isinstance(node, (ast.For, ast.While)) for item in items
                for node in ast.walk(item))
 
 
