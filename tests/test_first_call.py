@@ -7,6 +7,7 @@ import pytest
 from scipy import special
 
 import s2sgrad as ms
+from s2sgrad.testing import fresh_function
 from s2sgrad.backend import cache, precheck
 from s2sgrad.api.split import split_function
 from s2sgrad.backend import numba_backend as nb
@@ -107,3 +108,27 @@ def test_a_split_modules_loop_free_sweeps_are_not_compiled_for_its_jacobians_loo
     assert cache.has_loops(generated.source)             # the module: its _jacobian loops
     assert cache.has_loops(generated.source, generated.jacobian_name)
     assert not cache.has_loops(generated.source, generated.backward_name)
+
+
+def running_sum(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i] * x[i]
+    return total
+
+
+def test_a_function_numba_compiled_before_is_not_read_again(monkeypatch):
+    """A later process (here: a fresh build of the same code) finds Numba's cache index
+    beside the module and goes straight to it: the warm start pays no check."""
+    x = np.linspace(-1.0, 1.0, 6)
+    first = ms.grad(running_sum)
+    np.testing.assert_allclose(first(x), 2 * x, rtol=1e-14)
+    assert first.backend == "numba"
+    assert cache.has_numba_index(first.path, "running_sum_value_and_grad")
+
+    def refuse(py_func, source):
+        raise AssertionError("read again")
+    monkeypatch.setattr(precheck, "unresolved", refuse)
+    again = ms.grad(fresh_function(running_sum))
+    np.testing.assert_allclose(again(x), 2 * x, rtol=1e-14)
+    assert again.backend == "numba" and again.path == first.path

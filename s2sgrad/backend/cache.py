@@ -227,6 +227,19 @@ def fallback_path(path):
     return os.path.splitext(path)[0] + ".fallback.json"
 
 
+def has_numba_index(path, function_name):
+    """True when Numba's cache index of the function ``function_name`` of the module at
+    ``path`` is on disk (a process compiled it before: ``__pycache__/<module>.<function>-
+    <line>.py<version>.nbi``); False when not, or when the folder cannot be read."""
+    folder, name = os.path.split(path)
+    prefix = os.path.splitext(name)[0] + "." + function_name + "-"
+    try:
+        return any(n.startswith(prefix) and n.endswith(".nbi")
+                   for n in os.listdir(os.path.join(folder, "__pycache__")))
+    except OSError:
+        return False
+
+
 def types_path(path):
     """The sidecar file beside the module at ``path`` that records its result types."""
     return os.path.splitext(path)[0] + ".types.json"

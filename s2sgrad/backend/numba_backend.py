@@ -163,7 +163,9 @@ class Compiled:
                        numba_indexing, numba_linalg, numba_lists, numba_more, numba_rules,
                        numba_support, numba_surface)
         from .numba_compile import generated_code
-        missing = precheck.unresolved(self.py_func, self.source)
+        # (a function Numba compiled before, its cache index on disk, is not read again)
+        missing = None if self.on_disk and cache.has_numba_index(self.path, self.name) \
+            else precheck.unresolved(self.py_func, self.source)
         if missing is not None:           # decided before a compile that would fail late
             return self._fall_back(remembered_as, explain_unresolved(*missing, self.path,
                                                                      self.source), args)

@@ -113,13 +113,17 @@ def _resolver():
     context = cpu_target.typing_context
     context.refresh()                        # and the @overload registrations since
 
+    known = {}                               # id(value) -> has a type (one function's)
+
     def resolve(value):
         if isinstance(value, (bool, int, float, complex, str)) or value is None or \
                 id(value) in _BUILTINS:
             return True
-        try:
-            context.resolve_value_type(value)
-        except Exception:  # noqa: BLE001 - Numba's ValueError or TypingError: no type
-            return False
-        return True
+        if id(value) not in known:
+            try:
+                context.resolve_value_type(value)
+                known[id(value)] = True
+            except Exception:  # noqa: BLE001 - Numba's ValueError or TypingError: no type
+                known[id(value)] = False
+        return known[id(value)]
     return resolve
