@@ -48,11 +48,13 @@ class CacheWarning(UserWarning):
     """The cache folder cannot be used as it should; s2sgrad carries on without it."""
 
 
-def has_loops(source):
-    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown).  The
-    loops of fused elementwise kernels (the functions an ``rt.Fused(...)`` or
-    ``rt.FusedSum(...)`` is given, compiled on their own by ``runtime/fused.py``) are not
-    the code's loops."""
+def has_loops(source, function=None):
+    """True when generated ``source`` has a ``for`` or ``while`` loop (or is unknown); with
+    ``function`` (the name of one of its functions), when that function or a function of
+    the module it reads has one: the loops of a split module's ``_jacobian`` (one adjoint
+    sweep per row) are not its ``_forward``'s or ``_backward``'s.  The loops of fused
+    elementwise kernels (the functions an ``rt.Fused(...)`` or ``rt.FusedSum(...)`` is
+    given, compiled on their own by ``runtime/fused.py``) are not the code's loops."""
     if source is None:
         return True
     tree = ast.parse(source)
@@ -60,8 +62,19 @@ def has_loops(source):
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
                node.func.attr in ("Fused", "FusedSum") and node.args and
                isinstance(node.args[0], ast.Name)}
-    return any(isinstance(node, (ast.For, ast.While)) for item in tree.body
-               if not (isinstance(item, ast.FunctionDef) and item.name in kernels)
+    functions = {item.name: item for item in tree.body if isinstance(item, ast.FunctionDef)}
+    if function is None or function not in functions:
+        items = [item for item in tree.body
+                 if not (isinstance(item, ast.FunctionDef) and item.name in kernels)]
+    else:
+        items, todo = [], [function]
+        while todo:
+            item = functions[todo.pop()]
+            items.append(item)
+            todo += {node.id for node in ast.walk(item) if isinstance(node, ast.Name) and
+                     node.id in functions and node.id not in kernels and
+                     functions[node.id] not in items and node.id not in todo}
+    return any(isinstance(node, (ast.For, ast.While)) for item in items
                for node in ast.walk(item))
 
 
@@ -212,6 +225,19 @@ def materialise(stem, source, function_name):
 def fallback_path(path):
     """The sidecar file beside the module at ``path`` that remembers failed compiles."""
     return os.path.splitext(path)[0] + ".fallback.json"
+
+
+def has_numba_index(path, function_name):
+    """True when Numba's cache index of the function ``function_name`` of the module at
+    ``path`` is on disk (a process compiled it before: ``__pycache__/<module>.<function>-
+    <line>.py<version>.nbi``); False when not, or when the folder cannot be read."""
+    folder, name = os.path.split(path)
+    prefix = os.path.splitext(name)[0] + "." + function_name + "-"
+    try:
+        return any(n.startswith(prefix) and n.endswith(".nbi")
+                   for n in os.listdir(os.path.join(folder, "__pycache__")))
+    except OSError:
+        return False
 
 
 def types_path(path):

@@ -5,12 +5,16 @@ it is decided on its first call, for the types of that call's arguments:
 ``numba.njit(cache=True)`` compiles it (and the other functions of its module that it
 calls: the step functions of a checkpointed loop), or, if Numba cannot type the code
 (the user's code is outside Numba's subset), it runs as plain Python from
-then on and ``fallback_reason`` says why.  A failed compile is remembered
+then on and ``fallback_reason`` says why.  A global or module attribute the code reads
+that Numba has no type for (``scipy.special.multigammaln``) is found before the compile
+starts (``precheck.unresolved``), not at the end of a compile of everything before it.  A failed compile is remembered
 beside the module (``cache.remember_fallback``) so later processes do not try
 it again.  A corrupt or unwritable Numba cache is dropped, never fatal.
 
 Which code Numba gets is set by ``S2SGRAD_BACKEND``: ``auto`` (the default)
-compiles gradients that loop and runs loop-free ones as numpy (backend
+compiles gradients that loop (the function itself or a function of its module it calls:
+``cache.has_loops(source, name)``, so a split module's loop-free forward and backward
+sweeps are not compiled for its ``_jacobian``'s loop) and runs loop-free ones as numpy (backend
 'numpy': no compile, and numpy's own kernels are as fast as Numba's on array
 code); ``numba`` compiles every gradient; ``python`` compiles none.
 
@@ -30,8 +34,8 @@ import warnings
 
 import numpy as np
 
-from . import cache, heap, result_types
-from .reasons import explain
+from . import cache, heap, precheck, result_types
+from .reasons import explain, explain_unresolved
 from .result_types import restorer_like  # noqa: F401 - the restorer of a reference
 
 UNDECIDED = "undecided"
@@ -92,7 +96,7 @@ class Compiled:
         elif not allow_numba:
             self._use_python(python_reason or "The gradient code calls Python objects that "
                              "Numba cannot compile, so it runs as Python.")
-        elif mode == "auto" and not cache.has_loops(source):
+        elif mode == "auto" and not cache.has_loops(source, self.name):
             self._use_python(LOOP_FREE_REASON, backend="numpy")
 
     def _use_python(self, reason, backend="python"):
@@ -164,6 +168,12 @@ class Compiled:
                        numba_indexing, numba_linalg, numba_lists, numba_more, numba_rules,
                        numba_support, numba_surface)
         from .numba_compile import generated_code
+        # (a function Numba compiled before, its cache index on disk, is not read again)
+        missing = None if self.on_disk and cache.has_numba_index(self.path, self.name) \
+            else precheck.unresolved(self.py_func, self.source)
+        if missing is not None:           # decided before a compile that would fail late
+            return self._fall_back(remembered_as, explain_unresolved(*missing, self.path,
+                                                                     self.source), args)
         notice = slow_compile_notice(self.path)
         try:
             with warnings.catch_warnings(), generated_code():
@@ -173,11 +183,8 @@ class Compiled:
         except Exception as exc:  # noqa: BLE001 - decided below
             if not _is_typing_failure(exc):
                 raise
-            reason = explain(exc, self.path, self.source)
-            if self.on_disk:
-                cache.remember_fallback(self.path, self.digest, remembered_as, reason)
-            self._use_python(reason)
-            return as_numpy_scalars(self.py_func(*args))
+            return self._fall_back(remembered_as, explain(exc, self.path, self.source),
+                                   args)
         finally:
             notice.cancel()
         self.backend, self.fallback_reason = "numba", None
@@ -185,6 +192,14 @@ class Compiled:
         restore, compiled = self._restorer(key, args)
         self._ready[key] = restore
         return restore(compiled)
+
+    def _fall_back(self, remembered_as, reason, args):
+        """Run as Python from now on (and in later processes: remembered beside the
+        module), for ``reason``; the result of running it on ``args``."""
+        if self.on_disk:
+            cache.remember_fallback(self.path, self.digest, remembered_as, reason)
+        self._use_python(reason)
+        return as_numpy_scalars(self.py_func(*args))
 
     def _restorer(self, key, args):
         """(the function giving compiled results the types the same code gives as Python,

@@ -5,6 +5,8 @@ compiling the module at ``path`` (text ``source``) into a reason that names
 the user's line the failing generated line comes from (the ``# <code>
 (file:line)`` comments above it), says what Numba lacks, without memory
 addresses or s2sgrad's internal file paths, and what to do.
+``explain_unresolved(name, line, path, source)`` says the same of a global or module
+attribute ``precheck.unresolved`` found, before any compile, at generated ``line``.
 """
 import os
 import re
@@ -25,7 +27,22 @@ def explain(exc, path, source):
     """A reason, in whole sentences, why Numba could not compile the module (see module doc)."""
     text = _ANSI.sub("", str(exc))
     cause, helper = _cause(text)
-    where = _user_line(text, path, source)
+    return _sentences(cause, helper, _user_line(text, path, source))
+
+
+def explain_unresolved(name, line, path, source):
+    """The reason for a global or module attribute ``name`` (dotted) at generated ``line``
+    that Numba has no type for (``precheck.unresolved``), found before compiling."""
+    short = name[len("rt."):] if name.startswith("rt.") else None
+    helper = short if short is not None and callable(getattr(rt, short, None)) else None
+    cause = (f"s2sgrad has no Numba version of {name}" if helper else
+             f"Numba does not support {name}")
+    where = _line_origin(line, source) if path else None
+    return _sentences(cause + " (found before compiling)", helper, where)
+
+
+def _sentences(cause, helper, where):
+    """The reason's sentences: where, what Numba lacks, what runs instead, what to do."""
     sentence = "Numba could not compile the gradient code"
     if where:
         construct, location, backward = where
@@ -93,8 +110,16 @@ def _user_line(text, path, source):
                if m and os.path.basename(m.group(1)) == name]
     if not numbers:
         return None
+    return _line_origin(numbers[-1], source)
+
+
+def _line_origin(number, source):
+    """(the user's code, "file:line", in the adjoint?) of generated line ``number`` of
+    ``source``: the nearest ``# <code> (file:line)`` comment above it; None if none."""
+    if not source or not number:
+        return None
     lines = source.splitlines()
-    for raw in reversed(lines[:numbers[-1]]):
+    for raw in reversed(lines[:number]):
         match = _USER_COMMENT.match(raw.strip())
         if match:
             construct = match.group(1)
