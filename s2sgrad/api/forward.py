@@ -38,6 +38,7 @@ from .arguments import (check_function, check_has_aux, check_positions, free_val
                         with_article, zero_tangent)
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, JvpPlan, plan_key
 from .derivative import HOT_JVP, Derivative, derivative_for
+from .evaluated import jvp_inside
 from .inside import jacobian_rule
 from .nested import at_user_line, forward_as_function
 from .results import float_dtype, like_outputs, wrap_output
@@ -545,6 +546,8 @@ def derivative_rule(derivative):
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
 jacfwd.__s2sgrad_transform__ = "makes"
 jvp.__s2sgrad_transform__ = "evaluates"
+#: its code, inlined where it is called inside (``api/evaluated.py``)
+jvp.__s2sgrad_evaluate_inside__ = jvp_inside
 
 
 __all__ = ["jvp", "jacfwd", "ForwardFunction", "JacfwdFunction", "OutputStructureError"]
