@@ -69,11 +69,11 @@ def evaluated_inside(calls, frame, node, transform, args, kwargs):
         return Seq((value, Const(Pullback(evaluate, fn, primals, extra, types))), "tuple")
     function = _evaluated(frame, node, evaluate, fn, len(primals), types)
     result = calls.inline(frame, node, function, primals + extra + tangents, {}, None)
-    if name == "hvp":
-        tangent = result
-        if len(primals) > 1 and not isinstance(tangent, Seq):
-            raise _refused(frame, node, "hvp of several inputs whose gradient is not a "
-                           "tuple here", "call hvp once per input")
+    if name == "hvp":          # (the gradient, its tangent)
+        tangent = result.items[1] if isinstance(result, Seq) else None
+        if tangent is None or len(primals) > 1 and not isinstance(tangent, Seq):
+            raise _refused(frame, node, "hvp whose gradient code's result is not known "
+                           "here", "call hvp outside, or write jvp(grad(f), inputs, v)[1]")
         return tangent if single or len(primals) > 1 else Seq((tangent,), "tuple")
     return result
 
@@ -84,6 +84,12 @@ class Pullback:
     output (``evaluate``: ``vjp``'s ``__s2sgrad_evaluate_inside__``; ``fn``, the primal
     atoms and the lifted values ``extra`` read where ``vjp`` was called, and their
     types)."""
+
+    #: what it is and what to write, where it is used as a value (returned, summed)
+    __s2sgrad_not_a_value__ = (
+        "a vjp's pullback", "call it in the function that made it: pull(ct)[0] (a tuple, "
+        "one cotangent per input); to return the pullback itself, call vjp outside the "
+        "differentiated function")
 
     def __init__(self, evaluate, fn, primals, extra, types):
         self.evaluate, self.fn, self.primals, self.extra = evaluate, fn, primals, extra
