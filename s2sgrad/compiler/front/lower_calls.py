@@ -117,9 +117,8 @@ class CallLowering:
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
                 args[0], Seq) and len(args[0].items) > 1):
             return self.chained_extremum(frame, node, obj, args)
-        if isinstance(obj, Pullback):      # vjp's pullback, made here: its gradient code
-            return obj.call(self, frame, node, args, kwargs)
-        if isinstance(obj, (LocalFunction, Lifted, Partial)) or obj is functools.partial:
+        if isinstance(obj, (LocalFunction, Lifted, Partial, Pullback)) or \
+                obj is functools.partial:
             made = self.made_here_call(frame, node, obj, args, kwargs, hint)
             if made is not None:
                 return made
@@ -191,8 +190,11 @@ class CallLowering:
 
     def made_here_call(self, frame, node, obj, args, kwargs, hint):
         """A call of a function made in the function being lowered (a def or lambda, a
-        transform of one: ``front/lifting.py``, a ``functools.partial``), or of
-        ``functools.partial`` itself; None where it is not one of those."""
+        transform of one: ``front/lifting.py``, a ``functools.partial``, a ``vjp``'s
+        pullback: ``front/evaluations.py``), or of ``functools.partial`` itself; None
+        where it is not one of those."""
+        if isinstance(obj, Pullback):      # its gradient code
+            return obj.call(self, frame, node, args, kwargs)
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
         if isinstance(obj, Lifted):     # grad(lambda y: f(x, y)): grad(lifted)(y, x)
