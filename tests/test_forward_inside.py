@@ -182,8 +182,14 @@ def test_vmap_of_jvp_of_a_closure_with_star_arguments():
         column = ms.vmap(lambda v: ms.jvp(lambda t: objective(t, *rest), (theta,), (v,))[1])
         return column(np.eye(theta.shape[0])).T
     rest = (np.array([1.0, -2.0, 0.5]), np.array([0.3, 0.2, 0.1]))
-    want = ms.jacfwd(objective)(X, *rest)
-    np.testing.assert_allclose(jacobian(X, *rest), want, rtol=1e-12)
+    # the same arrays again (the build is reused), one changed in place, new arrays
+    for step in range(4):
+        if step == 2:
+            rest[1][:] = [-0.4, 0.9, 0.2]
+        if step == 3:
+            rest = (np.array([0.7, 0.1, -1.5]), np.array([2.0, -0.3, 0.6]))
+        want = ms.jacfwd(objective)(X, *rest)
+        np.testing.assert_allclose(jacobian(X, *rest), want, rtol=1e-12)
 
 
 def test_compiled_by_numba_a_loop_inside_and_a_jit(monkeypatch):
