@@ -127,7 +127,7 @@ def two(a, b):
 
 def test_several_inputs_and_a_tangent_that_is_differentiated_too():
     """jvp and hvp of two inputs (hvp's tuple, one per input), the tangent x itself
-    (d/dx of grad f(x) . x is H x + grad f(x)), value_and_grad of it."""
+    (d/dx of grad f(x) . x is H x + grad f(x)), value_and_grad of it, has_aux."""
     def several(x):
         hv = ms.hvp(two, (x, 2.0 * x), (V, U))
         return ms.jvp(two, (x, np.cos(x)), (U, V))[1] + U @ hv[0] + V @ hv[1]
@@ -137,6 +137,13 @@ def test_several_inputs_and_a_tangent_that_is_differentiated_too():
     value, gradient = ms.value_and_grad(lambda x: ms.jvp(f, (x,), (x,))[1])(X)
     np.testing.assert_allclose(value, outside(f, X, X), rtol=1e-12)
     np.testing.assert_allclose(gradient, ms.hvp(f, X, X) + ms.grad(f)(X), rtol=1e-10)
+
+    def with_aux(x):        # (out, tangent, aux), aux a tuple of two
+        out, tangent, aux = ms.jvp(lambda y: (f(y), np.cos(y), 2.0 * y), (x,), (V,),
+                                   has_aux=True)
+        return out + tangent + aux[0] @ aux[1]
+    np.testing.assert_allclose(ms.grad(with_aux)(X), numerical_grad(with_aux, [X]),
+                               rtol=1e-6, atol=1e-8)
 
 
 def g(w):
@@ -215,8 +222,8 @@ def sums_the_pullback(w):
     return np.sum(pull) + np.sum(y)
 
 
-def with_aux(x):
-    return ms.jvp(lambda y: (f(y), y), (x,), (V,), has_aux=True)[1]
+def of_a_jacobian(x):
+    return ms.jvp(ms.jacfwd(vector), (x,), (V,))[1]
 
 
 def of_a_tuple(x):
@@ -228,7 +235,8 @@ def of_a_tuple(x):
                                                        "call vjp outside"]),
     (sums_the_pullback, UnsupportedConstructError, ["a vjp's pullback used as a value",
                                                     "pull(ct)[0]"]),
-    (with_aux, DerivativeCompositionError, ["s2sgrad.jvp with has_aux=", "leave has_aux"]),
+    (of_a_jacobian, DerivativeCompositionError, ["jvp of the derivative object",
+                                                  "jacfwd(f)(x) is a Jacobian"]),
     (of_a_tuple, DerivativeCompositionError, ["of a tuple, list or dict input",
                                               "jvp(lambda a, b: f((a, b)), (a, b)"]),
 ])
@@ -240,3 +248,22 @@ def test_what_stays_refused_names_the_users_line_and_what_to_write(outer, error,
     assert "test_forward_inside.py:" in message and ".cache" not in message
     for word in words:
         assert word in message, (word, message)
+
+
+def calls_a_jacobian(x):
+    jacobian = ms.jacfwd(vector)(x)
+    return np.sum(jacobian ** 2)
+
+
+def test_an_inner_jacobian_object_keeps_its_rule_named_by_the_users_line():
+    """jacfwd(f)(x) inside runs by its rule (a Python call): its code is commented with
+    the user's line, not the rule's cache module, and a second derivative over it is
+    refused at that line (it named no line)."""
+    gradient = ms.grad(calls_a_jacobian)
+    want = numerical_grad(calls_a_jacobian, [X])
+    np.testing.assert_allclose(gradient(X), want, rtol=1e-6, atol=1e-8)
+    assert "derivative_rule" not in gradient.source and "test_forward_inside.py:" in \
+        gradient.source
+    with pytest.raises(DerivativeCompositionError) as info:
+        ms.hessian(calls_a_jacobian)(X)
+    assert "test_forward_inside.py:" in str(info.value) and "vector_jacfwd" in str(info.value)

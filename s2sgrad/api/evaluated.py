@@ -10,18 +10,18 @@ inline, with source, built for the argument types known at the call, and lowers 
 callee, so the outer transform (grad, jvp, hessian, jacfwd, vmap, jit) reads ordinary
 code.
 
-- ``jvp_inside(fn, count, arg_types)``: ``(a_0.. a_n-1, t_0.. t_count-1) -> (value,
-  tangent)``, ``fn``'s forward-mode code (``compiler/pipeline_forward.py``, no kept
+- ``jvp_inside(fn, count, arg_types, has_aux)``: ``(a_0.. a_n-1, t_0.. t_count-1) ->
+  (value, tangent)``, ``fn``'s forward-mode code (``compiler/pipeline_forward.py``, no kept
   arrays) w.r.t. its first ``count`` arguments (those after them are values ``fn``
   reads from the enclosing function, lifted: no tangent); ``fn`` a function with source,
   or a plain gradient object (``jvp(grad(f), ...)``: forward mode over its
   differentiable code);
-- ``hvp_inside``: the same over ``grad(fn, (0..count-1))``'s code, the tangent of the
-  gradient (one per input, as a tuple);
-- ``vjp_inside(fn, count, arg_types)``: ``(a_0.. a_n-1, cotangent) -> (gradients,)``,
-  the gradient of ``np.sum(fn(*a) * cotangent)`` (of each output, summed, for a tuple)
-  w.r.t. the first ``count`` arguments: what the pullback computes, its own forward
-  sweep run again.
+- ``hvp_inside``: the same over ``grad(fn, (0..count-1))``'s code, whose tangent is
+  the Hessian-vector product (one per input, as a tuple);
+- ``vjp_inside(fn, count, arg_types, cotangent_type, where)``: ``(a_0.. a_n-1,
+  cotangent) -> gradients`` (a tuple for several), the gradient of ``np.sum(fn(*a) *
+  cotangent)`` (``fn`` returns one array) w.r.t. the first ``count`` arguments: what
+  the pullback computes, ``fn``'s forward sweep run again; its comments name ``where``.
 
 Each function carries the guards of the code it calls (``nested.made``), so the outer
 code checks what the inner read from outside.  A derivative object other than a plain
@@ -47,10 +47,11 @@ def make(code{free}):
 '''
 
 
-def jvp_inside(fn, count, arg_types):
+def jvp_inside(fn, count, arg_types, has_aux=False):
     """``fn``'s JVP code as a function of its arguments then the first ``count`` ones'
-    tangents (module doc)."""
-    return _forward_over(_differentiable(fn, arg_types, "jvp"), count, arg_types, "jvp")
+    tangents (module doc; with ``has_aux``, ``((out, aux...), tangent of out)``)."""
+    return _forward_over(_differentiable(fn, arg_types, "jvp"), count, arg_types, "jvp",
+                         has_aux)
 
 
 def hvp_inside(fn, count, arg_types):
@@ -86,10 +87,10 @@ def _differentiable(fn, arg_types, spelling):
     return function
 
 
-def _forward_over(fn, count, arg_types, spelling):
+def _forward_over(fn, count, arg_types, spelling, has_aux=False):
     """The function ``jvp_inside`` gives for ``fn`` (a function with source)."""
     target, bound_self = (fn.__func__, fn.__self__) if inspect.ismethod(fn) else (fn, None)
-    generated = build_jvp(target, tuple(range(count)), False, bound_self,
+    generated = build_jvp(target, tuple(range(count)), has_aux, bound_self,
                           arg_types=list(arg_types))
     code, path, _ = cache.materialise(generated.function_name, generated.source,
                                       generated.function_name)

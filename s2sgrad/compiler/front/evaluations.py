@@ -8,7 +8,8 @@ by the transform's ``__s2sgrad_evaluate_inside__`` (``api/evaluated.py``) and lo
 a callee, so the outer transform differentiates (or ``s2sgrad.jit`` compiles) ordinary
 code, as for a gradient object called inside (``derivative_calls.py``):
 
-- ``jvp(f, primals, tangents)`` -> ``(f(*primals), tangent)``, f's forward-mode code;
+- ``jvp(f, primals, tangents)`` -> ``(f(*primals), tangent)``, f's forward-mode code
+  (``has_aux=True``: ``(out, tangent, aux)``);
 - ``hvp(f, primals, v)`` -> the tangent of f's gradient code along ``v``;
 - ``vjp(f, *primals)`` -> ``(f(*primals), pullback)``: the value is f inlined, the
   pullback a ``Pullback``, whose call ``pull(ct)`` is the gradient code of
@@ -17,9 +18,10 @@ code, as for a gradient object called inside (``derivative_calls.py``):
 A function defined inside (a lambda, a def, ``functools.partial``) is lifted
 (``lifting.py``): the values it reads from here are passed after its own arguments,
 with no tangent, and the outer transform differentiates along them too.  What cannot be
-inlined (options such as ``has_aux``, a tuple or dict argument, a derivative object other
-than a plain gradient, a pullback leaving the function) is refused at the user's line,
-saying what to write instead.
+inlined (``weights``, a tuple or dict argument, a derivative object other than a plain
+gradient, a pullback leaving the function or used as a value: ``Pullback``'s
+``__s2sgrad_not_a_value__``) is refused at the user's line, saying what to write
+instead.
 """
 from ...errors import DerivativeCompositionError, UserCodeError
 from ..ir import Const, Seq
@@ -41,7 +43,9 @@ def evaluated_inside(calls, frame, node, transform, args, kwargs):
         raise _refused(frame, node, f"s2sgrad.{name} called inside a function being "
                        f"differentiated", "call it outside, or make the derivative object "
                        "and call it inside: jacfwd(f)(x), grad(f)(x), jacrev(f)(x)")
-    _no_options(frame, node, name, kwargs)
+    has_aux = name == "jvp" and _has_aux(kwargs)
+    _no_options(frame, node, name, {k: v for k, v in kwargs.items()
+                                    if not (has_aux and k == "has_aux")})
     if not args:
         raise _refused(frame, node, f"s2sgrad.{name} without a function", f"pass the "
                        f"function first: {name}(f, ...)")
@@ -67,8 +71,11 @@ def evaluated_inside(calls, frame, node, transform, args, kwargs):
     if name == "vjp":
         value = calls.call_object(frame, node, fn, primals + extra, {}, None)
         return Seq((value, Const(Pullback(evaluate, fn, primals, extra, types))), "tuple")
-    function = _evaluated(frame, node, evaluate, fn, len(primals), types)
+    function = _evaluated(frame, node, evaluate, fn, len(primals), types,
+                          *((True,) if has_aux else ()))
     result = calls.inline(frame, node, function, primals + extra + tangents, {}, None)
+    if has_aux:         # ((out, aux...), tangent) -> (out, tangent, aux)
+        return _with_aux(frame, node, result)
     if name == "hvp":          # (the gradient, its tangent)
         tangent = result.items[1] if isinstance(result, Seq) else None
         if tangent is None or len(primals) > 1 and not isinstance(tangent, Seq):
@@ -160,6 +167,22 @@ def _items(atom):
     if isinstance(atom, Seq) and atom.kind in ("tuple", "list"):
         return tuple(atom.items), False
     return (atom,), True
+
+
+def _has_aux(kwargs):
+    """Whether a jvp call asks for ``has_aux=True``."""
+    value = kwargs.get("has_aux")
+    return isinstance(value, Const) and value.value is True
+
+
+def _with_aux(frame, node, result):
+    """``(out, tangent, aux)`` of the inlined jvp code's ``((out, aux...), tangent)``."""
+    value = result.items[0] if isinstance(result, Seq) and len(result.items) == 2 else None
+    if not isinstance(value, Seq) or len(value.items) < 2:
+        raise _refused(frame, node, "jvp with has_aux=True of a function that does not "
+                       "return a tuple (out, aux) here", "return (out, aux) from it")
+    aux = value.items[1] if len(value.items) == 2 else Seq(value.items[1:], "tuple")
+    return Seq((value.items[0], result.items[1], aux), "tuple")
 
 
 def _no_options(frame, node, name, kwargs):
