@@ -171,6 +171,23 @@ def _vjp_loss_outside(w, ct):
     return np.sum(pull(ct * y)[0] ** 2)
 
 
+def pair(w, s):
+    return np.tanh(w) * s, np.sin(w) ** 2
+
+
+def pair_loss(w):
+    """A vjp of two inputs and two outputs, its pullback called twice (both spellings)."""
+    (a, b), pull = ms.vjp(pair, w, 2.0 * w)
+    gw, gs = pull((V * a, U))
+    gw2, _ = pull(V, U * b)
+    return np.sum(gw ** 2) + np.sum(gs * gw2)
+
+
+def test_a_vjp_of_two_inputs_and_two_outputs_inside():
+    want = numerical_grad(pair_loss, [X])       # called as it is: vjp runs outside
+    np.testing.assert_allclose(ms.grad(pair_loss)(X), want, rtol=1e-6, atol=1e-8)
+
+
 def test_jit_and_vmap_of_a_function_calling_jvp():
     np.testing.assert_allclose(ms.jit(along)(X, V), outside(f, X, V), rtol=1e-12)
     np.testing.assert_allclose(ms.jit(vjp_loss)(X, V), _vjp_loss_outside(X, V), rtol=1e-12)

@@ -19,9 +19,10 @@ code.
 - ``hvp_inside``: the same over ``grad(fn, (0..count-1))``'s code, whose tangent is
   the Hessian-vector product (one per input, as a tuple);
 - ``vjp_inside(fn, count, arg_types, cotangent_type, where)``: ``(a_0.. a_n-1,
-  cotangent) -> gradients`` (a tuple for several), the gradient of ``np.sum(fn(*a) *
-  cotangent)`` (``fn`` returns one array) w.r.t. the first ``count`` arguments: what
-  the pullback computes, ``fn``'s forward sweep run again; its comments name ``where``.
+  cotangents) -> gradients`` (a tuple for several), the gradient of ``np.sum(fn(*a) *
+  cotangent)`` (for a tuple output, of each output's, summed) w.r.t. the first
+  ``count`` arguments: what the pullback computes, ``fn``'s forward sweep run again;
+  its comments name ``where``.
 
 Each function carries the guards of the code it calls (``nested.made``), so the outer
 code checks what the inner read from outside.  A derivative object other than a plain
@@ -105,21 +106,26 @@ def _forward_over(fn, count, arg_types, spelling, has_aux=False):
                     free, code, generated)
 
 
-def vjp_inside(fn, count, arg_types, cotangent_type, where=None):
+def vjp_inside(fn, count, arg_types, cotangent_types, where=None):
     """The pullback of ``fn`` at its arguments (the first ``count`` differentiated) as a
-    function of them then the cotangent, of ``cotangent_type`` (module doc; ``fn``
-    returns one array); the comments of its code name ``where`` (the user's
-    SourceLocation of the pullback's call)."""
+    function of them then the cotangents, of ``cotangent_types`` (module doc; one for an
+    array output, one per output for a tuple); the comments of its code name ``where``
+    (the user's SourceLocation of the pullback's call)."""
     fn = _differentiable(fn, arg_types, "vjp")
     name = _identifier(fn)
     params = ", ".join(f"a{i}" for i in range(len(arg_types)))
-    source = _PULLBACK_SOURCE.format(name=name, params=params)
+    several = len(cotangent_types) > 1
+    products = " + ".join(f"np.sum(value{f'[{k}]' if several else ''} * cotangent_{k})"
+                          for k in range(len(cotangent_types)))
+    source = _PULLBACK_SOURCE.format(name=name, params=params, products=products,
+                                     cotangents=", ".join(
+                                         f"cotangent_{k}" for k in range(len(cotangent_types))))
     make, path, _ = cache.materialise(f"{name}_pullback", source, "make")
     if where is not None:
         remember(path, {k: where for k in range(1, source.count("\n") + 1)})
     seeded = make(fn)
     seeded.__s2sgrad_guards__ = ()      # ``function`` is fixed; ``fn``'s reads are guarded
-    return _gradient_code(seeded, count, [*arg_types, cotangent_type],
+    return _gradient_code(seeded, count, [*arg_types, *cotangent_types],
                           f"the pullback of vjp({name}, ...)")
 
 
@@ -144,8 +150,9 @@ import numpy as np
 
 
 def make(function):
-    def {name}_pullback({params}, cotangent):
-        return np.sum(function({params}) * cotangent)
+    def {name}_pullback({params}, {cotangents}):
+        value = function({params})
+        return {products}
 
     return {name}_pullback
 '''

@@ -105,18 +105,18 @@ class Pullback:
 
     def call(self, calls, frame, node, args, kwargs):
         """The atom of ``pullback(*args)``: a tuple with one gradient per primal."""
-        if kwargs or len(args) != 1:
-            raise _refused(frame, node, "a vjp's pullback called with other than one "
-                           "cotangent", "pass the cotangent of the output: pull(ct)")
-        cotangent = argument_type(calls.types, args[0])
-        if cotangent is None:
-            raise _refused(frame, node, "the pullback of a vjp of a function returning a "
-                           "tuple (or a cotangent whose rank is not known here), inside a "
-                           "differentiated function", "vjp one output at a time: "
-                           "vjp(lambda w: f(w)[0], w)")
+        # one cotangent per output: pull(ct), pull(ct_a, ct_b) or pull((ct_a, ct_b))
+        cotangents = tuple(args[0].items) if len(args) == 1 and isinstance(args[0], Seq) \
+            else tuple(args)
+        types = [argument_type(calls.types, c) for c in cotangents]
+        if kwargs or not cotangents or any(t is None for t in types):
+            raise _refused(frame, node, "a vjp's pullback called with no cotangent, a "
+                           "keyword, a nested tuple or a value whose rank is not known "
+                           "here", "pass the cotangent of each output: pull(ct) or "
+                           "pull((ct_a, ct_b))")
         function = _evaluated(frame, node, self.evaluate, self.fn, len(self.primals),
-                              self.types, cotangent, frame.location(node))
-        grads = calls.inline(frame, node, function, self.primals + self.extra + tuple(args),
+                              self.types, types, frame.location(node))
+        grads = calls.inline(frame, node, function, self.primals + self.extra + cotangents,
                              {}, None)
         return grads if len(self.primals) > 1 else Seq((grads,), "tuple")
 
