@@ -240,7 +240,7 @@ def sums_the_pullback(w):
 
 
 def of_a_jacobian(x):
-    return ms.jvp(ms.jacfwd(vector), (x,), (V,))[1]
+    return ms.jvp(ms.jacrev(vector), (x,), (V,))[1]
 
 
 def of_a_tuple(x):
@@ -272,15 +272,28 @@ def calls_a_jacobian(x):
     return np.sum(jacobian ** 2)
 
 
-def test_an_inner_jacobian_object_keeps_its_rule_named_by_the_users_line():
-    """jacfwd(f)(x) inside runs by its rule (a Python call): its code is commented with
-    the user's line, not the rule's cache module, and a second derivative over it is
-    refused at that line (it named no line)."""
+def calls_a_reverse_jacobian(x):
+    return np.sum(ms.jacrev(vector)(x) ** 2)
+
+
+def test_an_inner_jacfwd_is_inlined_and_a_jacrev_keeps_its_rule():
+    """jacfwd(f)(x) inside is one JVP pass per basis direction, inlined: a second
+    derivative over it works (it was refused). jacrev(f)(x) keeps its rule (a Python
+    call): its code is commented with the user's line, not the rule's cache module, and
+    a second derivative over it is refused at that line (it named no line)."""
     gradient = ms.grad(calls_a_jacobian)
-    want = numerical_grad(calls_a_jacobian, [X])
-    np.testing.assert_allclose(gradient(X), want, rtol=1e-6, atol=1e-8)
-    assert "derivative_rule" not in gradient.source and "test_forward_inside.py:" in \
-        gradient.source
+    np.testing.assert_allclose(gradient(X), numerical_grad(calls_a_jacobian, [X]),
+                               rtol=1e-6, atol=1e-8)
+    want = numerical_jacobian(gradient, [X])
+    np.testing.assert_allclose(ms.hessian(calls_a_jacobian)(X), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ms.jit(calls_a_jacobian)(X), calls_a_jacobian(X), rtol=1e-12)
+    along_jacobian = lambda x: U @ ms.jvp(ms.jacfwd(vector), (x,), (V,))[1] @ V  # noqa: E731
+    np.testing.assert_allclose(ms.grad(along_jacobian)(X), numerical_grad(along_jacobian, [X]),
+                               rtol=1e-6, atol=1e-8)
+    reverse = ms.grad(calls_a_reverse_jacobian)
+    np.testing.assert_allclose(reverse(X), gradient(X), rtol=1e-10)
+    assert "derivative_rule" not in reverse.source and "test_forward_inside.py:" in \
+        reverse.source
     with pytest.raises(DerivativeCompositionError) as info:
-        ms.hessian(calls_a_jacobian)(X)
-    assert "test_forward_inside.py:" in str(info.value) and "vector_jacfwd" in str(info.value)
+        ms.hessian(calls_a_reverse_jacobian)(X)
+    assert "test_forward_inside.py:" in str(info.value) and "vector_jacrev" in str(info.value)
