@@ -183,7 +183,8 @@ def pair_loss(w):
     return np.sum(gw ** 2) + np.sum(gs * gw2)
 
 
-def test_a_vjp_of_two_inputs_and_two_outputs_inside():
+def test_a_vjp_of_two_inputs_and_two_outputs_inside(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")     # (vjp outside compiles its code)
     want = numerical_grad(pair_loss, [X])       # called as it is: vjp runs outside
     np.testing.assert_allclose(ms.grad(pair_loss)(X), want, rtol=1e-6, atol=1e-8)
 
@@ -276,11 +277,13 @@ def calls_a_reverse_jacobian(x):
     return np.sum(ms.jacrev(vector)(x) ** 2)
 
 
-def test_an_inner_jacfwd_is_inlined_and_a_jacrev_keeps_its_rule():
+def test_an_inner_jacfwd_is_inlined_and_a_jacrev_keeps_its_rule(monkeypatch):
     """jacfwd(f)(x) inside is one JVP pass per basis direction, inlined: a second
     derivative over it works (it was refused). jacrev(f)(x) keeps its rule (a Python
     call): its code is commented with the user's line, not the rule's cache module, and
-    a second derivative over it is refused at that line (it named no line)."""
+    a second derivative over it is refused at that line (it named no line).  Run as
+    Python: the Jacobian's loop would have Numba compile each derivative."""
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     gradient = ms.grad(calls_a_jacobian)
     np.testing.assert_allclose(gradient(X), numerical_grad(calls_a_jacobian, [X]),
                                rtol=1e-6, atol=1e-8)
