@@ -23,16 +23,16 @@ gradient, a pullback leaving the function or used as a value: ``Pullback``'s
 ``__s2sgrad_not_a_value__``) is refused at the user's line, saying what to write
 instead.
 """
-from ...errors import DerivativeCompositionError, UserCodeError
+from ...errors import DerivativeCompositionError
 from ..ir import Const, Seq
 from ..syntax.source import unsupported
 from .derivative_calls import argument_type
 from .lifting import Lifted, Partial, lifted_transform
 from .lower_state import LocalFunction
 
-#: each transform's parameters after the function: the primals', the tangents' (None:
-#: the rest of the positional arguments are the primals: ``vjp(f, *inputs)``)
-_SPELLINGS = {"jvp": ("inputs", "v"), "hvp": ("inputs", "v"), "vjp": None}
+#: the transforms inlined here: ``jvp(f, inputs, v)``, ``hvp(f, inputs, v)``,
+#: ``vjp(f, *inputs)``
+_SPELLINGS = frozenset({"jvp", "hvp", "vjp"})
 
 
 def evaluated_inside(calls, frame, node, transform, args, kwargs):
@@ -131,8 +131,6 @@ def _evaluated(frame, node, evaluate, fn, count, types, *more):
     except DerivativeCompositionError as exc:
         raise _refused(frame, node, str(exc).split("\n")[0], "write the derivative of "
                        "the function itself there, or call it outside") from None
-    except UserCodeError:
-        raise
 
 
 def _function(frame, node, name, atom, primals):
