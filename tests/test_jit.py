@@ -192,11 +192,11 @@ def _(x, out, dout):
     return (np.clip(dout, -0.5, 0.5),)
 
 
-JAC = ms.jacfwd(vector)
+JAC = ms.jacrev(vector)     # (a jacfwd is inlined: tests/test_forward_inside.py)
 
 
 def uses_rules(x):
-    # a custom_vjp runs its forward; a derivative object that is not inlined (a jacfwd)
+    # a custom_vjp runs its forward; a derivative object that is not inlined (a jacrev)
     # is called as it is
     return np.sum(clipped(x) * 3.0) + np.sum(JAC(x) @ x)
 

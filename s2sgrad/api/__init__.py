@@ -25,6 +25,8 @@ documents.
   hessian, hvp of jacfwd(f), hessian(f)...), built as forward mode over it;
 - ``inside``: the rule of a derivative object called inside a differentiated function
   (``gradient_rule`` for a gradient, ``jacobian_rule`` for every other object);
+- ``evaluated``: the code the front end inlines for ``jvp``, ``hvp`` and ``vjp`` (and a
+  ``jacfwd`` object) called inside a differentiated or jitted function;
 - ``show``: ``show``, with every mode's derivative object declared in ``MODES``;
 - ``derivative``: ``Derivative`` and ``derivative_for`` (a derivative kept per function
   and options); ``loading``: generated code loaded (``load_function``) and an error in
@@ -36,7 +38,8 @@ documents.
 - ``call_plan``: what a repeated call of a derivative skips.
 
 Imports run one way: ``arguments``, ``results``, ``call_plan``, ``inside`` and ``nested``
-import no other module of the package but ``arguments``; ``loading`` and ``derivative``
+import no other module of the package but ``arguments``; ``evaluated`` imports
+``nested`` (``forward``, ``higher`` and ``split`` import it); ``loading`` and ``derivative``
 import those; ``forward`` imports ``derivative``; ``composed`` imports ``forward``;
 ``higher`` imports ``composed`` and ``forward``; ``reverse`` and ``split`` import
 ``derivative``, ``composed`` and ``forward`` (``reverse`` ``higher`` too); ``show``

@@ -38,6 +38,7 @@ from .arguments import (check_function, check_has_aux, check_positions, free_val
                         with_article, zero_tangent)
 from .call_plan import C_ALIGNED_WRITEABLE, CallPlan, JvpPlan, plan_key
 from .derivative import HOT_JVP, Derivative, derivative_for
+from .evaluated import jacobian_inside, jvp_inside
 from .inside import jacobian_rule
 from .nested import at_user_line, forward_as_function
 from .results import float_dtype, like_outputs, wrap_output
@@ -436,6 +437,11 @@ class JacfwdFunction:
     def __s2sgrad_custom_vjp__(self):
         return self.forward.__s2sgrad_custom_vjp__
 
+    def __s2sgrad_inline_call__(self, arg_types, primal=False):
+        """The Jacobian's code for a call inside a function being differentiated or
+        jitted (``api/evaluated.py``'s ``jacobian_inside``), or None: its rule."""
+        return jacobian_inside(self.forward, arg_types)
+
     def as_function(self, building):
         """The Jacobian as a plain function (``api/nested.py``)."""
         return self.forward.as_function(building)
@@ -545,6 +551,8 @@ def derivative_rule(derivative):
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
 jacfwd.__s2sgrad_transform__ = "makes"
 jvp.__s2sgrad_transform__ = "evaluates"
+#: its code, inlined where it is called inside (``api/evaluated.py``)
+jvp.__s2sgrad_evaluate_inside__ = jvp_inside
 
 
 __all__ = ["jvp", "jacfwd", "ForwardFunction", "JacfwdFunction", "OutputStructureError"]

@@ -44,6 +44,7 @@ from .arguments import (check_function, check_positions, free_values, to_array,
 from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
+from .evaluated import hvp_inside
 from .forward import (BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend,
                       numba_ready)
 from .loading import load_function
@@ -473,3 +474,4 @@ def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_va
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
 hessian.__s2sgrad_transform__ = "makes"
 hvp.__s2sgrad_transform__ = "evaluates"
+hvp.__s2sgrad_evaluate_inside__ = hvp_inside      # its code, inlined there

@@ -10,7 +10,8 @@ Takes a plain function, or a derivative object ``derivative_for`` made for one (
   call calling another lambda made per call: ``LOOK_DEPTH`` levels), an ndarray held in
   a closure cell by its type (``array_type``: dtype, rank, unit dimensions, layout, size
   class; the build reads it from the cell at each call, as a free value, and a build
-  that holds it otherwise has a guard that fails on another array), every other object
+  that holds it otherwise has a guard that fails on another array), a tuple by its
+  items (arrays by ``id``: the build holds them, ``f(t, *rest)``), every other object
   by ``id``; the cells of the functions held there follow its own, in order;
   ``strict``: arrays by ``id`` too (what a guard compares: a function read from outside
   whose cells the code does not read);
@@ -71,6 +72,8 @@ def _content(value, depth, cells, strict):
         return (kind, value)
     if kind is np.ndarray and not strict:
         return array_type(value)
+    if kind is tuple and depth > 1:     # (a closure's ``*rest``): its items, arrays by id
+        return ("tuple",) + tuple(_content(v, depth - 1, cells, True) for v in value)
     if depth > 1 and (isinstance(value, types.FunctionType) or
                       getattr(value, "_reuse", None) is not None):
         found = function_identity(value, depth - 1, strict)

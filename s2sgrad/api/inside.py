@@ -106,6 +106,9 @@ class _ArityRule:
         self.forward, self.backward = make(
             _Opaque(rule.inner, name, result_structure(rule.inner)),
             _Opaque(rule._cotangent_times, f"{name}_{rule.word}"))
+        # s2sgrad's own code (as its library's is): inlined, its statements are commented
+        # with the user's call, never with the line of this cache module
+        self.forward.__module__ = self.backward.__module__ = __name__
 
         def tangent(*both):
             args, tangents = both[:arity], both[arity:]

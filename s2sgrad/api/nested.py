@@ -108,20 +108,29 @@ def gradient_inlined(inner, arg_types, primal=False):
     if not plain:
         return None
     fn, bound_self = inner._target()
+    return gradient_code_inlined(fn, inner.positions, bound_self, arg_types, primal,
+                                 inner.with_value)
+
+
+def gradient_code_inlined(fn, positions, bound_self, arg_types, primal=False,
+                          with_value=False):
+    """What ``gradient_inlined`` gives for ``grad(fn, positions)`` (``value_and_grad``
+    with ``with_value``; ``bound_self``: the instance ``fn`` is bound to), with no
+    gradient object: None where its code is built by sizes or (not ``primal``) calls a
+    helper with no reverse rule."""
     if primal:          # not differentiated again: the gradient's own (faster) spelling
-        gradient = _fast_module(fn, inner.positions, bound_self, arg_types)
+        gradient = _fast_module(fn, positions, bound_self, arg_types)
     else:
-        gradient = _module_of(differentiable_gradient(fn, inner.positions, bound_self,
+        gradient = _module_of(differentiable_gradient(fn, positions, bound_self,
                                                       arg_types, None))
     if gradient.by_shape or not primal and (any(
             getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or
             not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
                     for name in set(_HELPER.findall(gradient.source)))):
         return None
-    function = _gradient_written(gradient, fn, inner.positions, None, inner.with_value)
-    positions = inner.positions
+    function = _gradient_written(gradient, fn, positions, None, with_value)
     function.__s2sgrad_result_like__ = positions[0] if len(positions) == 1 else positions
-    function.__s2sgrad_with_value__ = inner.with_value
+    function.__s2sgrad_with_value__ = with_value
     return function
 
 

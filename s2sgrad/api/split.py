@@ -26,6 +26,7 @@ from .arguments import (check_function, check_has_aux, check_positions, check_we
 from .call_plan import CallPlan, plan_key
 from .composed import jacobian_of_derivative, vjp_of_derivative
 from .derivative import Derivative, derivative_for
+from .evaluated import vjp_inside
 from .forward import derivative_rule
 from .loading import load_function
 from .nested import jacobian_as_function
@@ -376,3 +377,4 @@ def _ready_for_numba(parts, args, residuals):
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
 jacrev.__s2sgrad_transform__ = "makes"
 vjp.__s2sgrad_transform__ = "evaluates"
+vjp.__s2sgrad_evaluate_inside__ = vjp_inside      # its code, inlined there

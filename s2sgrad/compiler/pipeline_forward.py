@@ -67,6 +67,8 @@ class GeneratedJvp:
     #: True when the code holds only for arguments of the sizes it was built for (a
     #: recursion that ends by shapes unrolled: ``LoweredFunction.by_shape``)
     by_shape = False
+    #: True when the function returns a tuple (or list) of values
+    output_is_tuple = False
 
     def __init__(self, source, function_name, free, wrt, n_params, arg_leaves, jacobian,
                  loops=True, line_map=None):
@@ -135,6 +137,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     generated.guards = lowered.guards
     generated.by_shape = lowered.by_shape
     generated.batched = width is not None
+    generated.output_is_tuple = isinstance(lowered.output, Seq)
     return generated
 
 

@@ -156,6 +156,9 @@ def refuse_inner_derivatives(free, source, line_map, what):
         called = next((k for k, line in enumerate(lines, 1) if f"{value.name}(" in line),
                       None)
         origin = _user_origin(line_map, called) if called is not None else None
+        if origin is None and called is not None:   # the nearest user's line below it
+            origin = next((o for o in (_user_origin(line_map, k) for k in range(
+                called, len(lines) + 1)) if o is not None), None)
         where = f"{origin}: " if origin is not None else ""
         raise DerivativeCompositionError(
             f"{where}{what} of a function that calls the derivative object "

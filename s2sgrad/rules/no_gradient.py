@@ -68,7 +68,7 @@ TABLE = (
      (range, np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
       np.eye, np.identity, np.tri, np.indices, np.tril_indices, np.triu_indices,
       np.diag_indices, np.tril_indices_from, np.triu_indices_from, np.diag_indices_from,
-      rt.zeros_like, rt.ones_like)),
+      rt.zeros_like, rt.ones_like, rt.basis_tangent, rt.zeros_list)),
     ("a count or size (an integer) that gradient code divides or loops by",
      (rt.reduction_count, rt.tangent_size)),
     ("for real input: the imaginary part is 0 and the angle 0 or pi (piecewise constant)",

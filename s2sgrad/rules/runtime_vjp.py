@@ -10,7 +10,9 @@ rule instead (``api/inside.py``).
 - ``rt.unreduce(g, like, axis, keepdims)`` spreads ``g`` over ``like``'s shape: its
   adjoint is the sum over the reduced axes, in ``g``'s shape;
 - ``rt.sum`` and ``rt.mean`` (numpy's, with the options as plain arguments) have
-  ``np.sum``'s and ``np.mean``'s rules.
+  ``np.sum``'s and ``np.mean``'s rules;
+- ``rt.copy_value`` (a copy an in-place update overwrites; forward mode writes it in the
+  tangent code of a gradient: an ``hvp`` called inside) passes its adjoint through.
 
 ``tests/test_nested_inline.py`` checks both against central differences.
 """
@@ -36,3 +38,8 @@ def _(ans, x, axis, keepdims):
 @vjp(rt.mean)
 def _(ans, x, axis, keepdims):
     d[x] = rt.unreduce(d[ans], x, axis, keepdims) / rt.reduction_count(x, axis)
+
+
+@vjp(rt.copy_value)
+def _(ans, value):
+    d[value] = d[ans]

@@ -2,7 +2,8 @@
 
 ``inlined_derivative(calls, frame, node, obj, args, kwargs)`` takes the call lowerer at
 a call of an object that offers its own code (``__s2sgrad_inline_call__``: a plain
-``grad(f, positions)`` or ``value_and_grad(f, positions)``, ``api/nested.py``), the argument types this lowering knows for
+``grad(f, positions)`` or ``value_and_grad(f, positions)``, ``api/nested.py``; a
+``jacfwd(f)``, ``api/evaluated.py``), the argument types this lowering knows for
 the call's atoms, and gives the call's result atom: the object's generated gradient
 code in its differentiable spelling, lowered as a callee like the user's own functions,
 so the outer generated code holds its statements (no Python-level call per use, one

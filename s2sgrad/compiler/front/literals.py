@@ -133,7 +133,13 @@ def is_literal(value):
 
 
 def _captured(obj, lowerer):
-    """The argument that passes ``obj`` in (see ``lower_atoms.Atoms.capture``)."""
+    """The argument that passes ``obj`` in (see ``lower_atoms.Atoms.capture``); an object
+    made while building that is no value (``__s2sgrad_not_a_value__``: what it is, what
+    to write) is refused."""
+    refusal = getattr(obj, "__s2sgrad_not_a_value__", None)
+    if refusal is not None:
+        raise UnsupportedConstructError(f"{refusal[0]} used as a value", None, None,
+                                        refusal[1])
     if lowerer is None:
         raise ValueError(f"{obj!r} has no literal form")
     return name_node(lowerer.capture(obj))

@@ -162,7 +162,10 @@ class Lowerer:
 
     def check_output(self, frame, parsed):
         """The differentiated function returns numbers, arrays and tuples/lists of them; a
-        dict (or a function, or another object) is refused at its return line."""
+        dict (or a function, or another object) is refused at its return line, saying
+        what to write (an object made while building says it: ``__s2sgrad_not_a_value__``,
+        a vjp's pullback)."""
+        hints = []
 
         def bad(atom):
             if isinstance(atom, Seq):
@@ -173,7 +176,10 @@ class Lowerer:
                 return next((b for b in (bad(Const(v)) for v in atom.value) if b), None)
             if isinstance(atom, Const) and not (literals.is_literal(atom.value)
                                                 or literals.is_array_like(atom.value)):
-                return f"an object of type {type(atom.value).__name__}"
+                refusal = getattr(atom.value, "__s2sgrad_not_a_value__", None)
+                hints.extend(refusal[1:] if refusal else ())
+                return refusal[0] if refusal else \
+                    f"an object of type {type(atom.value).__name__}"
             return None
         what = bad(frame.output) if frame.output is not None else None
         if what is None:
@@ -181,8 +187,8 @@ class Lowerer:
         returns = [n for n in _own_nodes(parsed.node) if isinstance(n, gast.Return)]
         node = returns[-1] if returns else parsed.node
         raise unsupported(frame, node, f"returning {what} from the differentiated "
-                          f"function", "return a number, an array, or a tuple of them "
-                          "(e.g. return loss, aux with has_aux=True)")
+                          f"function", hints[0] if hints else "return a number, an array, "
+                          "or a tuple of them (e.g. return loss, aux with has_aux=True)")
 
     def argument_atom(self, tree, hint, params):
         """The atom of one argument: a parameter Var for a leaf; for a tuple, list or dict

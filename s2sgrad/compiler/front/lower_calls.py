@@ -21,6 +21,7 @@ from ..syntax.source import source_segment, unsupported
 from . import literals
 from .custom import lower_custom_call
 from .derivative_calls import inlined_derivative
+from .evaluations import Pullback, evaluated_inside
 from .frontend import is_user_code, parse_function
 from .jumps import structured_body
 from .lifting import Lifted, Partial, lifted_transform, partial_of
@@ -117,7 +118,8 @@ class CallLowering:
         if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
                 args[0], Seq) and len(args[0].items) > 1):
             return self.chained_extremum(frame, node, obj, args)
-        if isinstance(obj, (LocalFunction, Lifted, Partial)) or obj is functools.partial:
+        if isinstance(obj, (LocalFunction, Lifted, Partial, Pullback)) or \
+                obj is functools.partial:
             made = self.made_here_call(frame, node, obj, args, kwargs, hint)
             if made is not None:
                 return made
@@ -129,6 +131,9 @@ class CallLowering:
         inline = getattr(obj, "__s2sgrad_inline__", None)
         if inline is not None:      # a vmap: differentiated through its differentiable loop
             return self.inline(frame, node, inline, args, kwargs, None)
+        if getattr(obj, "__s2sgrad_transform__", None) == "evaluates":
+            # jvp, hvp, vjp: their derivative code, inlined (front/evaluations.py)
+            return evaluated_inside(self, frame, node, obj, args, kwargs)
         if getattr(obj, "__s2sgrad_transform__", None) is not None:
             return made_inside(frame, node, obj, args, kwargs)
         inlined = inlined_derivative(self, frame, node, obj, args, kwargs)
@@ -206,8 +211,11 @@ class CallLowering:
 
     def made_here_call(self, frame, node, obj, args, kwargs, hint):
         """A call of a function made in the function being lowered (a def or lambda, a
-        transform of one: ``front/lifting.py``, a ``functools.partial``), or of
-        ``functools.partial`` itself; None where it is not one of those."""
+        transform of one: ``front/lifting.py``, a ``functools.partial``, a ``vjp``'s
+        pullback: ``front/evaluations.py``), or of ``functools.partial`` itself; None
+        where it is not one of those."""
+        if isinstance(obj, Pullback):      # its gradient code
+            return obj.call(self, frame, node, args, kwargs)
         if isinstance(obj, LocalFunction):
             return self.inline_local(frame, node, obj, args, kwargs)
         if isinstance(obj, Lifted):     # grad(lambda y: f(x, y)): grad(lifted)(y, x)
@@ -380,14 +388,10 @@ def made_inside(frame, node, transform, args, kwargs):
     function defined at module level, positions); the object is then called as one made
     outside (its rule: ``api/inside.py``).  A transform of a function defined inside (a
     def, a lambda, ``functools.partial``) is made of that function lifted to take what
-    it reads from here as arguments (``front/lifting.py``).  ``jvp``/``vjp``/``hvp``
-    called inside, and a transform of a value computed here, are refused."""
+    it reads from here as arguments (``front/lifting.py``).  A transform of a value
+    computed here is refused.  (``jvp``/``vjp``/``hvp`` called inside are inlined by
+    ``front/evaluations.py``.)"""
     name = getattr(transform, "__name__", "transform")
-    if transform.__s2sgrad_transform__ == "evaluates":
-        raise DerivativeCompositionError(str(unsupported(
-            frame, node, f"s2sgrad.{name} called inside a function being differentiated",
-            "make the derivative object and call it instead: jacfwd(f)(x) (a Jacobian; "
-            "contract it with the vector), grad(f)(x), jacrev(f)(x)")))
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
     options = values[1:len(args)], dict(zip(kwargs, values[len(args):]))
     try:

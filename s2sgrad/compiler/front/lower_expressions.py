@@ -132,6 +132,12 @@ class ExpressionLowering:
         for elt in elts:
             if isinstance(elt, gast.Starred):
                 value = self.lower_expr(frame, elt.value)
+                if isinstance(value, Const) and type(value.value) in (tuple, list):
+                    # a tuple read from outside (a closure's ``*rest``): its items, the
+                    # arrays passed in (the tuple's guard compares them by identity)
+                    word = elt.value.id if isinstance(elt.value, gast.Name) else "item"
+                    value = Seq(tuple(self.atoms.const_or_free(item, f"{word}_{i}")
+                                      for i, item in enumerate(value.value)))
                 if not isinstance(value, Seq):
                     raise unsupported(frame, elt, "* on a value whose length is known only "
                                       "at run time", "pass the items one by one")

@@ -26,12 +26,13 @@ def remember(path, line_map, adjoint_from=None):
         _GENERATED[path] = (dict(line_map), adjoint_from, max(line_map))
 
 
-def user_location(location):
+def user_location(location, depth=0):
     """``location``, or where it is a line of a remembered generated module, the user's
-    line it was generated from (the nearest mapped line at or above it), its text marked
-    ``grad of:`` in the adjoint sweep; a line past the function's last mapped line (a helper
-    the module defines after it) is left as it is."""
-    known = _GENERATED.get(location.filename)
+    line it was generated from (the nearest mapped line at or above it, followed through
+    a module generated from another remembered one: the gradient of a vjp's pullback),
+    its text marked ``grad of:`` in the adjoint sweep; a line past the function's last
+    mapped line (a helper the module defines after it) is left as it is."""
+    known = _GENERATED.get(location.filename) if depth < 8 else None
     if known is None:
         return location
     line_map, adjoint_from, last = known
@@ -43,7 +44,10 @@ def user_location(location):
             break
     else:
         return location
-    if adjoint_from is None or location.lineno < adjoint_from:
+    if origin.filename in _GENERATED and origin.filename != location.filename:
+        origin = user_location(origin, depth + 1)
+    if adjoint_from is None or location.lineno < adjoint_from or \
+            (origin.text or "").lstrip().startswith("grad of:"):
         return origin
     return SourceLocation(origin.filename, origin.lineno,
                           "grad of: " + (origin.text or "").strip())
