@@ -5,7 +5,8 @@ loops entered), ``known`` (name -> the symbolic shape ``analysis/shapes.py`` giv
 lowered function's arrays, or None) and ``same`` (whether two such shapes are equal);
 it gives name -> the shape of each 1-D array whose every ``name = value`` gives it that
 shape: ``a = b``, ``np.zeros_like(b)``/``rt.zeros_like(b)``/``np.empty_like``/
-``np.ones_like``/``np.copy``, an elementwise tree (``kernels.operation``) of arrays of
+``np.ones_like``/``np.copy``, ``np.zeros(m)``/``np.empty``/``np.ones`` of ``m`` a 1-D ``b``'s
+``b.shape[0]`` or ``len(b)`` (or a name bound only to one), an elementwise tree (``kernels.operation``) of arrays of
 one shape and numbers, ``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
 ``base[...]`` the shape ``views(name)`` gives it (the lowering's shape of a 1-D slice or
 row).  Adjoints and the primal values the reverse sweep restores get their primal's shape
@@ -21,6 +22,9 @@ FUNCTIONS = frozenset({"sqrt", "abs", "absolute", "square", "exp", "log", "tanh"
                        "cos"})
 
 LIKE = frozenset({"zeros_like", "empty_like", "ones_like", "copy"})
+#: ``np.<name>(m)`` of ``m`` an array's length (``a.shape[0]``, ``len(a)``, or a name bound
+#: to one): an array of its shape
+SIZED = frozenset({"zeros", "empty", "ones"})
 TOP = object()      # not known yet: every definition seen so far agrees with anything
 BOTTOM = object()   # not one 1-D shape
 
@@ -178,6 +182,9 @@ def _shape(value, shapes, facts):
         arg = value.args[0]
         if module in ("np", "rt") and attr in LIKE and isinstance(arg, gast.Name):
             return _of(arg.id, shapes, known)
+        if module == "np" and attr in SIZED:
+            counted = _length_of(arg, facts)
+            return BOTTOM if counted is None else _of(counted, shapes, known)
         if module == "np" and attr == "concatenate" and isinstance(arg, gast.Tuple) and \
                 len(arg.elts) == 2:
             return _concatenated(arg.elts, shapes, facts)
@@ -216,6 +223,23 @@ def _concatenated(parts, shapes, facts):
                                                                     else k):
             return _of(cut.value.id, shapes, facts.known)
     return BOTTOM
+
+
+def _length_of(node, facts):
+    """``a`` of ``a.shape[0]``/``len(a)`` (or of a name bound to one only), else None."""
+    if isinstance(node, gast.Name):
+        values = facts.defs.get(node.id, [])
+        return _length_of(values[0], facts) if len(values) == 1 and \
+            not isinstance(values[0], gast.Name) else None
+    if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Attribute) and \
+            node.value.attr == "shape" and isinstance(node.value.value, gast.Name) and \
+            _int(node.slice) == 0:
+        return node.value.value.id
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+            node.func.id == "len" and len(node.args) == 1 and \
+            isinstance(node.args[0], gast.Name) and not node.keywords:
+        return node.args[0].id
+    return None
 
 
 def _view_of(node, facts):

@@ -69,6 +69,10 @@ MIN_SAVED = 1
 #: ``np.<name>(x)`` a loop computes per element (the function Numba runs on arrays too)
 FUNCTIONS = frozenset({"exp", "log", "tanh", "sin", "cos"})
 ZEROS = ("zeros_like",)
+#: an array of the space's length whose elements slice writes set (``_Statement._piece``)
+EMPTY = ("empty_like",)
+#: the bounds of a piece ``a[lo:hi]``: ``(k, False)`` is element k, ``(k, True)`` is n - k
+START, END = (0, False), (0, True)
 
 
 class NotFused(Exception):
@@ -128,6 +132,7 @@ class Pass:
         self.least = 0                        # the fewest elements the loop takes
         self.block, self.rows = None, []      # one array holding these outputs as rows
         self.branch = None                    # the ``if`` the call is in
+        self.tails = []                       # (name, "a[1:]") views of outputs read after
 
 
 def fused_loops(statements, context):
@@ -172,6 +177,7 @@ class _Value:
         self.shifted, self.array, self.kind = False, None, "value"
         self.view = None            # (d, offset) of ``rt.split_like(...)[k]``
         self.parts = None           # (d, (k0, k1)) of ``rt.split_like``
+        self.cover = None           # an ``np.empty_like`` not yet covered: its next bound
 
 
 class _State:
@@ -190,6 +196,7 @@ class _State:
         self.taken = set()
         self.views = []             # (name, source) of the views written, bound before
         self.fresh = set()          # arrays the run's ``np.zeros_like`` made (moved before)
+        self.cuts = {}              # name -> (base, identity, low, cut) of a view of a value
 
 
 class _Run:
@@ -225,7 +232,7 @@ class _Run:
             self.origins += [c.origin for c in pending if isinstance(c, Comment) and
                              c.origin is not None]
             pending = []
-            if not any(v.view or v.parts for v in self.state.values.values()):
+            if not any(v.view or v.parts or v.cover for v in self.state.values.values()):
                 end, committed = j + 1, self._snapshot()
         self.state, self.statements, self.origins, self.before, self.after = committed
         self.count = self.state.count
@@ -249,6 +256,11 @@ class _Run:
         if _assigned(item) is not None and (_np_call(item.value, ZEROS) or
                                             _np_call(item.value, ZEROS, "rt")):
             return self._zeros_before(item, reads)
+        if _element(item, self.context) and not reads & set(state.values) and \
+                not _element(item, self.context) & (set(state.written) | self._bases() -
+                                                    set(state.outer)):
+            self.before.append(item)        # ``x0 = x[0]``: read before the run's writes
+            return True
         if _assigned(item) is not None and not reads & set(state.values):
             name = _assigned(item)
             if name in state.values or name in state.outer or name in state.read_after:
@@ -328,7 +340,7 @@ class _Run:
         text = f"{outputs} = {call}" if bound else call
         aliases = [gast.parse(f"{', '.join(fused.rows)} = {fused.block}").body[0]] \
             if fused.block else []
-        aliases += [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
+        aliases += [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases + fused.tails]
         shapes = ", ".join(f"{a}.shape" for a in fused.arrays) + \
             ("," if len(fused.arrays) == 1 else "")
         test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
@@ -348,6 +360,19 @@ def _stored_row(item):
             isinstance(item.targets[0].value, gast.Name):
         return {item.targets[0].value.id}
     return set()
+
+
+def _element(item, context):
+    """The base of ``v = base[k]`` (an int literal) of a 1-D array, a set, else empty."""
+    if _assigned(item) is None or not isinstance(item.value, gast.Subscript) or \
+            not isinstance(item.value.value, gast.Name) or \
+            context.space(item.value.value.id) is None:
+        return set()
+    try:
+        _literal(item.value.slice)
+    except NotFused:
+        return set()
+    return {item.value.value.id}
 
 
 def _base_name(source):
@@ -397,6 +422,8 @@ class _Statement:
             return self._update(item.target.id, op, self.element(item.value), True)
         if isinstance(item, gast.Expr) and _np_call(item.value, ("add_into",), "rt"):
             return self._add_into(*item.value.args)
+        if _stored_row(item) & set(self.state.values):
+            return self._piece(item.targets[0], item.value)
         if _stored_row(item) and isinstance(item.value, gast.Constant) and \
                 isinstance(item.value.value, (int, float)):
             view = self._written_view(item.targets[0])
@@ -441,6 +468,11 @@ class _Statement:
             self._space_of(value.args[0].id)
             self._bind(name).kind = "zeros"
             return self._line(f"{state.values[name].local} = 0.0", True)
+        if _np_call(value, EMPTY) or _np_call(value, ("empty", "zeros")):
+            return self._fresh_array(name, value)
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
+                value.value.id in state.values and isinstance(value.slice, gast.Slice):
+            return self._cut_view(name, value)
         if _np_call(value, ("copy",)) and len(value.args) == 1 and \
                 isinstance(value.args[0], gast.Name):
             element = self._read(value.args[0].id, 0)
@@ -466,12 +498,110 @@ class _Statement:
         bound = self._bind(name)
         return self._line(f"{bound.local} = {element}", True)
 
+    def _fresh_array(self, name, value):
+        """``a = np.empty_like(b)``, or ``np.empty(m)``/``np.zeros(m)`` of the space's
+        length (``loop_space``): a value whose elements the slice writes after it set
+        (``_piece``); an empty one is read only once they cover it, in order."""
+        if len(value.args) != 1:
+            raise NotFused
+        if _np_call(value, EMPTY):
+            if not isinstance(value.args[0], gast.Name):
+                raise NotFused
+            self._space_of(value.args[0].id)
+        elif self.context.space(name) is None:
+            raise NotFused
+        else:
+            self._space_of(name, defined=True)
+        bound = self._bind(name)
+        bound.kind = "zeros" if value.func.attr == "zeros" else "empty"
+        bound.cover = START if bound.kind == "empty" else None
+        return self._line(f"{bound.local} = 0.0", True)
+
+    def _cut_view(self, name, value):
+        """``v = a[lo:-c]`` of a value ``a`` of the run: read by a piece of the same
+        length (``_aligned``) at its offset; ``a`` is not bound again in the run, and
+        where ``v`` is read after it, bound again after the call (``Pass.tails``)."""
+        base = value.value.id
+        low, cut = _cut(value.slice)
+        source = self.state.values[base]
+        if source.view or source.parts or source.cover:
+            raise NotFused
+        self.state.cuts[name] = (base, source.identity, low, cut, to_source(value))
+
+    def _piece(self, target, value):
+        """``a[lo:hi] = tree`` / ``a[k] = number`` into a value ``a`` of the run: its
+        element is the tree's element ``i - lo`` where ``lo <= i < hi`` (``_aligned``),
+        as numpy writes it; ``a`` has no alias and no shifted read (they would see it)."""
+        state = self.state
+        name = target.value.id
+        low, high = _bounds(target.slice)
+        element = self._aligned(value, low, high)
+        old = state.values[name]
+        if old.view or old.parts or old.shifted or name in state.read_after or \
+                sum(v.identity == old.identity for v in state.values.values()) > 1:
+            raise NotFused
+        if old.cover is not None:
+            if old.cover != low:
+                raise NotFused      # an empty array's pieces in order, from 0 to n
+            old.cover = None if high == END else high
+        state.least = max(state.least, _least(low, high))
+        test = _test(low, high)
+        line = f"{old.local} = {element}"
+        self._line(f"if {test}:" if test else line, True)
+        if test:
+            state.body.append(f"    {line}")
+
+    def _aligned(self, node, low, high):
+        """The source of ``node``'s element for the piece ``[low, high)`` at ``i``: a
+        number, or a tree of views ``base[lo:-c]`` of the piece's length (of arrays from
+        before the run, ``Context.slices``, or of the run's values, ``_cut_view``) read
+        at ``base[i + lo - low]``; a piece of all n elements: any tree (``element``)."""
+        if (low, high) == (START, END):
+            return self.element(node)
+        if self.context.numbers.number(node):
+            return self.element(node)
+        saved = self._tree
+        self._tree = lambda child: self._piece_tree(child, low, high, saved)
+        try:
+            return to_source(self._tree(node))
+        finally:
+            del self._tree
+
+    def _piece_tree(self, node, low, high, tree):
+        """``_tree`` within a piece: a view's element, or ``tree`` of an operation."""
+        if _np_call(node, ("concatenate",)) or _np_call(node, ("copy_value", "unbroadcast"),
+                                                         "rt"):
+            raise NotFused          # reads of the whole space's elements
+        if self.context.numbers.number(node) or not isinstance(node, (gast.Name,
+                                                                       gast.Subscript)):
+            return tree(node)
+        view = self._piece_view(node)
+        if view is None or low[1] or not high[1] or low[0] + high[0] != view[1] + view[2]:
+            raise NotFused          # not a view of the piece's length: numpy broadcasts
+        base, lo, _ = view
+        return _text(self._read(base, lo - low[0]))
+
+    def _piece_view(self, node):
+        """``(base, lo, c)`` of a view ``base[lo:-c]`` (a name bound to one), or None."""
+        state = self.state
+        if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+            return (node.value.id, *_cut(node.slice))
+        if node.id in state.cuts:
+            base, identity, lo, cut, _ = state.cuts[node.id]
+            if base not in state.values or state.values[base].identity != identity:
+                raise NotFused      # bound again since: the view is of the value before
+            return base, lo, cut
+        if node.id in state.slices:
+            return self._sliced(node)
+        return None
+
     def _rebinding(self, name):
         """A name bound again: never one read shifted or by a moved append."""
         old = self.state.values.get(name)
         if old is not None and (old.shifted or old.view or old.parts) or \
-                name in self.state.read_after:
-            raise NotFused
+                name in self.state.read_after or \
+                any(cut[0] == name for cut in self.state.cuts.values()):
+            raise NotFused          # (a view of it is bound again after the call)
 
     def _bind(self, name, identity=None):
         state = self.state
@@ -510,7 +640,7 @@ class _Statement:
         if value is not None:
             shared = [n for n, v in state.values.items() if v.identity == value.identity]
             if len(shared) > 1 or value.shifted or value.view or value.parts or \
-                    name in state.read_after:
+                    value.cover or name in state.read_after:
                 raise NotFused      # an update an alias or a shifted read would see
             return self._line(f"{value.local} {op}= {element}", counts)
         if name in state.shifted_outer or self.context.space(name) is None:
@@ -667,7 +797,7 @@ class _Statement:
         state = self.state
         value = state.values.get(name)
         if value is not None:
-            if value.view or value.parts:
+            if value.view or value.parts or value.cover:
                 raise NotFused
             if shift == 0:
                 return value.local
@@ -699,6 +829,41 @@ def _cut(node):
     if low < 0 or cut < 0 or (low and cut):
         raise NotFused
     return low, cut
+
+
+def _bounds(node):
+    """``(low, high)`` bounds (``START``/``END``) of an index ``[k]`` or a slice
+    ``[lo:hi]`` of int literals."""
+    if isinstance(node, gast.Slice):
+        if node.step is not None:
+            raise NotFused
+        low = _literal(node.lower) if node.lower is not None else 0
+        high = _literal(node.upper) if node.upper is not None else None
+        return ((low, False) if low >= 0 else (-low, True),
+                END if high is None else (high, False) if high >= 0 else (-high, True))
+    k = _literal(node)
+    return ((k, False), (k + 1, False)) if k >= 0 else \
+        ((-k, True), (-k - 1, True))
+
+
+def _least(low, high):
+    """The fewest elements an array needs for numpy's piece ``[low, high)`` to be the
+    loop's: every bound within it, in order."""
+    if low[1] == high[1]:
+        return max(low[0], high[0])
+    return low[0] + high[0] if not low[1] else max(low[0], high[0])
+
+
+def _test(low, high):
+    """The loop's test of ``i`` for ``[low, high)`` ("" for every element)."""
+    tests = []
+    if low != START:
+        tests.append(f"i >= n - {low[0]}" if low[1] else f"i >= {low[0]}")
+    if high != END:
+        tests.append(f"i < n - {high[0]}" if high[1] else f"i < {high[0]}")
+    if len(tests) == 2 and not low[1] and not high[1] and high[0] == low[0] + 1:
+        return f"i == {low[0]}"
+    return " and ".join(tests)
 
 
 def _literal(node):
@@ -736,7 +901,13 @@ class _Pass:
                 reads_inside[name] = reads_inside.get(name, 0) + sum(
                     1 for n in gast.walk(item) if isinstance(n, gast.Name) and n.id == name
                     and isinstance(n.ctx, gast.Load)) + (name in _augmented(item))
-        live = [name for name in state.values if self._live(name, reads_inside)]
+        tails = [(name, cut[4]) for name, cut in state.cuts.items()
+                 if name in context.keep or
+                 context.reads.get(name, 0) > reads_inside.get(name, 0)]
+        viewed = {source.split("[", 1)[0] for _, source in tails}
+        live = [name for name in state.values if self._live(name, reads_inside) or
+                name in viewed]
+        fused.tails = tails
         fused.outputs, fused.aliases, seen = [], [], {}
         for name in live:
             value = state.values[name]
