@@ -99,6 +99,62 @@ def pieced(statements, small):
         found |= more
 
 
+#: calls that give a new array (``exclusive``: not one an argument holds)
+ALLOCATE = frozenset({"zeros_like", "empty_like", "ones_like", "copy", "zeros", "empty",
+                      "ones"})
+#: calls whose result never holds an argument's array
+CONSUME = ALLOCATE | FUNCTIONS | {"sum", "copy_value", "add_into"}
+
+
+def exclusive(statements):
+    """The names whose array no other name holds: every binding allocates one (a
+    ``zeros_like``... call, arithmetic) and every read is of its elements, arithmetic, a
+    consuming call's argument, ``rt.add_into``'s target or the return (never bound to
+    another name, a view, a tape, another function): an in-place write to one is seen
+    through no other name (``loops.py`` writes it while reading others shifted)."""
+    parents, fresh, shared = {}, set(), set()
+    for node in nodes(statements):
+        for child in gast.iter_child_nodes(node):
+            parents[child] = node
+    for node in nodes(statements):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            parent = parents.get(node)
+            (fresh if isinstance(parent, gast.Assign) and parent.targets == [node] and
+             _allocates(parent.value) else shared).add(node.id)
+        elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and \
+                not _consumed(node, parents):
+            shared.add(node.id)
+    return fresh - shared
+
+
+def _allocates(value):
+    if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+        return True
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+        isinstance(value.func.value, gast.Name) and value.func.value.id in ("np", "rt") \
+        and value.func.attr in ALLOCATE
+
+
+def _consumed(node, parents):
+    """Whether a read of an array's name lets no other name hold the array."""
+    parent = parents.get(node)
+    if isinstance(parent, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Attribute)):
+        return True
+    if isinstance(parent, gast.Call) and node in parent.args:
+        return isinstance(parent.func, gast.Attribute) and parent.func.attr in CONSUME
+    if isinstance(parent, gast.Subscript) and parent.value is node:
+        holder = parents.get(parent)
+        if isinstance(parent.ctx, gast.Store) or isinstance(holder, gast.AugAssign):
+            return True
+        if isinstance(parent.slice, gast.Slice) or isinstance(parent.slice, gast.Tuple):
+            return isinstance(holder, gast.Call) and holder.args[:1] == [parent] and \
+                isinstance(holder.func, gast.Attribute) and holder.func.attr == "add_into"
+        return True             # an element of a 1-D array: a number
+    if isinstance(parent, gast.Tuple) and isinstance(parents.get(parent), gast.Return):
+        return True
+    return isinstance(parent, gast.Return)
+
+
 def array_ranks(statements, ndims):
     """name -> rank lookup: the lowering's ``ndims``, and for a name every assignment of
     which is ``zeros_like(x)`` (an adjoint's accumulator), ``x``'s rank."""

@@ -94,6 +94,7 @@ class Context:
         self.rank = lambda name: None   # an array's rank where known (adjoints: their primal's)
         self.stores = {}            # name -> how often the sweep binds it
         self.pieced = set()         # names of lengths a concatenate's piece decides
+        self.exclusive = set()      # names whose array no other name holds
 
     def length(self, name):
         """``("small", k)``: ``name`` has k elements; ``("cut", c)``: ``n - c``; None."""
@@ -178,6 +179,8 @@ class _Value:
         self.view = None            # (d, offset) of ``rt.split_like(...)[k]``
         self.parts = None           # (d, (k0, k1)) of ``rt.split_like``
         self.cover = None           # an ``np.empty_like`` not yet covered: its next bound
+        self.range = (START, END)   # the elements i it has (a slice's value: fewer)
+        self.reads = 0              # its reads in the run so far
 
 
 class _State:
@@ -232,7 +235,8 @@ class _Run:
             self.origins += [c.origin for c in pending if isinstance(c, Comment) and
                              c.origin is not None]
             pending = []
-            if not any(v.view or v.parts or v.cover for v in self.state.values.values()):
+            if not any(v.view or v.parts or v.cover or self._open(name, v)
+                       for name, v in self.state.values.items()):
                 end, committed = j + 1, self._snapshot()
         self.state, self.statements, self.origins, self.before, self.after = committed
         self.count = self.state.count
@@ -241,6 +245,12 @@ class _Run:
         self.statements = [s for s in self.statements if s not in self.before and
                            s not in self.after]
         return end, self.statements
+
+    def _open(self, name, value):
+        """Whether ``value`` is a slice's (``_Statement._ranged``) read after this point:
+        no array of the loop holds it (the run ends before it)."""
+        return value.range != (START, END) and (
+            name in self.context.keep or self.context.reads.get(name, 0) > value.reads)
 
     def _snapshot(self):
         return (copy.deepcopy(self.state, {id(self.state.space): self.state.space}),
@@ -422,8 +432,13 @@ class _Statement:
             return self._update(item.target.id, op, self.element(item.value), True)
         if isinstance(item, gast.Expr) and _np_call(item.value, ("add_into",), "rt"):
             return self._add_into(*item.value.args)
-        if _stored_row(item) & set(self.state.values):
+        if _stored_row(item) and self._pieced(item.targets[0].value.id):
             return self._piece(item.targets[0], item.value)
+        if isinstance(item, gast.AugAssign) and isinstance(item.op, gast.Add) and \
+                isinstance(item.target, gast.Subscript) and \
+                isinstance(item.target.value, gast.Name) and \
+                self._pieced(item.target.value.id):
+            return self._piece(item.target, item.value, "+")
         if _stored_row(item) and isinstance(item.value, gast.Constant) and \
                 isinstance(item.value.value, (int, float)):
             view = self._written_view(item.targets[0])
@@ -491,6 +506,12 @@ class _Statement:
             return self._line(f"{bound.local} = {source.local}", False)
         if context.numbers.number(value):
             raise NotFused
+        if isinstance(value, gast.Subscript) and not (isinstance(value.value, gast.Name) and
+                                                      value.value.id in state.values):
+            raise NotFused          # a view of an array from before: moved (``_Run._moved``)
+        span = self._span(value)
+        if span != (START, END):
+            return self._ranged(name, value, span)
         element = self.element(value)
         if context.space(name) is None:
             raise NotFused
@@ -528,35 +549,85 @@ class _Statement:
             raise NotFused
         self.state.cuts[name] = (base, source.identity, low, cut, to_source(value))
 
-    def _piece(self, target, value):
-        """``a[lo:hi] = tree`` / ``a[k] = number`` into a value ``a`` of the run: its
-        element is the tree's element ``i - lo`` where ``lo <= i < hi`` (``_aligned``),
-        as numpy writes it; ``a`` has no alias and no shifted read (they would see it)."""
+    def _pieced(self, base):
+        """Whether ``base[...] = v`` is a piece ``_piece`` writes: ``base`` a value of the
+        run, or a 1-D array from before it of the run's space (not a view it made)."""
+        state = self.state
+        if base in state.values:
+            return True
+        space = self.context.space(base)
+        return space is not None and base not in state.fresh and \
+            self.context.rank(base) == 1 and base not in dict(state.views) and \
+            (state.space is None or self.context.same(state.space, space))
+
+    def _piece(self, target, value, op=""):
+        """``a[lo:hi] = tree`` / ``a[k] = number`` (``op``: ``+=``, ``rt.add_into``) into
+        a value ``a`` of the run or an array from before it: its element is the tree's
+        element ``i - lo`` where ``lo <= i < hi`` (``_aligned``), as numpy writes it; a
+        value has no alias and no shifted read (they would see it)."""
         state = self.state
         name = target.value.id
         low, high = _bounds(target.slice)
         element = self._aligned(value, low, high)
-        old = state.values[name]
-        if old.view or old.parts or old.shifted or name in state.read_after or \
-                sum(v.identity == old.identity for v in state.values.values()) > 1:
-            raise NotFused
-        if old.cover is not None:
-            if old.cover != low:
-                raise NotFused      # an empty array's pieces in order, from 0 to n
-            old.cover = None if high == END else high
+        if isinstance(value, gast.Constant) and type(value.value) is int:
+            element = repr(float(value.value))      # (the element's type: float64)
         state.least = max(state.least, _least(low, high))
         test = _test(low, high)
-        line = f"{old.local} = {element}"
+        old = state.values.get(name)
+        if old is None:
+            self._update(name, op, element, True)
+            line = state.body.pop()
+        else:
+            if old.view or old.parts or old.shifted or old.range != (START, END) or \
+                    name in state.read_after or (op and old.cover) or \
+                    sum(v.identity == old.identity for v in state.values.values()) > 1:
+                raise NotFused
+            if old.cover is not None:
+                if old.cover != low:
+                    raise NotFused      # an empty array's pieces in order, from 0 to n
+                old.cover = None if high == END else high
+            line = f"{old.local} {op}= {element}"
         self._line(f"if {test}:" if test else line, True)
         if test:
             state.body.append(f"    {line}")
 
+    def _ranged(self, name, value, span):
+        """``v = tree`` of slices (``a[1:]``, ``a[0]``, a value of them): a value of the
+        elements ``span`` only, ``v_i = <element> if <test of i> else 0.0``; read only by
+        pieces of its length, and within the run (``_Run._open``)."""
+        element = self._aligned(value, *span)
+        self._rebinding(name)
+        bound = self._bind(name)
+        bound.range = span
+        return self._line(f"{bound.local} = {element} if {_test(*span)} else 0.0", True)
+
+    def _span(self, node):
+        """The elements ``(low, high)`` of a tree's value: a slice's value's, or the first
+        slice's it reads, else every element."""
+        views = []
+        for leaf in gast.walk(node):
+            if isinstance(leaf, gast.Name) and leaf.id in self.state.values and \
+                    self.state.values[leaf.id].range != (START, END):
+                return self.state.values[leaf.id].range
+            if isinstance(leaf, gast.Subscript) and \
+                    not isinstance(leaf.slice, gast.Slice) and \
+                    not (isinstance(leaf.value, gast.Name) and
+                         leaf.value.id in self.state.values):
+                continue            # ``x[0]`` of an array from before: a number before
+            if isinstance(leaf, (gast.Name, gast.Subscript)) and \
+                    not self.context.numbers.number(leaf):
+                view = self._piece_view(leaf) if not isinstance(leaf, gast.Name) or \
+                    leaf.id in self.state.cuts or leaf.id in self.state.slices else None
+                if view is not None:
+                    views.append(view[1])
+        return views[0] if views else (START, END)
+
     def _aligned(self, node, low, high):
         """The source of ``node``'s element for the piece ``[low, high)`` at ``i``: a
-        number, or a tree of views ``base[lo:-c]`` of the piece's length (of arrays from
-        before the run, ``Context.slices``, or of the run's values, ``_cut_view``) read
-        at ``base[i + lo - low]``; a piece of all n elements: any tree (``element``)."""
-        if (low, high) == (START, END):
+        number, or a tree of slices of the piece's length read where they are, ``a[lo:]``
+        as ``a[i + lo - low]`` (views of arrays from before the run, ``Context.slices``,
+        of the run's values, ``_cut_view``, or a slice's value, ``_ranged``)."""
+        if (low, high) == (START, END) and self._span(node) == (START, END):
             return self.element(node)
         if self.context.numbers.number(node):
             return self.element(node)
@@ -568,31 +639,42 @@ class _Statement:
             del self._tree
 
     def _piece_tree(self, node, low, high, tree):
-        """``_tree`` within a piece: a view's element, or ``tree`` of an operation."""
-        if _np_call(node, ("concatenate",)) or _np_call(node, ("copy_value", "unbroadcast"),
-                                                         "rt"):
+        """``_tree`` within a piece: a slice's element, or ``tree`` of an operation."""
+        if _np_call(node, ("copy_value",), "rt") and len(node.args) == 1:
+            return self._tree(node.args[0])
+        if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
+                self._span(node.args[1]) != (START, END):
+            _shift(self._span(node.args[1]), (low, high))   # of the piece's length
+            return self._tree(node.args[0])
+        if _np_call(node, ("concatenate",)) or _np_call(node, ("unbroadcast",), "rt"):
             raise NotFused          # reads of the whole space's elements
         if self.context.numbers.number(node) or not isinstance(node, (gast.Name,
                                                                        gast.Subscript)):
             return tree(node)
+        value = self.state.values.get(node.id) if isinstance(node, gast.Name) else None
+        if value is not None and node.id not in self.state.cuts:
+            shift = _shift(value.range, (low, high))
+            return _text(self._read(node.id, shift, ranged=True))
         view = self._piece_view(node)
-        if view is None or low[1] or not high[1] or low[0] + high[0] != view[1] + view[2]:
-            raise NotFused          # not a view of the piece's length: numpy broadcasts
-        base, lo, _ = view
-        return _text(self._read(base, lo - low[0]))
+        if view is None:
+            raise NotFused          # an array of all n elements: numpy broadcasts
+        base, span = view
+        return _text(self._read(base, _shift(span, (low, high))))
 
     def _piece_view(self, node):
-        """``(base, lo, c)`` of a view ``base[lo:-c]`` (a name bound to one), or None."""
+        """``(base, (low, high))`` of a slice or element ``base[...]`` of an array of all
+        n elements (or a name bound to one): ``base``'s elements it has, else None."""
         state = self.state
         if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
-            return (node.value.id, *_cut(node.slice))
+            return node.value.id, _bounds(node.slice)
         if node.id in state.cuts:
             base, identity, lo, cut, _ = state.cuts[node.id]
             if base not in state.values or state.values[base].identity != identity:
                 raise NotFused      # bound again since: the view is of the value before
-            return base, lo, cut
+            return base, ((lo, False), (cut, True))
         if node.id in state.slices:
-            return self._sliced(node)
+            base, lo, cut = self._sliced(node)
+            return base, ((lo, False), (cut, True))
         return None
 
     def _rebinding(self, name):
@@ -646,7 +728,8 @@ class _Statement:
         if name in state.shifted_outer or self.context.space(name) is None:
             raise NotFused
         self._space_of(name)
-        if state.shifted_outer or name in state.read_after:
+        if state.shifted_outer and name not in self.context.exclusive or \
+                name in state.read_after:
             raise NotFused          # the loop would read what it wrote
         if name not in state.written:
             state.written.append(name)
@@ -686,6 +769,11 @@ class _Statement:
         """``rt.add_into(a[:-k], v)`` / ``rt.add_into(a[k:], v)`` of a view ``v``, or of
         any value into a view ``_written_view`` takes."""
         state = self.state
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
+                self._pieced(target.value.id) and not (isinstance(part, gast.Name) and
+                                                      part.id in state.values and
+                                                      state.values[part.id].view):
+            return self._piece(target, part, "+")
         if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
                 and isinstance(part, gast.Name) and part.id in state.values and
                 state.values[part.id].view):
@@ -791,14 +879,16 @@ class _Statement:
         if name not in self.state.numbers:
             self.state.numbers.append(name)
 
-    def _read(self, name, shift, check=False):
+    def _read(self, name, shift, check=False, ranged=False):
         """The element ``i + shift`` of ``name`` (a binding of the run: its local, or its
         array for a shifted read, which sets the loop's direction)."""
         state = self.state
         value = state.values.get(name)
         if value is not None:
-            if value.view or value.parts or value.cover:
+            if value.view or value.parts or value.cover or \
+                    value.range != (START, END) and not ranged:
                 raise NotFused
+            value.reads += 1
             if shift == 0:
                 return value.local
             direction = 1 if shift < 0 else -1
@@ -813,7 +903,8 @@ class _Statement:
             return f"{value.array}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
         self._space_of(name)
         if shift:
-            if state.written or name in state.read_after:
+            if set(state.written) - self.context.exclusive or name in state.written or \
+                    name in state.read_after:
                 raise NotFused      # the loop would read what it wrote
             state.shifted_outer.add(name)
             return f"{name}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
@@ -844,6 +935,23 @@ def _bounds(node):
     k = _literal(node)
     return ((k, False), (k + 1, False)) if k >= 0 else \
         ((-k, True), (-k - 1, True))
+
+
+def _shift(span, piece):
+    """``k`` such that element ``j`` of a slice of the elements ``span`` is at
+    ``i + k`` for ``i`` the piece's element ``j`` (NotFused where their lengths differ:
+    numpy broadcasts or raises)."""
+    if span == piece:
+        return 0
+    (a, a_end), (b, b_end) = span
+    (c, c_end), (d, d_end) = piece
+    if (a_end, b_end) != (c_end, d_end):
+        raise NotFused
+    if not a_end and b_end and a + b == c + d or not a_end and not b_end and b - a == d - c:
+        return a - c
+    if a_end and b_end and a - b == c - d:
+        return c - a
+    raise NotFused
 
 
 def _least(low, high):
