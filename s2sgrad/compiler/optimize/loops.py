@@ -247,9 +247,11 @@ class _Run:
         return end, self.statements
 
     def _open(self, name, value):
-        """Whether ``value`` is a slice's (``_Statement._ranged``) read after this point:
-        no array of the loop holds it (the run ends before it)."""
-        return value.range != (START, END) and (
+        """Whether ``value`` is a slice's (``_Statement._ranged``) read after this point
+        that no array of the loop can hold (the run ends before it): one of elements
+        ``lo`` to ``n - c`` is returned as all n and sliced after the call."""
+        (low, low_end), (_, high_end) = value.range
+        return value.range != (START, END) and (low_end or not high_end) and (
             name in self.context.keep or self.context.reads.get(name, 0) > value.reads)
 
     def _snapshot(self):
@@ -276,7 +278,8 @@ class _Run:
             if name in state.values or name in state.outer or name in state.read_after:
                 return False
             if self.context.numbers.number(item.value) or name in self.context.small or \
-                    isinstance(item.value, gast.Name) and self.context.space(name):
+                    isinstance(item.value, gast.Name) and self.context.space(name) or \
+                    _length(item.value):
                 self.before.append(item)
                 return True
             if isinstance(item.value, gast.Subscript) and \
@@ -370,6 +373,13 @@ def _stored_row(item):
             isinstance(item.targets[0].value, gast.Name):
         return {item.targets[0].value.id}
     return set()
+
+
+def _length(node):
+    """Whether ``node`` is ``len(a)`` of a name (a number, moved before the run)."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+        node.func.id == "len" and len(node.args) == 1 and \
+        isinstance(node.args[0], gast.Name) and not node.keywords
 
 
 def _element(item, context):
@@ -642,6 +652,10 @@ class _Statement:
         """``_tree`` within a piece: a slice's element, or ``tree`` of an operation."""
         if _np_call(node, ("copy_value",), "rt") and len(node.args) == 1:
             return self._tree(node.args[0])
+        if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
+                self.context.numbers.number(node.args[1]) and _least(low, high) == 1 and \
+                _shift(((0, False), (1, False)), (low, high)) is not None:
+            return self._tree(node.args[0])                 # one element to a number
         if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
                 self._span(node.args[1]) != (START, END):
             _shift(self._span(node.args[1]), (low, high))   # of the piece's length
@@ -1042,7 +1056,12 @@ class _Pass:
         fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
         stores = name_uses(inside)[1]
         rows = [n for n in fused.outputs if n not in context.keep and
-                context.stores.get(n, 0) <= stores.get(n, 0)]   # not bound outside the run
+                context.stores.get(n, 0) <= stores.get(n, 0) and   # not bound outside the run
+                state.values[n].range == (START, END)]
+        for name in fused.outputs:
+            (low, _), (cut, _) = state.values[name].range
+            if (low, cut) != (0, 0):
+                fused.tails.append((name, f"{name}[{low}:{-cut if cut else ''}]"))
         if len(rows) >= 2 and not state.least and not set(state.outer) & context.pieced:
             fused.block = context.fresh(f"{rows[-1]}_rows")
             fused.rows = rows
