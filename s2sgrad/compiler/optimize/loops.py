@@ -597,7 +597,8 @@ class _Statement:
                     raise NotFused      # an empty array's pieces in order, from 0 to n
                 old.cover = None if high == END else high
             line = f"{old.local} {op}= {element}"
-        self._line(f"if {test}:" if test else line, True)
+        one = (low[0] + (1, -1)[low[1]], low[1]) == high     # one element: no pass saved
+        self._line(f"if {test}:" if test else line, not one)
         if test:
             state.body.append(f"    {line}")
 
@@ -613,24 +614,23 @@ class _Statement:
 
     def _span(self, node):
         """The elements ``(low, high)`` of a tree's value: a slice's value's, or the first
-        slice's it reads, else every element."""
-        views = []
-        for leaf in gast.walk(node):
-            if isinstance(leaf, gast.Name) and leaf.id in self.state.values and \
-                    self.state.values[leaf.id].range != (START, END):
-                return self.state.values[leaf.id].range
-            if isinstance(leaf, gast.Subscript) and \
-                    not isinstance(leaf.slice, gast.Slice) and \
-                    not (isinstance(leaf.value, gast.Name) and
-                         leaf.value.id in self.state.values):
-                continue            # ``x[0]`` of an array from before: a number before
-            if isinstance(leaf, (gast.Name, gast.Subscript)) and \
-                    not self.context.numbers.number(leaf):
-                view = self._piece_view(leaf) if not isinstance(leaf, gast.Name) or \
-                    leaf.id in self.state.cuts or leaf.id in self.state.slices else None
-                if view is not None:
-                    views.append(view[1])
-        return views[0] if views else (START, END)
+        slice's it reads (not within a ``concatenate``), else every element."""
+        state = self.state
+        if _np_call(node, ("concatenate",)):
+            return START, END
+        if isinstance(node, gast.Name) and node.id in state.values:
+            return state.values[node.id].range
+        if isinstance(node, (gast.Name, gast.Subscript)) and \
+                not self.context.numbers.number(node):
+            if isinstance(node, gast.Subscript) and not isinstance(node.slice, gast.Slice) \
+                    and not (isinstance(node.value, gast.Name) and
+                             node.value.id in state.values):
+                return START, END   # ``x[0]`` of an array from before: a number before
+            view = self._piece_view(node) if isinstance(node, gast.Subscript) or \
+                node.id in state.cuts or node.id in state.slices else None
+            return view[1] if view is not None else (START, END)
+        spans = [self._span(child) for child in gast.iter_child_nodes(node)]
+        return next((span for span in spans if span != (START, END)), (START, END))
 
     def _aligned(self, node, low, high):
         """The source of ``node``'s element for the piece ``[low, high)`` at ``i``: a
@@ -653,8 +653,8 @@ class _Statement:
         if _np_call(node, ("copy_value",), "rt") and len(node.args) == 1:
             return self._tree(node.args[0])
         if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
-                self.context.numbers.number(node.args[1]) and _least(low, high) == 1 and \
-                _shift(((0, False), (1, False)), (low, high)) is not None:
+                self.context.numbers.number(node.args[1]) and \
+                (low[0] + (1, -1)[low[1]], low[1]) == high:
             return self._tree(node.args[0])                 # one element to a number
         if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
                 self._span(node.args[1]) != (START, END):
