@@ -10,7 +10,8 @@ shape: ``a = b``, ``np.zeros_like(b)``/``rt.zeros_like(b)``/``np.empty_like``/
 one shape and numbers, ``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
 ``base[...]`` the shape ``views(name)`` gives it (the lowering's shape of a 1-D slice or
 row).  Adjoints and the primal values the reverse sweep restores get their primal's shape
-this way.
+this way.  ``exclusive(statements)`` gives the names whose array no other name holds
+(an accumulator written in place while the loop reads other arrays shifted).
 """
 import gast
 

@@ -27,6 +27,30 @@ says which arrays have it: ``analysis/shapes.py`` facts spread through the state
 - a slice's adjoint: ``z = np.zeros_like(b)``, ``parts = rt.split_like(d, (p, q), 0)``,
   ``v = parts[1]``, ``rt.add_into(z[:-k], v)`` read as ``if i < n - k: z += d[i + k]``.
 
+Slice writes (``_Statement._piece``): ``r = np.empty_like(b)`` (``np.zeros_like``,
+``np.empty(m)``/``np.zeros(m)`` of ``m`` an array's length: ``loop_space``) is a value
+of the run, and each ``r[lo:hi] = <tree>`` / ``r[k] = <number>`` after it sets its
+element where ``lo <= i < hi`` (``if i >= 1: r_i = x[i] * y_1[i - 1]``: the tree's
+element ``i - lo``, each slice ``a[c:]``/``a[:-c]`` of it read where it lies, at
+``a[i + c - lo]``); an ``np.empty_like`` is read only once its pieces have covered it
+in order (``r[0]``, ``r[1:]``; ``r[:-1]``, ``r[-1]``).  The bounds are int literals,
+from the start or the end (``k``, ``-k``), and the guard's least length is the one that
+puts every bound in order.  In the adjoint a slice's value (``dt = rt.copy_value(
+dr[1:])``, ``dt0 = dr[0]``, a tree of them and of slices) is a value of those elements
+only (``dt_i = dr_i if i >= 1 else 0.0``), read by pieces of its length
+(``rt.add_into(dy[:-1], dt)`` reads ``dt[i + 1]``, ``dx[0] += dt0``) and added in
+place into a value or an array from before the run (``dx[i] += ...``); one read after
+the run is returned as all n elements and sliced after the call (``dt = dt[1:]``).
+Not fused (the run ends before): a piece whose tree reads an array of all n elements
+(numpy broadcasts it), a slice with a step or bounds that are not literals, a view of
+two cuts (``a[1:-1]``), a piece of an array that has an alias or was read shifted, a
+value of a slice read by a statement of another length, an array from before the run
+written in place while another is read shifted unless no other name can hold it
+(``loop_space.exclusive``: a ``zeros_like`` accumulator), shifted reads in both
+directions (``y[:-1]``'s adjoint reads ``i + 1``, ``y[1:]``'s ``i - 1``: two runs), and
+``rt.unbroadcast`` to an array of a slice's length that the tape holds (its length is
+not among the guard's).
+
 A run also takes ``v = base[...]``, a 1-D slice or row of an array from before it (moved
 before, its length among those the guard compares: spaces are lengths by name, compared
 at run time), and in the adjoint the rows of a 2-D accumulator (``rt.add_into(dc[j], v)``,
@@ -120,7 +144,9 @@ class Pass:
     and one value to keep for them all; not where the loop takes a least length or
     reads an array a concatenate's piece made, ``loop_space.pieced``: where its guard
     fails, numpy's values may be of several lengths, which rows cannot hold),
-    ``branch`` (the ``if`` of the call)."""
+    ``branch`` (the ``if`` of the call), ``tails`` ((name, view) bound after the call:
+    a view of an output read after the run, ``t7 = t4[:-1]``, or a slice's value returned
+    as all n elements, ``dt = dt[1:]``)."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
