@@ -125,3 +125,26 @@ def test_a_hessian_vector_product_through_the_fused_pieces():
     h = 1e-6
     want = (GRADS["stepped"](x + h * v, 3) - GRADS["stepped"](x - h * v, 3)) / (2 * h)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_only_an_array_no_other_name_holds_is_written_in_place_beside_shifted_reads():
+    """``loop_space.exclusive``: the arrays a loop may write in place while it reads
+    others at ``i - 1`` (an alias, a view, a tape or a call could see the write)."""
+    import gast
+    from s2sgrad.compiler.optimize.loop_space import exclusive
+    source = """
+a = np.zeros_like(x)
+rt.add_into(a[1:], g)
+a[0] += g0
+b = np.zeros_like(x)
+c = b
+d = np.zeros_like(x)
+t = d[1:]
+e = np.zeros_like(x)
+tape.append(e)
+f = x * 2.0
+u = f.T
+h = np.zeros_like(x)
+h = h + np.exp(h)
+"""
+    assert exclusive(gast.parse(source).body) == {"a", "h"}

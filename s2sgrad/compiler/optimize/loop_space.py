@@ -139,18 +139,20 @@ def _allocates(value):
 def _consumed(node, parents):
     """Whether a read of an array's name lets no other name hold the array."""
     parent = parents.get(node)
-    if isinstance(parent, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Attribute)):
+    if isinstance(parent, (gast.BinOp, gast.UnaryOp, gast.Compare)):
         return True
+    if isinstance(parent, gast.Attribute):
+        return parent.attr in ("shape", "size", "ndim", "dtype")     # not ``.T``: a view
     if isinstance(parent, gast.Call) and node in parent.args:
-        return isinstance(parent.func, gast.Attribute) and parent.func.attr in CONSUME
+        return module_call(parent, "np", CONSUME) or module_call(parent, "rt", CONSUME)
     if isinstance(parent, gast.Subscript) and parent.value is node:
         holder = parents.get(parent)
         if isinstance(parent.ctx, gast.Store) or isinstance(holder, gast.AugAssign):
             return True
         if isinstance(parent.slice, gast.Slice) or isinstance(parent.slice, gast.Tuple):
-            return isinstance(holder, gast.Call) and holder.args[:1] == [parent] and \
-                isinstance(holder.func, gast.Attribute) and holder.func.attr == "add_into"
-        return True             # an element of a 1-D array: a number
+            return module_call(holder, "rt", ("add_into",)) and holder.args[:1] == [parent]
+        return True             # an element of a 1-D array: a number (the only arrays
+        #                         ``loops.py`` asks about)
     if isinstance(parent, gast.Tuple) and isinstance(parents.get(parent), gast.Return):
         return True
     return isinstance(parent, gast.Return)
