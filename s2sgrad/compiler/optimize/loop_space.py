@@ -5,9 +5,10 @@ loops entered), ``known`` (name -> the symbolic shape ``analysis/shapes.py`` giv
 lowered function's arrays, or None) and ``same`` (whether two such shapes are equal);
 it gives name -> the shape of each 1-D array whose every ``name = value`` gives it that
 shape: ``a = b``, ``np.zeros_like(b)``/``rt.zeros_like(b)``/``np.empty_like``/
-``np.ones_like``/``np.copy``, ``np.zeros(m)``/``np.empty``/``np.ones`` of ``m`` a 1-D ``b``'s
-``b.shape[0]`` or ``len(b)`` (or a name bound only to one), an elementwise tree (``kernels.operation``) of arrays of
-one shape and numbers, ``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
+``np.ones_like``/``np.copy``, ``np.zeros(m)``/``np.empty``/``np.ones`` of ``m`` a 1-D
+``b``'s ``b.shape[0]`` or ``len(b)`` (or a name bound only to one), an elementwise tree
+(``kernels.operation``) of arrays of one shape and numbers,
+``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
 ``base[...]`` the shape ``views(name)`` gives it (the lowering's shape of a 1-D slice or
 row).  Adjoints and the primal values the reverse sweep restores get their primal's shape
 this way.  ``exclusive(statements)`` gives the names whose array no other name holds

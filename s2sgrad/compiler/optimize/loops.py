@@ -225,7 +225,7 @@ class _State:
         self.taken = set()
         self.views = []             # (name, source) of the views written, bound before
         self.fresh = set()          # arrays the run's ``np.zeros_like`` made (moved before)
-        self.cuts = {}              # name -> (base, identity, low, cut) of a view of a value
+        self.cuts = {}              # name -> (base, identity, low, cut, source): a value's view
 
 
 class _Run:
