@@ -25,7 +25,8 @@ from .emit.loops import loop_lines
 from .optimize.buffers import by_columns, kept_results
 from .optimize.constants import hoisted_constants
 from .optimize.kernels import Numbers, fused_chains
-from .optimize.loop_space import array_ranks, index_spaces, nodes, pieced, slice_cuts
+from .optimize.loop_space import (array_ranks, exclusive, index_spaces, nodes, pieced,
+                                  slice_cuts)
 from .analysis.shapes import Dim
 from .optimize.loop_tapes import rows_on_tapes
 from .optimize.loops import Context, fused_loops
@@ -358,6 +359,7 @@ def loop_sweeps(d, sweeps):
     context.slices = slice_cuts(everything, space)
     context.rank = array_ranks(everything, lowered.ndims)
     context.pieced = pieced(everything, small)
+    context.exclusive = exclusive(everything)
     context.stores = name_uses(sweeps.forward)[1]
     sweeps.forward, passes = fused_loops(sweeps.forward, context)
     context.stores = name_uses(sweeps.backward)[1]

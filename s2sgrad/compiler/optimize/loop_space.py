@@ -5,11 +5,14 @@ loops entered), ``known`` (name -> the symbolic shape ``analysis/shapes.py`` giv
 lowered function's arrays, or None) and ``same`` (whether two such shapes are equal);
 it gives name -> the shape of each 1-D array whose every ``name = value`` gives it that
 shape: ``a = b``, ``np.zeros_like(b)``/``rt.zeros_like(b)``/``np.empty_like``/
-``np.ones_like``/``np.copy``, an elementwise tree (``kernels.operation``) of arrays of
-one shape and numbers, ``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
+``np.ones_like``/``np.copy``, ``np.zeros(m)``/``np.empty``/``np.ones`` of ``m`` a 1-D
+``b``'s ``b.shape[0]`` or ``len(b)`` (or a name bound only to one), an elementwise tree
+(``kernels.operation``) of arrays of one shape and numbers,
+``np.concatenate((p, a[:-k]))`` of ``a``'s shape, a view
 ``base[...]`` the shape ``views(name)`` gives it (the lowering's shape of a 1-D slice or
 row).  Adjoints and the primal values the reverse sweep restores get their primal's shape
-this way.
+this way.  ``exclusive(statements)`` gives the names whose array no other name holds
+(an accumulator written in place while the loop reads other arrays shifted).
 """
 import gast
 
@@ -21,6 +24,9 @@ FUNCTIONS = frozenset({"sqrt", "abs", "absolute", "square", "exp", "log", "tanh"
                        "cos"})
 
 LIKE = frozenset({"zeros_like", "empty_like", "ones_like", "copy"})
+#: ``np.<name>(m)`` of ``m`` an array's length (``a.shape[0]``, ``len(a)``, or a name bound
+#: to one): an array of its shape
+SIZED = frozenset({"zeros", "empty", "ones"})
 TOP = object()      # not known yet: every definition seen so far agrees with anything
 BOTTOM = object()   # not one 1-D shape
 
@@ -93,6 +99,64 @@ def pieced(statements, small):
         if not more:
             return found
         found |= more
+
+
+#: calls that give a new array (``exclusive``: not one an argument holds)
+ALLOCATE = frozenset({"zeros_like", "empty_like", "ones_like", "copy", "zeros", "empty",
+                      "ones"})
+#: calls whose result never holds an argument's array
+CONSUME = ALLOCATE | FUNCTIONS | {"sum", "copy_value", "add_into"}
+
+
+def exclusive(statements):
+    """The names whose array no other name holds: every binding allocates one (a
+    ``zeros_like``... call, arithmetic) and every read is of its elements, arithmetic, a
+    consuming call's argument, ``rt.add_into``'s target or the return (never bound to
+    another name, a view, a tape, another function): an in-place write to one is seen
+    through no other name (``loops.py`` writes it while reading others shifted)."""
+    parents, fresh, shared = {}, set(), set()
+    for node in nodes(statements):
+        for child in gast.iter_child_nodes(node):
+            parents[child] = node
+    for node in nodes(statements):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            parent = parents.get(node)
+            (fresh if isinstance(parent, gast.Assign) and parent.targets == [node] and
+             _allocates(parent.value) else shared).add(node.id)
+        elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and \
+                not _consumed(node, parents):
+            shared.add(node.id)
+    return fresh - shared
+
+
+def _allocates(value):
+    if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+        return True
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+        isinstance(value.func.value, gast.Name) and value.func.value.id in ("np", "rt") \
+        and value.func.attr in ALLOCATE
+
+
+def _consumed(node, parents):
+    """Whether a read of an array's name lets no other name hold the array."""
+    parent = parents.get(node)
+    if isinstance(parent, (gast.BinOp, gast.UnaryOp, gast.Compare)):
+        return True
+    if isinstance(parent, gast.Attribute):
+        return parent.attr in ("shape", "size", "ndim", "dtype")     # not ``.T``: a view
+    if isinstance(parent, gast.Call) and node in parent.args:
+        return module_call(parent, "np", CONSUME) or module_call(parent, "rt", CONSUME)
+    if isinstance(parent, gast.Subscript) and parent.value is node:
+        holder = parents.get(parent)
+        if isinstance(parent.ctx, gast.Store) or isinstance(holder, gast.AugAssign):
+            return True
+        if isinstance(parent.slice, gast.Slice) or isinstance(parent.slice, gast.Tuple):
+            return module_call(holder, "rt", ("add_into",)) and holder.args[:1] == [parent]
+        return True             # an element of a 1-D array: a number (the only arrays
+        #                         ``loops.py`` asks about)
+    if isinstance(parent, gast.Tuple) and isinstance(parents.get(parent), gast.Return):
+        return True
+    return isinstance(parent, gast.Return)
 
 
 def array_ranks(statements, ndims):
@@ -178,6 +242,9 @@ def _shape(value, shapes, facts):
         arg = value.args[0]
         if module in ("np", "rt") and attr in LIKE and isinstance(arg, gast.Name):
             return _of(arg.id, shapes, known)
+        if module == "np" and attr in SIZED:
+            counted = _length_of(arg, facts)
+            return BOTTOM if counted is None else _of(counted, shapes, known)
         if module == "np" and attr == "concatenate" and isinstance(arg, gast.Tuple) and \
                 len(arg.elts) == 2:
             return _concatenated(arg.elts, shapes, facts)
@@ -216,6 +283,23 @@ def _concatenated(parts, shapes, facts):
                                                                     else k):
             return _of(cut.value.id, shapes, facts.known)
     return BOTTOM
+
+
+def _length_of(node, facts):
+    """``a`` of ``a.shape[0]``/``len(a)`` (or of a name bound to one only), else None."""
+    if isinstance(node, gast.Name):
+        values = facts.defs.get(node.id, [])
+        return _length_of(values[0], facts) if len(values) == 1 and \
+            not isinstance(values[0], gast.Name) else None
+    if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Attribute) and \
+            node.value.attr == "shape" and isinstance(node.value.value, gast.Name) and \
+            _int(node.slice) == 0:
+        return node.value.value.id
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+            node.func.id == "len" and len(node.args) == 1 and \
+            isinstance(node.args[0], gast.Name) and not node.keywords:
+        return node.args[0].id
+    return None
 
 
 def _view_of(node, facts):

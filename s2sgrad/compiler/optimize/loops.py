@@ -27,6 +27,30 @@ says which arrays have it: ``analysis/shapes.py`` facts spread through the state
 - a slice's adjoint: ``z = np.zeros_like(b)``, ``parts = rt.split_like(d, (p, q), 0)``,
   ``v = parts[1]``, ``rt.add_into(z[:-k], v)`` read as ``if i < n - k: z += d[i + k]``.
 
+Slice writes (``_Statement._piece``): ``r = np.empty_like(b)`` (``np.zeros_like``,
+``np.empty(m)``/``np.zeros(m)`` of ``m`` an array's length: ``loop_space``) is a value
+of the run, and each ``r[lo:hi] = <tree>`` / ``r[k] = <number>`` after it sets its
+element where ``lo <= i < hi`` (``if i >= 1: r_i = x[i] * y_1[i - 1]``: the tree's
+element ``i - lo``, each slice ``a[c:]``/``a[:-c]`` of it read where it lies, at
+``a[i + c - lo]``); an ``np.empty_like`` is read only once its pieces have covered it
+in order (``r[0]``, ``r[1:]``; ``r[:-1]``, ``r[-1]``).  The bounds are int literals,
+from the start or the end (``k``, ``-k``), and the guard's least length is the one that
+puts every bound in order.  In the adjoint a slice's value (``dt = rt.copy_value(
+dr[1:])``, ``dt0 = dr[0]``, a tree of them and of slices) is a value of those elements
+only (``dt_i = dr_i if i >= 1 else 0.0``), read by pieces of its length
+(``rt.add_into(dy[:-1], dt)`` reads ``dt[i + 1]``, ``dx[0] += dt0``) and added in
+place into a value or an array from before the run (``dx[i] += ...``); one read after
+the run is returned as all n elements and sliced after the call (``dt = dt[1:]``).
+Not fused (the run ends before): a piece whose tree reads an array of all n elements
+(numpy broadcasts it), a slice with a step or bounds that are not literals, a view of
+two cuts (``a[1:-1]``), a piece of an array that has an alias or was read shifted, a
+value of a slice read by a statement of another length, an array from before the run
+written in place while another is read shifted unless no other name can hold it
+(``loop_space.exclusive``: a ``zeros_like`` accumulator), shifted reads in both
+directions (``y[:-1]``'s adjoint reads ``i + 1``, ``y[1:]``'s ``i - 1``: two runs), and
+``rt.unbroadcast`` to an array of a slice's length that the tape holds (its length is
+not among the guard's).
+
 A run also takes ``v = base[...]``, a 1-D slice or row of an array from before it (moved
 before, its length among those the guard compares: spaces are lengths by name, compared
 at run time), and in the adjoint the rows of a 2-D accumulator (``rt.add_into(dc[j], v)``,
@@ -69,6 +93,10 @@ MIN_SAVED = 1
 #: ``np.<name>(x)`` a loop computes per element (the function Numba runs on arrays too)
 FUNCTIONS = frozenset({"exp", "log", "tanh", "sin", "cos"})
 ZEROS = ("zeros_like",)
+#: an array of the space's length whose elements slice writes set (``_Statement._piece``)
+EMPTY = ("empty_like",)
+#: the bounds of a piece ``a[lo:hi]``: ``(k, False)`` is element k, ``(k, True)`` is n - k
+START, END = (0, False), (0, True)
 
 
 class NotFused(Exception):
@@ -90,6 +118,7 @@ class Context:
         self.rank = lambda name: None   # an array's rank where known (adjoints: their primal's)
         self.stores = {}            # name -> how often the sweep binds it
         self.pieced = set()         # names of lengths a concatenate's piece decides
+        self.exclusive = set()      # names whose array no other name holds
 
     def length(self, name):
         """``("small", k)``: ``name`` has k elements; ``("cut", c)``: ``n - c``; None."""
@@ -115,7 +144,9 @@ class Pass:
     and one value to keep for them all; not where the loop takes a least length or
     reads an array a concatenate's piece made, ``loop_space.pieced``: where its guard
     fails, numpy's values may be of several lengths, which rows cannot hold),
-    ``branch`` (the ``if`` of the call)."""
+    ``branch`` (the ``if`` of the call), ``tails`` ((name, view) bound after the call:
+    a view of an output read after the run, ``t7 = t4[:-1]``, or a slice's value returned
+    as all n elements, ``dt = dt[1:]``)."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
@@ -128,6 +159,7 @@ class Pass:
         self.least = 0                        # the fewest elements the loop takes
         self.block, self.rows = None, []      # one array holding these outputs as rows
         self.branch = None                    # the ``if`` the call is in
+        self.tails = []                       # (name, "a[1:]") views of outputs read after
 
 
 def fused_loops(statements, context):
@@ -172,6 +204,9 @@ class _Value:
         self.shifted, self.array, self.kind = False, None, "value"
         self.view = None            # (d, offset) of ``rt.split_like(...)[k]``
         self.parts = None           # (d, (k0, k1)) of ``rt.split_like``
+        self.cover = None           # an ``np.empty_like`` not yet covered: its next bound
+        self.range = (START, END)   # the elements i it has (a slice's value: fewer)
+        self.reads = 0              # its reads in the run so far
 
 
 class _State:
@@ -190,6 +225,7 @@ class _State:
         self.taken = set()
         self.views = []             # (name, source) of the views written, bound before
         self.fresh = set()          # arrays the run's ``np.zeros_like`` made (moved before)
+        self.cuts = {}              # name -> (base, identity, low, cut, source): a value's view
 
 
 class _Run:
@@ -225,7 +261,8 @@ class _Run:
             self.origins += [c.origin for c in pending if isinstance(c, Comment) and
                              c.origin is not None]
             pending = []
-            if not any(v.view or v.parts for v in self.state.values.values()):
+            if not any(v.view or v.parts or v.cover or self._open(name, v)
+                       for name, v in self.state.values.items()):
                 end, committed = j + 1, self._snapshot()
         self.state, self.statements, self.origins, self.before, self.after = committed
         self.count = self.state.count
@@ -234,6 +271,14 @@ class _Run:
         self.statements = [s for s in self.statements if s not in self.before and
                            s not in self.after]
         return end, self.statements
+
+    def _open(self, name, value):
+        """Whether ``value`` is a slice's (``_Statement._ranged``) read after this point
+        that no array of the loop can hold (the run ends before it): one of elements
+        ``lo`` to ``n - c`` is returned as all n and sliced after the call."""
+        (low, low_end), (_, high_end) = value.range
+        return value.range != (START, END) and (low_end or not high_end) and (
+            name in self.context.keep or self.context.reads.get(name, 0) > value.reads)
 
     def _snapshot(self):
         return (copy.deepcopy(self.state, {id(self.state.space): self.state.space}),
@@ -249,12 +294,18 @@ class _Run:
         if _assigned(item) is not None and (_np_call(item.value, ZEROS) or
                                             _np_call(item.value, ZEROS, "rt")):
             return self._zeros_before(item, reads)
+        if _element(item, self.context) and not reads & set(state.values) and \
+                not _element(item, self.context) & (set(state.written) | self._bases() -
+                                                    set(state.outer)):
+            self.before.append(item)        # ``x0 = x[0]``: read before the run's writes
+            return True
         if _assigned(item) is not None and not reads & set(state.values):
             name = _assigned(item)
             if name in state.values or name in state.outer or name in state.read_after:
                 return False
             if self.context.numbers.number(item.value) or name in self.context.small or \
-                    isinstance(item.value, gast.Name) and self.context.space(name):
+                    isinstance(item.value, gast.Name) and self.context.space(name) or \
+                    _length(item.value):
                 self.before.append(item)
                 return True
             if isinstance(item.value, gast.Subscript) and \
@@ -328,7 +379,7 @@ class _Run:
         text = f"{outputs} = {call}" if bound else call
         aliases = [gast.parse(f"{', '.join(fused.rows)} = {fused.block}").body[0]] \
             if fused.block else []
-        aliases += [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases]
+        aliases += [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases + fused.tails]
         shapes = ", ".join(f"{a}.shape" for a in fused.arrays) + \
             ("," if len(fused.arrays) == 1 else "")
         test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
@@ -348,6 +399,26 @@ def _stored_row(item):
             isinstance(item.targets[0].value, gast.Name):
         return {item.targets[0].value.id}
     return set()
+
+
+def _length(node):
+    """Whether ``node`` is ``len(a)`` of a name (a number, moved before the run)."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+        node.func.id == "len" and len(node.args) == 1 and \
+        isinstance(node.args[0], gast.Name) and not node.keywords
+
+
+def _element(item, context):
+    """The base of ``v = base[k]`` (an int literal) of a 1-D array, a set, else empty."""
+    if _assigned(item) is None or not isinstance(item.value, gast.Subscript) or \
+            not isinstance(item.value.value, gast.Name) or \
+            context.space(item.value.value.id) is None:
+        return set()
+    try:
+        _literal(item.value.slice)
+    except NotFused:
+        return set()
+    return {item.value.value.id}
 
 
 def _base_name(source):
@@ -397,6 +468,13 @@ class _Statement:
             return self._update(item.target.id, op, self.element(item.value), True)
         if isinstance(item, gast.Expr) and _np_call(item.value, ("add_into",), "rt"):
             return self._add_into(*item.value.args)
+        if _stored_row(item) and self._pieced(item.targets[0].value.id):
+            return self._piece(item.targets[0], item.value)
+        if isinstance(item, gast.AugAssign) and isinstance(item.op, gast.Add) and \
+                isinstance(item.target, gast.Subscript) and \
+                isinstance(item.target.value, gast.Name) and \
+                self._pieced(item.target.value.id):
+            return self._piece(item.target, item.value, "+")
         if _stored_row(item) and isinstance(item.value, gast.Constant) and \
                 isinstance(item.value.value, (int, float)):
             view = self._written_view(item.targets[0])
@@ -441,6 +519,11 @@ class _Statement:
             self._space_of(value.args[0].id)
             self._bind(name).kind = "zeros"
             return self._line(f"{state.values[name].local} = 0.0", True)
+        if _np_call(value, EMPTY) or _np_call(value, ("empty", "zeros")):
+            return self._fresh_array(name, value)
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
+                value.value.id in state.values and isinstance(value.slice, gast.Slice):
+            return self._cut_view(name, value)
         if _np_call(value, ("copy",)) and len(value.args) == 1 and \
                 isinstance(value.args[0], gast.Name):
             element = self._read(value.args[0].id, 0)
@@ -459,6 +542,12 @@ class _Statement:
             return self._line(f"{bound.local} = {source.local}", False)
         if context.numbers.number(value):
             raise NotFused
+        if isinstance(value, gast.Subscript) and not (isinstance(value.value, gast.Name) and
+                                                      value.value.id in state.values):
+            raise NotFused          # a view of an array from before: moved (``_Run._moved``)
+        span = self._span(value)
+        if span != (START, END):
+            return self._ranged(name, value, span)
         element = self.element(value)
         if context.space(name) is None:
             raise NotFused
@@ -466,12 +555,175 @@ class _Statement:
         bound = self._bind(name)
         return self._line(f"{bound.local} = {element}", True)
 
+    def _fresh_array(self, name, value):
+        """``a = np.empty_like(b)``, or ``np.empty(m)``/``np.zeros(m)`` of the space's
+        length (``loop_space``): a value whose elements the slice writes after it set
+        (``_piece``); an empty one is read only once they cover it, in order."""
+        if len(value.args) != 1:
+            raise NotFused
+        if _np_call(value, EMPTY):
+            if not isinstance(value.args[0], gast.Name):
+                raise NotFused
+            self._space_of(value.args[0].id)
+        elif self.context.space(name) is None:
+            raise NotFused
+        else:
+            self._space_of(name, defined=True)
+        bound = self._bind(name)
+        bound.kind = "zeros" if value.func.attr == "zeros" else "empty"
+        bound.cover = START if bound.kind == "empty" else None
+        return self._line(f"{bound.local} = 0.0", True)
+
+    def _cut_view(self, name, value):
+        """``v = a[lo:-c]`` of a value ``a`` of the run: read by a piece of the same
+        length (``_aligned``) at its offset; ``a`` is not bound again in the run, and
+        where ``v`` is read after it, bound again after the call (``Pass.tails``)."""
+        base = value.value.id
+        low, cut = _cut(value.slice)
+        source = self.state.values[base]
+        if source.view or source.parts or source.cover:
+            raise NotFused
+        self.state.cuts[name] = (base, source.identity, low, cut, to_source(value))
+
+    def _pieced(self, base):
+        """Whether ``base[...] = v`` is a piece ``_piece`` writes: ``base`` a value of the
+        run, or a 1-D array from before it of the run's space (not a view it made)."""
+        state = self.state
+        if base in state.values:
+            return True
+        space = self.context.space(base)
+        return space is not None and base not in state.fresh and \
+            self.context.rank(base) == 1 and base not in dict(state.views) and \
+            (state.space is None or self.context.same(state.space, space))
+
+    def _piece(self, target, value, op=""):
+        """``a[lo:hi] = tree`` / ``a[k] = number`` (``op``: ``+=``, ``rt.add_into``) into
+        a value ``a`` of the run or an array from before it: its element is the tree's
+        element ``i - lo`` where ``lo <= i < hi`` (``_aligned``), as numpy writes it; a
+        value has no alias and no shifted read (they would see it)."""
+        state = self.state
+        name = target.value.id
+        low, high = _bounds(target.slice)
+        element = self._aligned(value, low, high)
+        if isinstance(value, gast.Constant) and type(value.value) is int:
+            element = repr(float(value.value))      # (the element's type: float64)
+        state.least = max(state.least, _least(low, high))
+        test = _test(low, high)
+        old = state.values.get(name)
+        if old is None:
+            self._update(name, op, element, True)
+            line = state.body.pop()
+        else:
+            if old.view or old.parts or old.shifted or old.range != (START, END) or \
+                    name in state.read_after or (op and old.cover) or \
+                    sum(v.identity == old.identity for v in state.values.values()) > 1:
+                raise NotFused
+            if old.cover is not None:
+                if old.cover != low:
+                    raise NotFused      # an empty array's pieces in order, from 0 to n
+                old.cover = None if high == END else high
+            line = f"{old.local} {op}= {element}"
+        one = (low[0] + (1, -1)[low[1]], low[1]) == high     # one element: no pass saved
+        self._line(f"if {test}:" if test else line, not one)
+        if test:
+            state.body.append(f"    {line}")
+
+    def _ranged(self, name, value, span):
+        """``v = tree`` of slices (``a[1:]``, ``a[0]``, a value of them): a value of the
+        elements ``span`` only, ``v_i = <element> if <test of i> else 0.0``; read only by
+        pieces of its length, and within the run (``_Run._open``)."""
+        element = self._aligned(value, *span)
+        self._rebinding(name)
+        bound = self._bind(name)
+        bound.range = span
+        return self._line(f"{bound.local} = {element} if {_test(*span)} else 0.0", True)
+
+    def _span(self, node):
+        """The elements ``(low, high)`` of a tree's value: a slice's value's, or the first
+        slice's it reads (not within a ``concatenate``), else every element."""
+        state = self.state
+        if _np_call(node, ("concatenate",)):
+            return START, END
+        if isinstance(node, gast.Name) and node.id in state.values:
+            return state.values[node.id].range
+        if isinstance(node, (gast.Name, gast.Subscript)) and \
+                not self.context.numbers.number(node):
+            if isinstance(node, gast.Subscript) and not isinstance(node.slice, gast.Slice) \
+                    and not (isinstance(node.value, gast.Name) and
+                             node.value.id in state.values):
+                return START, END   # ``x[0]`` of an array from before: a number before
+            view = self._piece_view(node) if isinstance(node, gast.Subscript) or \
+                node.id in state.cuts or node.id in state.slices else None
+            return view[1] if view is not None else (START, END)
+        spans = [self._span(child) for child in gast.iter_child_nodes(node)]
+        return next((span for span in spans if span != (START, END)), (START, END))
+
+    def _aligned(self, node, low, high):
+        """The source of ``node``'s element for the piece ``[low, high)`` at ``i``: a
+        number, or a tree of slices of the piece's length read where they are, ``a[lo:]``
+        as ``a[i + lo - low]`` (views of arrays from before the run, ``Context.slices``,
+        of the run's values, ``_cut_view``, or a slice's value, ``_ranged``)."""
+        if (low, high) == (START, END) and self._span(node) == (START, END):
+            return self.element(node)
+        if self.context.numbers.number(node):
+            return self.element(node)
+        saved = self._tree
+        self._tree = lambda child: self._piece_tree(child, low, high, saved)
+        try:
+            return to_source(self._tree(node))
+        finally:
+            del self._tree
+
+    def _piece_tree(self, node, low, high, tree):
+        """``_tree`` within a piece: a slice's element, or ``tree`` of an operation."""
+        if _np_call(node, ("copy_value",), "rt") and len(node.args) == 1:
+            return self._tree(node.args[0])
+        if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
+                self.context.numbers.number(node.args[1]) and \
+                (low[0] + (1, -1)[low[1]], low[1]) == high:
+            return self._tree(node.args[0])                 # one element to a number
+        if _np_call(node, ("unbroadcast",), "rt") and len(node.args) == 2 and \
+                self._span(node.args[1]) != (START, END):
+            _shift(self._span(node.args[1]), (low, high))   # of the piece's length
+            return self._tree(node.args[0])
+        if _np_call(node, ("concatenate",)) or _np_call(node, ("unbroadcast",), "rt"):
+            raise NotFused          # reads of the whole space's elements
+        if self.context.numbers.number(node) or not isinstance(node, (gast.Name,
+                                                                       gast.Subscript)):
+            return tree(node)
+        value = self.state.values.get(node.id) if isinstance(node, gast.Name) else None
+        if value is not None and node.id not in self.state.cuts:
+            shift = _shift(value.range, (low, high))
+            return _text(self._read(node.id, shift, ranged=True))
+        view = self._piece_view(node)
+        if view is None:
+            raise NotFused          # an array of all n elements: numpy broadcasts
+        base, span = view
+        return _text(self._read(base, _shift(span, (low, high))))
+
+    def _piece_view(self, node):
+        """``(base, (low, high))`` of a slice or element ``base[...]`` of an array of all
+        n elements (or a name bound to one): ``base``'s elements it has, else None."""
+        state = self.state
+        if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+            return node.value.id, _bounds(node.slice)
+        if node.id in state.cuts:
+            base, identity, lo, cut, _ = state.cuts[node.id]
+            if base not in state.values or state.values[base].identity != identity:
+                raise NotFused      # bound again since: the view is of the value before
+            return base, ((lo, False), (cut, True))
+        if node.id in state.slices:
+            base, lo, cut = self._sliced(node)
+            return base, ((lo, False), (cut, True))
+        return None
+
     def _rebinding(self, name):
         """A name bound again: never one read shifted or by a moved append."""
         old = self.state.values.get(name)
         if old is not None and (old.shifted or old.view or old.parts) or \
-                name in self.state.read_after:
-            raise NotFused
+                name in self.state.read_after or \
+                any(cut[0] == name for cut in self.state.cuts.values()):
+            raise NotFused          # (a view of it is bound again after the call)
 
     def _bind(self, name, identity=None):
         state = self.state
@@ -510,13 +762,14 @@ class _Statement:
         if value is not None:
             shared = [n for n, v in state.values.items() if v.identity == value.identity]
             if len(shared) > 1 or value.shifted or value.view or value.parts or \
-                    name in state.read_after:
+                    value.cover or name in state.read_after:
                 raise NotFused      # an update an alias or a shifted read would see
             return self._line(f"{value.local} {op}= {element}", counts)
         if name in state.shifted_outer or self.context.space(name) is None:
             raise NotFused
         self._space_of(name)
-        if state.shifted_outer or name in state.read_after:
+        if state.shifted_outer and name not in self.context.exclusive or \
+                name in state.read_after:
             raise NotFused          # the loop would read what it wrote
         if name not in state.written:
             state.written.append(name)
@@ -556,6 +809,11 @@ class _Statement:
         """``rt.add_into(a[:-k], v)`` / ``rt.add_into(a[k:], v)`` of a view ``v``, or of
         any value into a view ``_written_view`` takes."""
         state = self.state
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
+                self._pieced(target.value.id) and not (isinstance(part, gast.Name) and
+                                                      part.id in state.values and
+                                                      state.values[part.id].view):
+            return self._piece(target, part, "+")
         if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
                 and isinstance(part, gast.Name) and part.id in state.values and
                 state.values[part.id].view):
@@ -661,14 +919,16 @@ class _Statement:
         if name not in self.state.numbers:
             self.state.numbers.append(name)
 
-    def _read(self, name, shift, check=False):
+    def _read(self, name, shift, check=False, ranged=False):
         """The element ``i + shift`` of ``name`` (a binding of the run: its local, or its
         array for a shifted read, which sets the loop's direction)."""
         state = self.state
         value = state.values.get(name)
         if value is not None:
-            if value.view or value.parts:
+            if value.view or value.parts or value.cover or \
+                    value.range != (START, END) and not ranged:
                 raise NotFused
+            value.reads += 1
             if shift == 0:
                 return value.local
             direction = 1 if shift < 0 else -1
@@ -683,7 +943,8 @@ class _Statement:
             return f"{value.array}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
         self._space_of(name)
         if shift:
-            if state.written or name in state.read_after:
+            if set(state.written) - self.context.exclusive or name in state.written or \
+                    name in state.read_after:
                 raise NotFused      # the loop would read what it wrote
             state.shifted_outer.add(name)
             return f"{name}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
@@ -699,6 +960,58 @@ def _cut(node):
     if low < 0 or cut < 0 or (low and cut):
         raise NotFused
     return low, cut
+
+
+def _bounds(node):
+    """``(low, high)`` bounds (``START``/``END``) of an index ``[k]`` or a slice
+    ``[lo:hi]`` of int literals."""
+    if isinstance(node, gast.Slice):
+        if node.step is not None:
+            raise NotFused
+        low = _literal(node.lower) if node.lower is not None else 0
+        high = _literal(node.upper) if node.upper is not None else None
+        return ((low, False) if low >= 0 else (-low, True),
+                END if high is None else (high, False) if high >= 0 else (-high, True))
+    k = _literal(node)
+    return ((k, False), (k + 1, False)) if k >= 0 else \
+        ((-k, True), (-k - 1, True))
+
+
+def _shift(span, piece):
+    """``k`` such that element ``j`` of a slice of the elements ``span`` is at
+    ``i + k`` for ``i`` the piece's element ``j`` (NotFused where their lengths differ:
+    numpy broadcasts or raises)."""
+    if span == piece:
+        return 0
+    (a, a_end), (b, b_end) = span
+    (c, c_end), (d, d_end) = piece
+    if (a_end, b_end) != (c_end, d_end):
+        raise NotFused
+    if not a_end and b_end and a + b == c + d or not a_end and not b_end and b - a == d - c:
+        return a - c
+    if a_end and b_end and a - b == c - d:
+        return c - a
+    raise NotFused
+
+
+def _least(low, high):
+    """The fewest elements an array needs for numpy's piece ``[low, high)`` to be the
+    loop's: every bound within it, in order."""
+    if low[1] == high[1]:
+        return max(low[0], high[0])
+    return low[0] + high[0] if not low[1] else max(low[0], high[0])
+
+
+def _test(low, high):
+    """The loop's test of ``i`` for ``[low, high)`` ("" for every element)."""
+    tests = []
+    if low != START:
+        tests.append(f"i >= n - {low[0]}" if low[1] else f"i >= {low[0]}")
+    if high != END:
+        tests.append(f"i < n - {high[0]}" if high[1] else f"i < {high[0]}")
+    if len(tests) == 2 and not low[1] and not high[1] and high[0] == low[0] + 1:
+        return f"i == {low[0]}"
+    return " and ".join(tests)
 
 
 def _literal(node):
@@ -736,7 +1049,13 @@ class _Pass:
                 reads_inside[name] = reads_inside.get(name, 0) + sum(
                     1 for n in gast.walk(item) if isinstance(n, gast.Name) and n.id == name
                     and isinstance(n.ctx, gast.Load)) + (name in _augmented(item))
-        live = [name for name in state.values if self._live(name, reads_inside)]
+        tails = [(name, cut[4]) for name, cut in state.cuts.items()
+                 if name in context.keep or
+                 context.reads.get(name, 0) > reads_inside.get(name, 0)]
+        viewed = {source.split("[", 1)[0] for _, source in tails}
+        live = [name for name in state.values if self._live(name, reads_inside) or
+                name in viewed]
+        fused.tails = tails
         fused.outputs, fused.aliases, seen = [], [], {}
         for name in live:
             value = state.values[name]
@@ -763,7 +1082,12 @@ class _Pass:
         fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
         stores = name_uses(inside)[1]
         rows = [n for n in fused.outputs if n not in context.keep and
-                context.stores.get(n, 0) <= stores.get(n, 0)]   # not bound outside the run
+                context.stores.get(n, 0) <= stores.get(n, 0) and   # not bound outside the run
+                state.values[n].range == (START, END)]
+        for name in fused.outputs:
+            (low, _), (cut, _) = state.values[name].range
+            if (low, cut) != (0, 0):
+                fused.tails.append((name, f"{name}[{low}:{-cut if cut else ''}]"))
         if len(rows) >= 2 and not state.least and not set(state.outer) & context.pieced:
             fused.block = context.fresh(f"{rows[-1]}_rows")
             fused.rows = rows
