@@ -295,3 +295,34 @@ def test_a_helper_called_by_generated_code_and_by_a_helper_is_built_once():
     assert len(PROBE_BUILDS) == 2, PROBE_BUILDS            # fast-math: its own build
     from numba.core.typing import templates                # Numba's own keys are back
     assert templates._OverloadFunctionTemplate._get_impl.__module__ == templates.__name__
+
+
+def _allocations(fn):
+    """Each ``np.zeros``/``np.empty`` call of ``fn`` (Numba's IR of it, untyped): whether
+    its shape is a tuple it builds and its dtype positional."""
+    from numba.core import ir
+    from numba.core.compiler import run_frontend
+    func_ir = run_frontend(fn)
+    found = []
+    for block in func_ir.blocks.values():
+        for stmt in block.find_exprs("call"):
+            called = func_ir.get_definition(stmt.func)
+            if isinstance(called, ir.Expr) and called.op == "getattr" and \
+                    called.attr in ("zeros", "empty"):
+                shape = func_ir.get_definition(stmt.args[0])
+                found.append(isinstance(shape, ir.Expr) and shape.op == "build_tuple"
+                             and not stmt.kws)
+    return found
+
+
+def test_loop_helpers_allocate_vectors_by_a_shape_tuple():
+    """The helpers of an LSTM's adjoint (and a tape's growth) allocate a vector as
+    ``np.zeros((n,), dtype)``,
+    the spelling Numba's own ``@`` uses: ``np.zeros(n, dtype=...)`` is another
+    signature of ``np.zeros`` and of ``np.empty`` to compile in every process."""
+    from numba import types
+
+    from s2sgrad.backend.numba_support import _reserve, _transposed_times, _unbroadcast
+    vector = types.float64[::1]
+    assert _allocations(_transposed_times) + _allocations(_unbroadcast(vector, vector)) + \
+        _allocations(_reserve(vector, types.int64, types.int64)) == [True, True, True]
