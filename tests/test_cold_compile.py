@@ -249,3 +249,80 @@ def test_each_shared_kernel_form_has_its_own_name():
     names = {k.__name__ for k in [add] + others}
     assert len(names) == 4 and all(n.startswith("array_expression_kernel_") for n in names)
     assert add(2.0, 3.0) == 5.0 and others[0](2.0, 3.0) == 6.0
+
+
+# ------------------------------------------------ one build of a helper per process
+
+def probe(x):
+    """A helper with a Numba overload that counts its builds (``_probe``)."""
+    return x + 1.0
+
+
+PROBE_BUILDS = []
+
+
+@numba.extending.overload(probe)
+def _probe(x):
+    PROBE_BUILDS.append(x)
+    return lambda x: x + 1.0
+
+
+def outer(x):
+    """A helper whose Numba version calls ``probe`` (as rt helpers call numpy's)."""
+    return probe(x) * 2.0
+
+
+@numba.extending.overload(outer)
+def _outer(x):
+    return lambda x: probe(x) * 2.0
+
+
+def test_a_helper_called_by_generated_code_and_by_a_helper_is_built_once():
+    """Numba keys an overload's implementation by the caller's whole compile flags: a
+    helper called both from generated code and from another helper's implementation (whose
+    flags differ in wrapper options only: ``np.zeros_like`` from a gradient and from
+    ``rt.zeros_like``) was typed, lowered and optimised twice.  Inside s2sgrad's compiles
+    it is built once per options the implementation inherits (a caller with fast-math gets
+    its own build), with the same result."""
+    from s2sgrad.backend.numba_compile import generated_code
+    del PROBE_BUILDS[:]
+    both = numba.njit(lambda x: probe(x) + outer(x))
+    fast = numba.njit(fastmath=True)(lambda x: probe(x) - outer(x))
+    with generated_code():
+        assert both(0.5) == 1.5 + 3.0
+        assert len(PROBE_BUILDS) == 1, PROBE_BUILDS        # was 2: from both and _outer
+        assert fast(0.5) == 1.5 - 3.0
+    assert len(PROBE_BUILDS) == 2, PROBE_BUILDS            # fast-math: its own build
+    from numba.core.typing import templates                # Numba's own keys are back
+    assert templates._OverloadFunctionTemplate._get_impl.__module__ == templates.__name__
+
+
+def _allocations(fn):
+    """Each ``np.zeros``/``np.empty`` call of ``fn`` (Numba's IR of it, untyped): whether
+    its shape is a tuple it builds and its dtype positional."""
+    from numba.core import ir
+    from numba.core.compiler import run_frontend
+    func_ir = run_frontend(fn)
+    found = []
+    for block in func_ir.blocks.values():
+        for stmt in block.find_exprs("call"):
+            called = func_ir.get_definition(stmt.func)
+            if isinstance(called, ir.Expr) and called.op == "getattr" and \
+                    called.attr in ("zeros", "empty"):
+                shape = func_ir.get_definition(stmt.args[0])
+                found.append(isinstance(shape, ir.Expr) and shape.op == "build_tuple"
+                             and not stmt.kws)
+    return found
+
+
+def test_loop_helpers_allocate_vectors_by_a_shape_tuple():
+    """The helpers of an LSTM's adjoint (and a tape's growth) allocate a vector as
+    ``np.zeros((n,), dtype)``,
+    the spelling Numba's own ``@`` uses: ``np.zeros(n, dtype=...)`` is another
+    signature of ``np.zeros`` and of ``np.empty`` to compile in every process."""
+    from numba import types
+
+    from s2sgrad.backend.numba_support import _reserve, _transposed_times, _unbroadcast
+    vector = types.float64[::1]
+    assert _allocations(_transposed_times) + _allocations(_unbroadcast(vector, vector)) + \
+        _allocations(_reserve(vector, types.int64, types.int64)) == [True, True, True]

@@ -4,6 +4,9 @@ Each ``@overload`` gives Numba a nopython version of one helper, chosen by
 the argument types at compile time; the contract is the helper's docstring
 in ``s2sgrad/runtime/__init__.py``.  A helper with no overload here makes Numba fail
 to type the generated function, which then runs as Python and says why.
+The helpers of a loop's adjoint allocate a vector as ``np.zeros((n,), dtype)``, the
+spelling Numba's own ``@`` and ``np.concatenate`` use: ``np.zeros(n, dtype=...)`` is one
+more signature of ``np.zeros`` and ``np.empty`` for Numba to compile in every process.
 """
 import numpy as np
 from numba import literal_unroll, types
@@ -79,7 +82,7 @@ def _unbroadcast(g, like):
         def vector(g, like):
             if like.shape[0] != 1 or g.shape[0] == 1:
                 return np.ascontiguousarray(g)
-            out = np.zeros(1, dtype=g.dtype)
+            out = np.zeros((1,), g.dtype)
             for k in range(g.shape[0]):
                 out[0] += g[k]
             return out
@@ -259,7 +262,7 @@ def _transposed_times(a, g):  # pragma: no cover - compiled by Numba
     Fortran-layout gemv beside the forward's ``W @ x``, about 0.6 s of a cold compile)."""
     if a.shape[0] != g.shape[0]:
         raise ValueError("matmul: the adjoint's length is not the matrix's row count")
-    out = np.zeros(a.shape[1], dtype=a.dtype)
+    out = np.zeros((a.shape[1],), a.dtype)
     for i in range(a.shape[0]):
         gi = g[i]
         for j in range(a.shape[1]):
@@ -1018,10 +1021,11 @@ def _arange_adjoints(g, bounds):
 @overload(rt.reserve)
 def _reserve(tape, top, count):
     def reserve(tape, top, count):
-        need = top + max(count, 0)
+        need = top + count if count > 0 else top
         if need <= tape.shape[0]:
             return tape
-        grown = np.empty(max(need, 2 * tape.shape[0]), dtype=tape.dtype)
+        double = 2 * tape.shape[0]
+        grown = np.empty((need if need > double else double,), tape.dtype)
         for j in range(top):
             grown[j] = tape[j]
         return grown
