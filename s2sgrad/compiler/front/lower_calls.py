@@ -103,21 +103,9 @@ class CallLowering:
     def call_object(self, frame, node, obj, args, kwargs, hint):
         if obj is stop_gradient:
             return self.stop_gradient(frame, node, args, hint)
-        if (obj in FOLDABLE or isinstance(obj, type) and obj in (slice,)) and \
-                all(isinstance(a, Const) for a in list(args) + list(kwargs.values())):
-            try:
-                return Const(obj(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
-            except Exception:  # noqa: BLE001 - fall through to a run-time call
-                pass
-        if obj is len and len(args) == 1 and isinstance(args[0], (Seq, DictAtom)):
-            return Const(len(args[0].items if isinstance(args[0], Seq) else args[0].pairs))
-        shape = self.types.shapes.constant(self.types.shape_of(args[0])) \
-            if obj in (len, np.shape) and len(args) == 1 and not kwargs else None
-        if shape:      # a build specialised on sizes: len(x) is a number
-            return Const(shape[0] if obj is len else shape)
-        if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
-                args[0], Seq) and len(args[0].items) > 1):
-            return self.chained_extremum(frame, node, obj, args)
+        folded = self.folded_call(frame, node, obj, args, kwargs)
+        if folded is not None:
+            return folded
         if isinstance(obj, (LocalFunction, Lifted, Partial, Pullback)) or \
                 obj is functools.partial:
             made = self.made_here_call(frame, node, obj, args, kwargs, hint)
@@ -182,6 +170,27 @@ class CallLowering:
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def folded_call(self, frame, node, obj, args, kwargs):
+        """A builtin's call known while building (a foldable function of constants,
+        ``len``/``np.shape`` of a known size) or ``max``/``min`` of several values made
+        pairwise; None for every other call."""
+        if (obj in FOLDABLE or isinstance(obj, type) and obj in (slice,)) and \
+                all(isinstance(a, Const) for a in list(args) + list(kwargs.values())):
+            try:
+                return Const(obj(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+            except Exception:  # noqa: BLE001 - fall through to a run-time call
+                pass
+        if obj is len and len(args) == 1 and isinstance(args[0], (Seq, DictAtom)):
+            return Const(len(args[0].items if isinstance(args[0], Seq) else args[0].pairs))
+        shape = self.types.shapes.constant(self.types.shape_of(args[0])) \
+            if obj in (len, np.shape) and len(args) == 1 and not kwargs else None
+        if shape:      # a build specialised on sizes: len(x) is a number
+            return Const(shape[0] if obj is len else shape)
+        if obj in (max, min) and not kwargs and (len(args) > 2 or len(args) == 1 and isinstance(
+                args[0], Seq) and len(args[0].items) > 1):
+            return self.chained_extremum(frame, node, obj, args)
+        return None
 
     def outside_partial_call(self, frame, node, partial, args, kwargs, hint):
         """A call of a ``functools.partial`` object made outside the function: a call of
