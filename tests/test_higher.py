@@ -575,18 +575,20 @@ def program_dir(tmp_path_factory):
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(source=random_programs.programs(), seed=st.integers(0, 2 ** 16))
-def test_random_program_vjp_and_jacobians_of_jacobians(source, seed, program_dir,
-                                                       monkeypatch):
-    """Random programs (branches, loops, early returns, in-place updates, lists): vjp_fn(1)
-    against the gradient, jacfwd(jacrev(f)) against hessian(f).  hvp against differences
-    of s2sgrad's gradient, on programs of the same grammar, is
-    test_random_programs.test_random_program_hvp_matches_differences_of_the_gradient (it
-    was checked here too, the same check with the same tolerances: merged there)."""
+def test_random_program_hvp_and_vjp(source, seed, program_dir, monkeypatch):
+    """Random programs (branches, loops, early returns, in-place updates, lists): hvp
+    against differences of s2sgrad's gradient, vjp_fn(1) against the gradient,
+    jacfwd(jacrev(f)) against hessian(f)."""
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     fn = random_programs.load(source, program_dir)
     rng = np.random.default_rng(seed)
     x, a = rng.uniform(-1.0, 1.0, 4), float(rng.uniform(-1.0, 1.0))
+    v = (rng.normal(size=4), float(rng.normal()))
     try:
+        hv = ms.hvp(fn, (x, a), v)
+        fd = _fd_of_gradient(fn, (x, a), v)
+        for got, want in zip(hv, fd):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
         _, vjp_fn = ms.vjp(fn, x, a)
         for got, want in zip(vjp_fn(1.0), ms.grad(fn, (0, 1))(x, a)):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
