@@ -78,8 +78,11 @@ def child(tmp_path):
     def environment(**env):
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("S2SGRAD_", "NUMBA_", "XDG_"))}
+        # NUMBA_OPT passes through (the suite's 0, tests/conftest.py): these tests are
+        # about the cache, and LLVM's passes were a third of each cold child's compile
         base.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),
-                    S2SGRAD_CACHE_DIR=str(cache_dir), S2SGRAD_BACKEND="numba")
+                    S2SGRAD_CACHE_DIR=str(cache_dir), S2SGRAD_BACKEND="numba",
+                    NUMBA_OPT=os.environ.get("NUMBA_OPT"))
         base.update(env)
         return {k: v for k, v in base.items() if v is not None}
 

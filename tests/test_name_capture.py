@@ -97,11 +97,16 @@ def gradients(fn, x, a):
 
 
 def check_renamed(source, seed, order_seed, directory):
+    """The renamed program's gradient, under the backend the test set, against the
+    original's under Python (the reference: compiling it too is a second Numba compile
+    per program that checks nothing about names) and against finite differences."""
     text = HELPER + source
     rng = np.random.default_rng(seed)
     x, a = rng.uniform(-1.0, 1.0, 4), float(rng.uniform(-1.0, 1.0))
     fn = load(text, directory)
-    gx, ga, g = gradients(fn, x, a)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("S2SGRAD_BACKEND", "python")
+        gx, ga, g = gradients(fn, x, a)
     order = np.random.default_rng(order_seed)
     renamed, mapping = captured_variant(text, g.source,
                                         lambda pool: [pool[k] for k in order.permutation(len(pool))])
