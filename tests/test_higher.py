@@ -572,7 +572,9 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("higher_programs")
 
 
-@settings(max_examples=25, deadline=None,
+# (12 programs: hvp against differences of the gradient is also
+# test_random_programs' (25 programs); vjp and jacfwd(jacrev) are this test's own)
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(source=random_programs.programs(), seed=st.integers(0, 2 ** 16))
 def test_random_program_hvp_and_vjp(source, seed, program_dir, monkeypatch):
