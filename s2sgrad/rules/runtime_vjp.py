@@ -12,7 +12,10 @@ rule instead (``api/inside.py``).
 - ``rt.sum`` and ``rt.mean`` (numpy's, with the options as plain arguments) have
   ``np.sum``'s and ``np.mean``'s rules;
 - ``rt.copy_value`` (a copy an in-place update overwrites; forward mode writes it in the
-  tangent code of a gradient: an ``hvp`` called inside) passes its adjoint through.
+  tangent code of a gradient: an ``hvp`` called inside) passes its adjoint through;
+- ``rt.broadcast_like(t, like)`` (a tangent spread to a result's shape, in forward-mode
+  code: a ``jacfwd`` or ``jvp`` inlined into a differentiated function) sums its adjoint
+  back to ``t``'s shape (``like`` gives only a shape).
 
 ``tests/test_nested_inline.py`` checks both against central differences.
 """
@@ -43,3 +46,8 @@ def _(ans, x, axis, keepdims):
 @vjp(rt.copy_value)
 def _(ans, value):
     d[value] = d[ans]
+
+
+@vjp(rt.broadcast_like)
+def _(ans, t, like):
+    d[t] = rt.unbroadcast(d[ans], t)

@@ -707,6 +707,8 @@ class _Statement:
         state = self.state
         if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
             return node.value.id, _bounds(node.slice)
+        if isinstance(node, gast.Subscript):
+            raise NotFused          # a view of a view (``x[0][1:]``): not a piece here
         if node.id in state.cuts:
             base, identity, lo, cut, _ = state.cuts[node.id]
             if base not in state.values or state.values[base].identity != identity:
