@@ -194,3 +194,41 @@ def test_a_derivative_of_a_partial_pickles():
 def test_a_partial_whose_source_cannot_be_read_names_what_it_wraps():
     with pytest.raises(s2sgrad.errors.S2sgradError, match="partial"):
         s2sgrad.grad(functools.partial(max, 1.0))(2.0)
+
+
+def test_a_partial_made_outside_transformed_inside_a_differentiated_or_jitted_function():
+    """jvp/grad of a partial written inside the function being differentiated or jitted:
+    the partial's keyword-bound values are its closure there (the call passes the
+    primals only), read at each call."""
+    data = DATA.copy()
+    partial = functools.partial(loss, data=data)
+    v = RNG.normal(size=4)
+    reverse_over_forward = s2sgrad.grad(lambda w: s2sgrad.jvp(partial, (w,), (v,))[1])
+    expected = s2sgrad.hvp(lambda w: loss(w, data), W, v)
+    np.testing.assert_allclose(reverse_over_forward(W), expected, rtol=1e-10, atol=1e-12)
+    jitted = s2sgrad.jit(lambda w: s2sgrad.grad(partial)(w))
+    np.testing.assert_allclose(jitted(W), s2sgrad.grad(lambda w: loss(w, data))(W),
+                               rtol=1e-12)
+    data *= -0.5
+    np.testing.assert_allclose(jitted(W), numerical_grad(lambda w: loss(w, data), (W,)),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(reverse_over_forward(W),
+                               s2sgrad.hvp(lambda w: loss(w, data), W, v),
+                               rtol=1e-10, atol=1e-12)
+
+
+def with_default(w, scale=2.0):
+    return scale * np.sum(np.sin(w) ** 2)
+
+
+def test_derivatives_of_a_function_with_defaults_called_inside_take_the_defaults():
+    """grad(f)(w) and jvp(f, (w,), (v,)) inside a jitted or differentiated function, of
+    an f with a parameter left to its default: its code takes every parameter (was: "a
+    call that does not match f_grad(a0, a1)")."""
+    gradient = s2sgrad.grad(with_default)
+    np.testing.assert_allclose(s2sgrad.jit(lambda w: gradient(w))(W), gradient(W),
+                               rtol=1e-12)
+    v = RNG.normal(size=4)
+    np.testing.assert_allclose(
+        s2sgrad.grad(lambda w: s2sgrad.jvp(with_default, (w,), (v,))[1])(W),
+        s2sgrad.hvp(with_default, W, v), rtol=1e-10, atol=1e-12)

@@ -14,6 +14,8 @@ an argument's rank is not known here: the call then takes the object's custom ru
 is not differentiated, so the object inlines code whatever helpers it calls) is called as
 it is.
 """
+import inspect
+
 import numpy as np
 
 from ..ir import Const, Seq, Var
@@ -27,6 +29,7 @@ def inlined_derivative(calls, frame, node, obj, args, kwargs):
     # ``__s2sgrad_result_like__`` is the argument position of each result (one int: one)
     if offer is None or kwargs:
         return None
+    args = tuple(args) + _defaults_after(obj, len(args))
     arg_types = [argument_type(calls.types, a) for a in args]
     if any(t is None for t in arg_types):
         return None
@@ -43,6 +46,29 @@ def inlined_derivative(calls, frame, node, obj, args, kwargs):
     for item, p in zip(items, [like] if isinstance(like, int) else like):
         _like_argument(calls.types, item, args[p])
     return result
+
+
+def _defaults_after(obj, count):
+    """The defaults of the parameters of the function ``obj`` differentiates after its
+    first ``count`` (``grad(f)(w)`` of ``def f(w, scale=2.0)``: its code takes every
+    parameter), as constants (``defaults_as_constants``)."""
+    complete = getattr(obj, "_complete", None)
+    if complete is None:
+        return ()
+    complete((), {}, bind=False)
+    signature = getattr(obj, "_signature", None)
+    return defaults_as_constants(signature.parameters.values() if signature else (), count)
+
+
+def defaults_as_constants(params, count):
+    """The defaults of ``params`` after the first ``count`` as constants: what a call
+    that gives only those passes to code that takes every parameter; () where one has no
+    default or takes ``*args``/``**kwargs`` (the call's error then says so)."""
+    rest = list(params)[count:]
+    if any(p.default is inspect.Parameter.empty or p.kind in (
+            inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in rest):
+        return ()
+    return tuple(Const(p.default) for p in rest)
 
 
 def _like_argument(types, atom, arg):

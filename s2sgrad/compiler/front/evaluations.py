@@ -23,12 +23,15 @@ gradient, a pullback leaving the function or used as a value: ``Pullback``'s
 ``__s2sgrad_not_a_value__``) is refused at the user's line, saying what to write
 instead.
 """
+import inspect
+
 from ...errors import DerivativeCompositionError
 from ..ir import Const, Seq
 from ..syntax.source import unsupported
-from .derivative_calls import argument_type
+from .derivative_calls import argument_type, defaults_as_constants
 from .lifting import Lifted, Partial, lifted_transform
 from .lower_state import LocalFunction
+from .partials import is_partial, partial_as_function
 
 #: the transforms inlined here: ``jvp(f, inputs, v)``, ``hvp(f, inputs, v)``,
 #: ``vjp(f, *inputs)``
@@ -152,7 +155,20 @@ def _function(frame, node, name, atom, primals):
     if not callable(target):
         raise _refused(frame, node, f"s2sgrad.{name} of {type(target).__name__}",
                        f"pass a function: {name}(f, ...)")
-    return target, ()
+    if is_partial(target):      # made outside: a function with source (front/partials.py)
+        target = partial_as_function(target, closed=True)
+    return target, _defaults_after(target, len(primals))
+
+
+def _defaults_after(fn, count):
+    """The defaults of ``fn``'s parameters after its first ``count`` (``jvp(f, (x,),
+    (v,))`` of ``def f(x, scale=2.0)``: the code takes every parameter), as constants
+    passed after the primals (``derivative_calls.defaults_as_constants``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return defaults_as_constants(params, count)
 
 
 def _same(fn):

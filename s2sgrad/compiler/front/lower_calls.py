@@ -402,6 +402,8 @@ def made_inside(frame, node, transform, args, kwargs):
     ``front/evaluations.py``.)"""
     name = getattr(transform, "__name__", "transform")
     values = [_known_value(a) for a in list(args) + list(kwargs.values())]
+    if values and is_partial(values[0]):    # made outside: its bound values its closure
+        values[0] = partial_as_function(values[0], closed=True)
     options = values[1:len(args)], dict(zip(kwargs, values[len(args):]))
     try:
         lifted = None if not args or not isinstance(args[0], Const) or \

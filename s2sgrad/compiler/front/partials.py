@@ -37,14 +37,16 @@ _FACTORIES = {}
 _KEPT = "__s2sgrad_function__"
 
 
-def partial_as_function(partial):
+def partial_as_function(partial, closed=False):
     """The function with source that does what ``partial`` (a ``functools.partial``) does,
     or ``partial`` itself where its function is a library's (``np.multiply``: a call of
     it is lowered with the bound values as constants) or its signature cannot be read
-    (the caller's error then says what it can differentiate)."""
+    (the caller's error then says what it can differentiate).  ``closed``: the
+    keyword-bound values are its closure too, not parameters (what ``jvp(partial, ...)``
+    called inside a differentiated function takes: the primals only)."""
     if not _reads_source(partial.func):
         return partial
-    kept = partial.__dict__.get(_KEPT)
+    kept = partial.__dict__.get(_KEPT + "_closed" * closed)
     if kept is not None and kept.key == _keywords_key(partial):
         return kept.function
     try:
@@ -52,7 +54,7 @@ def partial_as_function(partial):
         wrapped = inspect.signature(partial.func)
     except (TypeError, ValueError):
         return partial
-    source, values = _wrapper_source(partial, signature, wrapped)
+    source, values = _wrapper_source(partial, signature, wrapped, closed)
     factory = _FACTORIES.get(source)
     if factory is None:
         factory = _FACTORIES[source] = _factory(source, len(_FACTORIES))
@@ -61,7 +63,7 @@ def partial_as_function(partial):
     function.__module__ = __name__       # made here (a library function's would not be read)
     function.__doc__ = f"{partial!r} as a function (s2sgrad)"
     function.__s2sgrad_partial__ = partial      # what a derivative of it pickles
-    partial.__dict__[_KEPT] = _Kept(_keywords_key(partial), function)
+    partial.__dict__[_KEPT + "_closed" * closed] = _Kept(_keywords_key(partial), function)
     return function
 
 
@@ -92,7 +94,7 @@ def _keywords_key(partial):
     return tuple((k, id(v)) for k, v in partial.keywords.items())
 
 
-def _wrapper_source(partial, signature, wrapped):
+def _wrapper_source(partial, signature, wrapped, closed=False):
     """(the factory's source for ``partial``'s form, the values its parameters take: the
     function, the bound positional values, the keyword-bound values, the defaults)."""
     taken = set(signature.parameters)
@@ -110,7 +112,9 @@ def _wrapper_source(partial, signature, wrapped):
     params, call = [], list(bound)
     keyword_only = False
     for p in signature.parameters.values():
-        if p.name in partial.keywords:
+        if p.name in partial.keywords and closed:
+            call.append(f"{p.name}={p.name}")
+        elif p.name in partial.keywords:
             if not keyword_only and p.kind is not inspect.Parameter.VAR_POSITIONAL:
                 params.append("*")
                 keyword_only = True
