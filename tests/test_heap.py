@@ -3,7 +3,7 @@
 One fresh process (what faults depends on what a process ran before, so the test cannot
 run in the suite's own): a Numba-compiled gradient whose loop tape (a list of tuples
 of arrays, ~300 KiB) is made and freed on every call.  Its later calls (from the
-third) take no page faults, and give the same bits as the first; a longer loop than the first call's (a
+third; one stray call under load aside) take no page faults, and give the same bits as the first; a longer loop than the first call's (a
 tape that must grow past what the first call freed) is right and, repeated, free of
 faults too (its gradient checked against central differences).  Without the setting
 (``S2SGRAD_HEAP=system``, main before it) the same child took 133 faults on every call
@@ -36,10 +36,10 @@ def recurrence(x, w):
     return total
 
 def faults(g, *args):
-    """Page faults of each of four calls after the first; whether they gave its bits
+    """Page faults of each of eight calls after the first; whether they gave its bits
     (each result is dropped before the next call: the caller's arrays are not tapes)."""
     first, out, same = g(*args), [], True
-    for _ in range(4):
+    for _ in range(8):
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         result = g(*args)
         out.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
@@ -83,10 +83,11 @@ def test_a_compiled_loops_later_calls_take_no_page_faults(tmp_path):
     assert seen["same"] and seen["same_long"] and seen["agree"]
     # a stray page or two (the interpreter's own) is not the tape's 133
     # (the second call may still move the heap past where the first, which compiled, left it;
-    # on a loaded machine a background compile thread may fault a few pages in one call:
-    # the median call is the loop's own)
+    # on a loaded machine another thread may fault pages during one call: 47 in one of three
+    # calls was seen under load, so one call of the seven may fault, not two: a tape mapped
+    # afresh every call, or every other call, faults in at least three)
     for calls in (seen["kept"][1:], seen["longer"][1:]):
-        assert sorted(calls)[len(calls) // 2] <= 8 and max(calls) <= 40, seen
+        assert sum(c > 8 for c in calls) <= 1, seen
 
 
 def test_heap_system_leaves_malloc_alone(monkeypatch):
