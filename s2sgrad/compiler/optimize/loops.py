@@ -160,6 +160,7 @@ class Pass:
         self.least = 0                        # the fewest elements the loop takes
         self.block, self.rows = None, []      # one array holding these outputs as rows
         self.branch = None                    # the ``if`` the call is in
+        self.numpy = None                     # its else's statements as numpy (a list)
         self.tails = []                       # (name, "a[1:]") views of outputs read after
 
 
@@ -392,7 +393,7 @@ class _Run:
                           f"of several lengths\")").body[0]
         skip.orelse = list(self.statements)     # (Numba's copy prunes them: rt.SKIP_ELSE)
         branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases, orelse=[skip])
-        fused.branch = branch
+        fused.branch, fused.numpy = branch, skip.orelse
         views = [gast.parse(f"{name} = {source}").body[0] for name, source in
                  self.state.views]
         return self.before + [comment] + views + [branch] + self.after
