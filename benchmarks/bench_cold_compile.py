@@ -8,7 +8,9 @@ Each case runs in a fresh process with an empty cache: a 15-step LSTM
 (``ode_last``: fourth-order Runge-Kutta over n=10000 values, 100 steps, the
 gradient of the last value; from the eval's README and its reference, ode.hpp) and,
 on request, GradBench's lstm eval (``gblstm``: two layers, 1024 characters, rows
-written in place; what ``gradbench/run.py lstm`` times).
+written in place; what ``gradbench/run.py lstm`` times) and ``adlstm``, the same eval in
+its held-out ADBench spelling (``heldout_loops.lstm_adbench``: a layer function called per
+layer, rows assigned from its results; what ``gradbench/heldout.py lstm`` times).
 It prints the first call's time; the generated module's size; how many
 functions Numba compiled (the generated one and every helper and numpy
 implementation it pulled in); Numba's pass times for the generated function
@@ -42,6 +44,10 @@ def case(which):
     if which == "gblstm":                 # GradBench's lstm eval at its standard size
         import lstm
         return s2sgrad.value_and_grad(lstm.lstm_objective, (0, 1)), lstm.inputs()
+    if which == "adlstm":                 # its held-out ADBench spelling (heldout_loops.py)
+        import lstm
+        import heldout_loops
+        return s2sgrad.value_and_grad(heldout_loops.lstm_adbench, (0, 1)), lstm.inputs()
     if which == "lstm":
         h, d, t = 16, 8, 15
         args = (rng.standard_normal((4 * h, d + h)) * 0.3, rng.standard_normal(4 * h) * 0.1,

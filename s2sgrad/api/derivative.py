@@ -132,9 +132,13 @@ class Derivative:
 
     def load_code(self, generated):
         """(what runs the code, its path): by default the module's one function
-        ``generated.function_name``, compiled by Numba where it can."""
-        return load_function(generated.function_name, generated.source,
-                             generated.function_name, generated.free)
+        ``generated.function_name``, compiled by Numba where it can, without the numpy
+        else-branches of its fused loops (``Compiled.skips_else``: a call whose guard
+        fails runs again, ``_recovered``)."""
+        compiled, path = load_function(generated.function_name, generated.source,
+                                       generated.function_name, generated.free)
+        compiled.skips_else = True
+        return compiled, path
 
     def bind_to(self, method, weights):
         """The same derivative of ``method`` (the function bound to an instance) with
@@ -552,14 +556,37 @@ class Derivative:
             return self._recovered(exc, generated, inputs)
 
     def _recovered(self, exc, generated, inputs, compiled=None):
-        """The call's result where the compiled code stopped at what only Python can
-        hold (``rt.RowsOfSeveralLengths``: a fused loop's guard failed and numpy's values
-        are of several lengths): the same code run as Python on ``inputs``.  Any other
-        error is raised, noted with the user's line (``_noted``)."""
+        """The call's result where the compiled code stopped where Python goes on
+        (``rt.RunAsPython``): a fused loop's guard failed in code compiled without its
+        else-branches (``rt.FusedGuardFailed``): the code compiled with them
+        (``Compiled.with_else``, from now on in its place: the plans running the other
+        are dropped); or only Python can hold its values (``rt.RowsOfSeveralLengths``):
+        the same code run as Python on ``inputs``.  Any other error is raised, noted with
+        the user's line (``_noted``)."""
         compiled = self._compiled if compiled is None else compiled
-        if isinstance(exc, rt.RowsOfSeveralLengths) and compiled.backend == "numba":
-            return compiled.python_call(*inputs)
-        raise self._noted(exc, generated, inputs, compiled)
+        if not (isinstance(exc, rt.RunAsPython) and compiled.backend == "numba"):
+            raise self._noted(exc, generated, inputs, compiled)
+        if isinstance(exc, rt.FusedGuardFailed) and compiled.skips_else:
+            full = self._put_with_else(compiled)
+            try:
+                return full(*inputs)
+            except rt.RunAsPython:
+                pass
+        return compiled.python_call(*inputs)
+
+    def _put_with_else(self, compiled):
+        """``compiled.with_else()``, put where ``compiled`` was (the builds, the current
+        code); the plans and hot call that ran ``compiled`` dropped (their checks of
+        the current code fail from now on)."""
+        full = compiled.with_else()
+        for signature, variant in list(self._variants.items()):
+            if variant[1] is compiled:
+                self._variants[signature] = (variant[0], full, *variant[2:])
+        if self._compiled is compiled:
+            self._compiled = full
+        self._plans = {k: p for k, p in self._plans.items() if p.variant[1] is not compiled}
+        self._hot = None
+        return full
 
     def _noted(self, exc, generated, inputs, compiled=None):
         """``exc``, raised by the loaded code of ``generated`` (``compiled``, by default the

@@ -94,6 +94,7 @@ class Jit(Derivative):
     def load_code(self, generated):
         compiled, path = super().load_code(generated)
         compiled.copies_inputs = True     # the function may write into its arguments
+        compiled.skips_else = False       # (so a call is never run again after a write)
         return compiled, path
 
     def bind_to(self, method, weights):

@@ -35,6 +35,7 @@ import warnings
 import numpy as np
 
 from . import cache, heap, precheck, result_types
+from ..runtime import SKIP_ELSE
 from .reasons import explain, explain_unresolved
 from .result_types import restorer_like  # noqa: F401 - the restorer of a reference
 
@@ -90,6 +91,8 @@ class Compiled:
         self._jitted = None
         self._ready = {}           # argument types it is compiled for -> result restorer
         self.reference_runs = 0    # Python runs made to learn the compiled results' types
+        self._with_else = None     # the same code compiled with its else-branches
+        self._complete = None      # its dispatcher as other compiled code calls it
         mode = backend_mode()
         if mode == "python":
             self._use_python(ENV_REASON)
@@ -113,6 +116,27 @@ class Compiled:
         if restore is not None:
             return restore(self._jitted(*args))
         return self._first_call(key, args)
+
+    #: whether Numba compiles the code without the numpy statements of its fused loops'
+    #: else-branches (``rt.SKIP_ELSE``): set by a caller that runs a call again where a
+    #: guard failed (``Derivative._recovered``: ``with_else``), not for code that may
+    #: write into its arguments (``s2sgrad.jit``) or whose parts pass tapes (``vjp``)
+    skips_else = False
+    #: whether Numba's disk cache holds this code's machine code (not ``with_else``'s:
+    #: its index is keyed by the signature alone and would be read for the other)
+    disk_cached = True
+
+    def with_else(self):
+        """The same code as a ``Compiled`` whose Numba copy keeps its fused loops' numpy
+        else-branches (for calls after a guard failed in this one's: each runs compiled
+        again), compiled at its first call; made once."""
+        if self._with_else is None:
+            import copy
+            full = copy.copy(self)
+            full._jitted, full._ready, full._complete = None, {}, None
+            full.skips_else, full.disk_cached, full._with_else = False, False, full
+            self._with_else = full
+        return self._with_else
 
     def python_call(self, *args):
         """The code run as Python on ``args``, its results as a compiled call gives them
@@ -152,8 +176,18 @@ class Compiled:
     def dispatcher(self):
         """The Numba dispatcher compiled for the argument types run so far (None unless
         the backend is 'numba'): what another compiled function calls in its place (its
-        results are the code's own, without the restorer's types)."""
-        return self._jitted if self.backend == "numba" else None
+        results are the code's own, without the restorer's types).  Where the code was
+        compiled without its else-branches (``skips_else``), a dispatcher of the code
+        with them, compiled for what the caller passes (nothing reruns a call there)."""
+        if self.backend != "numba":
+            return None
+        if not self.skips_else:
+            return self._jitted
+        if self._complete is None:
+            import numba
+            self._complete = numba.njit(cache=False)(
+                with_compiled_helpers(self.py_func, False, skip_else=False))
+        return self._complete
 
     def _first_call(self, key, args):
         """Compile for the types of ``args`` (or recall that it cannot be) and run."""
@@ -273,22 +307,25 @@ class Compiled:
 
     def _dispatcher(self, cache_it):
         import numba
-        if cache_it:
+        skip = self.skips_else
+        if cache_it and self.disk_cached:
             try:
-                return numba.njit(cache=True)(with_compiled_helpers(self.py_func, True))
+                return numba.njit(cache=True)(with_compiled_helpers(self.py_func, True, skip))
             except RuntimeError as exc:    # no folder Numba can write its cache to
                 cache.warn_once(("numba-cache", os.path.dirname(self.path or "")),
                                 f"Numba cannot cache compiled code for {self.path} ({exc}); "
                                 f"the gradient is compiled again in every process.")
-        return numba.njit(cache=False)(with_compiled_helpers(self.py_func, False))
+        return numba.njit(cache=False)(with_compiled_helpers(self.py_func, False, skip))
 
 
-def with_compiled_helpers(py_func, cache_it):
+def with_compiled_helpers(py_func, cache_it, skip_else=False):
     """``py_func`` itself, or, when it reads other functions of its module (the step
     functions of a checkpointed loop, fused loops), a copy of it reading Numba-compiled
     versions of them: the module keeps its Python functions for the Python runs.  A
     helper the code only passes on as a value (to ``rt.checkpoint_*``) is read as its token
-    (``numba_checkpoint.step_token``): Numba cannot cache code holding a function value."""
+    (``numba_checkpoint.step_token``): Numba cannot cache code holding a function value.
+    Where the module defines ``rt.SKIP_ELSE``, the copy reads ``skip_else`` there: True,
+    Numba prunes the numpy else-branches of the fused loops (module ``rt.SKIP_ELSE``)."""
     import types
 
     import numba
@@ -298,10 +335,12 @@ def with_compiled_helpers(py_func, cache_it):
     helpers = [name for name in py_func.__code__.co_names
                if isinstance(module.get(name), types.FunctionType)
                and module[name] is not py_func and module[name].__module__ == py_func.__module__]
-    if not helpers:
+    if not helpers and SKIP_ELSE not in module:
         return py_func
     called = _called_globals(py_func)
     scope = dict(module)
+    if SKIP_ELSE in module:
+        scope[SKIP_ELSE] = skip_else
     for name in helpers:
         fn = module[name]
         scope[name] = numba.njit(cache=cache_it)(

@@ -418,7 +418,8 @@ def stacked_rows(rows):
     numpy broadcast against a longer array) are kept as they are, a tuple, which the
     adjoint unpacks the same way; code compiled by Numba cannot hold that and raises
     ``RowsOfSeveralLengths`` instead, and the caller runs the call as Python
-    (``api/derivative.py``, ``Derivative._recovered``)."""
+    (``api/derivative.py``, ``Derivative._recovered``).  (Numba's copy of a gradient's
+    code leaves these else-branches out: ``SKIP_ELSE``.)"""
     n = rows[0].shape[0]
     for row in rows:
         if row.shape != (n,):
@@ -426,9 +427,28 @@ def stacked_rows(rows):
     return np.stack(rows)
 
 
-class RowsOfSeveralLengths(ValueError):
+class RunAsPython(ValueError):
+    """Raised by compiled code that stops where the same code run as Python goes on: the
+    caller runs the call again (``api/derivative.py``, ``Derivative._recovered``)."""
+
+
+class RowsOfSeveralLengths(RunAsPython):
     """Raised by compiled code whose fused loop kept rows of several lengths (see
     ``stacked_rows``): the call is run again as Python, which can keep them."""
+
+
+class FusedGuardFailed(RunAsPython):
+    """Raised by the copy of a gradient's code that Numba compiles without the numpy
+    statements of its fused loops' else-branches (``SKIP_ELSE``) where a guard failed
+    (arrays of several lengths): the call is run again by the code compiled with them
+    (``backend/numba_backend.Compiled.with_else``)."""
+
+
+#: the global of a generated module that is True in Numba's copy of a gradient's code:
+#: ``elif SKIP_ELSE: raise rt.FusedGuardFailed(...)`` after a fused loop's guard, so Numba
+#: prunes the numpy statements of the else (a third of GradBench lstm's compile), which
+#: rarely run; False where the code runs as Python and in code compiled with them
+SKIP_ELSE = "SKIP_ELSE"
 
 
 def trip_count(start, stop, step=1):

@@ -15,6 +15,7 @@ import tokenize
 
 import gast
 
+from ...runtime import SKIP_ELSE
 from ..syntax.nodes import Comment
 from ..syntax.source import INDENT, LINE_LIMIT, to_source
 
@@ -50,14 +51,21 @@ def _render(items, depth, seen, origin, out):
                 seen.add(item.text)
                 lines(f"{pad}# {item.text}")
         elif isinstance(item, gast.If):
-            lines(f"{pad}if {to_source(item.test)}:")
-            inside = set(seen)
-            _render(item.body, depth + 1, inside, origin, out)
-            if item.orelse:
-                out.append((f"{pad}else:", origin))
+            keyword, inside = "if", set(seen)
+            while True:           # an else holding one if alone is written as an elif
+                lines(f"{pad}{keyword} {to_source(item.test)}:")
                 other = set(seen)
-                _render(item.orelse, depth + 1, other, origin, out)
+                _render(item.body, depth + 1, other, origin, out)
                 inside |= other
+                if len(item.orelse) == 1 and isinstance(item.orelse[0], gast.If):
+                    keyword, item = "elif", item.orelse[0]
+                    continue
+                if item.orelse:
+                    out.append((f"{pad}else:", origin))
+                    other = set(seen)
+                    _render(item.orelse, depth + 1, other, origin, out)
+                    inside |= other
+                break
             seen |= inside
         elif isinstance(item, (gast.For, gast.While)):
             header = (f"for {to_source(item.target)} in {to_source(item.iter)}"
@@ -190,13 +198,21 @@ def after_the_function(defined):
             *defined]
 
 
+#: what a module whose fused loops' guards read ``SKIP_ELSE`` defines after its imports
+SKIP_ELSE_LINES = [
+    "", "# True in the copy Numba compiles: a fused loop's failed guard raises there and the",
+    "# call runs again (compiled with the numpy statements of the else only then)",
+    f"{SKIP_ELSE} = False"]
+
+
 def module_header(title, about, code, imports, blanks=2):
     """The (line, None) pairs a generated module opens with: ``# s2sgrad: <title>``, the
     comment lines ``about`` (what the code does), the imports (``math`` only where the
-    ``code`` lines read it, numpy, the user's modules' ``imports``, the runtime), then
-    ``blanks`` empty lines."""
+    ``code`` lines read it, numpy, the user's modules' ``imports``, the runtime; then
+    ``SKIP_ELSE = False`` where the code reads it), then ``blanks`` empty lines."""
     lines = [*wrap(f"# s2sgrad: {title}"), *about,
              *(["import math", ""] if reads_name(code, "math") else []),
              "import numpy as np", *imports, "", "from s2sgrad import runtime as rt",
+             *(SKIP_ELSE_LINES if reads_name(code, SKIP_ELSE) else []),
              *[""] * blanks]
     return [(line, None) for line in lines]

@@ -47,7 +47,7 @@ def rows_on_tapes(forward, backward, passes):
         where[at:at + 1] = [_with_elts(statement, statement.targets[0], kept, fused.block),
                             *_unpacked(fused, kept)]
         rows = ", ".join(fused.rows) + ("," if len(fused.rows) == 1 else "")
-        fused.branch.orelse.append(
+        fused.numpy.append(
             gast.parse(f"{fused.block} = rt.stacked_rows(({rows}))").body[0])
 
 

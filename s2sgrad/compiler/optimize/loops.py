@@ -74,6 +74,7 @@ import copy
 
 import gast
 
+from ... import runtime as rt
 from ..syntax.nodes import Comment, name_uses
 from ..syntax.source import to_source
 from .kernels import operation
@@ -159,6 +160,7 @@ class Pass:
         self.least = 0                        # the fewest elements the loop takes
         self.block, self.rows = None, []      # one array holding these outputs as rows
         self.branch = None                    # the ``if`` the call is in
+        self.numpy = None                     # its else's statements as numpy (a list)
         self.tails = []                       # (name, "a[1:]") views of outputs read after
 
 
@@ -361,8 +363,10 @@ class _Run:
         """The statements that replace the run (None where the loop would save no
         array, ``MIN_SAVED``): the moved numbers, a comment naming
         the user's lines, ``if rt.compiled() and rt.one_length((a.shape, ...), least):``
-        the call (and the aliases it keeps) ``else:`` the statements as they were (a
-        run as Python, or arrays numpy broadcasts), then the moved appends."""
+        the call (and the aliases it keeps), ``elif SKIP_ELSE: raise rt.FusedGuardFailed``
+        (Numba's copy of the code: the call runs again, ``rt.SKIP_ELSE``), ``else:`` the
+        statements as they were (a run as Python, or arrays numpy broadcasts), then the
+        moved appends."""
         fused = _Pass(self.context, self.state).finished(self.statements, self.origins)
         made = len(fused.temporaries) - len(fused.rows) + (fused.block is not None)
         if fused.count - made < MIN_SAVED:
@@ -384,9 +388,12 @@ class _Run:
             ("," if len(fused.arrays) == 1 else "")
         test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
                           mode="eval").body
-        branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases,
-                         orelse=list(self.statements))
-        fused.branch = branch
+        skip = gast.parse(f"if {rt.SKIP_ELSE}:\n"
+                          f"    raise rt.FusedGuardFailed(\"s2sgrad: {fused.name}'s arrays "
+                          f"of several lengths\")").body[0]
+        skip.orelse = list(self.statements)     # (Numba's copy prunes them: rt.SKIP_ELSE)
+        branch = gast.If(test=test, body=[gast.parse(text).body[0]] + aliases, orelse=[skip])
+        fused.branch, fused.numpy = branch, skip.orelse
         views = [gast.parse(f"{name} = {source}").body[0] for name, source in
                  self.state.views]
         return self.before + [comment] + views + [branch] + self.after
