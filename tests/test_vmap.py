@@ -86,6 +86,8 @@ CASES = [
      (RNG.standard_normal((3, 2)), RNG.standard_normal((5, 2))), (None, 0), 0, "vectorised"),
     ("indexing: loop form", indexed, (RNG.standard_normal((3, 4)), RNG.standard_normal(3)),
      (1, None), 0, "python"),
+    ("one output moved, loop form", indexed,
+     (RNG.standard_normal((3, 4)), RNG.standard_normal(3)), (1, None), 1, "python"),
     ("loops: prange", sim, (RNG.uniform(0.5, 0.9, 6), RNG.standard_normal(6)), 0, 0, "numba"),
 ]
 
