@@ -236,6 +236,15 @@ def _leaves(value):
     return [value]
 
 
+def test_a_vmap_made_inside_maps_its_own_parameters_only():
+    # its lambda reads w from the function being differentiated: w is lifted to a
+    # parameter after v, and must not be mapped (main indexed it per row: with as many
+    # rows as w has items, a wrong gradient and no error)
+    rows = RNG.standard_normal((3, 3))
+    check_grad(lambda w: np.sum(ms.vmap(lambda v: np.sin(w) * v)(rows) ** 2), (WV,))
+    check_grad(lambda w: np.sum(ms.vmap(lambda v, u: w * v * u, (0, None))(rows, WV)), (WV,))
+
+
 def test_a_derivative_of_a_vmapped_jacobian_is_refused_naming_the_line():
     from s2sgrad.errors import DerivativeCompositionError
     per_example = ms.vmap(ms.jacrev(scalar_loss), (None, 0))

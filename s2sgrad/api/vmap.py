@@ -308,5 +308,32 @@ def _as_written(function):
     return function
 
 
+def _lifted_options(options, keywords, own, defaults, extra):
+    """vmap's options for a function defined inside a differentiated or jitted one and
+    lifted (``front/lifting.py``): its ``own`` parameters keep their in_axes, the
+    ``extra`` values it reads from there, passed after them, are not mapped (None; a
+    single in_axes for every argument mapped them too, indexing a value read from outside
+    per example: main gave a wrong gradient, or an IndexError)."""
+    options, keywords = list(options), dict(keywords)
+    in_axes = options[0] if options else keywords.get("in_axes", 0)
+    if not extra:
+        return options, keywords
+    if isinstance(in_axes, (tuple, list)) and len(in_axes) == own:
+        axes = tuple(in_axes) + (None,) * extra
+    elif not isinstance(in_axes, (tuple, list, dict)) and not defaults:
+        axes = (in_axes,) * own + (None,) * extra
+    else:
+        raise TypeError(f"in_axes {in_axes!r} for a function of {own} parameters "
+                        f"({defaults} with defaults) that reads values of the function "
+                        f"being differentiated or jitted: give one in_axes entry per "
+                        f"parameter")
+    if options:
+        options[0] = axes
+    else:
+        keywords["in_axes"] = axes
+    return options, keywords
+
+
 #: a vmap written inside a function being differentiated or compiled is made while building
 vmap.__s2sgrad_transform__ = "makes"
+vmap.__s2sgrad_lifted_options__ = _lifted_options
