@@ -321,10 +321,16 @@ def test_vmap_of_a_compiled_value_and_grad_picks_the_value_and_each_gradient():
         assert line in " ".join(generated.source.split()), line
 
 
+def first_item_loss(w, x):
+    return np.sum(np.sin(w * x[0])) + np.sum(w ** 3)     # indexing: not vectorised
+
+
 def test_vmap_of_a_derivative_that_does_not_compile_says_why():
-    v = ms.vmap(ms.grad(scalar_loss), in_axes=(None, 0))      # loop-free: runs as numpy
+    v = ms.vmap(ms.grad(first_item_loss), in_axes=(None, 0))   # loop-free: runs as numpy
     v(WV, XS)
     assert v.form == "python" and "not compiled: its code runs as numpy" in v.not_vectorised
+    assert "no batched gradient: first_item_loss is not vectorised: the expression " \
+        "'x[0]'" in v.not_vectorised
     assert "not compiled: its code runs as numpy" in " ".join(v.source.split())
 
 
