@@ -68,3 +68,14 @@ def test_out_axes_and_transforms_of_it():
     twice = ms.vmap(lambda xs, ys: batched(W, xs, ys))(X.reshape(2, 2, 3), Y.reshape(2, 2, 2))
     np.testing.assert_allclose(twice.reshape(4, 3, 2), batched(W, X, Y), rtol=1e-12,
                                atol=1e-12)
+
+
+def two_sums(w, x):
+    return np.sum(np.sin(w * x)), np.sum(x * w, axis=0) * 2.0
+
+
+def test_a_function_of_several_outputs_keeps_the_loop():
+    v = ms.vmap(ms.grad(two_sums, 1), in_axes=(None, 0))
+    want = np.stack([ms.grad(two_sums, 1)(W[:, 0], x) for x in X])
+    np.testing.assert_allclose(v(W[:, 0], X), want, rtol=1e-12, atol=1e-12)
+    assert v.form == "python" and "returns a tuple" in v.not_vectorised

@@ -225,6 +225,10 @@ class Vmap:
         """The loaded batched function of the last call (``vmap_grad``)."""
         return self._variants[self._last][1]
 
+    def output_structure(self):
+        """The structure of the last call's result (None: one array; ``vmap_grad``)."""
+        return self._variants[self._last][2]
+
     def _compiled_body(self, example, plain, batching):
         """(what the prange loop calls, a check that it is still current or None, None),
         or (None, None, why there is no compiled loop): the rule of the README's "vmap".

@@ -60,6 +60,8 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     generated = inner.show_for(args, {})
     if generated.form != "vectorised":
         return None, f"{inner.name} is not vectorised: {generated.not_vectorised}"
+    if inner.output_structure() is not None:
+        return None, f"{inner.name} returns a tuple"
     batched = inner.batched_function()
     params = ", ".join(f"a{i}" for i in range(len(args)))
     source = _SUM_SOURCE.format(name=inner.name, params=params)
