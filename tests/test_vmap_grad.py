@@ -79,3 +79,26 @@ def test_a_function_of_several_outputs_keeps_the_loop():
     want = np.stack([ms.grad(two_sums, 1)(W[:, 0], x) for x in X])
     np.testing.assert_allclose(v(W[:, 0], X), want, rtol=1e-12, atol=1e-12)
     assert v.form == "python" and "returns a tuple" in v.not_vectorised
+
+
+GRADIENT = ms.grad(loss)
+
+
+def per_example_by_closure(w, xs, ys):
+    """JAX's spelling: the gradient called in a lambda, the weights read from here."""
+    return ms.vmap(lambda x, y: ms.grad(loss, 0)(w, x, y))(xs, ys)
+
+
+def test_a_gradient_called_in_the_mapped_function_is_batched():
+    for w in (W, 2.0 * W):          # a new lambda per call, reading this call's w
+        want = np.stack([GRADIENT(w, X[b], Y[b]) for b in range(4)])
+        np.testing.assert_allclose(per_example_by_closure(w, X, Y), want, rtol=1e-12,
+                                   atol=1e-12)
+    v = ms.vmap(lambda x, y: GRADIENT(W, x, y))
+    np.testing.assert_allclose(v(X, Y), np.stack([GRADIENT(W, X[b], Y[b]) for b in range(4)]),
+                               rtol=1e-12, atol=1e-12)
+    assert v.form == "vectorised" and "Batched gradient form" in v.source
+    jac = ms.vmap(lambda x, y: ms.jacfwd(loss, 1)(W, x, y))     # not a gradient: the loop
+    np.testing.assert_allclose(jac(X, Y), np.stack([ms.jacfwd(loss, 1)(W, X[b], Y[b])
+                                                    for b in range(4)]), rtol=1e-12)
+    assert jac.form == "python"

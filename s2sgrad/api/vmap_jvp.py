@@ -18,7 +18,6 @@ in blocks of ``rt.sweep_width`` rows: ``jvp.__s2sgrad_vmap_tangents__``, which i
 cannot run the call (an operation without a batched rule, a tuple output, a tuple or
 Tensor argument, ``S2SGRAD_BACKEND=numba``): the loop runs it.
 """
-import builtins
 import types
 
 import numpy as np
@@ -27,6 +26,7 @@ import gast
 
 from ..backend.numba_backend import backend_mode
 from ..runtime.batched import sweep_width
+from .vmap_body import UNKNOWN, dotted_name, returned_expression, value_of
 
 #: per code object, its JvpOfTangents or None
 _RECOGNISED = {}
@@ -45,7 +45,8 @@ class JvpOfTangents:
     def run(self, fn, args, axes, out_axis):
         """The batched result, or None (module doc).  ``axes``: per argument its mapped axis
         or None; ``out_axis``: where the batch goes in the result."""
-        batched_jvp = getattr(_resolve(fn, self.jvp_names), "__s2sgrad_vmap_tangents__", None)
+        batched_jvp = getattr(value_of(fn, self.jvp_names), "__s2sgrad_vmap_tangents__",
+                              None)
         if backend_mode() == "numba" or any(not _plain(a) for a in args) or \
                 batched_jvp is None:
             return None
@@ -53,8 +54,8 @@ class JvpOfTangents:
         if any(i is not None and axes[i] is not None for i in own):
             return None              # a mapped primal: not a batch of tangents
         g = self._function(fn)
-        primals = [self._value(fn, names, args) for names in self.primals]
-        if g is None or any(p is _UNKNOWN or not _plain(p) for p in primals):
+        primals = [value_of(fn, names, self.params, args) for names in self.primals]
+        if g is None or any(p is UNKNOWN or not _plain(p) for p in primals):
             return None
         mapped = [i for i, a in enumerate(axes) if a is not None]
         n = np.shape(args[mapped[0]])[axes[mapped[0]]]
@@ -90,36 +91,13 @@ class JvpOfTangents:
     def _function(self, fn):
         kind, what = self.g
         if kind == "name":
-            g = self._value(fn, what, ())
-            return g if callable(g) and g is not _UNKNOWN else None
+            g = value_of(fn, what)
+            return g if callable(g) and g is not UNKNOWN else None
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         if any(name not in cells for name in what.co_freevars):
             return None
         return types.FunctionType(what, fn.__globals__, "<lambda>", None,
                                   tuple(cells[name] for name in what.co_freevars))
-
-    def _value(self, fn, names, args):
-        """The value of a dotted name, read now: a parameter (its argument), a closure
-        cell, a global or a builtin."""
-        first = names[0]
-        if first in self.params:
-            value = args[self.params.index(first)]
-        else:
-            cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-            try:
-                value = cells[first].cell_contents if first in cells else \
-                    fn.__globals__[first] if first in fn.__globals__ else \
-                    getattr(builtins, first)
-            except (ValueError, AttributeError):
-                return _UNKNOWN
-        for name in names[1:]:
-            value = getattr(value, name, _UNKNOWN)
-            if value is _UNKNOWN:
-                return _UNKNOWN
-        return value
-
-
-_UNKNOWN = object()
 
 
 def _plain(value):
@@ -143,27 +121,18 @@ def recognised(fn):
 
 
 def _read(fn):
-    from ..compiler.front.frontend import parse_function
     from ..compiler.syntax.source import to_source
-    fdef = parse_function(fn).node
-    args = fdef.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or \
-            getattr(args, "posonlyargs", None):
+    found = returned_expression(fn)
+    if found is None:
         return None
-    params = [a.id for a in args.args]
-    body = fdef.body
-    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
-        body = body[1:]
-    if len(body) != 1 or not isinstance(body[0], gast.Return):
-        return None
-    node = body[0].value
+    params, node = found
     if not (isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant) and
             node.slice.value == 1 and isinstance(node.value, gast.Call)):
         return None
     call = node.value
-    names = _dotted(call.func)
+    names = dotted_name(call.func)
     if names is None or names[0] in params or call.keywords or len(call.args) != 3 or \
-            getattr(_resolve(fn, names), "__s2sgrad_vmap_tangents__", None) is None:
+            getattr(value_of(fn, names), "__s2sgrad_vmap_tangents__", None) is None:
         return None
     g_node, primal_node, tangent_node = call.args
     primal_nodes = _items(primal_node)
@@ -171,7 +140,7 @@ def _read(fn):
     if primal_nodes is None or tangent_nodes is None or \
             len(primal_nodes) != len(tangent_nodes) or not primal_nodes:
         return None
-    primals = [_dotted(p) for p in primal_nodes]
+    primals = [dotted_name(p) for p in primal_nodes]
     tangents = [t.id if isinstance(t, gast.Name) else None for t in tangent_nodes]
     if any(p is None for p in primals) or any(t not in params for t in tangents):
         return None
@@ -183,7 +152,7 @@ def _read(fn):
             return None
         g = ("lambda", lambdas[0])
     else:
-        dotted = _dotted(g_node)
+        dotted = dotted_name(g_node)
         if dotted is None or dotted[0] in params or lambdas:
             return None
         g = ("name", dotted)
@@ -198,26 +167,3 @@ def _items(node):
     if isinstance(node, (gast.Name, gast.Attribute)):
         return [node]
     return None
-
-
-def _dotted(node):
-    """``['np', 'linalg']`` of a name or dotted name, or None."""
-    if isinstance(node, gast.Name):
-        return [node.id]
-    if isinstance(node, gast.Attribute):
-        owner = _dotted(node.value)
-        return None if owner is None else owner + [node.attr]
-    return None
-
-
-def _resolve(fn, names):
-    """What a dotted name of ``fn``'s source refers to now (closure, globals, builtins)."""
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    try:
-        value = cells[names[0]].cell_contents if names[0] in cells else \
-            fn.__globals__.get(names[0], getattr(builtins, names[0], None))
-    except ValueError:
-        return None
-    for name in names[1:]:
-        value = getattr(value, name, None)
-    return value
