@@ -102,3 +102,26 @@ def test_a_gradient_called_in_the_mapped_function_is_batched():
     np.testing.assert_allclose(jac(X, Y), np.stack([ms.jacfwd(loss, 1)(W, X[b], Y[b])
                                                     for b in range(4)]), rtol=1e-12)
     assert jac.form == "python"
+
+
+# ---------------------------------------------------------------- vmap of jacfwd
+
+def features(w, x):
+    return np.tanh(x @ w) * np.sum(x ** 2)
+
+
+# w copied per example: a batched matrix times a batched vector (np.einsum in the
+# vectorised form); x along axis 1: np.moveaxis there
+@pytest.mark.parametrize("position, in_axes", [(1, (None, 0)), (0, (None, 1))])
+def test_per_example_jacobians_are_one_batched_sweep(position, in_axes):
+    from s2sgrad.testing import numerical_jacobian
+    jac = ms.jacfwd(features, position)
+    v = ms.vmap(jac, in_axes=in_axes)
+    for xs in (X, X[:2]):                      # another batch size: the same code
+        args = (W, xs if in_axes[1] == 0 else xs.T.copy())
+        got = v(*args)
+        assert v.form == "vectorised" and "Batched Jacobian form" in v.source
+        want = np.stack([jac(W, x) for x in xs])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        fd = np.stack([numerical_jacobian(features, (W, x), position) for x in xs])
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)

@@ -360,14 +360,15 @@ def jvp(fn, inputs, v, has_aux=False):
     return result
 
 
-def jvp_of_tangents(fn, primals, tangents):
+def jvp_of_tangents(fn, primals, tangents, positions=None):
     """The tangents of ``fn``'s output at ``primals`` (a tuple of arrays and numbers)
     along a batch of tangents (per primal an array ``(n,) + its shape``), batch first,
     by one batched sweep (``ForwardFunction.jvps_call``): what ``vmap`` of a function
     calling ``jvp`` with only its tangents mapped runs (``api/vmap_jvp.py``).  None where
     the code has an operation without a batched rule (kept per argument signature, so it
-    is not built again)."""
-    forward = forward_function(fn, tuple(range(len(primals))), False, False, True)
+    is not built again).  ``positions``: the primals ``tangents`` are for (default: all)."""
+    positions = tuple(range(len(primals))) if positions is None else tuple(positions)
+    forward = forward_function(fn, positions, False, False, True)
     refused = forward.__dict__.setdefault("_refused_signatures", set())
     key = plan_key(primals)
     if key in refused:
@@ -442,6 +443,8 @@ class JacfwdFunction:
 
     #: a derivative object: the front end never reads the function it wraps
     derivative_mode = "jacfwd"
+    #: JVPs along a batch of tangents (``api/vmap_jacobian.py``: vmap of a Jacobian)
+    jvp_of_tangents = staticmethod(jvp_of_tangents)
 
     def __init__(self, forward, batched=None):
         self.forward, self.batched = forward, batched

@@ -37,6 +37,7 @@ from ..trees import flatten, is_tree, leaf_paths, unflatten
 from .arguments import argument_signature, check_function, to_array
 from .compiled_call import compiled_call
 from .vmap_grad import batched_gradient, recognised_call
+from .vmap_jacobian import batched_jacobian
 from .vmap_jvp import recognised
 from .vmap_axes import argument_axes, check_axes_option, output_axes, same_rows, user_line
 
@@ -134,15 +135,19 @@ class Vmap:
         self._where = f"vmap({self.name}) made at {self.made_at}, shown at {user_line()}"
         return self._prepare(args, kwargs)[1][0]
 
-    def _build(self, args, trees, axes, jvps=True):
+    def _build(self, args, trees, axes, batched=True):
         """(GeneratedVmap, the loaded batched function, the results' structure, path, the
         check that a compiled loop's derivative code is still current or None) for
-        arguments like ``args``: a function calling ``jvp`` with only its tangents mapped
-        (``jvps``: looked for) gets one batched sweep (``_jvp_of_tangents``); otherwise
-        one example is run first to learn the outputs."""
-        found = self._jvp_of_tangents(trees, axes) if jvps else None
-        found = found or (self._gradient_call(trees, axes) if jvps else None)
-        found = found or self._gradient_of_examples(args, trees, axes)
+        arguments like ``args``: where ``batched``, the batched forms are looked for first
+        (a function calling ``jvp`` with only its tangents mapped, ``_jvp_of_tangents``; a
+        function calling a gradient, ``_gradient_call``; a grad or jacfwd object,
+        ``_derivative_of_examples``); otherwise one example is run first to learn the
+        outputs, for the vectorised or the loop form."""
+        found = None
+        if batched:
+            found = self._jvp_of_tangents(trees, axes) or \
+                self._gradient_call(trees, axes) or \
+                self._derivative_of_examples(args, trees, axes)
         if found is not None:
             return found
         params = self._params(len(args))
@@ -162,7 +167,8 @@ class Vmap:
         body, holds, why_not = self._compiled_body(example, plain, batching)
         generated = build_vmap(self.fn, batching, ranks_in, body is not None, why_not)
         if getattr(self, "_why_not_batched", None) and generated.not_vectorised:
-            generated.not_vectorised += f"; no batched gradient: {self._why_not_batched}"
+            word = "gradient" if self._why_not_batched[0] == "grad" else "Jacobian"
+            generated.not_vectorised += f"; no batched {word}: {self._why_not_batched[1]}"
         make, path, _ = cache.materialise(f"{self.name}_vmap", generated.source, "make")
         numba = generated.form == "numba"
         function = make(body if numba else self.fn, _parallel_jit if numba else _as_written,
@@ -217,7 +223,7 @@ class Vmap:
             result = run(args)
             if result is not None:
                 return result
-            self._variants[key] = variant = self._build(args, trees, axes, jvps=False)
+            self._variants[key] = variant = self._build(args, trees, axes, batched=False)
             self._last = key
             out = variant[1](*args)
             return out if variant[2] is None else unflatten(
@@ -225,28 +231,30 @@ class Vmap:
         self.path = None
         return generated, batched, None, None, None
 
-    def _gradient_of_examples(self, args, trees, axes):
-        """The variant of a plain ``grad`` object of a loop-free function w.r.t. mapped
-        arguments (``vmap_grad``): the gradient of the sum of its vectorised form, one
-        call; None where it is not such an object (the loop form, ``not_vectorised``
-        saying why, when it is a gradient)."""
-        if getattr(self.fn, "derivative_mode", None) != "grad" or \
-                any(t is not None for t in trees):
+    def _derivative_of_examples(self, args, trees, axes):
+        """The variant of a plain ``grad`` object (``vmap_grad``) or a ``jacfwd`` object
+        (``vmap_jacobian``) of a loop-free function with a vectorised form: one gradient
+        call of the sum of the examples, or one batched sweep of Jacobian columns; None
+        where it is not such an object (the loop form, ``not_vectorised`` saying why)."""
+        mode = getattr(self.fn, "derivative_mode", None)
+        if mode not in ("grad", "jacfwd") or any(t is not None for t in trees):
             return None
-        function, why = batched_gradient(Vmap, self.fn, args, [a[0] for a in axes],
-                                         self.out_axes)
-        self._why_not_batched = why     # (said in the loop form's not_vectorised)
+        build = batched_gradient if mode == "grad" else batched_jacobian
+        function, why = build(Vmap, self.fn, args, [a[0] for a in axes], self.out_axes)
+        self._why_not_batched = (mode, why)    # (said in the loop form's not_vectorised)
         if function is None:
             return None
-        inner = getattr(self.fn.fn, "__name__", "fn")
+        inner = getattr(getattr(self.fn, "forward", self.fn).fn, "__name__", "fn")
+        word = "gradient" if mode == "grad" else "Jacobian"
+        what = "gradient of the sum over the examples of" if mode == "grad" else \
+            "Jacobian columns of all examples, one batched forward sweep of"
         generated = GeneratedVmap(
-            f'"""{self._header()}, generated by s2sgrad.\n\nBatched gradient form: the '
-            f'gradient of the sum over the examples of\n{inner}\'s vectorised form, each '
-            f'example\'s gradient in its row (api/vmap_grad.py):\none gradient call of '
-            f'the second module below, which calls the first.\n"""\n\n' + function.source,
-            f"{self.name}_vmap", "vectorised", None)
-        self.path = None
-        return generated, function, None, None, None
+            f'"""{self._header()}, generated by s2sgrad.\n\nBatched {word} form: the '
+            f'{what}\n{inner}\'s vectorised form, each example\'s in its row '
+            f'(api/vmap_{"grad" if mode == "grad" else "jacobian"}.py).\n"""\n\n'
+            + function.source, f"{self.name}_vmap", "vectorised", None)
+        return self._or_the_loop(generated, lambda call_args: function(*call_args), trees,
+                                 axes)
 
     def batched_function(self):
         """The loaded batched function of the last call (``vmap_grad``)."""

@@ -49,10 +49,10 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     if any(type(a) is not np.ndarray or a.dtype.kind != "f" for a in args):
         return None, "its arguments are not all float arrays"
     # a differentiated argument that is not mapped: each example gets its own copy
-    tiled = [p for p in positions if axes[p] is None]
-    axes = [0 if i in tiled else a for i, a in enumerate(axes)]
-    mapped = next(i for i, a in enumerate(axes) if a is not None and i not in tiled)
-    args = _tiled(args, tiled, args[mapped].shape[axes[mapped]])
+    copied = [p for p in positions if axes[p] is None]
+    axes = [0 if i in copied else a for i, a in enumerate(axes)]
+    mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
+    args = tiled(args, copied, args[mapped].shape[axes[mapped]])
     single = isinstance(derivative.grad_position, int)
     outs = out_axes if isinstance(out_axes, (tuple, list)) and not single else \
         (out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1
@@ -74,7 +74,7 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     moves = [(axes[p], o) for p, o in zip(positions, outs)]
 
     def per_example(*call_args):
-        call_args = _tiled(call_args, tiled, call_args[mapped].shape[axes[mapped]])
+        call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
         grads = gradient(*call_args)       # one array, or a tuple: as the grad object's
         several = isinstance(grads, tuple)
         moved = tuple(g if a == o else np.moveaxis(g, a, o)
@@ -84,7 +84,7 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     return per_example, None
 
 
-def _tiled(args, positions, n):
+def tiled(args, positions, n):
     """``args`` with those at ``positions`` repeated ``n`` times along a new first axis."""
     if not positions:
         return args
