@@ -100,11 +100,18 @@ def test_what_the_sweep_does_not_run_is_the_loop(case):
     assert fn.form == "python"
 
 
-def test_vmap_of_an_hvp_spelled_jvp_of_grad():
-    hv = ms.vmap(lambda v: ms.jvp(ms.grad(lambda t: np.sum(f(t, A))), (X,), (v,))[1])
-    got = hv(V)
-    np.testing.assert_allclose(got, V @ ms.hessian(lambda t: np.sum(f(t, A)))(X),
-                               rtol=1e-10, atol=1e-12)
+def total(t):
+    return np.sum(f(t, A))
+
+
+def test_vmap_of_an_hvp_and_of_jvp_of_grad():
+    want = V @ ms.hessian(total)(X)
+    for hv in (ms.vmap(lambda v: ms.jvp(ms.grad(total), (X,), (v,))[1]),
+               ms.vmap(lambda v: ms.hvp(total, X, v))):
+        np.testing.assert_allclose(hv(V), want, rtol=1e-10, atol=1e-12)
+        assert hv.form == "vectorised"
+    np.testing.assert_allclose(hv(V), loop(lambda v: ms.hvp(total, X, v), V), rtol=1e-12,
+                               atol=1e-12)
 
 
 def smooth(x):

@@ -62,3 +62,45 @@ def value_of(fn, names, params=(), args=()):
         if value is UNKNOWN:
             return UNKNOWN
     return value
+
+
+def callable_spec(node, params):
+    """How to read the function or derivative object ``node`` names at each call: its
+    dotted name (a list), or ``(transform's dotted name, options)`` for a transform
+    called with dotted names and constants (``grad(f, 1)``; a constant as ("const",
+    value)); None for anything else or where it reads a parameter of the function."""
+    names = dotted_name(node)
+    if names is not None:
+        return None if names[0] in params else names
+    if not isinstance(node, gast.Call) or node.keywords or dotted_name(node.func) is None:
+        return None
+    options = []
+    for item in node.args:
+        names = dotted_name(item)
+        if names is not None:
+            options.append(names)
+            continue
+        try:
+            options.append(("const", gast.literal_eval(item)))
+        except ValueError:
+            return None
+    transform = dotted_name(node.func)
+    if any(names[0] in params for names in [transform] + [o for o in options
+                                                          if isinstance(o, list)]):
+        return None
+    return transform, options
+
+
+def callable_of(fn, spec):
+    """What ``spec`` (``callable_spec``) reads now: the object, or the transform (one
+    that makes derivative objects: ``__s2sgrad_transform__ == "makes"``) called with its
+    options; UNKNOWN where a name cannot be read or the transform is another thing."""
+    if isinstance(spec, list):
+        return value_of(fn, spec)
+    transform, options = spec
+    make = value_of(fn, transform)
+    items = [value_of(fn, o) if isinstance(o, list) else o[1] for o in options]
+    if getattr(make, "__s2sgrad_transform__", None) != "makes" or \
+            any(i is UNKNOWN for i in items):
+        return UNKNOWN
+    return make(*items)

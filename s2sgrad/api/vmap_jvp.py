@@ -7,7 +7,9 @@ batched ``jacfwd`` sweep), instead of one ``jvp`` call per row of ``V``.
 
 ``recognised(fn)`` reads ``fn``'s source (a def or a lambda) once per code object and
 gives a ``JvpOfTangents`` when its whole body is ``return jvp(g, primals, tangents)[1]``
-with ``g`` a name, a dotted name or a lambda reading only values from outside ``fn``
+(or ``return hvp(g, primals, tangents)``: forward mode over ``g``'s gradient code; a
+transform says it batches so by ``__s2sgrad_vmap_tangents__``) with ``g`` a name, a dotted name, a transform of one (``grad(f)``) or a lambda reading
+only values from outside ``fn``
 (not ``fn``'s parameters), each primal a name or dotted name that is not a mapped
 parameter, and each tangent a parameter; None otherwise (the caller keeps its loop).
 ``JvpOfTangents.run(fn, args, axes, out_axis)`` reads ``g`` and the primals at each call
@@ -26,7 +28,8 @@ import gast
 
 from ..backend.numba_backend import backend_mode
 from ..runtime.batched import sweep_width
-from .vmap_body import UNKNOWN, dotted_name, returned_expression, value_of
+from .vmap_body import (UNKNOWN, callable_of, callable_spec, dotted_name,
+                        returned_expression, value_of)
 
 #: per code object, its JvpOfTangents or None
 _RECOGNISED = {}
@@ -37,18 +40,20 @@ class JvpOfTangents:
     ``g`` (("name", dotted names) or ("lambda", its code object)), per primal its dotted
     names, per tangent the index of the parameter it is, and the parameters' names."""
 
-    def __init__(self, jvp_names, g, primals, tangents, params, text):
+    def __init__(self, jvp_names, g, primals, tangents, params, text, whole=False):
         self.jvp_names = jvp_names      # how the source names ``jvp`` (checked per call)
+        self.whole = whole              # hvp: the call gives the tangent itself
         self.g, self.primals, self.tangents, self.params = g, primals, tangents, params
         self.text = text            # the source of the call, for the generated module's text
 
     def run(self, fn, args, axes, out_axis):
         """The batched result, or None (module doc).  ``axes``: per argument its mapped axis
         or None; ``out_axis``: where the batch goes in the result."""
-        batched_jvp = getattr(value_of(fn, self.jvp_names), "__s2sgrad_vmap_tangents__",
-                              None)
+        transform = value_of(fn, self.jvp_names)
+        batched_jvp = getattr(transform, "__s2sgrad_vmap_tangents__", None)
         if backend_mode() == "numba" or any(not _plain(a) for a in args) or \
-                batched_jvp is None:
+                batched_jvp is None or \
+                getattr(transform, "__s2sgrad_returns_tangent__", False) is not self.whole:
             return None
         own = [self._param(names) for names in self.primals]
         if any(i is not None and axes[i] is not None for i in own):
@@ -90,8 +95,8 @@ class JvpOfTangents:
 
     def _function(self, fn):
         kind, what = self.g
-        if kind == "name":
-            g = value_of(fn, what)
+        if kind == "name":       # a function or an object, or one made at each call
+            g = callable_of(fn, what)
             return g if callable(g) and g is not UNKNOWN else None
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         if any(name not in cells for name in what.co_freevars):
@@ -126,13 +131,17 @@ def _read(fn):
     if found is None:
         return None
     params, node = found
-    if not (isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant) and
-            node.slice.value == 1 and isinstance(node.value, gast.Call)):
+    whole = isinstance(node, gast.Call)          # hvp(f, x, v): the tangent itself
+    if not whole and not (isinstance(node, gast.Subscript) and
+                          isinstance(node.slice, gast.Constant) and node.slice.value == 1
+                          and isinstance(node.value, gast.Call)):
         return None
-    call = node.value
+    call = node if whole else node.value
     names = dotted_name(call.func)
+    transform = value_of(fn, names) if names is not None else None
     if names is None or names[0] in params or call.keywords or len(call.args) != 3 or \
-            getattr(value_of(fn, names), "__s2sgrad_vmap_tangents__", None) is None:
+            getattr(transform, "__s2sgrad_vmap_tangents__", None) is None or \
+            getattr(transform, "__s2sgrad_returns_tangent__", False) is not whole:
         return None
     g_node, primal_node, tangent_node = call.args
     primal_nodes = _items(primal_node)
@@ -152,12 +161,12 @@ def _read(fn):
             return None
         g = ("lambda", lambdas[0])
     else:
-        dotted = dotted_name(g_node)
-        if dotted is None or dotted[0] in params or lambdas:
+        spec = callable_spec(g_node, params)
+        if spec is None or lambdas:
             return None
-        g = ("name", dotted)
+        g = ("name", spec)
     return JvpOfTangents(names, g, primals, [params.index(t) for t in tangents], params,
-                         to_source(node).strip())
+                         to_source(node).strip(), whole)
 
 
 def _items(node):
