@@ -5,20 +5,20 @@ Jacobian-vector products along many directions) is ``f``'s forward-mode code run
 with every tangent carrying the batch first (``compiler/forward/batched.py``, as a
 batched ``jacfwd`` sweep), instead of one ``jvp`` call per row of ``V``.
 
-``recognised(fn)`` reads ``fn``'s source (a def or a lambda) once per code object and
-gives a ``JvpOfTangents`` when its whole body is ``return jvp(g, primals, tangents)[1]``
-(or ``return hvp(g, primals, tangents)``: forward mode over ``g``'s gradient code; a
-transform says it batches so by ``__s2sgrad_vmap_tangents__``) with ``g`` a name, a dotted name, a transform of one (``grad(f)``) or a lambda reading
-only values from outside ``fn``
-(not ``fn``'s parameters), each primal a name or dotted name that is not a mapped
-parameter, and each tangent a parameter; None otherwise (the caller keeps its loop).
+``recognised(fn)`` reads ``fn``'s source (a def or a lambda) once per code object and gives
+a ``JvpOfTangents`` when its whole body is ``return jvp(g, primals, tangents)[1]`` (or
+``return hvp(g, primals, tangents)``: forward mode over ``g``'s gradient code; a transform
+says it batches so by ``__s2sgrad_vmap_tangents__``) with ``g`` a name, a dotted name, a
+transform of one (``grad(f)``) or a lambda reading only values from outside ``fn`` (not
+``fn``'s parameters), each primal a name or dotted name that is not a mapped parameter, and
+each tangent a parameter; None otherwise (the caller keeps its loop).
 ``JvpOfTangents.run(fn, args, axes, out_axis)`` reads ``g`` and the primals at each call
 (from ``fn``'s closure, globals or unmapped arguments, so nothing is kept from an earlier
-call), moves each mapped axis first, runs the batched JVP (``ForwardFunction.jvps_call``,
-in blocks of ``rt.sweep_width`` rows: ``jvp.__s2sgrad_vmap_tangents__``, which is how
-``jvp`` is known here) and moves the batch to ``out_axis``.  It gives None where that code
-cannot run the call (an operation without a batched rule, a tuple output, a tuple or
-Tensor argument, ``S2SGRAD_BACKEND=numba``): the loop runs it.
+call), moves each mapped axis first, runs the batched JVP (``ForwardFunction.jvps_call``, in
+blocks of ``rt.sweep_width`` rows: ``jvp.__s2sgrad_vmap_tangents__``, which is how ``jvp``
+is known here) and moves the batch to ``out_axis``. It gives None where that code cannot run
+the call (an operation without a batched rule, a tuple output, a tuple or Tensor argument,
+``S2SGRAD_BACKEND=numba``): the loop runs it.
 """
 import types
 
