@@ -8,6 +8,7 @@ imported name is one (``from . import literals``); a package's ``__init__`` coun
 the package's module.
 """
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -44,8 +45,10 @@ def _targets(module, package, node, modules):
     return out
 
 
+@functools.cache
 def import_graph():
-    """{module: {module it imports: [(line, names imported)]}} over s2sgrad."""
+    """{module: {module it imports: [(line, names imported)]}} over s2sgrad (read once
+    per process: the tests only read it)."""
     modules = _modules()
     graph = {}
     for module, (path, package) in modules.items():

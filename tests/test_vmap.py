@@ -321,6 +321,32 @@ def test_vmap_of_a_compiled_value_and_grad_picks_the_value_and_each_gradient():
         assert line in " ".join(generated.source.split()), line
 
 
+def shadowing_loss(k, n, b, first, result, out_0):
+    s = k
+    for i in range(3):
+        s = s * n - b * np.sin(s) + first * result * out_0
+    return np.sum(s ** 2)
+
+
+def test_the_drivers_own_names_never_shadow_the_users_parameters():
+    # a parameter named k was rebound by the driver's item loop (`for k in range(...)`):
+    # Numba refused the prange ("reduction variable 'k'"); its Python loop would have
+    # passed the loop's k instead of the user's
+    import ast
+    v = ms.vmap(ms.grad(shadowing_loss), in_axes=(0, None, None, None, None, None))
+    args = (XM, 0.9, 0.1, 0.2, 0.3, 0.4)
+    rows = ast.parse(v.show_for(args, {}).source).body[-1].body[0]
+    params = {a.arg for a in rows.args.args}
+    assert params == {"k_arg", "n_arg", "b_arg", "first_arg", "result_arg", "out_0_arg"}
+    bound = {t.id for node in ast.walk(rows) if isinstance(node, (ast.Assign, ast.For))
+             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             for t in ast.walk(target) if isinstance(t, ast.Name)}
+    assert not params & bound
+    want = np.stack([ms.grad(shadowing_loss)(x, *args[1:]) for x in XM])
+    np.testing.assert_allclose(v(*args), want, rtol=1e-12)
+    assert v.form == "numba", v.not_vectorised
+
+
 def first_item_loss(w, x):
     return np.sum(np.sin(w * x[0])) + np.sum(w ** 3)     # indexing: not vectorised
 

@@ -45,7 +45,10 @@ from .vmap_axes import argument_axes, check_axes_option, output_axes, same_rows,
 #: outside that changes back finds its loop again)
 KEPT_LOOPS = 4
 
-_RESERVED = {"n", "b", "first", "result", "out", "np", "prange", "jit", "unmapped"}
+#: the rows function's own names (compiler/batch/loops.py: ``n``, ``b``, ``k``, ``first``,
+#: ``result``, ``out``, ``out_<i>``, ``out_items``, ``out_row``...), and the module's
+_RESERVED = {"n", "b", "k", "first", "result", "out", "np", "prange", "jit", "unmapped",
+             "make"}
 
 
 def vmap(fn, in_axes=0, out_axes=0):
@@ -312,8 +315,8 @@ class Vmap:
         if len(names) < count:
             return [f"arg{i}" for i in range(count)]
         taken = _RESERVED | {self.name, self.name + "_rows", self.name + "_vmap"}
-        return [f"{n}_arg" if n in taken or n.endswith("_rows") else n
-                for n in names[:count]]
+        return [f"{n}_arg" if n in taken or n.endswith("_rows") or n.startswith("out_")
+                else n for n in names[:count]]
 
     def _origin(self):
         code = getattr(inspect.unwrap(self.fn) if inspect.isfunction(self.fn) else
