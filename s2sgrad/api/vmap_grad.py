@@ -22,6 +22,7 @@ import numpy as np
 
 from ..backend import cache
 from ..backend.numba_backend import backend_mode
+from ..compiler.pipeline_vmap import has_loops, parsed_function
 from .vmap_body import (UNKNOWN, callable_of, callable_spec, dotted_name,
                         returned_expression, value_of)
 
@@ -62,6 +63,9 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     if len(outs) != len(positions) or \
             any(not isinstance(o, int) or isinstance(o, bool) for o in outs):
         return None, "its out_axes are not one int per gradient"
+    parsed = parsed_function(derivative.fn)
+    if parsed is None or has_loops(parsed[0]):     # (no vectorised form: not built)
+        return None, "its function has loops, or no source of its own"
     inner = make_vmap(derivative.fn, tuple(axes), 0)
     generated = inner.show_for(args, {})
     if generated.form != "vectorised":

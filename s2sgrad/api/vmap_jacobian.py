@@ -19,6 +19,7 @@ import inspect
 import numpy as np
 
 from ..backend.numba_backend import backend_mode
+from ..compiler.pipeline_vmap import has_loops, parsed_function
 from ..runtime.batched import sweep_width
 from .vmap_grad import tiled
 
@@ -45,6 +46,9 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     axes = [0 if i in copied else a for i, a in enumerate(axes)]
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
     args = tiled(args, copied, args[mapped].shape[axes[mapped]])
+    parsed = parsed_function(forward.fn)
+    if parsed is None or has_loops(parsed[0]):     # (no vectorised form: not built)
+        return None, "its function has loops, or no source of its own"
     inner = make_vmap(forward.fn, tuple(axes), 0)
     generated = inner.show_for(args, {})
     if generated.form != "vectorised":
