@@ -45,6 +45,7 @@ class JvpOfTangents:
         self.whole = whole              # hvp: the call gives the tangent itself
         self.g, self.primals, self.tangents, self.params = g, primals, tangents, params
         self.text = text            # the source of the call, for the generated module's text
+        self._last_lambda = None    # the lambda ``g`` last made (``_function``)
 
     def run(self, fn, args, axes, out_axis):
         """The batched result, or None (module doc).  ``axes``: per argument its mapped axis
@@ -101,8 +102,25 @@ class JvpOfTangents:
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         if any(name not in cells for name in what.co_freevars):
             return None
-        return types.FunctionType(what, fn.__globals__, "<lambda>", None,
-                                  tuple(cells[name] for name in what.co_freevars))
+        closure = tuple(cells[name] for name in what.co_freevars)
+        last = self._last_lambda
+        if last is not None and last.__globals__ is fn.__globals__ and all(
+                _same_contents(a, b) for a, b in zip(last.__closure__ or (), closure)):
+            return last     # (its derivatives' builds and call plans found at once)
+        self._last_lambda = types.FunctionType(what, fn.__globals__, "<lambda>", None,
+                                               closure)
+        return self._last_lambda
+
+
+def _same_contents(a, b):
+    """Whether two closure cells hold the same object, or tuples of the same objects (a
+    lambda made anew per call reading ``*rest``: the same function then)."""
+    try:
+        x, y = a.cell_contents, b.cell_contents
+    except ValueError:
+        return False
+    return x is y or (type(x) is tuple and type(y) is tuple and len(x) == len(y) and
+                      all(i is j for i, j in zip(x, y)))
 
 
 def _plain(value):
