@@ -64,6 +64,11 @@ def test_every_call_reads_its_own_values_batch_and_shape():
     for x, a in [(X, A), (X[:3], A[:3]), (RNG.standard_normal(6), RNG.standard_normal(6))]:
         np.testing.assert_allclose(jacobian_by_vmap(x, a), ms.jacfwd(f)(x, a),
                                    rtol=1e-12, atol=1e-12)
+    a = A.copy()
+    jacobian_by_vmap(X, a)
+    a *= 3.0                    # the same array changed in place: read at the call
+    np.testing.assert_allclose(jacobian_by_vmap(X, a), ms.jacfwd(f)(X, a), rtol=1e-12,
+                               atol=1e-12)
     for n in (1, 3, 7):         # another batch size, the same vmap object
         rows = RNG.standard_normal((n, 4))
         np.testing.assert_allclose(
