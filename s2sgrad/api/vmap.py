@@ -36,10 +36,10 @@ from ..errors import DerivativeCompositionError, S2sgradError, VmapAxisError
 from ..trees import flatten, is_tree, leaf_paths, unflatten
 from .arguments import argument_signature, check_function, to_array
 from .compiled_call import compiled_call
+from .vmap_axes import argument_axes, check_axes_option, output_axes, same_rows, user_line
 from .vmap_grad import batched_gradient, recognised_call
 from .vmap_jacobian import batched_jacobian
 from .vmap_jvp import recognised
-from .vmap_axes import argument_axes, check_axes_option, output_axes, same_rows, user_line
 
 #: compiled loops over a derivative's earlier code kept per signature (a value read from
 #: outside that changes back finds its loop again)
@@ -169,7 +169,7 @@ class Vmap:
             if plain else None
         body, holds, why_not = self._compiled_body(example, plain, batching)
         generated = build_vmap(self.fn, batching, ranks_in, body is not None, why_not)
-        if getattr(self, "_why_not_batched", None) and generated.not_vectorised:
+        if self._why_not_batched and self._why_not_batched[1] and generated.not_vectorised:
             word = "gradient" if self._why_not_batched[0] == "grad" else "Jacobian"
             generated.not_vectorised += f"; no batched {word}: {self._why_not_batched[1]}"
         make, path, _ = cache.materialise(f"{self.name}_vmap", generated.source, "make")
@@ -240,6 +240,7 @@ class Vmap:
         call of the sum of the examples, or one batched sweep of Jacobian columns; None
         where it is not such an object (the loop form, ``not_vectorised`` saying why)."""
         mode = getattr(self.fn, "derivative_mode", None)
+        self._why_not_batched = None
         if mode not in ("grad", "jacfwd") or any(t is not None for t in trees):
             return None
         build = batched_gradient if mode == "grad" else batched_jacobian
