@@ -91,12 +91,17 @@ def test_in_axes_out_axes_unmapped_tangent_and_a_changed_global():
         SCALE = 1.0
 
 
-@pytest.mark.parametrize("case", ["mapped primal", "scalar loop"])
+@pytest.mark.parametrize("case", ["mapped primal", "attribute of a mapped primal",
+                                  "scalar loop"])
 def test_what_the_sweep_does_not_run_is_the_loop(case):
     if case == "mapped primal":
         fn = ms.vmap(lambda x, v: ms.jvp(lambda t: f(t, A), (x,), (v,))[1])
         args = (V[:, ::-1].copy(), V)
         want = np.stack([ms.jvp(lambda t: f(t, A), (x,), (v,))[1] for x, v in zip(*args)])
+    elif case == "attribute of a mapped primal":
+        fn = ms.vmap(lambda x, v: ms.jvp(smooth, (x.T,), (v,))[1])     # x.T of the batch
+        args = (RNG.standard_normal((4, 4)), RNG.standard_normal((4, 4)))  # is (4, 4) too
+        want = np.stack([ms.jvp(smooth, (x.T,), (v,))[1] for x, v in zip(*args)])
     else:
         fn = ms.vmap(lambda v: ms.jvp(lambda t: scalar_loop(t, A), (X,), (v,))[1])
         args = (V,)

@@ -56,8 +56,9 @@ class JvpOfTangents:
                 batched_jvp is None or \
                 getattr(transform, "__s2sgrad_returns_tangent__", False) is not self.whole:
             return None
-        own = [self._param(names) for names in self.primals]
-        if any(i is not None and axes[i] is not None for i in own):
+        own = [self.params.index(names[0]) for names in self.primals
+               if names[0] in self.params]   # (x, or an attribute of it: x.T)
+        if any(axes[i] is not None for i in own):
             return None              # a mapped primal: not a batch of tangents
         g = self._function(fn)
         primals = [value_of(fn, names, self.params, args) for names in self.primals]
@@ -89,10 +90,6 @@ class JvpOfTangents:
             return None              # a tuple output
         out = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)
         return out if out_axis == 0 else np.moveaxis(out, 0, out_axis)
-
-    def _param(self, names):
-        return self.params.index(names[0]) if len(names) == 1 and \
-            names[0] in self.params else None
 
     def _function(self, fn):
         kind, what = self.g
