@@ -125,3 +125,14 @@ def test_per_example_jacobians_are_one_batched_sweep(position, in_axes):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         fd = np.stack([numerical_jacobian(features, (W, x), position) for x in xs])
         np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_per_example_values_and_gradients():
+    vg = ms.value_and_grad(loss, (0, 1))
+    v = ms.vmap(vg, in_axes=(None, 0, 0))
+    values, (gw, gx) = v(W, X, Y)
+    assert v.form == "vectorised"
+    rows = [vg(W, X[b], Y[b]) for b in range(4)]
+    np.testing.assert_allclose(values, [r[0] for r in rows], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gw, np.stack([r[1][0] for r in rows]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gx, np.stack([r[1][1] for r in rows]), rtol=1e-12, atol=1e-12)

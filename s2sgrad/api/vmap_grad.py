@@ -7,7 +7,8 @@ of ``np.sum(f_vectorised(...))`` w.r.t. a mapped argument holds in its row ``b``
 gradient of example ``b``: one gradient call of whole-array numpy instead of one per
 example. A differentiated argument that is not mapped (``in_axes=(None, 0, 0)``, the weights
 of per-example gradients) is given to each example as its own copy (repeated along a new
-first axis, mapped there), so its gradient's row ``b`` is example ``b``'s.
+first axis, mapped there), so its gradient's row ``b`` is example ``b``'s.  A
+``value_and_grad`` object's values are the vectorised form's (one more forward pass).
 
 ``batched_gradient(make_vmap, derivative, args, axes, out_axes)`` takes the ``grad``
 object, a call's arguments and each one's mapped axis, and gives ``(function, None)``,
@@ -57,6 +58,9 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
     args = tiled(args, copied, args[mapped].shape[axes[mapped]])
     single = isinstance(derivative.grad_position, int)
+    with_value = derivative.with_value
+    if with_value and out_axes != 0:
+        return None, "value_and_grad with out_axes other than 0 (the loop places them)"
     outs = out_axes if isinstance(out_axes, (tuple, list)) and not single else \
         (out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1
          else out_axes,) * len(positions)
@@ -82,10 +86,16 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
         grads = gradient(*call_args)       # one array, or a tuple: as the grad object's
+        if with_value:                     # (the sum's value: each example's is its row)
+            grads = grads[1]
         several = isinstance(grads, tuple)
         moved = tuple(g if a == o else np.moveaxis(g, a, o)
                       for g, (a, o) in zip(grads if several else (grads,), moves))
-        return moved if several else moved[0]
+        moved = moved if several else moved[0]
+        if not with_value:
+            return moved
+        values = batched(*call_args)       # the examples' values, batch first
+        return values, moved
     per_example.source = inner.source + "\n\n" + source
     return per_example, None
 
@@ -101,11 +111,12 @@ def tiled(args, positions, n):
 def _not_plain_gradient(derivative):
     """Why ``derivative`` is not a plain ``grad`` of a Python function (None: it is)."""
     if getattr(derivative, "derivative_mode", None) != "grad" or \
-            getattr(derivative, "with_value", True) or derivative.has_aux or \
+            not isinstance(getattr(derivative, "with_value", None), bool) or \
+            derivative.has_aux or \
             derivative.return_ids or derivative.weights is not None or \
             getattr(derivative, "_weights_of", None) is not None or \
             derivative.memory_limit is not None or not derivative.positions:
-        return "it is not a plain grad object"
+        return "it is not a plain grad or value_and_grad object"
     if not inspect.isfunction(derivative.fn):
         return "it differentiates a method or another callable"
     if backend_mode() == "numba":
