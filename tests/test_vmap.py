@@ -86,6 +86,8 @@ CASES = [
      (RNG.standard_normal((3, 2)), RNG.standard_normal((5, 2))), (None, 0), 0, "vectorised"),
     ("indexing: loop form", indexed, (RNG.standard_normal((3, 4)), RNG.standard_normal(3)),
      (1, None), 0, "python"),
+    ("one output moved, loop form", indexed,
+     (RNG.standard_normal((3, 4)), RNG.standard_normal(3)), (1, None), 1, "python"),
     ("loops: prange", sim, (RNG.uniform(0.5, 0.9, 6), RNG.standard_normal(6)), 0, 0, "numba"),
 ]
 
@@ -234,6 +236,15 @@ def _leaves(value):
     return [value]
 
 
+def test_a_vmap_made_inside_maps_its_own_parameters_only():
+    # its lambda reads w from the function being differentiated: w is lifted to a
+    # parameter after v, and must not be mapped (main indexed it per row: with as many
+    # rows as w has items, a wrong gradient and no error)
+    rows = RNG.standard_normal((3, 3))
+    check_grad(lambda w: np.sum(ms.vmap(lambda v: np.sin(w) * v)(rows) ** 2), (WV,))
+    check_grad(lambda w: np.sum(ms.vmap(lambda v, u: w * v * u, (0, None))(rows, WV)), (WV,))
+
+
 def test_a_derivative_of_a_vmapped_jacobian_is_refused_naming_the_line():
     from s2sgrad.errors import DerivativeCompositionError
     per_example = ms.vmap(ms.jacrev(scalar_loss), (None, 0))
@@ -336,10 +347,16 @@ def test_the_drivers_own_names_never_shadow_the_users_parameters():
     assert v.form == "numba", v.not_vectorised
 
 
+def first_item_loss(w, x):
+    return np.sum(np.sin(w * x[0])) + np.sum(w ** 3)     # indexing: not vectorised
+
+
 def test_vmap_of_a_derivative_that_does_not_compile_says_why():
-    v = ms.vmap(ms.grad(scalar_loss), in_axes=(None, 0))      # loop-free: runs as numpy
+    v = ms.vmap(ms.grad(first_item_loss), in_axes=(None, 0))   # loop-free: runs as numpy
     v(WV, XS)
     assert v.form == "python" and "not compiled: its code runs as numpy" in v.not_vectorised
+    assert "no batched gradient: first_item_loss is not vectorised: the expression " \
+        "'x[0]'" in v.not_vectorised
     assert "not compiled: its code runs as numpy" in " ".join(v.source.split())
 
 

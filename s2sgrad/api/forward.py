@@ -66,8 +66,11 @@ class ForwardFunction(Derivative):
     def __init__(self, fn, grad_position, has_aux, jacobian, batched=False):
         self.jacobian = jacobian
         self.batched = batched and jacobian
-        self.name_suffix = "_jacfwd" if jacobian else "_jvp"
-        self.by_size_class = not jacobian      # a jvp keeps large arrays between calls
+        #: a JVP along a batch of tangents (``jvps_call``: vmap of a jvp over its tangents)
+        self.tangent_batch = batched and not jacobian
+        self.name_suffix = "_jacfwd" if jacobian else "_jvps" if batched else "_jvp"
+        # a jvp keeps large arrays between calls
+        self.by_size_class = not jacobian and not batched
         super().__init__(fn, grad_position, None, has_aux)
 
     def __repr__(self):
@@ -78,19 +81,21 @@ class ForwardFunction(Derivative):
 
     def bind_to(self, method, weights):
         return ForwardFunction(method, self.grad_position, self.has_aux, self.jacobian,
-                               self.batched)
+                               self.batched or self.tangent_batch)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         try:
             return build_jvp(fn, self.positions, self.has_aux, bound_self,
                              arg_types=arg_types, arg_trees=trees, jacobian=self.jacobian,
-                             batched=self.batched, kept=self.kept_arrays(arg_types),
-                             as_numpy=self.batched and backend_mode() != "numba")
+                             batched=self.batched or self.tangent_batch,
+                             kept=not self.tangent_batch and self.kept_arrays(arg_types),
+                             as_numpy=(self.batched or self.tangent_batch) and
+                             backend_mode() != "numba")
         except UserCodeError as exc:      # in the generated code of a derivative object
             raise at_user_line(exc, fn) from None
 
     def rule_inside(self):
-        if not self.jacobian:
+        if not self.jacobian or self.tangent_batch:
             return None
         return derivative_rule(JacfwdFunction(self))
 
@@ -122,7 +127,7 @@ class ForwardFunction(Derivative):
         generated, arrays, leaves, _ = self._prepare(args, {})
         inputs = [*arrays, *free_values(generated), *extra(arrays)]
         result = self._run(generated, inputs)
-        if self.jacobian:
+        if self.jacobian or self.tangent_batch:
             self._remember_plan(key, CallPlan, args, leaves, inputs)
         else:
             self._remember_plan(key, JvpPlan, args, leaves, inputs, key, self.has_aux)
@@ -146,6 +151,21 @@ class ForwardFunction(Derivative):
         if dtype is None:         # no Tensor arguments: nothing is wrapped
             return (first, tangent, *aux)
         return tuple(wrap_output(part, dtype) for part in (first, tangent, *aux))
+
+    def jvps_call(self, args, tangents):
+        """``(outputs, tangents)`` at ``args`` along a batch of tangents (``tangents``: per
+        differentiated position an array of shape ``(n,) + the argument's shape``, row
+        ``k`` its ``k``-th tangent): the output tangents carry the batch first.  Arrays
+        and numbers only (``api/vmap_jvp.py`` checks)."""
+        def tangent_leaves(arrays):
+            out = []
+            for p, t in zip(self.positions, tangents):
+                dtype = arrays[p].dtype if isinstance(arrays[p], np.ndarray) else np.float64
+                out.append(numba_ready(np.asarray(t), dtype))
+            return out
+        generated, _, (value, tangent), _ = self._run_forward(args, tangent_leaves,
+                                                              plan_key(args))
+        return value, tangent
 
     def __call__(self, *args, **kwargs):
         if not self.jacobian:
@@ -340,6 +360,26 @@ def jvp(fn, inputs, v, has_aux=False):
     return result
 
 
+def jvp_of_tangents(fn, primals, tangents, positions=None):
+    """The tangents of ``fn``'s output at ``primals`` (a tuple of arrays and numbers)
+    along a batch of tangents (per primal an array ``(n,) + its shape``), batch first,
+    by one batched sweep (``ForwardFunction.jvps_call``): what ``vmap`` of a function
+    calling ``jvp`` with only its tangents mapped runs (``api/vmap_jvp.py``).  None where
+    the code has an operation without a batched rule (kept per argument signature, so it
+    is not built again).  ``positions``: the primals ``tangents`` are for (default: all)."""
+    positions = tuple(range(len(primals))) if positions is None else tuple(positions)
+    forward = forward_function(fn, positions, False, False, True)
+    refused = forward.__dict__.setdefault("_refused_signatures", set())
+    key = plan_key(primals)
+    if key in refused:
+        return None
+    try:
+        return forward.jvps_call(primals, tangents)[1]
+    except NotBatchable:
+        refused.add(key)
+        return None
+
+
 #: what ``jvp`` reads in place of the ``__dict__`` of an object without one
 _NO_ENTRIES = {}
 
@@ -403,6 +443,8 @@ class JacfwdFunction:
 
     #: a derivative object: the front end never reads the function it wraps
     derivative_mode = "jacfwd"
+    #: JVPs along a batch of tangents (``api/vmap_jacobian.py``: vmap of a Jacobian)
+    jvp_of_tangents = staticmethod(jvp_of_tangents)
 
     def __init__(self, forward, batched=None):
         self.forward, self.batched = forward, batched
@@ -551,6 +593,7 @@ def derivative_rule(derivative):
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
 jacfwd.__s2sgrad_transform__ = "makes"
 jvp.__s2sgrad_transform__ = "evaluates"
+jvp.__s2sgrad_vmap_tangents__ = jvp_of_tangents
 #: its code, inlined where it is called inside (``api/evaluated.py``)
 jvp.__s2sgrad_evaluate_inside__ = jvp_inside
 

@@ -35,6 +35,7 @@ import inspect
 import numpy as np
 
 from ..backend.numba_backend import backend_mode
+from ..compiler.forward.batched import NotBatchable
 from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
@@ -472,6 +473,31 @@ def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_va
 
 #: what the front end does with a call written inside a differentiated function
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
+def hvp_of_tangents(fn, primals, tangents):
+    """``H v`` of scalar ``fn`` at ``primals`` (arrays and numbers) for a batch of ``v``
+    (per primal an array ``(n,) + its shape``), batch first: one batched forward sweep
+    over ``fn``'s gradient code (``ForwardFunction.jvps_call``), what ``vmap`` of a
+    function returning ``hvp(f, (x,), (v,))`` with only ``v`` mapped runs
+    (``api/vmap_jvp.py``).  None (the loop) for a derivative object, or where the code
+    has an operation without a batched rule (kept per argument signature)."""
+    if getattr(fn, "derivative_mode", None) is not None:
+        return None
+    positions = tuple(range(len(primals)))
+    forward = derivative_for(fn, ("hvp batched", len(primals)), lambda: ForwardFunction(
+        HvpFunction(fn, positions), positions, False, False, True))
+    refused = forward.__dict__.setdefault("_refused_signatures", set())
+    key = plan_key(primals)
+    if key in refused:
+        return None
+    try:
+        return forward.jvps_call(primals, tangents)[1]
+    except NotBatchable:
+        refused.add(key)
+        return None
+
+
 hessian.__s2sgrad_transform__ = "makes"
 hvp.__s2sgrad_transform__ = "evaluates"
+hvp.__s2sgrad_vmap_tangents__ = hvp_of_tangents
+hvp.__s2sgrad_returns_tangent__ = True      # hvp(f, x, v) is the tangent itself
 hvp.__s2sgrad_evaluate_inside__ = hvp_inside      # its code, inlined there

@@ -8,6 +8,12 @@ or one entry per argument (an int, None, or a structure like a tuple/list/dict a
 ``prange`` under Numba), caches and loads it, and runs it.  ``source``/``path``/``form``
 report the last call's code (``s2sgrad.show`` prints it).
 
+A function whose whole body is ``return jvp(g, primals, tangents)[1]`` with only the
+tangents mapped runs as one batched forward sweep of ``g`` (``vmap_jvp``; the form is
+'vectorised'); a plain ``grad`` object of a function with a vectorised form, or a function
+whose whole body calls one (``lambda x: grad(f)(w, x)``), as one gradient call of the sum
+of the examples (``vmap_grad``); else as the loop.
+
 Composition: ``fn`` may be any transform object (``vmap(grad(loss), in_axes=(None, 0,
 0))``: per-example gradients), run once per index by the loop form: a ``grad``,
 ``value_and_grad`` or ``jacrev`` object whose code Numba compiled is called through that
@@ -24,13 +30,16 @@ import numpy as np
 from ..backend import cache
 from ..backend.numba_backend import backend_mode
 from ..compiler.batch.loops import Batching
-from ..compiler.pipeline_vmap import (build_differentiable, build_vmap, has_loops,
-                                      parsed_function)
+from ..compiler.pipeline_vmap import (GeneratedVmap, build_differentiable, build_vmap,
+                                      has_loops, parsed_function)
 from ..errors import DerivativeCompositionError, S2sgradError, VmapAxisError
 from ..trees import flatten, is_tree, leaf_paths, unflatten
 from .arguments import argument_signature, check_function, to_array
 from .compiled_call import compiled_call
 from .vmap_axes import argument_axes, check_axes_option, output_axes, same_rows, user_line
+from .vmap_grad import batched_gradient, recognised_call
+from .vmap_jacobian import batched_jacobian
+from .vmap_jvp import recognised
 
 #: compiled loops over a derivative's earlier code kept per signature (a value read from
 #: outside that changes back finds its loop again)
@@ -71,7 +80,10 @@ class Vmap:
         self._variants = {}
         self._earlier = {}      # call signature -> variants set aside, newest first
         self._differentiable = {}
+        self._why_not_batched = None    # why a grad object's examples are not batched
         self._last = None
+        self._last_key = None       # the signature being built
+        self.path = None
         self._where = where
 
     def __repr__(self):
@@ -115,6 +127,7 @@ class Vmap:
             variant = next((v for v in earlier[1:] if v[4]()), None)
             self._earlier[key] = [v for v in earlier if v is not variant]
         if variant is None:
+            self._last_key = key
             variant = self._build(args, trees, axes)
         self._variants[key] = variant
         self._last = key
@@ -125,10 +138,21 @@ class Vmap:
         self._where = f"vmap({self.name}) made at {self.made_at}, shown at {user_line()}"
         return self._prepare(args, kwargs)[1][0]
 
-    def _build(self, args, trees, axes):
+    def _build(self, args, trees, axes, batched=True):
         """(GeneratedVmap, the loaded batched function, the results' structure, path, the
         check that a compiled loop's derivative code is still current or None) for
-        arguments like ``args``: one example is run first to learn the outputs."""
+        arguments like ``args``: where ``batched``, the batched forms are looked for first
+        (a function calling ``jvp`` with only its tangents mapped, ``_jvp_of_tangents``; a
+        function calling a gradient, ``_gradient_call``; a grad or jacfwd object,
+        ``_derivative_of_examples``); otherwise one example is run first to learn the
+        outputs, for the vectorised or the loop form."""
+        found = None
+        if batched:
+            found = self._jvp_of_tangents(trees, axes) or \
+                self._gradient_call(trees, axes) or \
+                self._derivative_of_examples(args, trees, axes)
+        if found is not None:
+            return found
         params = self._params(len(args))
         if any(t is not None and "namedtuple" in repr(t) for t in trees):
             raise VmapAxisError(f"{self._where}: a namedtuple argument; pass a tuple or a "
@@ -145,12 +169,104 @@ class Vmap:
             if plain else None
         body, holds, why_not = self._compiled_body(example, plain, batching)
         generated = build_vmap(self.fn, batching, ranks_in, body is not None, why_not)
+        if self._why_not_batched and self._why_not_batched[1] and generated.not_vectorised:
+            word = "gradient" if self._why_not_batched[0] == "grad" else "Jacobian"
+            generated.not_vectorised += f"; no batched {word}: {self._why_not_batched[1]}"
         make, path, _ = cache.materialise(f"{self.name}_vmap", generated.source, "make")
         numba = generated.form == "numba"
         function = make(body if numba else self.fn, _parallel_jit if numba else _as_written,
                         self._same_rows)
         self.path = path
         return generated, function, out_tree, path, holds if numba else None
+
+    def _jvp_of_tangents(self, trees, axes):
+        """The variant of a function calling ``jvp`` with only its tangents mapped
+        (``vmap_jvp``): one batched sweep per call, the loop variant where that sweep
+        cannot run a call (built then, and kept for the signature); None where ``fn`` is
+        not such a function."""
+        pattern = recognised(self.fn)
+        out_axis = self.out_axes[0] if isinstance(self.out_axes, (tuple, list)) and \
+            len(self.out_axes) == 1 else self.out_axes
+        if pattern is None or any(t is not None for t in trees) or \
+                not isinstance(out_axis, int) or isinstance(out_axis, bool):
+            return None
+        flat = [a[0] for a in axes]
+        generated = GeneratedVmap(
+            f'"""{self._header()}, generated by s2sgrad.\n\nBatched JVP form: '
+            f'{pattern.text}\nrun once, each tangent carrying the mapped axis first '
+            f'(forward/batched.py),\nits result\'s batch moved to axis {out_axis}.\n"""\n',
+            f"{self.name}_vmap", "vectorised", None)
+        return self._or_the_loop(
+            generated, lambda args: pattern.run(self.fn, args, flat, out_axis), trees, axes)
+
+    def _gradient_call(self, trees, axes):
+        """The variant of a function whose whole body calls a gradient object
+        (``lambda x: grad(f)(x, w)``, ``vmap_grad.recognised_call``): the batched
+        gradient of its examples, the loop where there is none; None where ``fn`` is not
+        such a function."""
+        call = recognised_call(self.fn)
+        if call is None or any(t is not None for t in trees):
+            return None
+        flat = [a[0] for a in axes]
+        generated = GeneratedVmap(
+            f'"""{self._header()}, generated by s2sgrad.\n\nBatched gradient form of '
+            f'the gradient {self.name} calls (api/vmap_grad.py),\nthe gradient and its '
+            f'arguments read at each call.\n"""\n', f"{self.name}_vmap", "vectorised",
+            None)
+        return self._or_the_loop(
+            generated, lambda args: call.run(Vmap, self.fn, args, flat, self.out_axes),
+            trees, axes)
+
+    def _or_the_loop(self, generated, run, trees, axes):
+        """A variant whose function is ``run(args)``, or where that gives None, the loop
+        variant for this signature (built then, kept in place of this one)."""
+        key = self._last_key
+
+        def batched(*args):
+            result = run(args)
+            if result is not None:
+                return result
+            self._variants[key] = variant = self._build(args, trees, axes, batched=False)
+            self._last = key
+            out = variant[1](*args)
+            return out if variant[2] is None else unflatten(
+                variant[2], list(out) if len(leaf_paths(variant[2])) > 1 else [out])
+        self.path = None
+        return generated, batched, None, None, None
+
+    def _derivative_of_examples(self, args, trees, axes):
+        """The variant of a plain ``grad`` object (``vmap_grad``) or a ``jacfwd`` object
+        (``vmap_jacobian``) of a loop-free function with a vectorised form: one gradient
+        call of the sum of the examples, or one batched sweep of Jacobian columns; None
+        where it is not such an object (the loop form, ``not_vectorised`` saying why)."""
+        mode = getattr(self.fn, "derivative_mode", None)
+        self._why_not_batched = None
+        if mode not in ("grad", "jacfwd") or any(t is not None for t in trees):
+            return None
+        build = batched_gradient if mode == "grad" else batched_jacobian
+        function, why = build(Vmap, self.fn, args, [a[0] for a in axes], self.out_axes)
+        self._why_not_batched = (mode, why)    # (said in the loop form's not_vectorised)
+        if function is None:
+            return None
+        inner = getattr(getattr(self.fn, "forward", self.fn).fn, "__name__", "fn")
+        word = "gradient" if mode == "grad" else "Jacobian"
+        what = "gradient of the sum over the examples of" if mode == "grad" else \
+            "Jacobian columns of all examples, one batched forward sweep of"
+        generated = GeneratedVmap(
+            f'"""{self._header()}, generated by s2sgrad.\n\nBatched {word} form: the '
+            f'{what}\n{inner}\'s vectorised form, each example\'s in its row '
+            f'(api/vmap_{"grad" if mode == "grad" else "jacobian"}.py).\n"""\n\n'
+            + function.source, f"{self.name}_vmap", "vectorised", None)
+        return self._or_the_loop(generated, lambda call_args: function(*call_args), trees,
+                                 axes)
+
+    def batched_function(self):
+        """The loaded batched function of the last call (``vmap_grad``)."""
+        return self._variants[self._last][1]
+
+    def output_structure(self):
+        """The structure of the last call's result (None: one array; ``vmap_grad``)."""
+        return self._variants[self._last][2]
 
     def _compiled_body(self, example, plain, batching):
         """(what the prange loop calls, a check that it is still current or None, None),
@@ -311,5 +427,32 @@ def _as_written(function):
     return function
 
 
+def _lifted_options(options, keywords, own, defaults, extra):
+    """vmap's options for a function defined inside a differentiated or jitted one and
+    lifted (``front/lifting.py``): its ``own`` parameters keep their in_axes, the
+    ``extra`` values it reads from there, passed after them, are not mapped (None; a
+    single in_axes for every argument mapped them too, indexing a value read from outside
+    per example: main gave a wrong gradient, or an IndexError)."""
+    options, keywords = list(options), dict(keywords)
+    in_axes = options[0] if options else keywords.get("in_axes", 0)
+    if not extra:
+        return options, keywords
+    if isinstance(in_axes, (tuple, list)) and len(in_axes) == own:
+        axes = tuple(in_axes) + (None,) * extra
+    elif not isinstance(in_axes, (tuple, list, dict)) and not defaults:
+        axes = (in_axes,) * own + (None,) * extra
+    else:
+        raise TypeError(f"in_axes {in_axes!r} for a function of {own} parameters "
+                        f"({defaults} with defaults) that reads values of the function "
+                        f"being differentiated or jitted: give one in_axes entry per "
+                        f"parameter")
+    if options:
+        options[0] = axes
+    else:
+        keywords["in_axes"] = axes
+    return options, keywords
+
+
 #: a vmap written inside a function being differentiated or compiled is made while building
 vmap.__s2sgrad_transform__ = "makes"
+vmap.__s2sgrad_lifted_options__ = _lifted_options

@@ -12,7 +12,12 @@ pass (``tangents.tangent_sweep``) and writes a module with one function:
   returning ``(outputs, columns)``: one loop over the basis directions of
   all differentiated leaves runs the same statements once per direction, in
   the generated (and compiled) code, and ``columns[k]`` is the output
-  tangent of direction ``k`` (leaves in order, each flattened C-wise).
+  tangent of direction ``k`` (leaves in order, each flattened C-wise);
+- or, with ``batched=True`` and not ``jacobian``, ``<name>_jvps(<args>, <free values>,
+  <tangents>)``: the JVP along a batch of tangents, each ``x_dot`` of shape ``(width,) +
+  x.shape`` (row ``k``: the ``k``-th tangent; ``forward/batched.py``), returning the
+  outputs and their tangents with the batch first: what ``vmap`` of a function calling
+  ``jvp`` with only the tangents mapped computes (``api/vmap_jvp.py``).
 
 With ``kept`` (a jvp run as numpy), its elementwise chains are fused kernel calls and its
 large elementwise results go into arrays kept between calls (``optimize/kernels.py``,
@@ -104,7 +109,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     seeds = output_seeds(lowered, has_aux)
     names = lowerer.state.names
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
-    width = names.fresh("width") if batched and jacobian else None
+    width = names.fresh("width") if batched else None
     make = None if width is None else (
         lambda lowered, active, names: BatchedTangents(lowered, active, names, width))
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args, make)
@@ -120,14 +125,16 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     if as_numpy and width is not None:
         sweep.statements = product_sums(sweep.statements, outputs, names.fresh)
     lowered.free = list(lowerer.state.free.values())
-    kind = "jacfwd" if jacobian else "jvp"
+    kind = "jacfwd" if jacobian else "jvps" if batched else "jvp"
     fname = names.fresh(f"{lowered.name}_{kind}")
     where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
-    what = "forward-mode Jacobian" if jacobian else "Jacobian-vector product"
+    what = "forward-mode Jacobian" if jacobian else \
+        "Jacobian-vector products along a batch of tangents" if batched else \
+        "Jacobian-vector product"
     title = title or (f"{what} of {lowered.name} ({where}) w.r.t. "
                       f"{', '.join(wrt_vars) or 'nothing'}")
     emitter = _Emitter(lowered, sweep, names, wrt_vars, tangent_args, has_aux, width)
-    emitter.kept = kept and not jacobian
+    emitter.kept = kept and not jacobian and width is None
     lines = emitter.module(fname, title, jacobian)
     source = "\n".join(line for line, _ in lines) + "\n"
     line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
@@ -229,7 +236,11 @@ class _Emitter:
         prelude = []
         if not jacobian:
             signature = args + [self.tangent_args[v] for v in self.wrt_vars]
-            body = [(INDENT + line, None) for line in self._prologue()]
+            body = []
+            if self.batched:      # the tangents' batch, first in each of them
+                first = self.tangent_args[self.wrt_vars[0]]
+                body.append((f"{INDENT}{self.width} = np.shape({first})[0]", None))
+            body += [(INDENT + line, None) for line in self._prologue()]
             result = f"{value_src}, {self._output_tangent()}"
             statements, prelude, give = self._kept_statements(result)
             body += render_mapped(statements, 1)
@@ -238,6 +249,10 @@ class _Emitter:
             body.append((f"{INDENT}return {result}", None))
             header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
                       "# (x_dot: the derivative of x along the input tangents).")
+            if self.batched:
+                header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"
+                          "# x_dot along a batch of input tangents (row k of x_dot: along the\n"
+                          "# k-th tangent of each input).")
         elif self.batched:
             signature, body = self._batched_body(args, value_src)
             header = ("# Generated code: edits are overwritten. Each value, then its tangent\n"

@@ -168,7 +168,7 @@ def build_vmap(fn, batching, ranks, numba, not_compiled=None):
                       f"np.moveaxis({o}, 0, {a})"
                       for k, (o, a) in enumerate(zip(outs, batching.out_axes))]
             lines += ["", f"    def {function_name}({params}):",
-                      f"        {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
+                      f"        {', '.join(outs)} = "     # (one output: its array)
                       f"{name}_rows({params})",
                       f"        return {', '.join(finals)}"]
         else:

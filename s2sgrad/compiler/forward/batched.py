@@ -216,6 +216,21 @@ class BatchedTangents(Tangents):
             self.int_arrays.add(target)
         elif op.primitive in (np.eye, np.identity):
             self.ndims[target] = 2
+        elif op.primitive in (np.moveaxis, np.transpose, np.swapaxes) and \
+                self.known_rank(first) is not None:        # the axes moved: the rank kept
+            self.ndims[target] = self.known_rank(first)
+        elif op.primitive in _NUMPY_REDUCTIONS and self.known_rank(first) is not None:
+            # a value's reduction (``np.sum(x ** 2, axis=(1,))`` of a vectorised form)
+            bound = dict(zip(("x", "axis", "keepdims"), op.args), **op.kwargs)
+            if all(isinstance(v, Const) or isinstance(v, Seq) and
+                   all(isinstance(i, Const) for i in v.items)
+                   for k, v in bound.items() if k != "x") and \
+                    set(bound) <= {"x", "axis", "keepdims"}:
+                self.ndims[target] = _reduced_rank(op, bound, self.known_rank(first))
+        elif op.primitive is np.einsum and isinstance(first, Const) and \
+                isinstance(first.value, str) and "->" in first.value and \
+                "..." not in first.value:
+            self.ndims[target] = len(first.value.replace(" ", "").split("->")[1])
         elif op.primitive in (np.zeros, np.ones, np.empty, np.full) and first is not None:
             shape = first
             self.ndims[target] = len(shape.items) if isinstance(shape, Seq) else \
@@ -467,6 +482,8 @@ class BatchedTangents(Tangents):
 
     def matmul(self, op):
         """``a @ b``'s batched tangent (module doc), or refused."""
+        if op.primitive is np.einsum:
+            return _einsum(self, op)
         if op.primitive not in _MATMUL or len(op.args) != 2 or op.kwargs:
             self.refuse(f"{_name(op)} has no batched rule", op.origin)
         a, b = op.args
@@ -756,8 +773,60 @@ _SHAPED_LIKE = {**{helper: 1 for helper in _ADJOINT_HELPERS}, rt.ones_like: 0,
                 rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0,
                 rt.basis_tangent: 0}
 
+# ---------------------------------------------------------------- rules for vmap's batched
+# forms (api/vmap_jacobian.py: a vectorised function's forward sweep moves its mapped axes
+# and contracts batched vectors by einsum)
+
+def _moveaxis(sweep, op, bound):
+    """``np.moveaxis(x, source, destination)`` of a batch: both shifted past the
+    directions (negative axes count from the end, as they are)."""
+    x = next(iter(bound.values()))
+    rank = sweep.rank(x)
+    source, destination = (_const(op, bound, n) for n in ("source", "destination"))
+    if not all(isinstance(a, int) or (isinstance(a, tuple) and
+                                      all(isinstance(i, int) for i in a))
+               for a in (source, destination)):
+        sweep.refuse(f"{_name(op)} with axes not known while building", op.origin)
+    sweep.ndims.setdefault(op.targets[0], rank)
+    return _parse(f"np.moveaxis({sweep.of[x.name]}, {_shifted(source, rank)!r}, "
+                  f"{_shifted(destination, rank)!r})")
+
+
+def _einsum(sweep, op):
+    """``np.einsum(spec, a, b...)`` with an explicit ``->`` and no ``...``, known while
+    building (its result's rank: the output's letters, ``learn_rank``): one term
+    per active operand, its batch under a letter the spec does not use, first in that
+    operand and in the result."""
+    spec = op.args[0].value if op.args and isinstance(op.args[0], Const) else None
+    if op.kwargs or not isinstance(spec, str) or "->" not in spec or "..." in spec:
+        sweep.refuse(f"{_name(op)} without a subscripts string with '->' (and no '...')",
+                     op.origin)
+    inputs, output = spec.replace(" ", "").split("->")
+    subscripts = inputs.split(",")
+    letter = next((c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba"
+                   if c not in spec), None)
+    if letter is None or len(subscripts) != len(op.args) - 1:
+        sweep.refuse(f"{_name(op)} of these subscripts has no batched rule", op.origin)
+    terms = []
+    for k, atom in enumerate(op.args[1:]):
+        if not sweep.is_active(atom):
+            continue
+        parts = [letter + sub if i == k else sub for i, sub in enumerate(subscripts)]
+        operands = [sweep.of[a.name] if i == k else atom_text(a)
+                    for i, a in enumerate(op.args[1:])]
+        batched = ",".join(parts) + "->" + letter + output
+        terms.append(_parse(f"np.einsum({batched!r}, {', '.join(operands)})"))
+    sweep.ndims.setdefault(op.targets[0], len(output))
+    return sum_terms(terms) if terms else None
+
+
+_OPTIONS[np.moveaxis] = ("source", "destination")
+#: reductions whose result's rank ``learn_rank`` reads from ``axis`` and ``keepdims``
+_NUMPY_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod)
+
 _LINEAR = {np.sum: _reduce, np.mean: _reduce, np.transpose: _transpose,
-           np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join}
+           np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join,
+           np.moveaxis: _moveaxis}
 
 
 class _BatchBroadcast(gast.NodeTransformer):

@@ -6,7 +6,9 @@ reads the enclosing function's values (``x``).  ``lifted_transform(frame, node,
 transform, args, kwargs)`` makes, while building, a real Python function from that one's
 syntax with every value it reads from the enclosing function as an extra parameter
 after its own (``def lambda_at_152(y, x): return f(x, y)``; constants it reads are its
-closure), applies the transform to it (``grad(lifted, 0)``: the same positions), and
+closure), applies the transform to it (``grad(lifted, 0)``: the same positions; a
+transform whose options are per parameter extends them for the read values:
+``__s2sgrad_lifted_options__``, vmap's in_axes None for each), and
 gives ``Lifted``: an object whose calls the call lowerer turns into calls of that
 derivative with the read values appended, looked up where the call is made (what Python
 reads for a closure).  The derivative's code is then inlined like that of one made at
@@ -86,6 +88,9 @@ def lifted_transform(frame, node, transform, target, options, keywords):
     fn, env, names = lifted
     own = len(target.node.args.args) if isinstance(target, LocalFunction) else 0
     defaults = target.defaults if isinstance(target, LocalFunction) else ()
+    extend = getattr(transform, "__s2sgrad_lifted_options__", None)
+    if extend is not None:      # options per parameter (vmap's in_axes): the read values'
+        options, keywords = extend(options, keywords, own, len(defaults), len(names))
     return Lifted(transform(fn, *options, **keywords), env, names, own, defaults)
 
 

@@ -1,0 +1,106 @@
+"""The source of a function vmap runs, read for the calls it batches as a whole.
+
+Takes a plain function (a def or a lambda); gives what ``vmap_jvp`` and ``vmap_grad``
+recognise in it: ``returned_expression(fn)`` (its parameters and the expression its
+whole body returns), ``dotted_name(node)`` (``['np', 'linalg']`` of a name or dotted
+name) and ``value_of(fn, names, params, args)``: what a dotted name of ``fn``'s source
+is at a call (a parameter's argument, a closure cell, a global or a builtin), read at
+every call so that nothing is kept from an earlier one.
+"""
+import builtins
+
+import gast
+
+#: what ``value_of`` gives for a name it cannot read
+UNKNOWN = object()
+
+
+def returned_expression(fn):
+    """(parameter names, the gast expression returned) where ``fn``'s whole body (its
+    docstring aside) is ``return <expression>`` and its parameters are plain positional
+    ones without defaults; None otherwise."""
+    from ..compiler.front.frontend import parse_function
+    fdef = parse_function(fn).node
+    args = fdef.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or \
+            getattr(args, "posonlyargs", None):
+        return None
+    body = fdef.body
+    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], gast.Return) or body[0].value is None:
+        return None
+    return [a.id for a in args.args], body[0].value
+
+
+def dotted_name(node):
+    """``['np', 'linalg']`` of a name or dotted name, or None."""
+    if isinstance(node, gast.Name):
+        return [node.id]
+    if isinstance(node, gast.Attribute):
+        owner = dotted_name(node.value)
+        return None if owner is None else owner + [node.attr]
+    return None
+
+
+def value_of(fn, names, params=(), args=()):
+    """The value of the dotted name ``names`` of ``fn``'s source now: a parameter's
+    argument (``params``, ``args``), a closure cell, a global or a builtin; UNKNOWN."""
+    first = names[0]
+    if first in params:
+        value = args[list(params).index(first)]
+    else:
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        try:
+            value = cells[first].cell_contents if first in cells else \
+                fn.__globals__[first] if first in fn.__globals__ else \
+                getattr(builtins, first)
+        except (ValueError, AttributeError):
+            return UNKNOWN
+    for name in names[1:]:
+        value = getattr(value, name, UNKNOWN)
+        if value is UNKNOWN:
+            return UNKNOWN
+    return value
+
+
+def callable_spec(node, params):
+    """How to read the function or derivative object ``node`` names at each call: its
+    dotted name (a list), or ``(transform's dotted name, options)`` for a transform
+    called with dotted names and constants (``grad(f, 1)``; a constant as ("const",
+    value)); None for anything else or where it reads a parameter of the function."""
+    names = dotted_name(node)
+    if names is not None:
+        return None if names[0] in params else names
+    if not isinstance(node, gast.Call) or node.keywords or dotted_name(node.func) is None:
+        return None
+    options = []
+    for item in node.args:
+        names = dotted_name(item)
+        if names is not None:
+            options.append(names)
+            continue
+        try:
+            options.append(("const", gast.literal_eval(item)))
+        except ValueError:
+            return None
+    transform = dotted_name(node.func)
+    if any(names[0] in params for names in [transform] + [o for o in options
+                                                          if isinstance(o, list)]):
+        return None
+    return transform, options
+
+
+def callable_of(fn, spec):
+    """What ``spec`` (``callable_spec``) reads now: the object, or the transform (one
+    that makes derivative objects: ``__s2sgrad_transform__ == "makes"``) called with its
+    options; UNKNOWN where a name cannot be read or the transform is another thing."""
+    if isinstance(spec, list):
+        return value_of(fn, spec)
+    transform, options = spec
+    make = value_of(fn, transform)
+    items = [value_of(fn, o) if isinstance(o, list) else o[1] for o in options]
+    if getattr(make, "__s2sgrad_transform__", None) != "makes" or \
+            any(i is UNKNOWN for i in items):
+        return UNKNOWN
+    return make(*items)

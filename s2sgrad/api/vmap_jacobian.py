@@ -1,0 +1,84 @@
+"""vmap of a loop-free function's forward-mode Jacobian: one batched sweep of its
+vectorised form.
+
+``vmap(jacfwd(f, p), in_axes)(*args)`` (per-example Jacobians) where ``f`` has a
+vectorised form ``F`` (``compiler/batch/vectorise.py``; every example's row of ``F``
+reads that example's rows only): the JVP of ``F`` along the tangent that is the basis
+direction ``e_k`` of argument ``p`` in every example at once gives column ``k`` of every
+example's Jacobian, so one batched sweep of ``F``'s forward-mode code with ``d`` tangents
+(``d``: the size of one example's argument ``p``; ``ForwardFunction.jvps_call``) gives
+them all, instead of one ``jacfwd`` call per example.  An unmapped argument ``p`` is
+repeated along a new first axis, each example differentiating its own copy.
+
+``batched_jacobian(make_vmap, derivative, args, axes, out_axes)`` gives ``(function,
+None)`` or ``(None, why not)``: ``jacfwd`` of one position without ``has_aux``, a plain
+Python function of float arrays returning one array, not under ``S2SGRAD_BACKEND=numba``.
+"""
+import inspect
+
+import numpy as np
+
+from ..backend.numba_backend import backend_mode
+from ..compiler.pipeline_vmap import has_loops, parsed_function
+from ..runtime.batched import sweep_width
+from .vmap_grad import tiled
+
+
+def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
+    """(function, None) or (None, why not): see the module doc."""
+    forward = getattr(derivative, "forward", None)
+    position = getattr(forward, "grad_position", None)
+    if getattr(derivative, "derivative_mode", None) != "jacfwd" or forward.has_aux or \
+            not isinstance(position, int) or isinstance(position, bool) or \
+            not 0 <= position < len(args):
+        return None, "it is not a jacfwd object of one position without has_aux"
+    if not inspect.isfunction(forward.fn):
+        return None, "it differentiates a method or another callable"
+    if backend_mode() == "numba":
+        return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
+    if any(type(a) is not np.ndarray or a.dtype.kind != "f" for a in args):
+        return None, "its arguments are not all float arrays"
+    out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
+        else out_axes
+    if not isinstance(out_axis, int) or isinstance(out_axis, bool):
+        return None, "its out_axes are not one int"
+    copied = [position] if axes[position] is None else []
+    axes = [0 if i in copied else a for i, a in enumerate(axes)]
+    mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
+    args = tiled(args, copied, args[mapped].shape[axes[mapped]])
+    parsed = parsed_function(forward.fn)
+    if parsed is None or has_loops(parsed[0]):     # (no vectorised form: not built)
+        return None, "its function has loops, or no source of its own"
+    inner = make_vmap(forward.fn, tuple(axes), 0)
+    generated = inner.show_for(args, {})
+    if generated.form != "vectorised":
+        return None, f"{inner.name} is not vectorised: {generated.not_vectorised}"
+    if inner.output_structure() is not None:
+        return None, f"{inner.name} returns a tuple"
+    batched = inner.batched_function()
+    axis = axes[position]
+
+    def per_example(*call_args):
+        call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
+        x = call_args[position]
+        n = x.shape[axis]
+        shape = x.shape[:axis] + x.shape[axis + 1:]          # one example's
+        size = int(np.prod(shape, dtype=np.int64))
+        # tangent k: e_k of one example's argument, in every example (along the axis),
+        # in blocks of directions of at most rt.sweep_width's numbers
+        step, blocks = sweep_width(size, x), []
+        for start in range(0, size, step):
+            basis = np.eye(size, dtype=x.dtype)[start:start + step].reshape((-1,) + shape)
+            tangents = np.ascontiguousarray(np.broadcast_to(
+                np.expand_dims(basis, axis + 1), (len(basis),) + x.shape))
+            block = derivative.jvp_of_tangents(batched, tuple(call_args), [tangents],
+                                               (position,))
+            if block is None:                # no batched rule: the loop
+                return None
+            blocks.append(np.asarray(block))
+        columns = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        jac = np.moveaxis(np.asarray(columns), 0, -1)        # (n,) + out + (size,)
+        jac = jac.reshape(jac.shape[:-1] + shape)
+        return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
+    per_example.source = generated.source
+    return per_example, None
