@@ -17,6 +17,7 @@ import gast
 from ..errors import OutputStructureError
 from .emit.layout import INDENT, after_the_function, module_header, render_mapped, wrap
 from .front.literals import atom_node
+from .front.diagonal_folds import diagonal_folds
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
@@ -160,6 +161,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     a function of (LoweredFunction, names) giving ``(seed names, nodes)``: the output
     adjoints start from those nodes instead of ones (see ``reverse``)."""
     lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
+    diagonal_folds(lowered, lowerer.state.names)
     if lowered.shapes is not None:
         lowered.shapes.adjoints_shaped = seed_values is None and not any(
             isinstance(s, (If, Loop)) or (isinstance(s, Op) and s.custom is not None)

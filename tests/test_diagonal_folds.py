@@ -1,0 +1,104 @@
+"""``a * x + np.einsum(spec, P, x)`` folded into one contraction with ``P`` plus ``a`` on
+its diagonal before the reverse pass (compiler/front/diagonal_folds.py): the generated
+code has no product ``a * x``; gradients match central differences, through every
+operand order the fold reads, and composed (a Hessian-vector product, vmap of grad);
+forms outside its conditions are left as written.  Sizes are small: seconds in all."""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.testing import check_grad, numerical_grad
+
+
+def mixture(a, P, x):        # GradBench gmm's line: factors applied to centred points
+    y = a * x + np.einsum("ijk,mik->mij", P, x)
+    return np.sum(y ** 2)
+
+
+def mixture_swapped(a, P, x):    # the sum and the operands the other way round
+    y = np.einsum("mik,ijk->mij", x, P) + x * a
+    return np.sum(np.sin(y))
+
+
+def matvec_rows(a, W, x):        # x @ W.T + a * x as an einsum: a 2-D matrix
+    return np.sum(np.tanh(np.einsum("jk,mk->mj", W, x) + a * x))
+
+
+def single_matvec(a, W, v):      # no batch letter: the fold would not pay, left alone
+    return np.sum((a * v + np.einsum("jk,k->j", W, v)) ** 2)
+
+
+def reused_product(a, P, x):     # a * x read twice: left alone
+    t = a * x
+    y = t + np.einsum("ijk,mik->mij", P, x)
+    return np.sum(y ** 2) + np.sum(t)
+
+
+def _code(g):
+    """The generated lines without their comments (which quote the user's line)."""
+    return "\n".join(line for line in g.source.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _args(seed=0, k=3, d=4, n=5):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(k, d)), rng.normal(size=(k, d, d)), rng.normal(size=(n, k, d))
+
+
+mixture_grad = s2sgrad.grad(mixture, (0, 1, 2))
+
+
+def test_the_product_is_folded_into_the_contraction():
+    args = _args()
+    mixture_grad(*args)
+    source = _code(mixture_grad)
+    assert "a * x" not in source and "np.eye(" in source, source
+    assert "'ij,jk->ijk'" in source      # a on the diagonal of P's letters
+
+
+@pytest.mark.parametrize("fn", [mixture, mixture_swapped])
+def test_folded_gradients_match_central_differences(fn):
+    check_grad(fn, _args(1), (0, 1, 2))
+
+
+def test_a_matrix_applied_to_rows_is_folded_and_right():
+    rng = np.random.default_rng(2)
+    args = (rng.normal(size=4), rng.normal(size=(4, 4)), rng.normal(size=(6, 4)))
+    g = s2sgrad.grad(matvec_rows, (0, 1, 2))
+    g(*args)
+    assert "np.eye(" in _code(g)
+    check_grad(matvec_rows, args, (0, 1, 2))
+
+
+@pytest.mark.parametrize("fn", [single_matvec, reused_product])
+def test_forms_outside_the_conditions_are_left_as_written(fn):
+    rng = np.random.default_rng(3)
+    args = (rng.normal(size=4), rng.normal(size=(4, 4)), rng.normal(size=4)) \
+        if fn is single_matvec else _args(3)
+    g = s2sgrad.grad(fn, (0, 1, 2))
+    g(*args)
+    assert "np.eye(" not in _code(g)
+    check_grad(fn, args, (0, 1, 2))
+
+
+def test_new_sizes_after_the_first_call_are_right():
+    small, large = _args(4), _args(5, k=2, d=6, n=7)
+    for args in (small, large, small):
+        got = mixture_grad(*args)
+        for position in range(3):
+            np.testing.assert_allclose(got[position], numerical_grad(mixture, args, position),
+                                       rtol=1e-5, atol=1e-7)
+
+
+def test_composed_hvp_and_vmap_of_the_folded_gradient():
+    a, P, x = _args(6)
+    v = np.random.default_rng(7).normal(size=P.shape)
+    hv = s2sgrad.hvp(mixture, (a, P, x), (np.zeros_like(a), v, np.zeros_like(x)))[1]
+    grad_p = s2sgrad.grad(mixture, 1)
+    eps = 1e-5
+    want = (grad_p(a, P + eps * v, x) - grad_p(a, P - eps * v, x)) / (2 * eps)
+    np.testing.assert_allclose(hv, want, rtol=1e-5, atol=1e-7)
+    xs = np.stack([x, 2 * x])
+    batched = s2sgrad.vmap(s2sgrad.grad(mixture, 0), (None, None, 0))(a, P, xs)
+    for row, xb in zip(batched, xs):
+        np.testing.assert_allclose(row, numerical_grad(mixture, (a, P, xb), 0),
+                                   rtol=1e-5, atol=1e-7)
