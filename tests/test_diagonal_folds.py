@@ -102,3 +102,50 @@ def test_composed_hvp_and_vmap_of_the_folded_gradient():
     for row, xb in zip(batched, xs):
         np.testing.assert_allclose(row, numerical_grad(mixture, (a, P, xb), 0),
                                    rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------- an einsum adjoint summed: contracted summed
+# (compiler/optimize/summed_adjoints.py)
+
+def centred_factors(P, mu, x):     # gmm's centred points: mu's adjoint is summed over m
+    xc = x[:, None, :] - mu[None, :, :]
+    return np.sum(np.einsum("ijk,mik->mij", P, xc) ** 2)
+
+
+def shared_batch(a, B, c):         # a broadcast over b, b a batch letter of the product
+    return np.sum(np.sin(np.einsum("bij,bjk->bik", a[None, :, :] + c, B)))
+
+
+@pytest.mark.parametrize("fn, shapes, summed", [
+    (centred_factors, ((3, 4, 4), (3, 4), (5, 4)), "rt.einsum('ij,ijk->ik', rt.sum("),
+    (shared_batch, ((3, 4), (5, 4, 2), (5, 3, 4)), "rt.einsum('bik,bjk->ij', ")],
+    ids=["summed_letter", "batch_letter"])
+def test_a_summed_einsum_adjoint_is_contracted_summed(fn, shapes, summed):
+    rng = np.random.default_rng(9)
+    args = tuple(rng.normal(size=s) for s in shapes)
+    g = s2sgrad.grad(fn, (0, 1))
+    g(*args)
+    code = _code(g)
+    assert "einsum_adjoints" not in code and summed in code, code
+    check_grad(fn, args, (0, 1))
+
+
+CENTRED_GRAD = s2sgrad.grad(centred_factors, 1)
+
+
+def centred_slope(P, mu, x):        # a gradient object inside: its generated code, inlined
+    return np.sum(CENTRED_GRAD(P, mu, x) ** 2)
+
+
+def test_grad_of_the_summed_gradient_and_its_hvp_match_differences():
+    rng = np.random.default_rng(10)
+    args = (rng.normal(size=(3, 4, 4)), rng.normal(size=(3, 4)), rng.normal(size=(5, 4)))
+    CENTRED_GRAD(*args)
+    assert "rt.einsum('ij,ijk->ik', rt.sum(" in _code(CENTRED_GRAD)
+    check_grad(centred_slope, args, (0, 1))
+    v = rng.normal(size=args[1].shape)
+    hv = s2sgrad.hvp(centred_factors, args, (np.zeros_like(args[0]), v, np.zeros_like(args[2])))
+    eps = 1e-5
+    want = (CENTRED_GRAD(args[0], args[1] + eps * v, args[2]) -
+            CENTRED_GRAD(args[0], args[1] - eps * v, args[2])) / (2 * eps)
+    np.testing.assert_allclose(hv[1], want, rtol=1e-5, atol=1e-7)

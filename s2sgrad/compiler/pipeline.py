@@ -13,6 +13,7 @@ import copy
 import os
 
 import gast
+import numpy as np
 
 from ..errors import OutputStructureError
 from .emit.layout import INDENT, after_the_function, module_header, render_mapped, wrap
@@ -36,6 +37,7 @@ from .optimize.shared import shared_values
 from .optimize.views import contiguous_blocks
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
+from .optimize.summed_adjoints import summed_adjoints
 from .reverse.checkpoint import checkpointed
 from .reverse.records import merged_tapes
 from .reverse.transform import reverse
@@ -102,7 +104,8 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     share_values(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
-    sweeps.backward = products_in_place(d.sweeps.backward)
+    sweeps.backward = summed_adjoints(products_in_place(d.sweeps.backward),
+                                      lambda name: simple_array(d.lowered, name), d.names.fresh)
     reads = name_uses(d.sweeps.forward + d.sweeps.backward)[0]
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
@@ -133,6 +136,14 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     generated.guards = d.lowered.guards
     generated.by_shape = d.lowered.by_shape
     return generated
+
+
+def simple_array(lowered, name):
+    """True when ``name`` is known a float64 array none of whose dimensions may be 1."""
+    shapes = lowered.shapes
+    shape = shapes.of.get(name) if shapes is not None else None
+    return isinstance(shape, tuple) and len(shape) >= 1 and shapes.no_unit_dims(shape) and \
+        lowered.dtypes.get(name) == np.dtype(np.float64)
 
 
 def rank_of(lowered, name):

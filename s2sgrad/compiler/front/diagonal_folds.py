@@ -122,6 +122,8 @@ def _plan(lowered, body, index, uses):
             lowered.ndims[name] = rank
         for name in (eye, diagonal, matrix, target):
             lowered.dtypes[name] = lowered.dtypes[x.name]
+        # P + E: E broadcasts to P's shape (no dimension of either may be 1)
+        lowered.shapes.of[matrix] = lowered.shapes.of[p.name]
         return made
     return first, {product.targets[0], contraction.targets[0]}, ops
 
