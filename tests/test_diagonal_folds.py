@@ -3,6 +3,7 @@ its diagonal before the reverse pass (compiler/front/diagonal_folds.py): the gen
 code has no product ``a * x``; gradients match central differences, through every
 operand order the fold reads, and composed (a Hessian-vector product, vmap of grad);
 forms outside its conditions are left as written.  Sizes are small: seconds in all."""
+import gast
 import numpy as np
 import pytest
 
@@ -52,7 +53,7 @@ def test_the_product_is_folded_into_the_contraction():
     mixture_grad(*args)
     source = _code(mixture_grad)
     assert "a * x" not in source and "np.eye(" in source, source
-    assert "'ij,jk->ijk'" in source      # a on the diagonal of P's letters
+    assert "a[:, :, None]" in source      # a on the diagonal of P's last two letters
 
 
 @pytest.mark.parametrize("fn", [mixture, mixture_swapped])
@@ -149,3 +150,20 @@ def test_grad_of_the_summed_gradient_and_its_hvp_match_differences():
     want = (CENTRED_GRAD(args[0], args[1] + eps * v, args[2]) -
             CENTRED_GRAD(args[0], args[1] - eps * v, args[2])) / (2 * eps)
     np.testing.assert_allclose(hv[1], want, rtol=1e-5, atol=1e-7)
+
+
+def _summed(text):
+    from s2sgrad.compiler.optimize.summed_adjoints import summed_adjoints
+    from s2sgrad.compiler.syntax.source import to_source
+    statements = gast.parse(text).body
+    names = iter(["n1", "n2", "n3"])
+    return "".join(to_source(s) for s in summed_adjoints(statements, lambda name: True,
+                                                          lambda base: next(names)))
+
+
+def test_a_summed_adjoint_written_in_place_before_its_sum_is_left_alone():
+    head = "parts = rt.einsum_adjoints(g, ('ijk,mik->mij', P, x))\nv = parts[2]\n"
+    tail = "s = rt.sum(v, 0, True)\n"
+    assert "einsum_adjoints" not in _summed(head + tail)
+    for write in ("v[0] = 0.0\n", "w = v\nw += 1.0\n", "rt.add_into(v, h)\n"):
+        assert "einsum_adjoints" in _summed(head + write + tail), write

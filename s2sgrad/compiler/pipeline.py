@@ -104,8 +104,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     share_values(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
+    returned = set(atom_vars(d.lowered.output)) | {g for g in d.returned if g is not None}
     sweeps.backward = summed_adjoints(products_in_place(d.sweeps.backward),
-                                      lambda name: simple_array(d.lowered, name), d.names.fresh)
+                                      lambda name: simple_array(d.lowered, name), d.names.fresh,
+                                      returned | set(d.lowered.mutated))
     reads = name_uses(d.sweeps.forward + d.sweeps.backward)[0]
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1

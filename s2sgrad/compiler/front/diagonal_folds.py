@@ -5,7 +5,8 @@ contraction's matrix: ``a * x + np.einsum("ijk,mik->mij", P, x)`` ->
 ``diagonal_folds(lowered, names)`` takes a lowered function (before the reverse pass)
 and rewrites its top-level statements in place; it gives the number of folds.
 
-``a * x`` is the contraction of ``x`` with ``a`` on a diagonal: ``D x + P x = (D + P) x``.
+``a * x`` is the contraction of ``x`` with ``a`` on a diagonal: ``D x + P x = (D + P) x``
+(the diagonal written ``a[:, :, None] * eye`` where the letters allow).
 The folded form makes one pass over the contraction's output instead of three (the
 product, the contraction, the sum), and its adjoint one contraction instead of three
 passes (``d(a * x)``'s two and the sum of ``dx``'s parts): ``a``'s adjoint is the
@@ -110,10 +111,9 @@ def _plan(lowered, body, index, uses):
                 _op(size, prims.GETITEM, (Var(shape), Const(x_term.index(k))), gast.Subscript(
                     value=gast.Name(shape, gast.Load(), None, None),
                     slice=gast.Constant(x_term.index(k), None), ctx=gast.Load()), add),
-                _op(eye, np.eye, (Var(size),), None, add),
-                _op(diagonal, np.einsum, (Const(f"{a_term},{j}{k}->{p_term}"), a, Var(eye)),
-                    None, add),
-                _op(matrix, operator.add, (p, Var(diagonal)), None, add)]
+                _op(eye, np.eye, (Var(size),), None, add)]
+        made += _diagonal(names, diagonal, a, a_term, p_term, j, k, Var(eye), add, lowered)
+        made.append(_op(matrix, operator.add, (p, Var(diagonal)), None, add))
         operands = (Var(matrix), x) if contraction.args[1] == p else (x, Var(matrix))
         made.append(_op(target, np.einsum, (contraction.args[0],) + operands, None, add))
         lowered.int_vars.add(size)
@@ -126,6 +126,29 @@ def _plan(lowered, body, index, uses):
         lowered.shapes.of[matrix] = lowered.shapes.of[p.name]
         return made
     return first, {product.targets[0], contraction.targets[0]}, ops
+
+
+def _diagonal(names, diagonal, a, a_term, p_term, j, k, eye, like, lowered):
+    """The Ops of ``diagonal``, ``a`` on the diagonal of ``p_term``'s letters ``j`` and
+    ``k``: ``a[:, :, None] * eye`` where ``a``'s letters are in ``p_term``'s order and ``j``
+    and ``k`` are its last two (the identity is symmetric: either order), else
+    ``np.einsum("ij,jk->ijk", a, eye)`` (whose adjoint contracts the identity too)."""
+    if [c for c in p_term if c in a_term] != list(a_term) or set(p_term[-2:]) != {j, k}:
+        return [_op(diagonal, np.einsum, (Const(f"{a_term},{j}{k}->{p_term}"), a, eye),
+                    None, like)]
+    index = tuple(slice(None) if c in a_term else None for c in p_term)
+    expanded = names.temp(None, f"{a.name}_expanded")
+    view = _op(expanded, prims.GETITEM, (a, Const(index)), gast.Subscript(
+        value=gast.Name(a.name, gast.Load(), None, None), slice=gast.Tuple(
+            [gast.Slice(None, None, None) if i is not None else gast.Constant(None, None)
+             for i in index], gast.Load()), ctx=gast.Load()), like)
+    view.basic_index = True
+    lowered.ndims[expanded] = len(p_term)
+    lowered.dtypes[expanded] = lowered.dtypes[a.name]
+    product = _op(diagonal, operator.mul, (Var(expanded), eye), gast.BinOp(
+        left=gast.Name(expanded, gast.Load(), None, None), op=gast.Mult(),
+        right=gast.Name(eye.name, gast.Load(), None, None)), like)
+    return [view, product]
 
 
 def _terms(args):

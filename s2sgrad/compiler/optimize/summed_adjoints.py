@@ -31,22 +31,28 @@ import copy
 
 import gast
 
-from ..syntax.nodes import Comment, name_node
+from ..syntax.nodes import Comment, name_node, name_uses
+
+#: helpers of ``rt`` that write into their first argument
+_WRITES_FIRST = frozenset({"add_into", "add_matmul_left", "add_matmul_right", "add_dot_left",
+                           "add_dot_right", "copyto", "put", "place", "fill_diagonal"})
 
 
-def summed_adjoints(statements, simple, fresh):
-    """``statements`` with the summed einsum adjoints contracted summed (module doc)."""
+def summed_adjoints(statements, simple, fresh, keep=()):
+    """``statements`` with the summed einsum adjoints contracted summed (module doc);
+    ``keep``: the names read after them (returned)."""
     inline = _Inline(simple)
     statements = [inline.visit(copy.deepcopy(s)) if not isinstance(s, Comment) and any(
         _inline_part(n, simple) is not None for n in gast.walk(s)) else s for s in statements]
-    return _named(statements, simple, fresh)
+    return _named(statements, simple, fresh, keep)
 
 
-def _named(statements, simple, fresh):
+def _named(statements, simple, fresh, keep):
     """The named form: ``parts = rt.einsum_adjoints(...)`` read as ``parts[k]``."""
     out = []
     for index, item in enumerate(statements):
-        plan = _plan(item, statements[index + 1:], simple)
+        after = _unaliased(item, statements[index + 1:], keep)
+        plan = _plan(item, after, simple) if after is not None else None
         if plan is None:
             out.append(item)
             continue
@@ -58,10 +64,66 @@ def _named(statements, simple, fresh):
             g = name_node(name)
         rewriter = _Rewriter(parts, g, spec, operands, fresh)
         rest = [rewriter.visit(copy.deepcopy(s)) if not isinstance(s, Comment) and
-                any(True for _ in _loads(s, parts)) else s for s in statements[index + 1:]]
+                any(True for _ in _loads(s, parts)) else s for s in after]
         out += head + rewriter.made + rest
-        return _named(out, simple, fresh)     # the next such call, if any
+        return _named(out, simple, fresh, keep)     # the next such call, if any
     return out
+
+
+def _unaliased(item, after, keep):
+    """``after`` with each ``v = parts[k]`` (``parts`` assigned by ``item``, ``v`` once and
+    not in ``keep``) dropped and ``v`` read as ``parts[k]`` (the same array); None when
+    ``parts`` is assigned again."""
+    if not (isinstance(item, gast.Assign) and len(item.targets) == 1
+            and isinstance(item.targets[0], gast.Name)):
+        return None
+    parts = item.targets[0].id
+    stores = name_uses(after)[1]
+    aliases = {}
+    for statement in after:
+        if isinstance(statement, gast.Assign) and len(statement.targets) == 1 and \
+                isinstance(statement.targets[0], gast.Name) and \
+                _index(statement.value, parts) is not None and \
+                stores.get(statement.targets[0].id) == 1 and \
+                statement.targets[0].id not in keep:
+            aliases[statement.targets[0].id] = statement.value.slice.value
+    if stores.get(parts):
+        return None
+    if not aliases:
+        return after
+
+    class Reads(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, gast.Load) and node.id in aliases:
+                return gast.Subscript(value=name_node(parts), slice=gast.Constant(
+                    aliases[node.id], None), ctx=gast.Load())
+            return node
+
+    return [s if isinstance(s, Comment) else Reads().visit(copy.deepcopy(s)) for s in after
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and s.targets[0].id in aliases)]
+
+
+def _written(statement):
+    """The names ``statement`` writes into in place (``a[i] = v``, ``a += v``,
+    ``rt.add_into(a, ...)``, ``out=a``)."""
+    written = set()
+    for node in gast.walk(statement):
+        targets = []
+        if isinstance(node, gast.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, gast.Assign):
+            targets = [t for t in node.targets if not isinstance(t, gast.Name)]
+        elif isinstance(node, gast.Call):
+            if isinstance(node.func, gast.Attribute) and node.func.attr in _WRITES_FIRST \
+                    and node.args:
+                targets = [node.args[0]]
+            targets += [k.value for k in node.keywords if k.arg == "out"]
+        for target in targets:
+            while isinstance(target, (gast.Subscript, gast.Attribute, gast.Starred)):
+                target = target.value
+            written |= {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+    return written
 
 
 def _plan(item, after, simple):
@@ -75,17 +137,39 @@ def _plan(item, after, simple):
         return None
     call, terms, output, operands = found
     parts = item.targets[0].id
-    summed = False
+    summed = set()
     for statement in after:
         if isinstance(statement, Comment):
             continue
         for node in _loads(statement, parts):
             if node is None:
                 return None             # read other than parts[k]
-        summed = summed or any(True for _ in _summed_reads(statement, parts))
-    if not summed:
+        summed |= {_sum_of(n, parts)[0] for n in _summed_reads(statement, parts)}
+    if not summed or _written_into(after, parts, summed):
         return None
     return parts, call.args[0], (terms, output), operands
+
+
+def _written_into(after, parts, summed):
+    """True when a statement of ``after`` may write in place into ``parts`` or an array
+    of ``parts[k]`` for ``k`` in ``summed`` (its sums are made where the adjoints were):
+    through any name assigned from an expression that reads it, transitively."""
+    sharing, grown = {parts}, True
+    while grown:
+        grown = False
+        for statement in after:
+            if isinstance(statement, gast.Assign) and len(statement.targets) == 1 and \
+                    isinstance(statement.targets[0], gast.Name) and \
+                    statement.targets[0].id not in sharing and _reads_any(
+                        statement.value, parts, summed, sharing - {parts}):
+                sharing.add(statement.targets[0].id)
+                grown = True
+    return any(_written(s) & sharing for s in after if not isinstance(s, Comment))
+
+
+def _reads_any(node, parts, summed, names):
+    return any(_index(n, parts) in summed or (isinstance(n, gast.Name) and n.id in names)
+               for n in gast.walk(node))
 
 
 def _parse(spec):
