@@ -165,5 +165,5 @@ def test_a_summed_adjoint_written_in_place_before_its_sum_is_left_alone():
     head = "parts = rt.einsum_adjoints(g, ('ijk,mik->mij', P, x))\nv = parts[2]\n"
     tail = "s = rt.sum(v, 0, True)\n"
     assert "einsum_adjoints" not in _summed(head + tail)
-    for write in ("v[0] = 0.0\n", "w = v\nw += 1.0\n", "rt.add_into(v, h)\n"):
+    for write in ("v[0] = 0.0\n", "w = v\nw += 1.0\n", "rt.add_into(v, h)\n", "v.fill(0.0)\n"):
         assert "einsum_adjoints" in _summed(head + write + tail), write

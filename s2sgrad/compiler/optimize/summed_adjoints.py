@@ -36,6 +36,8 @@ from ..syntax.nodes import Comment, name_node, name_uses
 #: helpers of ``rt`` that write into their first argument
 _WRITES_FIRST = frozenset({"add_into", "add_matmul_left", "add_matmul_right", "add_dot_left",
                            "add_dot_right", "copyto", "put", "place", "fill_diagonal"})
+#: array methods that write into the array
+_METHODS_WRITING = frozenset({"fill", "sort", "put", "itemset", "resize", "partition"})
 
 
 def summed_adjoints(statements, simple, fresh, keep=()):
@@ -118,6 +120,8 @@ def _written(statement):
             if isinstance(node.func, gast.Attribute) and node.func.attr in _WRITES_FIRST \
                     and node.args:
                 targets = [node.args[0]]
+            if isinstance(node.func, gast.Attribute) and node.func.attr in _METHODS_WRITING:
+                targets.append(node.func.value)      # v.fill(0), v.sort()
             targets += [k.value for k in node.keywords if k.arg == "out"]
         for target in targets:
             while isinstance(target, (gast.Subscript, gast.Attribute, gast.Starred)):
