@@ -36,7 +36,7 @@ import numpy as np
 
 from ... import primitives as prims
 from ...rules import lookup
-from ..ir import Const, If, Loop, Op, Seq, Var
+from ..ir import Const, Op, Seq, Var
 from .spellings import forward_expression
 from . import literals
 
@@ -57,16 +57,17 @@ def diagonal_folds(lowered, names):
             continue
         first, dropped, made = plan
         kept = [s for s in body[first:index] if s.targets[0] not in dropped]
-        body[first:index + 1] = kept + made(names)
-        index = first + len(kept) + 1
+        new = made(names)
+        body[first:index + 1] = kept + new
+        index = first + len(kept) + len(new)
         folded += 1
     return folded
 
 
 def _plan(lowered, body, index, uses):
     """``(position of the first statement replaced, the names dropped, the new Ops as a
-    function of the name allocator)``
-    for the sum at ``body[index]``, or None when it is not a fold (module doc)."""
+    function of the name allocator)`` for the sum at ``body[index]``, or None when it is
+    not a fold (module doc)."""
     add = body[index]
     if not (isinstance(add, Op) and add.primitive in _SUMS and len(add.args) == 2
             and not add.kwargs and all(isinstance(a, Var) for a in add.args)):
