@@ -149,6 +149,34 @@ def test_constants_gradient_by_differences(backend):
         assert "rt.Constants" not in g.source
 
 
+def triangle_filled(l, x):
+    d = x.shape[1]
+    cols, rows = np.triu_indices(d, 1)     # of a size only; read by the write below
+    L = np.zeros((l.shape[0], d, d))
+    L[:, rows, cols] = l
+    return np.sum(np.einsum("ijk,mk->mij", L, x) ** 2)
+
+
+TRIANGLE = s2sgrad.grad(triangle_filled, 0)
+
+
+def test_index_arrays_of_an_in_place_write_are_constants_of_the_sizes():
+    """``rows``, ``cols`` are read by ``L[:, rows, cols] = l``, not written, and ``d`` sizes
+    the written ``L`` but is a number (no view of it): the indices are computed once per
+    ``x.shape`` (GradBench gmm: 54 us a call), and again for another ``d``."""
+    rng = np.random.default_rng(8)
+    for d in (4, 4, 5, 4):
+        l, x = rng.normal(size=(2, d * (d - 1) // 2)), rng.normal(size=(3, d))
+        np.testing.assert_allclose(TRIANGLE(l, x), numeric_grad(
+            lambda v: triangle_filled(v.reshape(l.shape), x), l.ravel()).reshape(l.shape),
+            rtol=1e-6, atol=1e-9)
+    source = TRIANGLE.source
+    body = source[source.index("_value_and_grad("):source.index("# What the function above")]
+    assert "triu_indices_d1 = np.triu_indices(" not in body
+    assert "np.triu_indices(" in source[source.index("# What the function above"):]
+    assert _table(TRIANGLE).computed == 2       # d = 4 and 5 (4 again: its values kept)
+
+
 def written_and_returned(x, n):
     base = np.zeros((n, 3))
     base[:, 0] = 1.0                       # written in place: stays in the gradient

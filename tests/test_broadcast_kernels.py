@@ -118,13 +118,16 @@ def differences(fn, args, index, h=1e-6):
     return grad
 
 
-def test_the_generated_code_keeps_the_einsum_adjoints_and_a_rebound_returned_name():
+def test_the_generated_code_keeps_the_einsum_contractions_and_a_rebound_returned_name():
     args = gmm_args(1500, 3, 6)                 # the large size class: kept arrays
     GMM(*args)
     # the centred points: one compiled loop over (n, 1, d) - (1, k, d)
     assert "xcentered = kept.subtract(x[:, None, :], mu[None, :, :])" in GMM.source
     assert broadcast.binary(np.subtract, args[4][:, None, :], args[1][None], None) is not None
-    assert "kept.einsum_adjoints(" in GMM.source and "kept.einsum('ijk,mik->mij'" in GMM.source
+    # the adjoints (compiler/optimize/summed_adjoints.py): the factors', and the centred
+    # points' summed over the points as mu's, contracted summed
+    assert "kept.einsum('mij,mik->ijk'" in GMM.source and "kept.einsum('ijk,mik->mij'" in GMM.source
+    assert "kept.einsum('ij,ijk->ik', rt.sum(" in GMM.source
     LSE(R.random(20000))
     # dx_minus_a is bound before dx = dx + ...: a temporary, written into a kept array
     assert "dx_minus_a = kept.multiply(kept.true_divide(dt3, t1), exp_x_minus_a)" in LSE.source

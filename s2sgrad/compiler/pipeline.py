@@ -13,10 +13,12 @@ import copy
 import os
 
 import gast
+import numpy as np
 
 from ..errors import OutputStructureError
 from .emit.layout import INDENT, after_the_function, module_header, render_mapped, wrap
 from .front.literals import atom_node
+from .front.diagonal_folds import diagonal_folds
 from .front.lower import lower_function
 from .ir import Const, If, Loop, Op, Seq, Var, atom_vars, walk_statements
 from .optimize.accumulate import products_in_place
@@ -35,6 +37,7 @@ from .optimize.shared import shared_values
 from .optimize.views import contiguous_blocks
 from .optimize.spelling import as_operators, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
+from .optimize.summed_adjoints import summed_adjoints
 from .reverse.checkpoint import checkpointed
 from .reverse.records import merged_tapes
 from .reverse.transform import reverse
@@ -101,7 +104,10 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     share_values(d)
     fname = d.names.fresh(f"{d.lowered.name}_value_and_grad")
     sweeps = copy.copy(d.sweeps)
-    sweeps.backward = products_in_place(d.sweeps.backward)
+    returned = set(atom_vars(d.lowered.output)) | {g for g in d.returned if g is not None}
+    sweeps.backward = summed_adjoints(products_in_place(d.sweeps.backward),
+                                      lambda name: simple_array(d.lowered, name), d.names.fresh,
+                                      returned | set(d.lowered.mutated))
     reads = name_uses(d.sweeps.forward + d.sweeps.backward)[0]
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
@@ -134,6 +140,14 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     return generated
 
 
+def simple_array(lowered, name):
+    """True when ``name`` is known a float64 array none of whose dimensions may be 1."""
+    shapes = lowered.shapes
+    shape = shapes.of.get(name) if shapes is not None else None
+    return isinstance(shape, tuple) and len(shape) >= 1 and shapes.no_unit_dims(shape) and \
+        lowered.dtypes.get(name) == np.dtype(np.float64)
+
+
 def rank_of(lowered, name):
     """``name``'s rank where the lowering knows it (its ranks, else its shape table), or
     None."""
@@ -160,6 +174,7 @@ def differentiate(fn, positions, weights, has_aux, bound_self=None, arg_types=No
     a function of (LoweredFunction, names) giving ``(seed names, nodes)``: the output
     adjoints start from those nodes instead of ones (see ``reverse``)."""
     lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
+    diagonal_folds(lowered, lowerer.state.names)
     if lowered.shapes is not None:
         lowered.shapes.adjoints_shaped = seed_values is None and not any(
             isinstance(s, (If, Loop)) or (isinstance(s, Op) and s.custom is not None)

@@ -68,7 +68,9 @@ def hoisted_constants(forward, backward, roots, params, keep, is_array, fresh):
             for name in names:
                 defined[name] = item
     barred = _written(forward + backward) | set(keep)
-    barred = _sources(barred, defined)
+    # what a written or kept array is computed from may be a view of it: barred too, but
+    # not a number (a size: ``d`` of ``np.zeros((k, d, d))``), which shares no memory
+    barred = _sources(barred, defined, lambda n: is_array(n) is not False)
     chosen = {n for n in static if n not in barred}
     wanted = {n for n in chosen if is_array(n) is not False and _calls_numpy(defined[n])
               and _sources({n}, defined) & static <= chosen}
@@ -200,12 +202,21 @@ def _written(items):
 
 
 def _base_names(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} \
-        if node is not None else set()
+    """The variables a write into ``node`` changes: the array an item, slice or attribute
+    is of (``Ls`` of ``Ls[:, rows, cols]``: the index arrays are read, not written), every
+    name for any other expression."""
+    if node is None:
+        return set()
+    if isinstance(node, (gast.Subscript, gast.Attribute, gast.Starred)):
+        return _base_names(node.value)
+    if isinstance(node, (gast.Tuple, gast.List)):
+        return set().union(*(_base_names(e) for e in node.elts))
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
-def _sources(names, defined):
-    """``names`` and every name their definitions in ``defined`` read, transitively."""
+def _sources(names, defined, through=lambda name: True):
+    """``names`` and every name their definitions in ``defined`` read, transitively;
+    ``through(name)``: whether a name read is followed (and given)."""
     out, todo = set(), list(names)
     while todo:
         name = todo.pop()
@@ -213,7 +224,7 @@ def _sources(names, defined):
             continue
         out.add(name)
         if name in defined:
-            todo.extend(_reads([defined[name]]) - out)
+            todo.extend(r for r in _reads([defined[name]]) - out if through(r))
     return out
 
 
