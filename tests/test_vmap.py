@@ -435,3 +435,12 @@ def test_show_prints_the_batched_code(capsys):
     assert "np.sum((z - y) ** 2, axis=(1,))" in source
     assert "batched code" in capsys.readouterr().out
     assert ms.ops.vmap(loss, (None, 0, 0))(W, X, Y).shape == (4,)
+
+
+def test_a_reason_quoting_the_users_strings_keeps_the_module_parsable():
+    # astor writes a string constant of a refused expression as """ijk,mik->mij""": the
+    # module's docstring ended there (SyntaxError at the vmap's first call)
+    import ast
+    from s2sgrad.compiler.pipeline_vmap import docstring
+    for text in ['the expression \'"""ijk,mik->mij"""\'', 'a\\b ends in "', '\\']:
+        assert ast.literal_eval(docstring(text)) == text + "\n"
