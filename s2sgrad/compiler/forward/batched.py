@@ -427,6 +427,8 @@ class BatchedTangents(Tangents):
         if rank is not None:
             self.ndims.setdefault(op.targets[0], rank)
         expr.slice = _prepend_slice(expr.slice)
+        if rank == 0:     # a number is a copy, the batch of numbers a view: copied too, as
+            return gast.Call(func=_parse("np.copy"), args=[expr], keywords=[])  # x[i] = 0
         return expr
 
     def linear(self, op, rule):
