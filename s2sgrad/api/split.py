@@ -21,6 +21,7 @@ from ..compiler.pipeline_split import build_split
 from ..errors import GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
+from .batched_rows import PULLBACK_REASON, BatchedRows
 from .arguments import (check_function, check_has_aux, check_positions, check_weights,
                         free_values, to_array)
 from .call_plan import CallPlan, plan_key
@@ -218,6 +219,48 @@ class JacrevFunction(SplitFunction):
     def __init__(self, fn, grad_position, has_aux):
         super().__init__(fn, grad_position, None, has_aux)
 
+    def _rows_of(self, generated, parts):
+        """The ``BatchedRows`` of the split module ``generated`` (made once per build)."""
+        rows = getattr(generated, "batched_rows", None)
+        if rows is None:
+            def outputs(code_args):       # the forward sweep as Python: no compile
+                value = parts.forward.py_func(*code_args)[0]
+                return self._split_output(value, generated)[1]
+            rows = generated.batched_rows = BatchedRows(generated, outputs, self.has_aux)
+        return rows
+
+    def _batched_last(self):
+        rows = getattr(self._generated, "batched_rows", None) if self._last is not None \
+            else None
+        return rows is not None and rows.reason is None and rows.shapes
+
+    @property
+    def backend(self):
+        """'numpy' where the last call ran the batched adjoint sweep, else the per-row
+        code's backend (``Derivative.backend``)."""
+        return "numpy" if self._batched_last() else super().backend
+
+    @property
+    def fallback_reason(self):
+        """Why the last call did not run compiled by Numba: the batched sweep ran it
+        (numpy), or the per-row code ran it ("Not batched: ..." first, then why that did
+        not run compiled)."""
+        if self._batched_last():
+            return PULLBACK_REASON
+        rows, reason = self.not_batched, super().fallback_reason
+        if rows is None:
+            return reason
+        rows = rows if rows.startswith("Not batched") else f"Not batched: {rows}."
+        return rows if reason is None else f"{rows} {reason}"
+
+    @property
+    def not_batched(self):
+        """Why the last call ran one adjoint sweep per row (None: it ran the batched
+        sweep, ``api/batched_rows.py``)."""
+        rows = getattr(self._generated, "batched_rows", None) if self._last is not None \
+            else None
+        return rows.reason if rows is not None else None
+
     def __repr__(self):
         return (f"<s2sgrad jacrev of {self.name} (grad_position="
                 f"{self.grad_position!r}), backend {self.backend!r}>")
@@ -249,7 +292,11 @@ class JacrevFunction(SplitFunction):
 
     def __call__(self, *args, **kwargs):
         generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)
-        value, jacs = self._run_part(parts.jacobian, generated, code_args)
+        batched = self._rows_of(generated, parts).run(code_args)
+        if batched is None:            # one adjoint sweep per row (``not_batched`` says why)
+            value, jacs = self._run_part(parts.jacobian, generated, code_args)
+        else:
+            value, jacs = batched
         out, out_leaves, out_tree, aux = self._split_output(value, generated)
         jacs = list(jacs)
         rows = sum(int(np.size(o)) for o in out_leaves)

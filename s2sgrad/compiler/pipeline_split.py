@@ -30,9 +30,11 @@ from .emit.layout import INDENT, module_header, render_mapped, wrap
 from .front.literals import atom_node
 from .ir import Const, Seq, Var
 from .pipeline import differentiate, title_of
-from .pipeline_higher import differentiable_sweeps, pops_as_reads
+from .forward.batched import NotBatchable
+from .pipeline_higher import (_before_loops, _pop_of, _pops_of, differentiable_sweeps,
+                              pops_as_reads)
 from .syntax.imports import import_lines
-from .syntax.nodes import name_node
+from .syntax.nodes import Comment, assign, name_node
 from .syntax.source import to_source
 
 
@@ -99,6 +101,14 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
     if differentiable:
         d.sweeps = differentiable_sweeps(d)
     generated = _Writer(d, leaves, cotangents, positions, weights, differentiable).write()
+    if not differentiable:     # the function jacrev's batched sweep differentiates
+        together = copy.copy(d)
+        together.sweeps = differentiable_sweeps(d)
+        try:
+            generated.vjp_source, generated.vjp_name = _Writer(
+                together, leaves, cotangents, positions, weights, True).vjp_module()
+        except NotBatchable as exc:
+            generated.vjp_reason = str(exc)
     generated.guards = d.lowered.guards
     generated.output_is_tuple = isinstance(
         d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
@@ -276,9 +286,110 @@ class _Writer:
                      None))
         return self._function(self.fnames[2], self.args, body)
 
+    def vjp_module(self):
+        """(source, name) of a module with one function, in the differentiable spelling:
+        ``<f>_vjp(args, cotangents)``, the forward sweep then the adjoint sweep from the
+        cotangents, returning ``(gradients..., output)``.  It is linear in the cotangents,
+        so its batched forward-mode Jacobian w.r.t. them (``compiler/forward/batched.py``)
+        is every row of ``f``'s Jacobian in one adjoint sweep: JAX's ``vmap`` of the
+        pullback over the basis cotangents, the residuals unbatched (``api/split.py``)."""
+        name = self.names.fresh(f"{self.d.lowered.name}_vjp")
+        backward = _adjoint_pops(self.d.sweeps.backward, self.names)
+        body = self._forward_lines({}) + render_mapped(backward, 1)
+        body.append((f"{INDENT}return {_tuple(self.grads + [self._output()])}", None))
+        code = self._function(name, self.args + self.cotangents, body)
+        about = ["# Generated code: edits are overwritten. The forward sweep, then the "
+                 "adjoint sweep from the",
+                 "# cotangents (differentiable spelling): jacrev differentiates it w.r.t. "
+                 "the cotangents, all rows in one sweep."]
+        lines = module_header(f"{self.title}, vjp for jacrev's batched sweep", about,
+                              [line for line, _ in code], import_lines(self.names.modules),
+                              blanks=1)
+        lines += [("", None)] + code
+        return "\n".join(line for line, _ in lines) + "\n", name
+
     def _weight_arg(self, j):
         """The argument name of the j-th weight (its free value)."""
         return next(f.name for f in self.d.lowered.free if f.obj is self.weights[j])
+
+
+def _adjoint_pops(backward, names):
+    """The adjoint sweep with the pops of lists of its own (``drows.pop()``: the adjoint
+    of a list appended to in a loop) read by index from a top set before the loop, as
+    ``differentiable_sweeps`` does for the tapes: forward mode takes no pop.  Refused
+    (``NotBatchable``) where such a list is assigned inside a loop or branch."""
+    popped = []
+    for item in backward:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            name = _pop_of(node)
+            if name is not None and name not in popped:
+                popped.append(name)
+    if not popped:
+        return backward
+    for item in backward:
+        if isinstance(item, (gast.For, gast.While, gast.If)) and set(popped) & set(
+                _stored([n for s in gast.walk(item) if isinstance(s, gast.Assign)
+                         for n in s.targets])):
+            raise NotBatchable("a list of adjoints made inside a loop or branch")
+    whole = _read_whole_after_pops(backward, popped)
+    if whole:
+        raise NotBatchable(f"the list {whole} read whole after items were popped from it")
+    tops = {name: names.fresh(name + "_top") for name in popped}
+    backward = _pops_taken_first(backward, names)
+    backward = _before_loops(backward, set(tops), _pops_of, lambda name: assign(
+        tops[name], gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[])))
+    return pops_as_reads(backward, tops)
+
+
+def _read_whole_after_pops(backward, popped):
+    """A list of ``popped`` (or a name given it: ``d_parts = drows``) read other than by
+    item or pop from its first pop on, where reads by index would see the popped items
+    still there (its length, the list passed whole); None when there is none."""
+    watched, started = set(popped), set()
+    for item in backward:
+        if isinstance(item, Comment):
+            continue
+        started |= _pops_of(item) & watched
+        if not started:
+            continue
+        if isinstance(item, gast.Assign) and isinstance(item.value, gast.Name) and \
+                item.value.id in watched and all(isinstance(t, gast.Name) for t in item.targets):
+            watched |= {t.id for t in item.targets}
+            started |= {t.id for t in item.targets}
+            continue
+        parents = {id(child): node for node in gast.walk(item)
+                   for child in gast.iter_child_nodes(node)}
+        for node in gast.walk(item):
+            if not (isinstance(node, gast.Name) and node.id in started and
+                    isinstance(node.ctx, gast.Load)):
+                continue
+            parent = parents.get(id(node))
+            if isinstance(parent, gast.Subscript) and parent.value is node:
+                continue
+            if isinstance(parent, gast.Attribute) and parent.attr == "pop":
+                continue
+            return node.id
+    return None
+
+
+def _pops_taken_first(items, names):
+    """``x += xs.pop()`` as ``p = xs.pop()`` then ``x += p`` (``pops_as_reads`` reads
+    an assigned pop), in every block."""
+    out = []
+    for item in items:
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            item = copy.copy(item)
+            item.body = _pops_taken_first(item.body, names)
+            item.orelse = _pops_taken_first(item.orelse, names)
+        elif isinstance(item, gast.AugAssign) and _pop_of(item.value) is not None:
+            popped = names.fresh("popped")
+            out.append(assign(popped, item.value))
+            item = copy.copy(item)
+            item.value = name_node(popped)
+        out.append(item)
+    return out
 
 
 def _tuple(names):

@@ -1,0 +1,139 @@
+"""``jacrev``'s rows in one batched adjoint sweep (issue 20, "Jacobians").
+
+Takes a split module's ``vjp`` function (``compiler/pipeline_split.py``: the forward
+sweep, then the adjoint sweep from cotangent parameters, returning the gradients and the
+output) and the arguments of a call; gives ``(output, rows per gradient)``, each rows
+array ``(output size,) + input.shape``, what the split module's per-row jacobian function
+returns, or None where that function must run the call.
+
+The vjp function is linear in its cotangents, so its batched forward-mode Jacobian
+w.r.t. them (``build_jvp(..., batched=True, pullback=True)``: every adjoint carries the
+basis cotangents first, the forward sweep's values unbatched) is every row at once:
+JAX's ``vmap`` of the pullback.  It runs as numpy.  Which calls it runs is
+``api/forward.py``'s ``BatchedChoice``, as for ``jacfwd``: not where an operation has no
+batched rule (``NotBatchable``), nor code with loops over small arrays under the auto
+backend, nor loop-free code under ``S2SGRAD_BACKEND=numba``; there the per-row sweeps
+run, and ``reason`` says why.
+
+The cotangents are passed shaped as the output: a signature's first call learns the
+output's shapes from the forward sweep run as Python, later calls pass the last shapes
+and check them against the output the sweep returns (a call whose output changed shape
+runs again with the right ones).
+"""
+import numpy as np
+
+from ..backend import cache
+from ..backend.numba_backend import UNDECIDED
+from ..compiler.forward.batched import NotBatchable
+from ..compiler.pipeline_forward import build_jvp
+from ..errors import UserCodeError
+from ..trees import flatten, is_tree
+from .call_plan import plan_key
+from .forward import BatchedChoice, ForwardFunction
+from .loading import load_function
+
+PULLBACK_REASON = ("jacrev runs as one batched adjoint sweep of numpy calls (every adjoint "
+                   "carries the basis cotangents first), not one adjoint sweep per row.")
+
+
+class BatchedRows:
+    """The batched rows of one split module (``generated``, a ``SplitGenerated``): see
+    the module doc.  ``outputs(code_args)``: the output leaves of a call, from the
+    forward sweep run as Python (a signature's first call); ``has_aux``: the output is
+    (differentiated output, aux...)."""
+
+    def __init__(self, generated, outputs, has_aux):
+        self.generated, self.outputs, self.has_aux = generated, outputs, has_aux
+        self.reason = getattr(generated, "vjp_reason", None)
+        self.function = None             # the PullbackFunction, made at the first call
+        self.choice = BatchedChoice()
+        self.shapes = {}                 # plan_key of the arguments -> the cotangents
+        self.failed = {}                 # plan_key -> why the batched code did not run
+
+    def run(self, code_args):
+        """``(output, rows per gradient)``, or None: the per-row sweeps run the call."""
+        generated = self.generated
+        if getattr(generated, "vjp_source", None) is None:
+            return None
+        key = plan_key(code_args)
+        if key in self.failed:
+            return None
+        try:
+            if self.function is None:
+                self.function = _pullback(generated)
+            cts = self.shapes.get(key)
+            if cts is None:
+                cts = _cotangents(self.outputs(code_args))
+            result = self._sweep(code_args, cts)
+            if result is None:
+                return None
+            value, rows, leaves = result
+            if [np.shape(o) for o in leaves] != [c.shape for c in cts]:
+                cts = _cotangents(leaves)        # the output changed shape: again
+                value, rows, leaves = self._sweep(code_args, cts)
+        except (NotBatchable, UserCodeError, NotImplementedError, TypeError, ValueError,
+                KeyError, IndexError, AttributeError) as exc:
+            self.failed[key] = self.reason = f"the batched adjoint sweep failed: {exc}"
+            return None
+        self.shapes[key] = cts
+        self.reason = None
+        return value, rows
+
+    def _sweep(self, code_args, cts):
+        """(output, rows, output leaves) of one run, or None where ``BatchedChoice``
+        refuses it."""
+        if any(c.dtype.kind == "c" for c in cts):
+            raise NotBatchable("a complex output")
+        ran, result = self.choice.run(self.function, [*code_args, *cts], {})
+        if not ran:
+            self.reason = self.choice.reason()
+            return None
+        returned, blocks = result
+        n = len(returned) - 1                   # (gradients..., output)
+        value = returned[n]
+        rows = [blocks[0][k] if len(blocks) == 1 else
+                np.concatenate([b[k] for b in blocks], axis=0) for k in range(n)]
+        out = value[0] if self.has_aux else value
+        leaves = flatten(out)[0] if is_tree(out) else [out]
+        return value, rows, leaves
+
+
+class PullbackFunction(ForwardFunction):
+    """The batched forward-mode Jacobian of a vjp function w.r.t. its cotangents, run as
+    numpy; calling it gives the code's raw ``(returned, blocks)``."""
+
+    def __init__(self, fn, positions):
+        super().__init__(fn, positions, False, True, batched=True)
+
+    def build_code(self, fn, bound_self, arg_types, trees):
+        return build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
+                         arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
+                         pullback=True)
+
+    def load_code(self, generated):
+        compiled, path = load_function(generated.function_name, generated.source,
+                                       generated.function_name, generated.free)
+        if compiled.backend == UNDECIDED:
+            compiled._use_python(PULLBACK_REASON, backend="numpy")
+        return compiled, path
+
+    def __call__(self, *args, **kwargs):
+        _, _, result, _ = self._run_forward(list(args), lambda arrays: [], plan_key(args))
+        return result
+
+
+def _pullback(generated):
+    """The PullbackFunction of ``generated``'s vjp function (written to the cache)."""
+    fn = cache.materialise(generated.vjp_name, generated.vjp_source, generated.vjp_name)[0]
+    n_args = generated.n_params + len(generated.free)
+    return PullbackFunction(fn, tuple(range(n_args, n_args + generated.n_cotangents)))
+
+
+def _cotangents(leaves):
+    """Zero cotangents shaped as the output ``leaves`` (float64 where not floating)."""
+    out = []
+    for leaf in leaves:
+        dtype = np.result_type(leaf)
+        out.append(np.zeros(np.shape(leaf), dtype=dtype if dtype.kind in "fc"
+                            else np.float64))
+    return out
