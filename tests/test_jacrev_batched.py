@@ -91,7 +91,7 @@ def leaves(result):
 def per_row(f, args, monkeypatch, **options):
     """jacrev's per-row sweeps (the batched code refused), run as Python (no compile)."""
     with monkeypatch.context() as m:
-        m.setattr(BatchedRows, "run", lambda self, code_args: None)
+        m.setattr(BatchedRows, "run", lambda self, code_args, outputs: None)
         m.setenv("S2SGRAD_BACKEND", "python")
         return s2sgrad.jacrev(f, **options)(*args)
 

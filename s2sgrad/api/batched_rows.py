@@ -38,20 +38,20 @@ PULLBACK_REASON = ("jacrev runs as one batched adjoint sweep of numpy calls (eve
 
 class BatchedRows:
     """The batched rows of one split module (``generated``, a ``SplitGenerated``): see
-    the module doc.  ``outputs(code_args)``: the output leaves of a call, from the
-    forward sweep run as Python (a signature's first call); ``has_aux``: the output is
-    (differentiated output, aux...)."""
+    the module doc; ``has_aux``: the output is (differentiated output, aux...).  Kept on
+    ``generated`` and pickled with it (with its built code: no build where unpickled)."""
 
-    def __init__(self, generated, outputs, has_aux):
-        self.generated, self.outputs, self.has_aux = generated, outputs, has_aux
+    def __init__(self, generated, has_aux):
+        self.generated, self.has_aux = generated, has_aux
         self.reason = getattr(generated, "vjp_reason", None)
         self.function = None             # the PullbackFunction, made at the first call
         self.choice = BatchedChoice()
         self.shapes = {}                 # plan_key of the arguments -> the cotangents
         self.failed = {}                 # plan_key -> why the batched code did not run
 
-    def run(self, code_args):
-        """``(output, rows per gradient)``, or None: the per-row sweeps run the call."""
+    def run(self, code_args, outputs):
+        """``(output, rows per gradient)``, or None: the per-row sweeps run the call.
+        ``outputs(code_args)``: the output leaves of a call (a signature's first)."""
         generated = self.generated
         if getattr(generated, "vjp_source", None) is None:
             return None
@@ -63,7 +63,7 @@ class BatchedRows:
                 self.function = _pullback(generated)
             cts = self.shapes.get(key)
             if cts is None:
-                cts = _cotangents(self.outputs(code_args))
+                cts = _cotangents(outputs(code_args))
             result = self._sweep(code_args, cts)
             if result is None:
                 return None
@@ -121,10 +121,34 @@ class PullbackFunction(ForwardFunction):
         _, _, result, _ = self._run_forward(list(args), lambda arrays: [], plan_key(args))
         return result
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["fn"] = _VjpSource(self.fn)
+        state.pop("__wrapped__", None)
+        return state
+
+    def __setstate__(self, state):
+        state["fn"] = state["fn"].function()
+        super().__setstate__(state)
+
+
+class _VjpSource:
+    """A vjp function pickled as its module's text, written to the cache where it is
+    loaded (a generated module is not importable by name in another process)."""
+
+    def __init__(self, fn):
+        self.name, self.source = fn.__name__, fn.__s2sgrad_source__
+
+    def function(self):
+        fn = cache.materialise(self.name, self.source, self.name)[0]
+        fn.__s2sgrad_source__ = self.source
+        return fn
+
 
 def _pullback(generated):
     """The PullbackFunction of ``generated``'s vjp function (written to the cache)."""
     fn = cache.materialise(generated.vjp_name, generated.vjp_source, generated.vjp_name)[0]
+    fn.__s2sgrad_source__ = generated.vjp_source       # to pickle it (``_VjpSource``)
     n_args = generated.n_params + len(generated.free)
     return PullbackFunction(fn, tuple(range(n_args, n_args + generated.n_cotangents)))
 

@@ -6,10 +6,13 @@ reference does; ``vjp_fn(cotangent)`` runs only the adjoint sweep, on the values
 forward sweep stored, and gives the gradients w.r.t. every input (a tuple), and
 ``(input gradients, weight gradients)`` with ``weights``.
 
-``jacrev(fn, grad_position=0, has_aux=False)`` gives the Jacobian function: one
-forward sweep, then the adjoint sweep once per output element (in the same compiled
-function), each Jacobian shaped ``output.shape + input.shape``; tuples over outputs
-and positions as the reference gives them.
+``jacrev(fn, grad_position=0, has_aux=False)`` gives the Jacobian function, each
+Jacobian shaped ``output.shape + input.shape``; tuples over outputs and positions as the
+reference gives them.  It runs one forward sweep and one batched adjoint sweep whose
+adjoints carry every basis cotangent first (``api/batched_rows.py``), or, where that
+sweep has no rule for an operation or the batched choice says so (``not_batched`` says
+why), the module's per-row jacobian: the forward sweep, then the adjoint sweep once per
+output element, in one compiled function.
 
 The code is ``compiler/pipeline_split.py``'s module (forward, backward, jacobian), cached and
 compiled like ``grad``'s (``Derivative``'s checks, builds and argument handling):
@@ -223,10 +226,7 @@ class JacrevFunction(SplitFunction):
         """The ``BatchedRows`` of the split module ``generated`` (made once per build)."""
         rows = getattr(generated, "batched_rows", None)
         if rows is None:
-            def outputs(code_args):       # the forward sweep as Python: no compile
-                value = parts.forward.py_func(*code_args)[0]
-                return self._split_output(value, generated)[1]
-            rows = generated.batched_rows = BatchedRows(generated, outputs, self.has_aux)
+            rows = generated.batched_rows = BatchedRows(generated, self.has_aux)
         return rows
 
     def _batched_last(self):
@@ -292,7 +292,9 @@ class JacrevFunction(SplitFunction):
 
     def __call__(self, *args, **kwargs):
         generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)
-        batched = self._rows_of(generated, parts).run(code_args)
+        def outputs(code_args):      # the forward sweep as Python: no compile
+            return self._split_output(parts.forward.py_func(*code_args)[0], generated)[1]
+        batched = self._rows_of(generated, parts).run(code_args, outputs)
         if batched is None:            # one adjoint sweep per row (``not_batched`` says why)
             value, jacs = self._run_part(parts.jacobian, generated, code_args)
         else:

@@ -15,6 +15,13 @@ parameters instead of ones, and writes one module with three functions:
   element of the output, seeded with each basis cotangent in turn; returns
   ``(output, jacobians)``, one ``(rows,) + input.shape`` array per gradient.
 
+Beside it, ``build_split`` writes ``vjp_source``: a module with ``<f>_vjp(args,
+cotangents)``, the forward and adjoint sweeps in one function (differentiable spelling,
+the adjoint lists' pops read by index) returning ``(gradients..., output)``, which
+``jacrev`` differentiates w.r.t. the cotangents in batched forward mode: every row in one
+adjoint sweep (``api/batched_rows.py``); the per-row jacobian is its fallback
+(``vjp_reason``: why no such module was written).
+
 A residual that some path of the forward sweep leaves unassigned (a value of one
 branch) travels in a one-item "box" list: the forward sweep appends it where it is
 assigned, the adjoint sweep takes it back where there is one.
@@ -31,8 +38,8 @@ from .front.literals import atom_node
 from .ir import Const, Seq, Var
 from .pipeline import differentiate, title_of
 from .forward.batched import NotBatchable
-from .pipeline_higher import (_before_loops, _pop_of, _pops_of, differentiable_sweeps,
-                              pops_as_reads)
+from .pipeline_higher import (before_loops, differentiable_sweeps, pop_of, pops_as_reads,
+                              pops_of)
 from .syntax.imports import import_lines
 from .syntax.nodes import Comment, assign, name_node
 from .syntax.source import to_source
@@ -158,7 +165,10 @@ class _Writer:
         about = ["# Generated code: edits are overwritten. The forward sweep returns what the "
                  "adjoint sweep reads;",
                  "# the backward takes it with cotangents of the output; the jacobian runs the "
-                 "adjoint sweep per output element."]
+                 "adjoint sweep per output element",
+                 "# (jacrev's fallback: it runs all rows in one batched adjoint sweep where "
+                 "every operation has a",
+                 "# batched rule, api/batched_rows.py; jacrev.not_batched says why not)."]
         lines = module_header(f"{self.title}, split for vjp and jacrev", about, code,
                               import_lines(self.names.modules), blanks=1)
         adjoint_from = None
@@ -323,7 +333,7 @@ def _adjoint_pops(backward, names):
         if isinstance(item, Comment):
             continue
         for node in gast.walk(item):
-            name = _pop_of(node)
+            name = pop_of(node)
             if name is not None and name not in popped:
                 popped.append(name)
     if not popped:
@@ -338,7 +348,7 @@ def _adjoint_pops(backward, names):
         raise NotBatchable(f"the list {whole} read whole after items were popped from it")
     tops = {name: names.fresh(name + "_top") for name in popped}
     backward = _pops_taken_first(backward, names)
-    backward = _before_loops(backward, set(tops), _pops_of, lambda name: assign(
+    backward = before_loops(backward, set(tops), pops_of, lambda name: assign(
         tops[name], gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[])))
     return pops_as_reads(backward, tops)
 
@@ -351,7 +361,7 @@ def _read_whole_after_pops(backward, popped):
     for item in backward:
         if isinstance(item, Comment):
             continue
-        started |= _pops_of(item) & watched
+        started |= pops_of(item) & watched
         if not started:
             continue
         if isinstance(item, gast.Assign) and isinstance(item.value, gast.Name) and \
@@ -383,7 +393,7 @@ def _pops_taken_first(items, names):
             item = copy.copy(item)
             item.body = _pops_taken_first(item.body, names)
             item.orelse = _pops_taken_first(item.orelse, names)
-        elif isinstance(item, gast.AugAssign) and _pop_of(item.value) is not None:
+        elif isinstance(item, gast.AugAssign) and pop_of(item.value) is not None:
             popped = names.fresh("popped")
             out.append(assign(popped, item.value))
             item = copy.copy(item)
