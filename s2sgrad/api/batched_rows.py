@@ -71,9 +71,11 @@ class BatchedRows:
             if [np.shape(o) for o in leaves] != [c.shape for c in cts]:
                 cts = _cotangents(leaves)        # the output changed shape: again
                 value, rows, leaves = self._sweep(code_args, cts)
-        except (NotBatchable, UserCodeError, NotImplementedError, TypeError, ValueError,
-                KeyError, IndexError, AttributeError) as exc:
-            self.failed[key] = self.reason = f"the batched adjoint sweep failed: {exc}"
+        except (NotBatchable, UserCodeError) as exc:     # while building: for good
+            self.failed[key] = self.reason = f"Not batched: {exc}"
+            return None
+        except Exception as exc:     # while running (the user's error too): this call
+            self.reason = f"the batched adjoint sweep raised {type(exc).__name__}: {exc}"
             return None
         self.shapes[key] = cts
         self.reason = None
