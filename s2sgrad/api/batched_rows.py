@@ -26,6 +26,7 @@ from ..backend import cache
 from ..backend.numba_backend import UNDECIDED
 from ..compiler.forward.batched import NotBatchable
 from ..compiler.pipeline_forward import build_jvp
+from ..compiler.pipeline_higher import user_comments
 from ..errors import UserCodeError
 from ..trees import flatten, is_tree
 from .call_plan import plan_key
@@ -53,7 +54,7 @@ class BatchedRows:
         """``(output, rows per gradient)``, or None: the per-row sweeps run the call.
         ``outputs(code_args)``: the output leaves of a call (a signature's first)."""
         generated = self.generated
-        if getattr(generated, "vjp_source", None) is None:
+        if getattr(generated, "vjp", None) is None:
             return None
         key = plan_key(code_args)
         if key in self.failed:
@@ -101,16 +102,23 @@ class BatchedRows:
 
 
 class PullbackFunction(ForwardFunction):
-    """The batched forward-mode Jacobian of a vjp function w.r.t. its cotangents, run as
-    numpy; calling it gives the code's raw ``(returned, blocks)``."""
+    """The batched forward-mode Jacobian of a vjp function (``vjp``, a ``VjpModule``,
+    written at ``path``) w.r.t. its cotangents, run as numpy; calling it gives the code's
+    raw ``(returned, blocks)``.  Its comments name the user's lines."""
 
-    def __init__(self, fn, positions):
+    def __init__(self, fn, positions, vjp, path):
         super().__init__(fn, positions, False, True, batched=True)
+        self.vjp, self.vjp_path = vjp, path
 
     def build_code(self, fn, bound_self, arg_types, trees):
-        return build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
-                         arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
-                         pullback=True)
+        title = (f"jacrev's rows in one batched adjoint sweep: "
+                 f"{self.vjp.title.replace('value and gradient', 'Jacobian')}, forward mode "
+                 f"over {self.vjp.name} w.r.t. the cotangents")
+        jvp = build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
+                        arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
+                        pullback=True, title=title)
+        user_comments(jvp, _Commented(self.vjp, self.vjp_path))
+        return jvp
 
     def load_code(self, generated):
         compiled, path = load_function(generated.function_name, generated.source,
@@ -124,35 +132,39 @@ class PullbackFunction(ForwardFunction):
         return result
 
     def __getstate__(self):
+        """The vjp function pickles as its module's text, written to the cache where it is
+        loaded (a generated module is not importable by name in another process)."""
         state = super().__getstate__()
-        state["fn"] = _VjpSource(self.fn)
+        state["fn"] = None
         state.pop("__wrapped__", None)
         return state
 
     def __setstate__(self, state):
-        state["fn"] = state["fn"].function()
+        state["fn"], state["vjp_path"] = _materialised(state["vjp"])
         super().__setstate__(state)
 
 
-class _VjpSource:
-    """A vjp function pickled as its module's text, written to the cache where it is
-    loaded (a generated module is not importable by name in another process)."""
+class _Commented:
+    """What ``pipeline_higher.user_comments`` reads of the module it rewrites comments of
+    (the vjp module: its path, line map, function name and first adjoint line)."""
 
-    def __init__(self, fn):
-        self.name, self.source = fn.__name__, fn.__s2sgrad_source__
+    def __init__(self, vjp, path):
+        self.path, self.line_map, self.function_name = path, vjp.line_map, vjp.name
+        self.adjoint_from = vjp.adjoint_from
 
-    def function(self):
-        fn = cache.materialise(self.name, self.source, self.name)[0]
-        fn.__s2sgrad_source__ = self.source
-        return fn
+
+def _materialised(vjp):
+    """(the function of the ``VjpModule`` ``vjp``, the path of its module)."""
+    fn, path, _ = cache.materialise(vjp.name, vjp.source, vjp.name)
+    return fn, path
 
 
 def _pullback(generated):
-    """The PullbackFunction of ``generated``'s vjp function (written to the cache)."""
-    fn = cache.materialise(generated.vjp_name, generated.vjp_source, generated.vjp_name)[0]
-    fn.__s2sgrad_source__ = generated.vjp_source       # to pickle it (``_VjpSource``)
+    """The PullbackFunction of ``generated``'s vjp module (written to the cache)."""
+    fn, path = _materialised(generated.vjp)
     n_args = generated.n_params + len(generated.free)
-    return PullbackFunction(fn, tuple(range(n_args, n_args + generated.n_cotangents)))
+    return PullbackFunction(fn, tuple(range(n_args, n_args + generated.n_cotangents)),
+                            generated.vjp, path)
 
 
 def _cotangents(leaves):

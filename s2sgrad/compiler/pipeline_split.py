@@ -15,7 +15,7 @@ parameters instead of ones, and writes one module with three functions:
   element of the output, seeded with each basis cotangent in turn; returns
   ``(output, jacobians)``, one ``(rows,) + input.shape`` array per gradient.
 
-Beside it, ``build_split`` writes ``vjp_source``: a module with ``<f>_vjp(args,
+Beside it, ``build_split`` writes ``vjp`` (a ``VjpModule``): ``<f>_vjp(args,
 cotangents)``, the forward and adjoint sweeps in one function (differentiable spelling,
 the adjoint lists' pops read by index) returning ``(gradients..., output)``, which
 ``jacrev`` differentiates w.r.t. the cotangents in batched forward mode: every row in one
@@ -73,6 +73,16 @@ class SplitGenerated:
         self.guards = []
 
 
+class VjpModule:
+    """The module of ``<f>_vjp`` (``_Writer.vjp_module``): ``source``, ``name`` (its
+    function's), ``line_map`` (its lines -> the user's), ``adjoint_from`` (its first line
+    of the adjoint sweep) and ``title`` (what it differentiates)."""
+
+    def __init__(self, source, name, line_map, adjoint_from, title):
+        self.source, self.name, self.line_map = source, name, line_map
+        self.adjoint_from, self.title = adjoint_from, title
+
+
 def output_leaves(atom, where):
     """The leaves (Var or Const atoms) of the differentiated output ``atom``, tuples and
     lists flattened in order; a dict output is refused (``where``: the function's origin)."""
@@ -112,8 +122,8 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
         together = copy.copy(d)
         together.sweeps = differentiable_sweeps(d)
         try:
-            generated.vjp_source, generated.vjp_name = _Writer(
-                together, leaves, cotangents, positions, weights, True).vjp_module()
+            generated.vjp = _Writer(together, leaves, cotangents, positions, weights,
+                                    True).vjp_module()
         except NotBatchable as exc:
             generated.vjp_reason = str(exc)
     generated.guards = d.lowered.guards
@@ -297,7 +307,7 @@ class _Writer:
         return self._function(self.fnames[2], self.args, body)
 
     def vjp_module(self):
-        """(source, name) of a module with one function, in the differentiable spelling:
+        """The ``VjpModule`` of a module with one function, in the differentiable spelling:
         ``<f>_vjp(args, cotangents)``, the forward sweep then the adjoint sweep from the
         cotangents, returning ``(gradients..., output)``.  It is linear in the cotangents,
         so its batched forward-mode Jacobian w.r.t. them (``compiler/forward/batched.py``)
@@ -305,9 +315,11 @@ class _Writer:
         pullback over the basis cotangents, the residuals unbatched (``api/split.py``)."""
         name = self.names.fresh(f"{self.d.lowered.name}_vjp")
         backward = _adjoint_pops(self.d.sweeps.backward, self.names)
-        body = self._forward_lines({}) + render_mapped(backward, 1)
+        forward = self._forward_lines({})
+        body = forward + render_mapped(backward, 1)
         body.append((f"{INDENT}return {_tuple(self.grads + [self._output()])}", None))
         code = self._function(name, self.args + self.cotangents, body)
+        adjoint_at = len(code) - len(body) + len(forward)     # (in ``code``, from 0)
         about = ["# Generated code: edits are overwritten. The forward sweep, then the "
                  "adjoint sweep from the",
                  "# cotangents (differentiable spelling): jacrev differentiates it w.r.t. "
@@ -315,8 +327,12 @@ class _Writer:
         lines = module_header(f"{self.title}, vjp for jacrev's batched sweep", about,
                               [line for line, _ in code], import_lines(self.names.modules),
                               blanks=1)
-        lines += [("", None)] + code
-        return "\n".join(line for line, _ in lines) + "\n", name
+        lines += [("", None)]
+        adjoint_from = len(lines) + adjoint_at + 1
+        lines += code
+        line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+        return VjpModule("\n".join(line for line, _ in lines) + "\n", name, line_map,
+                         adjoint_from, self.title)
 
     def _weight_arg(self, j):
         """The argument name of the j-th weight (its free value)."""
