@@ -30,7 +30,8 @@ def reductions(x, y):
 
 
 def matmuls(x, y):
-    return np.tanh(x @ y.T) @ x + (x[0] @ y.T) @ y
+    return (np.tanh(x @ y.T) @ x + (x[0] @ y.T) @ y + (y @ x[1])[:, None] * x
+            + x[0] @ y[1])
 
 
 def indexing(x, y):
