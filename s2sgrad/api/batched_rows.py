@@ -20,6 +20,9 @@ output's shapes from the forward sweep run as Python, later calls pass the last 
 and check them against the output the sweep returns (a call whose output changed shape
 runs again with the right ones).
 """
+import os
+import re
+
 import numpy as np
 
 from ..backend import cache
@@ -114,9 +117,12 @@ class PullbackFunction(ForwardFunction):
         title = (f"jacrev's rows in one batched adjoint sweep: "
                  f"{self.vjp.title.replace('value and gradient', 'Jacobian')}, forward mode "
                  f"over {self.vjp.name} w.r.t. the cotangents")
-        jvp = build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
-                        arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
-                        pullback=True, title=title)
+        try:
+            jvp = build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
+                            arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
+                            pullback=True, title=title)
+        except NotBatchable as exc:           # "(line 241)" of the vjp module: the user's
+            raise NotBatchable(re.sub(r"\(line (\d+)\)", self._user_line, str(exc))) from None
         user_comments(jvp, _Commented(self.vjp, self.vjp_path))
         return jvp
 
@@ -130,6 +136,17 @@ class PullbackFunction(ForwardFunction):
     def __call__(self, *args, **kwargs):
         _, _, result, _ = self._run_forward(list(args), lambda arrays: [], plan_key(args))
         return result
+
+    def _user_line(self, match):
+        """``(grad of: <the user's line>  (file.py:12))`` for a line of the vjp module."""
+        at = int(match.group(1))
+        origin = next((self.vjp.line_map[k] for k in range(at, 0, -1)
+                       if k in self.vjp.line_map), None)
+        if origin is None:
+            return match.group(0)
+        where = f"{os.path.basename(origin.filename or '?')}:{origin.lineno}"
+        grad_of = "in the gradient of " if at >= self.vjp.adjoint_from else "at "
+        return f"({grad_of}{(origin.text or '').strip()!r}, {where})"
 
     def __getstate__(self):
         """The vjp function pickles as its module's text, written to the cache where it is
