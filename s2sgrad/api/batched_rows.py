@@ -138,7 +138,7 @@ class PullbackFunction(ForwardFunction):
         return result
 
     def _user_line(self, match):
-        """``(grad of: <the user's line>  (file.py:12))`` for a line of the vjp module."""
+        """``(in the gradient of <the user's line>, file.py:12)`` for a vjp module line."""
         at = int(match.group(1))
         origin = next((self.vjp.line_map[k] for k in range(at, 0, -1)
                        if k in self.vjp.line_map), None)
