@@ -314,7 +314,7 @@ class _Writer:
         is every row of ``f``'s Jacobian in one adjoint sweep: JAX's ``vmap`` of the
         pullback over the basis cotangents, the residuals unbatched (``api/split.py``)."""
         name = self.names.fresh(f"{self.d.lowered.name}_vjp")
-        backward = _adjoint_pops(self.d.sweeps.backward, self.names)
+        backward = _adjoint_pops(_first_adds_as_writes(self.d.sweeps.backward), self.names)
         forward = self._forward_lines({})
         body = forward + render_mapped(backward, 1)
         body.append((f"{INDENT}return {_tuple(self.grads + [self._output()])}", None))
@@ -337,6 +337,41 @@ class _Writer:
     def _weight_arg(self, j):
         """The argument name of the j-th weight (its free value)."""
         return next(f.name for f in self.d.lowered.free if f.obj is self.weights[j])
+
+
+def _first_adds_as_writes(items):
+    """``dx = np.zeros_like(x)`` then, next, ``dx[i] += e`` -> ``dx[i] = e`` (the same
+    values: ``dx[i]`` is zero), in every block: the batched sweep then writes ``e``'s
+    batch into the zeros instead of copying ``dx[:, i]``, adding and writing back (ht:
+    a (300, 544, 3) batch three times per bone)."""
+    out, zeros = [], None
+    for item in items:
+        if isinstance(item, Comment):
+            out.append(item)
+            continue
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            item = copy.copy(item)
+            item.body = _first_adds_as_writes(item.body)
+            item.orelse = _first_adds_as_writes(item.orelse)
+        elif zeros is not None and isinstance(item, gast.AugAssign) and \
+                isinstance(item.op, gast.Add) and isinstance(item.target, gast.Subscript) \
+                and isinstance(item.target.value, gast.Name) and item.target.value.id == zeros:
+            target = copy.deepcopy(item.target)
+            item = gast.Assign(targets=[target], value=item.value, type_comment=None)
+        zeros = _zeros_named(item)
+        out.append(item)
+    return out
+
+
+def _zeros_named(item):
+    """The name ``item`` assigns ``np.zeros_like(...)`` to, or None."""
+    if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+            isinstance(item.targets[0], gast.Name) and isinstance(item.value, gast.Call):
+        func = item.value.func
+        if isinstance(func, gast.Attribute) and func.attr == "zeros_like" and \
+                isinstance(func.value, gast.Name) and func.value.id == "np":
+            return item.targets[0].id
+    return None
 
 
 def _adjoint_pops(backward, names):
