@@ -170,3 +170,20 @@ def test_basis_batch_spans_the_directions_of_each_input():
     assert blocks[0].reshape(3, 4).tolist() == [[0, 0, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0]]
     assert blocks[1].reshape(3, 4).tolist() == [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     assert blocks[2].reshape(3, 4).tolist() == [[0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]]
+
+
+def number_read_then_written(x):
+    y = x * 2.0
+    a = y[0]
+    y[0] = 0.0
+    return a * y + a
+
+
+def test_a_number_read_before_its_item_is_written():
+    """``a = y[0]`` is a copy; its batch ``y_dot[:, 0]`` is a view, copied too: the write
+    ``y[0] = 0`` after it must not zero ``a``'s columns (was: silently wrong)."""
+    jac = s2sgrad.jacfwd(number_read_then_written)
+    got = jac(X[0])
+    assert jac.last is jac.batched, jac.fallback_reason
+    np.testing.assert_allclose(got, central_differences(number_read_then_written, (X[0],), 0),
+                               rtol=1e-6, atol=1e-7)

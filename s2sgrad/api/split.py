@@ -6,10 +6,13 @@ reference does; ``vjp_fn(cotangent)`` runs only the adjoint sweep, on the values
 forward sweep stored, and gives the gradients w.r.t. every input (a tuple), and
 ``(input gradients, weight gradients)`` with ``weights``.
 
-``jacrev(fn, grad_position=0, has_aux=False)`` gives the Jacobian function: one
-forward sweep, then the adjoint sweep once per output element (in the same compiled
-function), each Jacobian shaped ``output.shape + input.shape``; tuples over outputs
-and positions as the reference gives them.
+``jacrev(fn, grad_position=0, has_aux=False)`` gives the Jacobian function, each
+Jacobian shaped ``output.shape + input.shape``; tuples over outputs and positions as the
+reference gives them.  It runs one forward sweep and one batched adjoint sweep whose
+adjoints carry every basis cotangent first (``api/batched_rows.py``), or, where that
+sweep has no rule for an operation or the batched choice says so (``not_batched`` says
+why), the module's per-row jacobian: the forward sweep, then the adjoint sweep once per
+output element, in one compiled function.
 
 The code is ``compiler/pipeline_split.py``'s module (forward, backward, jacobian), cached and
 compiled like ``grad``'s (``Derivative``'s checks, builds and argument handling):
@@ -21,6 +24,7 @@ from ..compiler.pipeline_split import build_split
 from ..errors import GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, unflatten
+from .batched_rows import PULLBACK_REASON, BatchedRows
 from .arguments import (check_function, check_has_aux, check_positions, check_weights,
                         free_values, to_array)
 from .call_plan import CallPlan, plan_key
@@ -218,6 +222,45 @@ class JacrevFunction(SplitFunction):
     def __init__(self, fn, grad_position, has_aux):
         super().__init__(fn, grad_position, None, has_aux)
 
+    def _rows_of(self, generated, parts):
+        """The ``BatchedRows`` of the split module ``generated`` (made once per build)."""
+        rows = getattr(generated, "batched_rows", None)
+        if rows is None:
+            rows = generated.batched_rows = BatchedRows(generated, self.has_aux)
+        return rows
+
+    def _batched_last(self):
+        rows = getattr(self._generated, "batched_rows", None) if self._last is not None \
+            else None
+        return rows is not None and rows.reason is None and rows.shapes
+
+    @property
+    def backend(self):
+        """'numpy' where the last call ran the batched adjoint sweep, else the per-row
+        code's backend (``Derivative.backend``)."""
+        return "numpy" if self._batched_last() else super().backend
+
+    @property
+    def fallback_reason(self):
+        """Why the last call did not run compiled by Numba: the batched sweep ran it
+        (numpy), or the per-row code ran it ("Not batched: ..." first, then why that did
+        not run compiled)."""
+        if self._batched_last():
+            return PULLBACK_REASON
+        rows, reason = self.not_batched, super().fallback_reason
+        if rows is None:
+            return reason
+        rows = rows if rows.startswith("Not batched") else f"Not batched: {rows}."
+        return rows if reason is None else f"{rows} {reason}"
+
+    @property
+    def not_batched(self):
+        """Why the last call ran one adjoint sweep per row (None: it ran the batched
+        sweep, ``api/batched_rows.py``)."""
+        rows = getattr(self._generated, "batched_rows", None) if self._last is not None \
+            else None
+        return rows.reason if rows is not None else None
+
     def __repr__(self):
         return (f"<s2sgrad jacrev of {self.name} (grad_position="
                 f"{self.grad_position!r}), backend {self.backend!r}>")
@@ -249,7 +292,13 @@ class JacrevFunction(SplitFunction):
 
     def __call__(self, *args, **kwargs):
         generated, parts, code_args, leaves, trees, tensors = self._start(args, kwargs)
-        value, jacs = self._run_part(parts.jacobian, generated, code_args)
+        def outputs(code_args):      # the forward sweep as Python: no compile
+            return self._split_output(parts.forward.py_func(*code_args)[0], generated)[1]
+        batched = self._rows_of(generated, parts).run(code_args, outputs)
+        if batched is None:            # one adjoint sweep per row (``not_batched`` says why)
+            value, jacs = self._run_part(parts.jacobian, generated, code_args)
+        else:
+            value, jacs = batched
         out, out_leaves, out_tree, aux = self._split_output(value, generated)
         jacs = list(jacs)
         rows = sum(int(np.size(o)) for o in out_leaves)

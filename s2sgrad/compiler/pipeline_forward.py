@@ -91,7 +91,8 @@ class GeneratedJvp:
 
 
 def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg_trees=None,
-              jacobian=False, title=None, batched=False, kept=False, as_numpy=False):
+              jacobian=False, title=None, batched=False, kept=False, as_numpy=False,
+              pullback=False):
     """The forward-mode function of ``fn`` w.r.t. argument ``positions`` (module doc).
 
     ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
@@ -111,7 +112,8 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     tangent_args = {v: names.fresh(v + "_dot") for v in wrt_vars}
     width = names.fresh("width") if batched else None
     make = None if width is None else (
-        lambda lowered, active, names: BatchedTangents(lowered, active, names, width))
+        lambda lowered, active, names: BatchedTangents(lowered, active, names, width,
+                                                       scalar_loops=pullback))
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args, make)
     if width is not None:
         sweep.statements = _fused_loop_bodies(lowered, sweep, names, has_aux)

@@ -269,12 +269,12 @@ def differentiable_sweeps(d):
     tapes = {tape.name for tape in d.sweeps.stacks if tape.dtype is None}
     sweeps.stacks = [tape for tape in d.sweeps.stacks if tape.dtype is not None]
     forward = _pushes_as_writes(d.sweeps.forward)
-    sweeps.forward = _before_loops(forward, tapes, _appends_to,
+    sweeps.forward = before_loops(forward, tapes, _appends_to,
                                    lambda name: assign(name, gast.List(elts=[],
                                                                        ctx=gast.Load())))
     popped = _popped_lists(d.sweeps.backward, d.sweeps.stacks, d.lowered.lists)
     tops = {name: names.fresh(name + "_top") for name in popped}
-    backward = _before_loops(_pushes_as_writes(d.sweeps.backward), set(tops), _pops_of,
+    backward = before_loops(_pushes_as_writes(d.sweeps.backward), set(tops), pops_of,
                              lambda name: assign(tops[name], gast.Call(
                                  func=name_node("len"), args=[name_node(name)], keywords=[])))
     backward = pops_as_reads(backward, tops)
@@ -289,11 +289,11 @@ def _appends_to(node):
             and n.func.attr == "append" and isinstance(n.func.value, gast.Name)}
 
 
-def _pops_of(node):
-    return {name for n in gast.walk(node) for name in [_pop_of(n)] if name is not None}
+def pops_of(node):
+    return {name for n in gast.walk(node) for name in [pop_of(n)] if name is not None}
 
 
-def _before_loops(items, names, used_in, make):
+def before_loops(items, names, used_in, make):
     """``items`` with ``make(name)`` right before the outermost loop (or statement outside
     any loop) that ``used_in`` finds using ``name``, for each of ``names``; a list only
     used outside loops is made at the top."""
@@ -438,7 +438,7 @@ def _pushes_as_writes(items):
     return out
 
 
-def _pop_of(node):
+def pop_of(node):
     """The list name of ``name.pop()``, or None."""
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
             node.func.attr == "pop" and not node.args and \
@@ -456,7 +456,7 @@ def _popped_lists(backward, stacks, lists):
         if isinstance(item, Comment):
             continue
         for node in gast.walk(item):
-            name = _pop_of(node)
+            name = pop_of(node)
             if name in candidates and name not in found:
                 found.append(name)
     return found
@@ -474,7 +474,7 @@ def pops_as_reads(items, tops, packed=False):
             item.orelse = pops_as_reads(item.orelse, tops, packed)
             out.append(item)
             continue
-        name = _pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
+        name = pop_of(item.value) if isinstance(item, (gast.Assign, gast.Expr)) else None
         if name not in tops:
             out.append(item)
             continue

@@ -15,6 +15,13 @@ parameters instead of ones, and writes one module with three functions:
   element of the output, seeded with each basis cotangent in turn; returns
   ``(output, jacobians)``, one ``(rows,) + input.shape`` array per gradient.
 
+Beside it, ``build_split`` writes ``vjp`` (a ``VjpModule``): ``<f>_vjp(args,
+cotangents)``, the forward and adjoint sweeps in one function (differentiable spelling,
+the adjoint lists' pops read by index) returning ``(gradients..., output)``, which
+``jacrev`` differentiates w.r.t. the cotangents in batched forward mode: every row in one
+adjoint sweep (``api/batched_rows.py``); the per-row jacobian is its fallback
+(``vjp_reason``: why no such module was written).
+
 A residual that some path of the forward sweep leaves unassigned (a value of one
 branch) travels in a one-item "box" list: the forward sweep appends it where it is
 assigned, the adjoint sweep takes it back where there is one.
@@ -30,9 +37,11 @@ from .emit.layout import INDENT, module_header, render_mapped, wrap
 from .front.literals import atom_node
 from .ir import Const, Seq, Var
 from .pipeline import differentiate, title_of
-from .pipeline_higher import differentiable_sweeps, pops_as_reads
+from .forward.batched import NotBatchable
+from .pipeline_higher import (before_loops, differentiable_sweeps, pop_of, pops_as_reads,
+                              pops_of)
 from .syntax.imports import import_lines
-from .syntax.nodes import name_node
+from .syntax.nodes import Comment, assign, name_node
 from .syntax.source import to_source
 
 
@@ -62,6 +71,16 @@ class SplitGenerated:
         self.line_map, self.adjoint_from = {}, None   # set by the writer
         #: what the code took from outside, to check at each call (``front/guards.py``)
         self.guards = []
+
+
+class VjpModule:
+    """The module of ``<f>_vjp`` (``_Writer.vjp_module``): ``source``, ``name`` (its
+    function's), ``line_map`` (its lines -> the user's), ``adjoint_from`` (its first line
+    of the adjoint sweep) and ``title`` (what it differentiates)."""
+
+    def __init__(self, source, name, line_map, adjoint_from, title):
+        self.source, self.name, self.line_map = source, name, line_map
+        self.adjoint_from, self.title = adjoint_from, title
 
 
 def output_leaves(atom, where):
@@ -99,6 +118,14 @@ def build_split(fn, positions, weights, has_aux, bound_self=None, arg_types=None
     if differentiable:
         d.sweeps = differentiable_sweeps(d)
     generated = _Writer(d, leaves, cotangents, positions, weights, differentiable).write()
+    if not differentiable:     # the function jacrev's batched sweep differentiates
+        together = copy.copy(d)
+        together.sweeps = differentiable_sweeps(d)
+        try:
+            generated.vjp = _Writer(together, leaves, cotangents, positions, weights,
+                                    True).vjp_module()
+        except NotBatchable as exc:
+            generated.vjp_reason = str(exc)
     generated.guards = d.lowered.guards
     generated.output_is_tuple = isinstance(
         d.lowered.output.items[0] if has_aux else d.lowered.output, Seq)
@@ -148,7 +175,10 @@ class _Writer:
         about = ["# Generated code: edits are overwritten. The forward sweep returns what the "
                  "adjoint sweep reads;",
                  "# the backward takes it with cotangents of the output; the jacobian runs the "
-                 "adjoint sweep per output element."]
+                 "adjoint sweep per output element",
+                 "# (jacrev's fallback: it runs all rows in one batched adjoint sweep where "
+                 "every operation has a",
+                 "# batched rule, api/batched_rows.py; jacrev.not_batched says why not)."]
         lines = module_header(f"{self.title}, split for vjp and jacrev", about, code,
                               import_lines(self.names.modules), blanks=1)
         adjoint_from = None
@@ -276,9 +306,151 @@ class _Writer:
                      None))
         return self._function(self.fnames[2], self.args, body)
 
+    def vjp_module(self):
+        """The ``VjpModule`` of a module with one function, in the differentiable spelling:
+        ``<f>_vjp(args, cotangents)``, the forward sweep then the adjoint sweep from the
+        cotangents, returning ``(gradients..., output)``.  It is linear in the cotangents,
+        so its batched forward-mode Jacobian w.r.t. them (``compiler/forward/batched.py``)
+        is every row of ``f``'s Jacobian in one adjoint sweep: JAX's ``vmap`` of the
+        pullback over the basis cotangents, the residuals unbatched (``api/split.py``)."""
+        name = self.names.fresh(f"{self.d.lowered.name}_vjp")
+        backward = _adjoint_pops(_first_adds_as_writes(self.d.sweeps.backward), self.names)
+        forward = self._forward_lines({})
+        body = forward + render_mapped(backward, 1)
+        body.append((f"{INDENT}return {_tuple(self.grads + [self._output()])}", None))
+        code = self._function(name, self.args + self.cotangents, body)
+        adjoint_at = len(code) - len(body) + len(forward)     # (in ``code``, from 0)
+        about = ["# Generated code: edits are overwritten. The forward sweep, then the "
+                 "adjoint sweep from the",
+                 "# cotangents (differentiable spelling): jacrev differentiates it w.r.t. "
+                 "the cotangents, all rows in one sweep."]
+        lines = module_header(f"{self.title}, vjp for jacrev's batched sweep", about,
+                              [line for line, _ in code], import_lines(self.names.modules),
+                              blanks=1)
+        lines += [("", None)]
+        adjoint_from = len(lines) + adjoint_at + 1
+        lines += code
+        line_map = {k: origin for k, (_, origin) in enumerate(lines, 1) if origin is not None}
+        return VjpModule("\n".join(line for line, _ in lines) + "\n", name, line_map,
+                         adjoint_from, self.title)
+
     def _weight_arg(self, j):
         """The argument name of the j-th weight (its free value)."""
         return next(f.name for f in self.d.lowered.free if f.obj is self.weights[j])
+
+
+def _first_adds_as_writes(items):
+    """``dx = np.zeros_like(x)`` then, next, ``dx[i] += e`` -> ``dx[i] = e`` (the same
+    values: ``dx[i]`` is zero), in every block: the batched sweep then writes ``e``'s
+    batch into the zeros instead of copying ``dx[:, i]``, adding and writing back (ht:
+    a (300, 544, 3) batch three times per bone)."""
+    out, zeros = [], None
+    for item in items:
+        if isinstance(item, Comment):
+            out.append(item)
+            continue
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            item = copy.copy(item)
+            item.body = _first_adds_as_writes(item.body)
+            item.orelse = _first_adds_as_writes(item.orelse)
+        elif zeros is not None and isinstance(item, gast.AugAssign) and \
+                isinstance(item.op, gast.Add) and isinstance(item.target, gast.Subscript) \
+                and isinstance(item.target.value, gast.Name) and item.target.value.id == zeros:
+            target = copy.deepcopy(item.target)
+            item = gast.Assign(targets=[target], value=item.value, type_comment=None)
+        zeros = _zeros_named(item)
+        out.append(item)
+    return out
+
+
+def _zeros_named(item):
+    """The name ``item`` assigns ``np.zeros_like(...)`` to, or None."""
+    if isinstance(item, gast.Assign) and len(item.targets) == 1 and \
+            isinstance(item.targets[0], gast.Name) and isinstance(item.value, gast.Call):
+        func = item.value.func
+        if isinstance(func, gast.Attribute) and func.attr == "zeros_like" and \
+                isinstance(func.value, gast.Name) and func.value.id == "np":
+            return item.targets[0].id
+    return None
+
+
+def _adjoint_pops(backward, names):
+    """The adjoint sweep with the pops of lists of its own (``drows.pop()``: the adjoint
+    of a list appended to in a loop) read by index from a top set before the loop, as
+    ``differentiable_sweeps`` does for the tapes: forward mode takes no pop.  Refused
+    (``NotBatchable``) where such a list is assigned inside a loop or branch."""
+    popped = []
+    for item in backward:
+        if isinstance(item, Comment):
+            continue
+        for node in gast.walk(item):
+            name = pop_of(node)
+            if name is not None and name not in popped:
+                popped.append(name)
+    if not popped:
+        return backward
+    for item in backward:
+        if isinstance(item, (gast.For, gast.While, gast.If)) and set(popped) & set(
+                _stored([n for s in gast.walk(item) if isinstance(s, gast.Assign)
+                         for n in s.targets])):
+            raise NotBatchable("a list of adjoints made inside a loop or branch")
+    whole = _read_whole_after_pops(backward, popped)
+    if whole:
+        raise NotBatchable(f"the list {whole} read whole after items were popped from it")
+    tops = {name: names.fresh(name + "_top") for name in popped}
+    backward = _pops_taken_first(backward, names)
+    backward = before_loops(backward, set(tops), pops_of, lambda name: assign(
+        tops[name], gast.Call(func=name_node("len"), args=[name_node(name)], keywords=[])))
+    return pops_as_reads(backward, tops)
+
+
+def _read_whole_after_pops(backward, popped):
+    """A list of ``popped`` (or a name given it: ``d_parts = drows``) read other than by
+    item or pop from its first pop on, where reads by index would see the popped items
+    still there (its length, the list passed whole); None when there is none."""
+    watched, started = set(popped), set()
+    for item in backward:
+        if isinstance(item, Comment):
+            continue
+        started |= pops_of(item) & watched
+        if not started:
+            continue
+        if isinstance(item, gast.Assign) and isinstance(item.value, gast.Name) and \
+                item.value.id in watched and all(isinstance(t, gast.Name) for t in item.targets):
+            watched |= {t.id for t in item.targets}
+            started |= {t.id for t in item.targets}
+            continue
+        parents = {id(child): node for node in gast.walk(item)
+                   for child in gast.iter_child_nodes(node)}
+        for node in gast.walk(item):
+            if not (isinstance(node, gast.Name) and node.id in started and
+                    isinstance(node.ctx, gast.Load)):
+                continue
+            parent = parents.get(id(node))
+            if isinstance(parent, gast.Subscript) and parent.value is node:
+                continue
+            if isinstance(parent, gast.Attribute) and parent.attr == "pop":
+                continue
+            return node.id
+    return None
+
+
+def _pops_taken_first(items, names):
+    """``x += xs.pop()`` as ``p = xs.pop()`` then ``x += p`` (``pops_as_reads`` reads
+    an assigned pop), in every block."""
+    out = []
+    for item in items:
+        if isinstance(item, (gast.If, gast.For, gast.While)):
+            item = copy.copy(item)
+            item.body = _pops_taken_first(item.body, names)
+            item.orelse = _pops_taken_first(item.orelse, names)
+        elif isinstance(item, gast.AugAssign) and pop_of(item.value) is not None:
+            popped = names.fresh("popped")
+            out.append(assign(popped, item.value))
+            item = copy.copy(item)
+            item.value = name_node(popped)
+        out.append(item)
+    return out
 
 
 def _tuple(names):

@@ -3,13 +3,14 @@
 A batched tangent holds a batch of directions first: ``(width,) + value.shape``.  Batched
 code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
 (``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
-``array_batch`` (a literal of arrays: the code then runs as numpy) a Numba version.
+``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch`` and
+``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy only) a Numba version.
 """
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
-           "batch_matmul"]
+           "batch_matmul", "add_at_batch", "split_like_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -177,3 +178,22 @@ def reshape_like_batch(t, like):
     if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
         return t.reshape(t.shape[0], -1).sum(axis=1)
     return np.reshape(t, t.shape[:1] + np.shape(like))
+
+
+def add_at_batch(target, index, g):
+    """``rt.add_at`` of a batch: ``target[:, index] += g`` (the directions first in both,
+    repeated indices accumulated), ``g`` broadcast against ``target[:, index]`` as
+    ``rt.add_at`` broadcasts one direction's (the directions' axis moved last, so the
+    other axes align from the right as they do there); returns ``target``, updated in
+    place."""
+    if isinstance(index, np.ndarray) and index.dtype == np.bool_:
+        index = np.nonzero(index)
+    np.add.at(np.moveaxis(target, 0, -1), index, np.moveaxis(np.asarray(g), 0, -1))
+    return target
+
+
+def split_like_batch(g, parts, axis):
+    """``rt.split_like`` of a batch: ``g`` split along ``axis`` (of one direction's
+    values, shifted past the directions) into pieces shaped like ``parts``, a list."""
+    sizes = [np.shape(p)[axis] for p in parts[:-1]]
+    return np.split(g, np.cumsum(sizes), axis=axis + 1 if axis >= 0 else axis)

@@ -104,9 +104,12 @@ def _prepend_slice(index):
 class BatchedTangents(Tangents):
     """``transform.Tangents`` for tangents with the directions first (module doc)."""
 
-    def __init__(self, lowered, active, names, width):
+    def __init__(self, lowered, active, names, width, scalar_loops=False):
         super().__init__(lowered, active, names)
         self.width = width
+        #: batch loops of scalar work too (``jacrev``'s pullback: the other choice is a
+        #: sweep per row, not a compiled pass per direction)
+        self.scalar_loops = scalar_loops
         self.ndims = dict(lowered.ndims)      # learnt ranks are added as ops are met
         self.item_ranks = {}                  # a list's name -> the ranks of its items
         self.int_arrays = set()               # arrays of int literals (indices)
@@ -140,7 +143,7 @@ class BatchedTangents(Tangents):
         """The loop as it is, each tangent carrying the directions through it (refused for
         a loop of scalar work: ``scalar_loop``; a loop-carried value of changing or
         unknown rank is refused where it is assigned, ``op``)."""
-        if scalar_loop(stmt, self.active, self.lowered.ndims):
+        if not self.scalar_loops and scalar_loop(stmt, self.active, self.lowered.ndims):
             self.refuse("a loop of scalar work: its per-direction sweeps compile with Numba",
                         stmt.origin)
         return super().loop(stmt)
@@ -165,7 +168,11 @@ class BatchedTangents(Tangents):
             self.learn_length(op, target, first)
         if target in self.ndims or len(op.targets) != 1:
             return
-        if op.primitive in _SCALAR_HELPERS:
+        if op.primitive in (rt.copy_value, np.copy, rt.reserve) and len(op.args) >= 1 and \
+                self.known_rank(first) is not None:
+            self.ndims[target] = self.known_rank(first)
+            return
+        if op.primitive in _SCALAR_HELPERS or op.primitive is len:
             self.ndims[target] = 0
             return
         if op.primitive in (np.reshape, prims.method("reshape")) and len(op.args) == 2 and \
@@ -188,7 +195,10 @@ class BatchedTangents(Tangents):
             if rank is not None:
                 self.ndims[target] = rank
             return
-        if op.primitive == prims.ASSIGN and isinstance(first, Var) and first.name in self.lists:
+        if op.primitive in (rt.zeros_list, rt.copy_list, list) and isinstance(first, Var) \
+                and first.name in self.lists:
+            self.item_ranks[target] = set(self.item_ranks.get(first.name, {None}))
+        elif op.primitive == prims.ASSIGN and isinstance(first, Var) and first.name in self.lists:
             self.item_ranks[target] = self.item_ranks.get(first.name, {None})
         elif op.primitive == prims.ASSIGN:
             rank = self.known_rank(first)
@@ -196,6 +206,12 @@ class BatchedTangents(Tangents):
                 self.ndims[target] = rank
         elif op.primitive == prims.LIST:
             self.item_ranks[target] = {self.known_rank(a) for a in op.args}
+        elif op.primitive == prims.GETITEM and isinstance(first, Var) and \
+                first.name in self.lists and first.name not in self.active:
+            ranks = self.item_ranks.get(first.name, {None})     # an item of a list (a tape)
+            if len(ranks) == 1 and None not in ranks and isinstance(op.expr, gast.Subscript) \
+                    and self.scalar_index(op.expr.slice):
+                self.ndims[target] = next(iter(ranks))
         elif op.primitive == prims.GETITEM and isinstance(op.expr, gast.Subscript) and \
                 isinstance(first, Var) and first.name not in self.active:
             base = self.known_rank(first)          # a constant's item (``points[picks]``)
@@ -214,6 +230,9 @@ class BatchedTangents(Tangents):
                 isinstance(i, Const) and type(i.value) is int for i in first.items):
             self.ndims[target] = 1
             self.int_arrays.add(target)
+        elif op.primitive in (np.zeros_like, np.ones_like, np.empty_like, np.full_like) and \
+                len(op.args) >= 1 and not op.kwargs and self.known_rank(first) is not None:
+            self.ndims[target] = self.known_rank(first)
         elif op.primitive in (np.eye, np.identity):
             self.ndims[target] = 2
         elif op.primitive in (np.moveaxis, np.transpose, np.swapaxes) and \
@@ -235,6 +254,55 @@ class BatchedTangents(Tangents):
             shape = first
             self.ndims[target] = len(shape.items) if isinstance(shape, Seq) else \
                 1 if self.known_rank(shape) == 0 else None
+        elif self.scalar_loops and not any(t in self.active for t in op.targets):
+            rank = self.inactive_rank(op)
+            if rank is not None:
+                self.ndims[target] = rank
+
+    def inactive_rank(self, op):
+        """The rank of the result of an operation without a tangent, where the ranks of its
+        operands tell it (matrix products, stacks, literals, transposes, reshapes,
+        reductions with a known axis), or None: a pullback's forward sweep has no tangents
+        whose rules would learn them, and its adjoint sweep's rules read them."""
+        prim, first = op.primitive, op.args[0] if op.args else None
+        try:
+            if prim in _MATMUL and len(op.args) == 2 and not op.kwargs:
+                ra, rb = self.rank(op.args[0]), self.rank(op.args[1])
+                if ra and rb and (prim is not np.dot or max(ra, rb) <= 2):
+                    return max(ra, rb) - (ra == 1) - (rb == 1) if min(ra, rb) <= 2 else \
+                        max(ra, rb)
+                return None
+            rule = jvp_lookup(prim) if not isinstance(prim, str) or prim.startswith(
+                prims.METHOD_PREFIX) else None
+            if rule is None or rule.kind != "linear":
+                return None
+            bound = rule.bind(op.args, op.kwargs)
+            first = next(iter(bound.values()))
+            if prim in _PER_ELEMENT:
+                return self.rank(first)
+            if prim in (np.array, np.asarray):
+                return self.literal_rank(first) if isinstance(first, Seq) else \
+                    self.rank(first) if first.name not in self.lists else None
+            if prim in (np.stack, np.concatenate):
+                ranks = {self.rank(i) for i in first.items} if isinstance(first, Seq) else \
+                    self.item_ranks.get(first.name, {None})
+                if len(ranks) != 1 or None in ranks or _const(op, bound, "axis", 0) is None:
+                    return None
+                return ranks.pop() + (prim is np.stack)
+            if prim in (np.transpose, np.swapaxes):
+                return self.rank(first)
+            if prim in (np.sum, np.mean):
+                return _reduced_rank(op, bound, self.rank(first))
+            if prim in (np.ravel, prims.method("ravel"), prims.method("flatten")):
+                return 1
+            shape = bound.get("shape", bound.get("newshape"))
+            if prim in _RESHAPES and isinstance(shape, Seq):
+                return len(shape.items)
+            if prim in _RESHAPES and isinstance(shape, Const):
+                return 1 if isinstance(shape.value, int) else len(shape.value)
+        except (NotBatchable, TypeError, AttributeError):
+            return None
+        return None
 
     def learn_length(self, op, target, first):
         """The length of a tuple of sizes (``x.shape``, a slice of one, a sum of such
@@ -307,6 +375,15 @@ class BatchedTangents(Tangents):
 
     def setitem(self, stmt):
         out = super().setitem(stmt)
+        if stmt.target in self.lists:          # xs[i] = v: an item of a list of batches
+            if not self.scalar_index(stmt.index_node):
+                self.refuse("a slice of a list assigned to", stmt.origin)
+            self.item_ranks.setdefault(stmt.target, set()).add(self.known_rank(stmt.value))
+            value = stmt.value
+            if stmt.target in self.active and not (isinstance(value, Var) and
+                                                   value.name in self.active):
+                out[-1].value = _parse(f"rt.zeros_batch({atom_text(value)}, {self.width})")
+            return out
         if stmt.target not in self.active:
             return out
         tangent = out[-1]
@@ -442,6 +519,8 @@ class BatchedTangents(Tangents):
         if rank is not None:
             self.ndims.setdefault(op.targets[0], rank)
         expr.slice = _prepend_slice(expr.slice)
+        if rank == 0:     # a number is a copy, the batch of numbers a view: copied too, as
+            return gast.Call(func=_parse("np.copy"), args=[expr], keywords=[])  # x[i] = 0
         return expr
 
     def linear(self, op, rule):
@@ -728,7 +807,10 @@ def _matmul_adjoint(sweep, op, g, a, b):
         if rank is not None:
             sweep.ndims.setdefault(op.targets[0], rank)
         return None
-    if (sweep.rank(g), sweep.rank(a), sweep.rank(b)) != (2, 2, 2):
+    ra, rb = sweep.rank(a), sweep.rank(b)
+    if not _active_name(sweep, other) and (ra, rb) != (2, 2) and {ra, rb} <= {1, 2}:
+        return _vector_adjoint(sweep, op, g, a, b, left, ra, rb)
+    if (sweep.rank(g), ra, rb) != (2, 2, 2):
         sweep.refuse(f"{_name(op)} of operands that are not matrices", op.origin)
     sweep.ndims.setdefault(op.targets[0], 2)
     terms = []
@@ -742,6 +824,22 @@ def _matmul_adjoint(sweep, op, g, a, b):
     return _parse(" + ".join(terms)) if terms else None
 
 
+def _vector_adjoint(sweep, op, g, a, b, left, ra, rb):
+    """``rt.matmul_left`` / ``rt.matmul_right`` of ``a @ b`` with a vector operand, linear
+    in ``g`` alone (a pullback: ``a`` and ``b`` are the forward sweep's): per direction
+    ``g @ b.T`` or ``outer(g, b)`` for ``a``, ``a.T @ g``, ``g @ a`` or ``outer(a, g)``
+    for ``b``, written for ``g``'s batch."""
+    sweep.ndims.setdefault(op.targets[0], ra if left else rb)
+    t, at, bt = sweep.of[g.name], atom_text(a), atom_text(b)
+    if left:
+        text = f"{t} @ {bt}.T" if rb == 2 else f"{t}[..., None] * {bt}"
+    elif ra == 2:
+        text = f"np.matmul({at}.T, {t})" if rb == 2 else f"{t} @ {at}"
+    else:
+        text = f"{at}[:, None] * {t}[:, None, :]" if rb == 2 else f"{t}[:, None] * {at}"
+    return _parse(text)
+
+
 def _copy_value(sweep, op, value):
     """``rt.copy_value(x)``: a copy of the batch."""
     if _active_name(sweep, value) is None:
@@ -751,11 +849,62 @@ def _copy_value(sweep, op, value):
     return _parse(f"rt.copy_value({sweep.of[value.name]})")
 
 
+def _add_at(sweep, op, target, index, g):
+    """``rt.add_at(target, index, g)`` (``target[index] += g``, in place): on a copy of
+    the target's batch (zeros where it has none), ``rt.add_at_batch`` of ``g``'s."""
+    rank = sweep.known_rank(target)
+    if rank is not None:
+        sweep.ndims.setdefault(op.targets[0], rank)
+    if _active_name(sweep, target) is None and _active_name(sweep, g) is None:
+        return None
+    base = f"rt.copy_value({sweep.of[target.name]})" if _active_name(sweep, target) else \
+        f"rt.zeros_batch({atom_text(target)}, {sweep.width})"
+    if _active_name(sweep, g) is None:
+        return _parse(base)
+    return _parse(f"rt.add_at_batch({base}, {atom_text(index)}, {sweep.of[g.name]})")
+
+
+def _unstack(sweep, op, g, count, axis):
+    """``rt.unstack(g, count, axis)`` (the adjoint of ``np.stack``): the batch's slices
+    along the axis shifted past the directions, a list of batches."""
+    rank, at = sweep.rank(g), _const(op, {"axis": axis}, "axis")
+    sweep.item_ranks[op.targets[0]] = {rank - 1}
+    sweep.lists.add(op.targets[0])
+    if _active_name(sweep, g) is None:
+        return None
+    at = at + 1 if at >= 0 else at
+    return _parse(f"rt.unstack({sweep.of[g.name]}, {atom_text(count)}, {at})")
+
+
+def _split_like(sweep, op, g, parts, axis):
+    """``rt.split_like(g, parts, axis)`` (the adjoint of ``np.concatenate``): the batch
+    split along the axis shifted past the directions (``rt.split_like_batch``)."""
+    sweep.item_ranks[op.targets[0]] = {sweep.rank(g)}
+    sweep.lists.add(op.targets[0])
+    _const(op, {"axis": axis}, "axis")        # known while building, else refused
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.split_like_batch({sweep.of[g.name]}, {atom_text(parts)}, "
+                  f"{atom_text(axis)})")
+
+
+def _copy_list(sweep, op, items):
+    """``rt.copy_list(xs)``: a copy of the list of batches."""
+    if isinstance(items, Var):
+        sweep.item_ranks[op.targets[0]] = set(sweep.item_ranks.get(items.name, {None}))
+    sweep.lists.add(op.targets[0])
+    if _active_name(sweep, items) is None:
+        return None
+    return _parse(f"rt.copy_list({sweep.of[items.name]})")
+
+
 #: helpers of gradient code (a Hessian's sweep differentiates them) with a batched rule
 _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.extremum_adjoint: _extremum_adjoint,
                  rt.transpose_adjoint: _transpose_adjoint, rt.matmul_left: _matmul_adjoint,
-                 rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value}
+                 rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value,
+                 rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
+                 rt.split_like: _split_like}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",

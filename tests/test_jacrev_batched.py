@@ -1,0 +1,191 @@
+"""jacrev as one batched adjoint sweep (``api/batched_rows.py``): every adjoint carries the
+basis cotangents first, the forward sweep's values unbatched (JAX's vmap of the pullback).
+
+Small programs (broadcasting, reductions and extrema, ``@``, slices and fancy indexing
+with repeated indices, ``np.where``, tuple outputs, several positions, has_aux, a loop of
+array work, a loop of scalar work run as Python): the batched Jacobian runs (the object
+says so), equals the per-row sweeps' (1e-12) and central differences (float64); a call
+with other shapes gives that shape's Jacobian (and the first shape's again after it); an
+operation without a batched rule runs per row and says why; compositions over jacrev
+give what they gave (they differentiate the per-row code).
+"""
+import numpy as np
+import pytest
+
+import s2sgrad
+from s2sgrad.api.batched_rows import BatchedRows
+
+X = np.array([[0.3, -0.7, 1.1], [0.5, 0.2, -0.4]])
+Y = np.array([[1.2, 0.4, -0.3], [0.9, -1.5, 0.6]])
+PICK = np.array([2, 0, 2, 1])
+
+
+def broadcasting(x, y):
+    return np.sin(x) * y[0] + np.exp(-x) / (1.0 + y ** 2)
+
+
+def reductions(x, y):
+    return np.concatenate([np.sum(x * y, axis=0), np.mean(x ** 2, axis=1),
+                           np.max(x * y, axis=0), np.sum(y)[None] * x[0, 0]])
+
+
+def matmuls(x, y):
+    return (np.tanh(x @ y.T) @ x + (x[0] @ y.T) @ y + (y @ x[1])[:, None] * x
+            + x[0] @ y[1])
+
+
+def indexing(x, y):
+    return x[:, PICK] * y[1, PICK] + x[1, ::2].sum() * y[0, :1]
+
+
+def where(x, y):
+    return np.where(x > 0.1, x * y, -y ** 2)
+
+
+def tuple_output(x, y):
+    return x * y, np.sum(x ** 2 * y), np.cos(x[1])
+
+
+def array_loop(x, y):
+    h = x
+    for i in range(3):
+        h = np.tanh(h * y + 0.1 * i)
+    return h
+
+
+def scalar_loop(x, y):
+    s = x[0, 0]
+    for i in range(x.shape[1]):
+        s = np.sin(s) * y[0, i] + x[1, i]
+    return x[0] * s
+
+
+PROGRAMS = [broadcasting, reductions, matmuls, indexing, where, tuple_output, array_loop,
+            scalar_loop]
+
+
+def central_differences(f, args, k, eps=1e-6):
+    """d f / d args[k] (float64), shaped out.shape + arg.shape (a tuple for tuple outputs)."""
+    base = f(*args)
+    many = isinstance(base, tuple)
+    outs = base if many else (base,)
+    jac = [np.zeros(np.shape(o) + np.shape(args[k])) for o in outs]
+    for idx in np.ndindex(*np.shape(args[k])):
+        hi, lo = [list(args), list(args)]
+        for sign, which in ((1, hi), (-1, lo)):
+            a = np.array(args[k], dtype=float)
+            a[idx] += sign * eps
+            which[k] = a
+        up, down = f(*hi), f(*lo)
+        up, down = (up, down) if many else ((up,), (down,))
+        for j, (a, b) in enumerate(zip(up, down)):
+            jac[j][(...,) + idx] = (np.asarray(a) - np.asarray(b)) / (2 * eps)
+    return tuple(jac) if many else jac[0]
+
+
+def leaves(result):
+    if isinstance(result, tuple):
+        return [a for r in result for a in leaves(r)]
+    return [np.asarray(result)]
+
+
+def per_row(f, args, monkeypatch, **options):
+    """jacrev's per-row sweeps (the batched code refused), run as Python (no compile)."""
+    with monkeypatch.context() as m:
+        m.setattr(BatchedRows, "run", lambda self, code_args, outputs: None)
+        m.setenv("S2SGRAD_BACKEND", "python")
+        return s2sgrad.jacrev(f, **options)(*args)
+
+
+@pytest.fixture(scope="module")
+def built():
+    """Each program's jacrev w.r.t. both inputs (run as Python: a loop over small arrays
+    is batched there, not compiled per row), called once, and its result."""
+    out = {}
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("S2SGRAD_BACKEND", "python")
+        for f in PROGRAMS:
+            jac = s2sgrad.jacrev(f, grad_position=(0, 1))
+            out[f.__name__] = (jac, jac(X, Y))
+    return out
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_batched_rows_equal_per_row_sweeps_and_differences(f, built, monkeypatch):
+    jac, result = built[f.__name__]
+    assert jac.not_batched is None and jac.backend == "numpy", jac.not_batched
+    reference = per_row(f, (X, Y), monkeypatch, grad_position=(0, 1))
+    for a, b in zip(leaves(result), leaves(reference)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    many = isinstance(f(X, Y), tuple)
+    for k in (0, 1):
+        expected = central_differences(f, (X, Y), k)
+        got = tuple(r[k] for r in result) if many else result[k]
+        for a, b in zip(leaves(got), leaves(expected)):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_a_second_shape_then_the_first_again():
+    """The cotangents are shaped by each call's output: no result keeps the first call's."""
+    jac = s2sgrad.jacrev(indexing)
+    wider = (np.hstack([X, 0.5 * X[:, :1]]), np.hstack([Y, -Y[:, 1:2]]))
+    for x, y in ((X, Y), wider, (X, Y)):
+        got = jac(x, y)
+        assert jac.not_batched is None
+        np.testing.assert_allclose(got, central_differences(indexing, (x, y), 0),
+                                   rtol=1e-6, atol=1e-7)
+
+
+def with_aux(x, y):
+    return np.sin(x) * y, np.sum(x ** 2)
+
+
+def test_has_aux_and_a_single_position(monkeypatch):
+    jac = s2sgrad.jacrev(with_aux, grad_position=1, has_aux=True)
+    got, aux = jac(X, Y)
+    assert jac.not_batched is None
+    want, want_aux = per_row(with_aux, (X, Y), monkeypatch, grad_position=1, has_aux=True)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert np.isclose(aux, want_aux) and np.isclose(aux, np.sum(X ** 2))
+    np.testing.assert_allclose(got, central_differences(lambda x, y: with_aux(x, y)[0],
+                                                        (X, Y), 1), rtol=1e-6, atol=1e-7)
+
+
+def not_batchable(x):
+    return np.cumsum(x) * x[::-1]
+
+
+def test_an_operation_without_a_batched_rule_runs_per_row(monkeypatch):
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+    jac = s2sgrad.jacrev(not_batchable)
+    got = jac(X[0])
+    assert "cumsum" in jac.not_batched and "Not batched" in jac.fallback_reason
+    np.testing.assert_allclose(got, central_differences(not_batchable, (X[0],), 0),
+                               rtol=1e-6, atol=1e-7)
+
+
+def scalar_out(x):
+    return np.sum(np.sin(x) * x[::-1]) + x[0] * x[1]
+
+
+def test_compositions_over_jacrev():
+    """jacrev(jacrev), jacfwd(jacrev) and jacrev(grad): the Hessian; vmap of jacrev: each
+    example's Jacobian; grad of a function calling jacrev inside."""
+    x = X[0]
+    hess = s2sgrad.hessian(scalar_out)(x)
+    jac = s2sgrad.jacrev(broadcasting)
+    np.testing.assert_allclose(s2sgrad.jacrev(s2sgrad.jacrev(scalar_out))(x), hess,
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(s2sgrad.jacfwd(s2sgrad.jacrev(scalar_out))(x), hess,
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(s2sgrad.jacrev(s2sgrad.grad(scalar_out))(x), hess,
+                               rtol=1e-10, atol=1e-12)
+    per_example = s2sgrad.vmap(jac, (0, None))(X, Y[0])
+    for k in range(2):
+        np.testing.assert_allclose(per_example[k], jac(X[k], Y[0]), rtol=1e-12)
+
+    def through(x):
+        return np.sum(s2sgrad.jacrev(broadcasting)(x, Y[0]) ** 2)
+    np.testing.assert_allclose(s2sgrad.grad(through)(X[0]),
+                               central_differences(through, (X[0],), 0), rtol=1e-6, atol=1e-7)
