@@ -181,8 +181,8 @@ class Compiled:
         with them, compiled for what the caller passes (nothing reruns a call there)."""
         if self.backend != "numba":
             return None
-        if not self.skips_else:
-            return self._jitted
+        if not self.skips_else or SKIP_ELSE not in self.py_func.__globals__:
+            return self._jitted             # (no fused loop: the one compiled code)
         if self._complete is None:
             import numba
             self._complete = numba.njit(cache=False)(

@@ -290,6 +290,7 @@ def _appends_to(node):
 
 
 def pops_of(node):
+    """The names of the lists popped anywhere in ``node`` (``pop_of`` of each node)."""
     return {name for n in gast.walk(node) for name in [pop_of(n)] if name is not None}
 
 

@@ -195,6 +195,13 @@ class BatchedTangents(Tangents):
             if rank is not None:
                 self.ndims[target] = rank
             return
+        self.learn_value_rank(op, target, first)
+
+    def learn_value_rank(self, op, target, first):
+        """``learn_rank`` for what is not made by shape or copied: a list's items, an
+        assignment, an item, an elementwise result, a literal array, a value made like
+        another, a reduction, an einsum, an array made from a shape, and in a pullback an
+        inactive value (``inactive_rank``)."""
         if op.primitive in (rt.zeros_list, rt.copy_list, list) and isinstance(first, Var) \
                 and first.name in self.lists:
             self.item_ranks[target] = set(self.item_ranks.get(first.name, {None}))
