@@ -168,7 +168,8 @@ class Vmap:
         ranks_in = [np.ndim(a) - (ax[0] is not None) for a, ax in zip(args, axes)] \
             if plain else None
         body, holds, why_not = self._compiled_body(example, plain, batching)
-        generated = build_vmap(self.fn, batching, ranks_in, body is not None, why_not)
+        ints = [plain and np.asarray(a).dtype.kind in "iu" for a in args]
+        generated = build_vmap(self.fn, batching, ranks_in, body is not None, why_not, ints)
         if self._why_not_batched and self._why_not_batched[1] and generated.not_vectorised:
             word = "gradient" if self._why_not_batched[0] == "grad" else "Jacobian"
             generated.not_vectorised += f"; no batched {word}: {self._why_not_batched[1]}"

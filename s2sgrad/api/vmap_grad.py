@@ -50,8 +50,9 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     positions = derivative.positions
     if any(p >= len(args) for p in positions):
         return None, "it differentiates an argument it is not given"
-    if any(type(a) is not np.ndarray or a.dtype.kind != "f" for a in args):
-        return None, "its arguments are not all float arrays"
+    if any(type(a) is not np.ndarray or a.dtype.kind not in "fiub" for a in args) or \
+            any(args[p].dtype.kind != "f" for p in positions):
+        return None, "its arguments are not all arrays, those differentiated float ones"
     # a differentiated argument that is not mapped: each example gets its own copy
     copied = [p for p in positions if axes[p] is None]
     axes = [0 if i in copied else a for i, a in enumerate(axes)]

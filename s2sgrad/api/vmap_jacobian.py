@@ -36,8 +36,9 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
         return None, "it differentiates a method or another callable"
     if backend_mode() == "numba":
         return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
-    if any(type(a) is not np.ndarray or a.dtype.kind != "f" for a in args):
-        return None, "its arguments are not all float arrays"
+    if any(type(a) is not np.ndarray or a.dtype.kind not in "fiub" for a in args) or \
+            args[position].dtype.kind != "f":
+        return None, "its arguments are not all arrays, the differentiated one a float one"
     out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
         else out_axes
     if not isinstance(out_axis, int) or isinstance(out_axis, bool):
