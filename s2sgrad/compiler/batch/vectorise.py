@@ -154,6 +154,9 @@ def _call(node, env, namespace):
         if fn is np.dot and max(a[2] for a in args) > 2:
             raise NotVectorisable("np.dot of arrays of rank over 2")
         return _matmul(*args)
+    if fn in REDUCTIONS and len(args) == 2 and "axis" not in keywords:
+        keywords["axis"] = node.args[1]            # np.sum(x, 1)
+        args = args[:1]
     if fn in REDUCTIONS and len(args) == 1:
         return _reduce(REDUCTIONS[fn], args[0], keywords)
     if fn is len and len(args) == 1 and not keywords:

@@ -1,0 +1,131 @@
+"""vmap of functions that index (batch/indexing.py): the vectorised form indexes past
+the batch axis, so per-example gradients and Jacobians of such functions are one batched
+gradient call or sweep (api/vmap_grad.py, vmap_jacobian.py), equal to the loop of calls
+(1e-12) and to central differences, for later calls of other sizes, and under other
+transforms; a mask or a mapped index whose axes would land before the batch's keeps the
+loop."""
+import numpy as np
+import pytest
+
+import s2sgrad as ms
+from s2sgrad.testing import check_grad, numerical_grad, numerical_jacobian
+
+RNG = np.random.default_rng(20)
+
+
+def first_items(w, x, y):
+    """y[0], features x[:, 1:], x[..., 0], x[0, 0]."""
+    p = x[:, 1:] @ w
+    return np.sum((p - y[0]) ** 2) + x[0, 0] * np.sum(w[:, None] * x[..., 0][None])
+
+
+def gathered(w, x, labels):
+    """A gather by labels: z[np.arange(n), labels] (labels mapped, a batched index)."""
+    z = x @ w
+    return -np.sum(z[np.arange(z.shape[0]), labels]) + np.sum(np.log(np.sum(np.exp(z), 1)))
+
+
+def cross_entropy(w, x, label):
+    """One example's label, a number: z[label]; w[-1], x[::2]."""
+    z = np.tanh(x @ w[:-1]) + w[-1]
+    return -z[label] + np.log(np.sum(np.exp(z))) + np.sum(x[::2] ** 2)
+
+
+IDX = np.array([0, 2, 2])
+
+
+def examples(batch, n=6, d=3, c=4):
+    return {"first_items": (first_items, (RNG.standard_normal(d),
+                                          RNG.standard_normal((batch, d + 1, d + 1)),
+                                          RNG.standard_normal((batch, 2)))),
+            "gathered": (gathered, (RNG.standard_normal((d, c)),
+                                    RNG.standard_normal((batch, n, d)),
+                                    RNG.integers(0, c, (batch, n)))),
+            "cross_entropy": (cross_entropy, (RNG.standard_normal((d + 1, c)),
+                                              RNG.standard_normal((batch, d)),
+                                              RNG.integers(0, c, batch)))}
+
+
+NAMES = ("first_items", "gathered", "cross_entropy")
+VMAPS = {name: ms.vmap(ms.grad(examples(1)[name][0]), in_axes=(None, 0, 0))
+         for name in NAMES}
+
+
+def rows(fn, args, axes=(None, 0, 0)):
+    n = [a.shape[0] for a, ax in zip(args, axes) if ax is not None][0]
+    return [[a if ax is None else a[b] for a, ax in zip(args, axes)] for b in range(n)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_per_example_gradients_of_a_loss_that_indexes_are_batched(name):
+    v = VMAPS[name]
+    for batch, size in ((5, 6), (2, 4)):      # another batch size and example shape
+        fn, args = examples(batch, n=size, d=size // 2)[name]
+        got = v(*args)
+        assert v.form == "vectorised" and "Batched gradient form" in v.source
+        loop = np.stack([ms.grad(fn)(*example) for example in rows(fn, args)])
+        np.testing.assert_allclose(got, loop, rtol=1e-12, atol=1e-12)
+        fd = np.stack([numerical_grad(fn, example, 0) for example in rows(fn, args)])
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_transforms_of_batched_gradients_that_index():
+    fn, (w, x, labels) = examples(3)["gathered"]
+    v = VMAPS["gathered"]
+    want = v(w, x, labels)
+    check_grad(lambda w: np.sum(v(w, x, labels) ** 2), (w,))       # grad of it
+    np.testing.assert_allclose(ms.jit(lambda w: v(w, x, labels))(w), want, rtol=1e-12,
+                               atol=1e-12)
+    twice = ms.vmap(lambda xs, ls: v(w, xs, ls))(x.reshape((3, 1) + x.shape[1:]),
+                                                 labels.reshape(3, 1, -1))
+    np.testing.assert_allclose(twice.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
+    by_closure = ms.vmap(lambda x, label: ms.grad(gathered)(w, x, label))
+    np.testing.assert_allclose(by_closure(x, labels), want, rtol=1e-12, atol=1e-12)
+    assert by_closure.form == "vectorised"
+
+
+def shifted(x, w):
+    return np.tanh(x[1:] * w[0]) + x[:-1, None][:, 0] ** 2
+
+
+def picked(x, idx):
+    return np.exp(x[idx]) * x[0]
+
+
+@pytest.mark.parametrize("fn, w", [(shifted, RNG.standard_normal(3)),
+                                   (picked, np.array([3, 0, 1]))])
+def test_per_example_jacobians_of_a_function_that_indexes_are_one_sweep(fn, w):
+    v = ms.vmap(ms.jacfwd(fn), in_axes=(0, None))
+    for xs in (RNG.standard_normal((3, 5)), RNG.standard_normal((2, 4))):
+        got = v(xs, w)
+        assert v.form == "vectorised" and "Batched Jacobian form" in v.source
+        np.testing.assert_allclose(got, np.stack([ms.jacfwd(fn)(x, w) for x in xs]),
+                                   rtol=1e-12, atol=1e-12)
+        fd = np.stack([numerical_jacobian(fn, (x, w), 0) for x in xs])
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
+
+
+def spellings(x, i, idx):
+    a = x[..., 0] + x[-1, :][:, None][:, 0]         # x[..., 0], a negative index, None
+    b = x[idx][:, 1] + x[i, 0]                      # an unmapped array, a mapped number
+    return np.sum(a[1:3]) * b[:2] + x[1:, 1:].T @ x[0, ::2]
+
+
+def mapped_after(x, i):
+    return x[:, i] * 2.0          # a mapped array after the example's first axis
+
+
+def masked(x, i):
+    return np.sum(x[x > 0.0]) * x[i]
+
+
+@pytest.mark.parametrize("fn, form", [(spellings, "vectorised"), (mapped_after, "python"),
+                                      (masked, "python")])
+def test_the_vectorised_index_is_the_loop(fn, form):
+    x, i = RNG.standard_normal((4, 3, 3)), RNG.integers(0, 3, 4)
+    args, axes = ((x, i, IDX), (0, 0, None)) if fn is spellings else ((x, i), (0, 0))
+    v = ms.vmap(fn, in_axes=axes)
+    got = v(*args)
+    assert v.form == form, v.not_vectorised
+    np.testing.assert_allclose(got, np.stack([fn(*r) for r in rows(fn, args, axes)]),
+                               rtol=1e-12, atol=1e-12)
