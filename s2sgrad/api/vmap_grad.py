@@ -6,9 +6,10 @@
 of ``np.sum(f_vectorised(...))`` w.r.t. a mapped argument holds in its row ``b`` the
 gradient of example ``b``: one gradient call of whole-array numpy instead of one per
 example. A differentiated argument that is not mapped (``in_axes=(None, 0, 0)``, the weights
-of per-example gradients) is given to each example as its own copy (repeated along a new
-first axis, mapped there), so its gradient's row ``b`` is example ``b``'s.  A
-``value_and_grad`` object's values are the vectorised form's (one more forward pass).
+of per-example gradients) is repeated for each example along a new first axis (a
+read-only view, ``tiled``) and mapped there, so its gradient's row ``b`` is example
+``b``'s.  A ``value_and_grad`` object's values are the vectorised form's (one more
+forward pass).
 
 ``batched_gradient(make_vmap, derivative, args, axes, out_axes)`` takes the ``grad``
 object, a call's arguments and each one's mapped axis, and gives ``(function, None)``,
@@ -53,7 +54,7 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     if any(type(a) is not np.ndarray or a.dtype.kind not in "fiub" for a in args) or \
             any(args[p].dtype.kind != "f" for p in positions):
         return None, "its arguments are not all arrays, those differentiated float ones"
-    # a differentiated argument that is not mapped: each example gets its own copy
+    # a differentiated argument that is not mapped: repeated per example (a view)
     copied = [p for p in positions if axes[p] is None]
     axes = [0 if i in copied else a for i, a in enumerate(axes)]
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
@@ -102,10 +103,13 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
 
 
 def tiled(args, positions, n):
-    """``args`` with those at ``positions`` repeated ``n`` times along a new first axis."""
+    """``args`` with those at ``positions`` repeated ``n`` times along a new first axis: a
+    read-only view (stride 0), not a copy: the generated code only reads its arguments,
+    and a copy's fresh pages cost more than the rest of a small net's per-example
+    gradients (MLP 16-32-10, 256 examples: 2.0 ms with np.repeat, 0.53 with the view)."""
     if not positions:
         return args
-    return tuple(np.repeat(a[None], n, axis=0) if i in positions else a
+    return tuple(np.broadcast_to(a, (n,) + a.shape) if i in positions else a
                  for i, a in enumerate(args))
 
 
