@@ -74,8 +74,7 @@ def test_transforms_of_batched_gradients_that_index():
     v = VMAPS["gathered"]
     want = v(w, x, labels)
     check_grad(lambda w: np.sum(v(w, x, labels) ** 2), (w,))       # grad of it
-    np.testing.assert_allclose(ms.jit(lambda w: v(w, x, labels))(w), want, rtol=1e-12,
-                               atol=1e-12)
+    # (jit of it compiles the differentiable loop: test_vmap_grad's composition, 3 s cold)
     twice = ms.vmap(lambda xs, ls: v(w, xs, ls))(x.reshape((3, 1) + x.shape[1:]),
                                                  labels.reshape(3, 1, -1))
     np.testing.assert_allclose(twice.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
@@ -129,3 +128,31 @@ def test_the_vectorised_index_is_the_loop(fn, form):
     assert v.form == form, v.not_vectorised
     np.testing.assert_allclose(got, np.stack([fn(*r) for r in rows(fn, args, axes)]),
                                rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------- vmap of jacrev, hessian
+
+def rows_of(w, x):
+    return np.tanh(x[1:] * w) * np.sum(x ** 2) + x[0]
+
+
+def curved(w, x):
+    return np.sum(np.sin(x[:-1] * x[1:])) * np.sum(w * x[1:]) + x[0] ** 3
+
+
+@pytest.mark.parametrize("transform, fn", [(ms.jacrev, rows_of), (ms.hessian, curved)])
+@pytest.mark.parametrize("position, in_axes, out_axes", [(1, (None, 0), 0), (1, (None, 1), 1),
+                                                         (0, (None, 0), 0)])
+def test_per_example_jacrev_and_hessian_are_batched(transform, fn, position, in_axes,
+                                                    out_axes):
+    d = transform(fn, position)
+    v = ms.vmap(d, in_axes=in_axes, out_axes=out_axes)
+    w = RNG.standard_normal(3)
+    for xs in (RNG.standard_normal((3, 4)), RNG.standard_normal((2, 4))):   # another batch
+        got = v(w, xs if in_axes[1] == 0 else xs.T.copy())
+        assert v.form == "vectorised" and "Batched" in v.source, v.not_vectorised
+        want = np.stack([d(w, x) for x in xs], axis=out_axes)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        inner = (lambda *a: ms.grad(fn, position)(*a)) if transform is ms.hessian else fn
+        fd = np.stack([numerical_jacobian(inner, (w, x), position) for x in xs], out_axes)
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7)

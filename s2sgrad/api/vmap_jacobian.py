@@ -10,8 +10,9 @@ example's Jacobian, so one batched sweep of ``F``'s forward-mode code with ``d``
 them all, instead of one ``jacfwd`` call per example.  An unmapped argument ``p`` is
 repeated along a new first axis, each example differentiating its own copy.
 
-``batched_jacobian(make_vmap, derivative, args, axes, out_axes)`` gives ``(function,
-None)`` or ``(None, why not)``: ``jacfwd`` of one position without ``has_aux``, a plain
+``columns(fn, args, position, axis)``: those sweeps of any such batched function (a
+gradient's too: ``vmap_rows``).  ``batched_jacobian(make_vmap, derivative, args, axes,
+out_axes)`` gives ``(function, None)`` or ``(None, why not)``: ``jacfwd`` of one position without ``has_aux``, a plain
 Python function of float arrays returning one array, not under ``S2SGRAD_BACKEND=numba``.
 """
 import inspect
@@ -21,6 +22,7 @@ import numpy as np
 from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_vmap import has_loops, parsed_function
 from ..runtime.batched import sweep_width
+from .forward import jvp_of_tangents
 from .vmap_grad import tiled
 
 
@@ -61,25 +63,34 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
-        x = call_args[position]
-        n = x.shape[axis]
-        shape = x.shape[:axis] + x.shape[axis + 1:]          # one example's
-        size = int(np.prod(shape, dtype=np.int64))
-        # tangent k: e_k of one example's argument, in every example (along the axis),
-        # in blocks of directions of at most rt.sweep_width's numbers
-        step, blocks = sweep_width(size, x), []
-        for start in range(0, size, step):
-            basis = np.eye(size, dtype=x.dtype)[start:start + step].reshape((-1,) + shape)
-            tangents = np.ascontiguousarray(np.broadcast_to(
-                np.expand_dims(basis, axis + 1), (len(basis),) + x.shape))
-            block = derivative.jvp_of_tangents(batched, tuple(call_args), [tangents],
-                                               (position,))
-            if block is None:                # no batched rule: the loop
-                return None
-            blocks.append(np.asarray(block))
-        columns = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-        jac = np.moveaxis(np.asarray(columns), 0, -1)        # (n,) + out + (size,)
-        jac = jac.reshape(jac.shape[:-1] + shape)
+        jac = columns(batched, call_args, position, axis)
+        if jac is None:                      # no batched rule: the loop
+            return None
         return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
     per_example.source = generated.source
     return per_example, None
+
+
+def columns(fn, call_args, position, axis):
+    """Every example's Jacobian ``(n,) + out + in`` of ``fn`` (batch first in its result,
+    or where ``fn`` puts it: then there; every example's row reading that example's rows
+    only) w.r.t. ``call_args[position]``
+    (mapped along ``axis``), by batched sweeps of ``fn``'s forward-mode code
+    (``forward.jvp_of_tangents``); None where an operation has no batched rule."""
+    x = call_args[position]
+    shape = x.shape[:axis] + x.shape[axis + 1:]          # one example's
+    size = int(np.prod(shape, dtype=np.int64))
+    # tangent k: e_k of one example's argument, in every example (along the axis),
+    # in blocks of directions of at most rt.sweep_width's numbers
+    step, blocks = sweep_width(size, x), []
+    for start in range(0, size, step):
+        basis = np.eye(size, dtype=x.dtype)[start:start + step].reshape((-1,) + shape)
+        tangents = np.ascontiguousarray(np.broadcast_to(
+            np.expand_dims(basis, axis + 1), (len(basis),) + x.shape))
+        block = jvp_of_tangents(fn, tuple(call_args), [tangents], (position,))
+        if block is None:
+            return None
+        blocks.append(np.asarray(block))
+    found = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+    jac = np.moveaxis(np.asarray(found), 0, -1)          # (n,) + out + (size,)
+    return jac.reshape(jac.shape[:-1] + shape)
