@@ -91,16 +91,25 @@ def picked(x, idx):
     return np.exp(x[idx]) * x[0]
 
 
-@pytest.mark.parametrize("fn, w", [(shifted, RNG.standard_normal(3)),
-                                   (picked, np.array([3, 0, 1]))])
-def test_per_example_jacobians_of_a_function_that_indexes_are_one_sweep(fn, w):
-    v = ms.vmap(ms.jacfwd(fn), in_axes=(0, None))
-    for xs in (RNG.standard_normal((3, 5)), RNG.standard_normal((2, 4))):
+def gather(x, labels):
+    """A mapped index: x[np.arange(len(x))[:, None], np.arange(n), labels] vectorised."""
+    return np.exp(x[np.arange(x.shape[0]), labels]) * x[0, 0]
+
+
+@pytest.mark.parametrize("fn, w, axis", [(shifted, RNG.standard_normal(3), None),
+                                         (picked, np.array([3, 0, 1]), None),
+                                         (gather, RNG.integers(0, 3, (3, 2)), 0)])
+def test_per_example_jacobians_of_a_function_that_indexes_are_one_sweep(fn, w, axis):
+    v = ms.vmap(ms.jacfwd(fn), in_axes=(0, axis))
+    shapes = ((3, 5), (2, 4)) if fn is not gather else ((3, 2, 3), (3, 2, 4))
+    for shape in shapes:                    # another batch size or example shape
+        xs = RNG.standard_normal(shape)
         got = v(xs, w)
         assert v.form == "vectorised" and "Batched Jacobian form" in v.source
-        np.testing.assert_allclose(got, np.stack([ms.jacfwd(fn)(x, w) for x in xs]),
+        ws = [w if axis is None else w[b] for b in range(len(xs))]
+        np.testing.assert_allclose(got, np.stack([ms.jacfwd(fn)(x, u) for x, u in zip(xs, ws)]),
                                    rtol=1e-12, atol=1e-12)
-        fd = np.stack([numerical_jacobian(fn, (x, w), 0) for x in xs])
+        fd = np.stack([numerical_jacobian(fn, (x, u), 0) for x, u in zip(xs, ws)])
         np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
 
 
