@@ -2,8 +2,7 @@
 the batch axis, so per-example gradients and Jacobians of such functions are one batched
 gradient call or sweep (api/vmap_grad.py, vmap_jacobian.py), equal to the loop of calls
 (1e-12) and to central differences, for later calls of other sizes, and under other
-transforms; a mask or a mapped index whose axes would land before the batch's keeps the
-loop."""
+transforms; a mask, or an array index beside ``...``, keeps the loop."""
 import numpy as np
 import pytest
 
@@ -120,15 +119,19 @@ def spellings(x, i, idx):
 
 
 def mapped_after(x, i):
-    return x[:, i] * 2.0          # a mapped array after the example's first axis
+    return x[:, i] * 2.0 + x[None, :, i][0]    # a mapped index after the first axis
 
 
 def masked(x, i):
     return np.sum(x[x > 0.0]) * x[i]
 
 
-@pytest.mark.parametrize("fn, form", [(spellings, "vectorised"), (mapped_after, "python"),
-                                      (masked, "python")])
+def with_ellipsis(x, i):
+    return x[..., i]              # an array index with ...: the loop
+
+
+@pytest.mark.parametrize("fn, form", [(spellings, "vectorised"), (mapped_after, "vectorised"),
+                                      (masked, "python"), (with_ellipsis, "python")])
 def test_the_vectorised_index_is_the_loop(fn, form):
     x, i = RNG.standard_normal((4, 3, 3)), RNG.integers(0, 3, 4)
     args, axes = ((x, i, IDX), (0, 0, None)) if fn is spellings else ((x, i), (0, 0))

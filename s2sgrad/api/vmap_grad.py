@@ -51,9 +51,9 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     positions = derivative.positions
     if any(p >= len(args) for p in positions):
         return None, "it differentiates an argument it is not given"
-    if any(type(a) is not np.ndarray or a.dtype.kind not in "fiub" for a in args) or \
-            any(args[p].dtype.kind != "f" for p in positions):
-        return None, "its arguments are not all arrays, those differentiated float ones"
+    why = unplain_arguments(args, positions)
+    if why:
+        return None, why
     # a differentiated argument that is not mapped: repeated per example (a view)
     copied = [p for p in positions if axes[p] is None]
     axes = [0 if i in copied else a for i, a in enumerate(axes)]
@@ -100,6 +100,18 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
         return values, moved
     per_example.source = inner.source + "\n\n" + source
     return per_example, None
+
+
+def unplain_arguments(args, positions):
+    """Why ``args`` are not what the batched forms take (None: they are): arrays or
+    numbers of numbers, booleans or integers, those at ``positions`` (differentiated)
+    float arrays."""
+    if any(not isinstance(a, (np.ndarray, np.generic, int, float)) or
+           np.asarray(a).dtype.kind not in "fiub" for a in args) or \
+            any(type(args[p]) is not np.ndarray or args[p].dtype.kind != "f"
+                for p in positions):
+        return "its arguments are not all arrays or numbers, those differentiated float arrays"
+    return None
 
 
 def tiled(args, positions, n):

@@ -23,7 +23,7 @@ from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_vmap import has_loops, parsed_function
 from ..runtime.batched import sweep_width
 from .forward import jvp_of_tangents
-from .vmap_grad import tiled
+from .vmap_grad import tiled, unplain_arguments
 
 
 def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
@@ -38,9 +38,9 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
         return None, "it differentiates a method or another callable"
     if backend_mode() == "numba":
         return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
-    if any(type(a) is not np.ndarray or a.dtype.kind not in "fiub" for a in args) or \
-            args[position].dtype.kind != "f":
-        return None, "its arguments are not all arrays, the differentiated one a float one"
+    why = unplain_arguments(args, [position])
+    if why:
+        return None, why
     out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
         else out_axes
     if not isinstance(out_axis, int) or isinstance(out_axis, bool):

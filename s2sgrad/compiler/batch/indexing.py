@@ -10,14 +10,15 @@ Numpy's rules decide where the axes of an index's arrays go, so the rules are:
 - ``x`` batched, every index unbatched, its ints and arrays next to each other (or no
   array at all): the index after a ``:`` for the batch (``x[:, 0]``, ``x[:, 1:]``,
   ``x[:, idx]``, ``x[:, ..., 0]``, ``x[:, :, None]``);
-- ``x`` batched and an array index batched, or its arrays apart (numpy puts their axes
-  first, and so is the batch's): ``np.arange(n)`` with unit axes as the first index
-  (``x[np.arange(n), labels]``, ``x[np.arange(n)[:, None], idx_b]``), where the
-  example's arrays come first or apart (an example's ``x[:, idx]`` with ``idx`` mapped
-  is not vectorised: its axes would land before the batch's);
+- ``x`` batched and an array index batched, or its arrays apart: ``np.arange(n)`` with
+  unit axes as the first index (``x[np.arange(n), labels]``, ``x[np.arange(n)[:, None],
+  idx_b]``): numpy puts the arrays' axes first, the batch's first of them; where an
+  example's arrays are next to each other after its first axes (``x[:, idx_b]``), their
+  axes are moved back there (``np.moveaxis``);
 - ``x`` unbatched and an array index batched: the index as it is (each batched array
-  with unit axes after the batch up to the arrays' broadcast rank), where the arrays
-  come first or apart;
+  with unit axes after the batch up to the arrays' broadcast rank); where the arrays are
+  next to each other after the example's first axes, the batch's axis (first of theirs)
+  is moved first;
 - ``x.shape[k]`` and ``len(x)``: the example's size (``x.shape[k + 1]``), an int.
 """
 import builtins
@@ -36,7 +37,8 @@ class NotVectorisable(Exception):
 
 def is_int(node, env, namespace):
     """True for an expression known to give integers: int constants, names in
-    ``env[INTS]``, ``len``, ``x.shape[k]``, ``np.arange`` and their sums and products."""
+    ``env[INTS]``, ``len``, ``x.shape[k]``, ``np.arange``, their items, sums and
+    products."""
     ints = env.get(INTS, set())
     if isinstance(node, gast.Constant):
         return type(node.value) is int
@@ -49,6 +51,8 @@ def is_int(node, env, namespace):
         return is_int(node.operand, env, namespace)
     if _shape_item(node) is not None:
         return True
+    if isinstance(node, gast.Subscript):           # an item of integers: np.arange(n)[:, None]
+        return is_int(node.value, env, namespace)
     if isinstance(node, gast.Call) and not node.keywords:
         fn = _called(node.func, namespace)
         return fn is len or (fn is np.arange and all(is_int(a, env, namespace)
@@ -120,15 +124,18 @@ def subscript(node, env, namespace, evaluate, padded):
         return f"{text}[{_joined(parts, padded, broadcast)}]", False, out_rank
     if batched and not any_batched and together:
         return f"{text}[:, {_joined(parts, padded, broadcast)}]", True, out_rank
-    if together and advanced[0] != 0:
-        # an example's arrays keep their place after its first axes: the batch's would not
-        raise NotVectorisable(f"the index {_source(node)!r}: a mapped array index after "
-                              f"the example's first axis")
     index = _joined(parts, padded, broadcast)
-    if not batched:               # the arrays' axes, the batch's first, come first
-        return f"{text}[{index}]", True, out_rank
+    before = advanced[0] if together else 0       # the example's axes before its arrays'
+    if not batched:
+        # the arrays' axes, the batch's first, come first, or in the arrays' place
+        out = f"{text}[{index}]"
+        return (f"np.moveaxis({out}, {before}, 0)" if before else out), True, out_rank
     rows = padded(("np.arange(len(" + text + "))", True, 0), broadcast)
-    return f"{text}[{rows}, {index}]", True, out_rank
+    out = f"{text}[{rows}, {index}]"                # batch, arrays' axes, the others
+    if before and broadcast:                        # the arrays' axes to their place
+        out = (f"np.moveaxis({out}, {tuple(range(1, 1 + broadcast))}, "
+               f"{tuple(range(1 + before, 1 + before + broadcast))})")
+    return out, True, out_rank
 
 
 def _joined(parts, padded, broadcast):
