@@ -10,7 +10,7 @@ example's Jacobian, so one batched sweep of ``F``'s forward-mode code with ``d``
 them all, instead of one ``jacfwd`` call per example.  An unmapped argument ``p`` is
 repeated along a new first axis, each example differentiating its own copy.
 
-``columns(fn, args, position, axis)``: those sweeps of any such batched function (a
+``columns(jvp, args, position, axis)``: those sweeps of any such batched function (a
 gradient's too: ``vmap_rows``).  ``batched_jacobian(make_vmap, derivative, args, axes,
 out_axes)`` gives ``(function, None)`` or ``(None, why not)``: ``jacfwd`` of one position without ``has_aux``, a plain
 Python function of float arrays returning one array, not under ``S2SGRAD_BACKEND=numba``.
@@ -22,7 +22,6 @@ import numpy as np
 from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_vmap import has_loops, parsed_function
 from ..runtime.batched import sweep_width
-from .forward import jvp_of_tangents
 from .vmap_grad import tiled, unplain_arguments
 
 
@@ -63,7 +62,8 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
-        jac = columns(batched, call_args, position, axis)
+        jac = columns(lambda args, tangents: derivative.jvp_of_tangents(
+            batched, args, [tangents], (position,)), call_args, position, axis)
         if jac is None:                      # no batched rule: the loop
             return None
         return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
@@ -71,12 +71,13 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     return per_example, None
 
 
-def columns(fn, call_args, position, axis):
-    """Every example's Jacobian ``(n,) + out + in`` of ``fn`` (batch first in its result,
-    or where ``fn`` puts it: then there; every example's row reading that example's rows
-    only) w.r.t. ``call_args[position]``
-    (mapped along ``axis``), by batched sweeps of ``fn``'s forward-mode code
-    (``forward.jvp_of_tangents``); None where an operation has no batched rule."""
+def columns(jvp, call_args, position, axis):
+    """Every example's Jacobian ``(n,) + out + in`` of a function (batch first in its
+    result, or where the function puts it: then there; every example's row reading that
+    example's rows only) w.r.t. ``call_args[position]`` (mapped along ``axis``), by
+    batched sweeps of its forward-mode code: ``jvp(args, tangents)`` (the function's
+    JVPs along ``tangents``, directions first, of argument ``position``:
+    ``jvp_of_tangents``), None where an operation has no batched rule."""
     x = call_args[position]
     shape = x.shape[:axis] + x.shape[axis + 1:]          # one example's
     size = int(np.prod(shape, dtype=np.int64))
@@ -87,7 +88,7 @@ def columns(fn, call_args, position, axis):
         basis = np.eye(size, dtype=x.dtype)[start:start + step].reshape((-1,) + shape)
         tangents = np.ascontiguousarray(np.broadcast_to(
             np.expand_dims(basis, axis + 1), (len(basis),) + x.shape))
-        block = jvp_of_tangents(fn, tuple(call_args), [tangents], (position,))
+        block = jvp(tuple(call_args), tangents)
         if block is None:
             return None
         blocks.append(np.asarray(block))

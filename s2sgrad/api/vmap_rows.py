@@ -8,9 +8,9 @@ Jacobian of ``G = np.sum(F(...), axis=0)`` (one example's output shape) w.r.t. a
 w.r.t. example ``b``'s argument, every example's Jacobian: one ``jacrev`` call of ``G``
 (its rows one batched adjoint sweep, ``api/batched_rows.py``, where it runs) instead of
 one per example.  ``vmap(hessian(f, p))`` of a scalar ``f``: the gradient of ``G`` (every
-example's gradient) differentiated by batched forward sweeps, the direction ``e_k`` in
-every example at once giving column ``k`` of every example's Hessian
-(``vmap_jacobian.columns``; the loop where an operation has no batched rule).  An
+example's gradient) differentiated by batched forward sweeps (the Hessian object's
+``hvp_of_tangents``), the direction ``e_k`` in every example at once giving column ``k``
+of every example's Hessian (``vmap_jacobian.columns``; the loop where an operation has no batched rule).  An
 unmapped argument ``p`` is repeated per example (``vmap_grad.tiled``: a view).
 
 ``batched_rows(make_vmap, derivative, args, axes, out_axes)`` gives ``(function, None)``
@@ -83,15 +83,14 @@ def batched_rows(make_vmap, derivative, args, axes, out_axes):
     summed = make(batched)
     axis = axes[position]
     if mode == "hessian":
-        from .reverse import grad
-        gradient = grad(summed, position)      # each example's gradient, batch at axis
+        def jvp(call_args, tangents):        # each example's gradient's, batch at axis
+            return derivative.hvp_of_tangents(summed, call_args, [tangents], (position,))
 
         def jacobian(call_args):
-            jac = columns(gradient, call_args, position, axis)
+            jac = columns(jvp, call_args, position, axis)
             return None if jac is None else np.moveaxis(jac, axis, 0)
     else:
-        from .split import jacrev
-        rows = jacrev(summed, position)
+        rows = derivative.bind_to(summed, None)      # jacrev of the sum
 
         def jacobian(call_args):
             jac = rows(*call_args)       # one example's output axes, then its argument's
