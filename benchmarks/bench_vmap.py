@@ -12,6 +12,10 @@ BLAS stays on one).  Every batched result is checked against the Python loop fir
   example; a loss that indexes: ``x[:, 1:]`` features too): per-example gradients as one
   batched gradient (the vectorised form indexes past the batch axis) against a Python
   loop of ``grad`` calls, rounds interleaved (``python benchmarks/bench_vmap.py index``).
+- per-example Jacobians (``jacrev``) of ``tanh(x[1:] * w) * sum(x ** 2) + x[0]`` and
+  Hessians of ``sum(sin(x[:-1] * x[1:])) * sum(w * x[1:]) + x[0] ** 3`` (x of 8, 256
+  examples): the batched rows / Hessian columns against a loop of the object's calls
+  (``python benchmarks/bench_vmap.py index`` runs these and the row above).
 - simulation (``s = s * a - 0.1 * sin(s)``, 2,000 steps) for 512 parameter values:
   a Python loop of the Numba-compiled function, ``vmap(sim)`` (a prange loop) on 1 and 2
   threads, and per-example gradients ``vmap(grad(sim))`` against a loop of ``grad(sim)``.
@@ -109,6 +113,40 @@ def index_rows(rng, batch=256):
              per_example.form]]
 
 
+def rows_jacobian(w, x):
+    return np.tanh(x[1:] * w) * np.sum(x ** 2) + x[0]
+
+
+def rows_curved(w, x):
+    return np.sum(np.sin(x[:-1] * x[1:])) * np.sum(w * x[1:]) + x[0] ** 3
+
+
+def jacobian_rows(rng, batch=256):
+    """vmap of jacrev and hessian objects: batched against a loop of calls (interleaved
+    rounds, minimum and median)."""
+    w, x = rng.standard_normal(7), rng.standard_normal((batch, 8))
+    rows = []
+    for what, d in (("jacrev", s2sgrad.jacrev(rows_jacobian, 1)),
+                    ("hessian", s2sgrad.hessian(rows_curved, 1))):
+        per_example = s2sgrad.vmap(d, in_axes=(None, 0))
+
+        def loop():
+            return np.stack([d(w, row) for row in x])
+        assert np.allclose(per_example(w, x), loop(), rtol=1e-12, atol=1e-12)
+        assert per_example.form == "vectorised", per_example.not_vectorised
+        times = {"loop": [], "vmap": []}
+        for _ in range(9):
+            for name, fn in (("loop", loop), ("vmap", lambda: per_example(w, x))):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+        lo, vm = (sorted(times[k]) for k in ("loop", "vmap"))
+        rows.append([f"per-example {what} ({batch} x 8)", f"{lo[0] * 1e3:.2f}-{lo[4] * 1e3:.2f}",
+                     "-", f"{vm[0] * 1e3:.2f}-{vm[4] * 1e3:.2f}",
+                     f"{lo[4] / vm[4]:.0f}x (medians)", per_example.form])
+    return rows
+
+
 def sim_rows(rng):
     a, x0 = rng.uniform(0.5, 0.99, 512), rng.standard_normal(512)
     batched = s2sgrad.vmap(sim)
@@ -194,8 +232,9 @@ def main():
     rng = np.random.default_rng(0)
     only = sys.argv[1:]
     rows = per_example_rows(rng) if only == ["per-example"] else \
-        index_rows(rng) if only == ["index"] else \
-        mlp_rows(rng) + index_rows(rng) + sim_rows(rng) + per_example_rows(rng)
+        index_rows(rng) + jacobian_rows(rng) if only == ["index"] else \
+        mlp_rows(rng) + index_rows(rng) + jacobian_rows(rng) + sim_rows(rng) + \
+        per_example_rows(rng)
     table(rows, ["workload", "Python loop ms", "vmap 1 thread ms", "vmap ms",
                  "loop / vmap", "form"])
 
