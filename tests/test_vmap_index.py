@@ -114,7 +114,7 @@ def test_per_example_jacobians_of_a_function_that_indexes_are_one_sweep(fn, w, a
 
 def spellings(x, i, idx):
     a = x[..., 0] + x[-1, :][:, None][:, 0]         # x[..., 0], a negative index, None
-    b = x[idx][:, 1] + x[i, 0]                      # an unmapped array, a mapped number
+    b = x[idx][:, 1] + x[i, 0] * x.shape[-1]        # an unmapped array, a mapped number
     return np.sum(a[1:3]) * b[:2] + x[1:, 1:].T @ x[0, ::2]
 
 

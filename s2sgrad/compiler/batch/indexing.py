@@ -163,11 +163,16 @@ def _slice(item, evaluate):
 
 
 def _shape_item(node):
-    """(the gast value, k) of ``x.shape[k]`` with a constant int k, else None."""
-    if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Attribute) and \
-            node.value.attr == "shape" and isinstance(node.slice, gast.Constant) and \
-            type(node.slice.value) is int:
-        return node.value.value, node.slice.value
+    """(the gast value, k) of ``x.shape[k]`` with a constant int k (``-1`` too), else
+    None."""
+    if not isinstance(node, gast.Subscript) or not isinstance(node.value, gast.Attribute) \
+            or node.value.attr != "shape":
+        return None
+    k, sign = node.slice, 1
+    if isinstance(k, gast.UnaryOp) and isinstance(k.op, gast.USub):
+        k, sign = k.operand, -1
+    if isinstance(k, gast.Constant) and type(k.value) is int:
+        return node.value.value, sign * k.value
     return None
 
 
