@@ -8,12 +8,13 @@ direction ``e_k`` of argument ``p`` in every example at once gives column ``k`` 
 example's Jacobian, so one batched sweep of ``F``'s forward-mode code with ``d`` tangents
 (``d``: the size of one example's argument ``p``; ``ForwardFunction.jvps_call``) gives
 them all, instead of one ``jacfwd`` call per example.  An unmapped argument ``p`` is
-repeated along a new first axis, each example differentiating its own copy.
+repeated along a new first axis (a view), each example differentiating its own row.
 
 ``columns(jvp, args, position, axis)``: those sweeps of any such batched function (a
 gradient's too: ``vmap_rows``).  ``batched_jacobian(make_vmap, derivative, args, axes,
-out_axes)`` gives ``(function, None)`` or ``(None, why not)``: ``jacfwd`` of one position without ``has_aux``, a plain
-Python function of float arrays returning one array, not under ``S2SGRAD_BACKEND=numba``.
+out_axes)`` gives ``(function, None)`` or ``(None, why not)``: ``jacfwd`` of one
+position without ``has_aux``, a plain Python function of arrays (the differentiated one
+of floats) returning one array, not under ``S2SGRAD_BACKEND=numba``.
 """
 import inspect
 

@@ -10,8 +10,9 @@ w.r.t. example ``b``'s argument, every example's Jacobian: one ``jacrev`` call o
 one per example.  ``vmap(hessian(f, p))`` of a scalar ``f``: the gradient of ``G`` (every
 example's gradient) differentiated by batched forward sweeps (the Hessian object's
 ``hvp_of_tangents``), the direction ``e_k`` in every example at once giving column ``k``
-of every example's Hessian (``vmap_jacobian.columns``; the loop where an operation has no batched rule).  An
-unmapped argument ``p`` is repeated per example (``vmap_grad.tiled``: a view).
+of every example's Hessian (``vmap_jacobian.columns``; the loop where an operation has
+no batched rule).  An unmapped argument ``p`` is repeated per example
+(``vmap_grad.tiled``: a view).
 
 ``batched_rows(make_vmap, derivative, args, axes, out_axes)`` gives ``(function, None)``
 or ``(None, why not)``: a ``jacrev`` without ``has_aux`` or a ``hessian`` of one int
