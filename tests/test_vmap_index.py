@@ -130,16 +130,29 @@ def with_ellipsis(x, i):
     return x[..., i]              # an array index with ...: the loop
 
 
+def arrays_placed(y, w, j, j2, idx):
+    """Where numpy puts an index's arrays' axes: apart (first), next to each other after
+    the first axes (in place), x mapped or not, the index mapped or not."""
+    return (y[idx, :, 0], y[j, :, idx], y[:, j2, 0], y[None, :, j2], y[:, None, j, idx],
+            w[:, j2], w[j, idx], y[1:, :, j2] * w[j, 0])
+
+
 @pytest.mark.parametrize("fn, form", [(spellings, "vectorised"), (mapped_after, "vectorised"),
-                                      (masked, "python"), (with_ellipsis, "python")])
+                                      (masked, "python"), (with_ellipsis, "python"),
+                                      (arrays_placed, "vectorised")])
 def test_the_vectorised_index_is_the_loop(fn, form):
     x, i = RNG.standard_normal((4, 3, 3)), RNG.integers(0, 3, 4)
     args, axes = ((x, i, IDX), (0, 0, None)) if fn is spellings else ((x, i), (0, 0))
+    if fn is arrays_placed:
+        args = (RNG.standard_normal((4, 3, 3, 3)), x[0], i, RNG.integers(0, 3, (4, 2)), IDX)
+        axes = (0, None, 0, 0, None)
     v = ms.vmap(fn, in_axes=axes)
     got = v(*args)
     assert v.form == form, v.not_vectorised
-    np.testing.assert_allclose(got, np.stack([fn(*r) for r in rows(fn, args, axes)]),
-                               rtol=1e-12, atol=1e-12)
+    loop = [fn(*r) for r in rows(fn, args, axes)]
+    for k, want in enumerate(zip(*loop) if isinstance(got, tuple) else [loop]):
+        np.testing.assert_array_equal((got if isinstance(got, tuple) else [got])[k],
+                                      np.stack(want))
 
 
 # ---------------------------------------------------------------- vmap of jacrev, hessian
