@@ -8,6 +8,14 @@ BLAS stays on one).  Every batched result is checked against the Python loop fir
   a Python loop of ``grad(loss)`` calls, ``vmap(grad(loss), in_axes=(None, None, 0, 0))``
   (the loop form: a derivative object runs once per index), and the vectorised forward
   ``vmap(loss)`` against a loop of ``loss``.
+- the same MLP's loss reading the label's logit (``z[label]``, an integer label per
+  example; a loss that indexes: ``x[:, 1:]`` features too): per-example gradients as one
+  batched gradient (the vectorised form indexes past the batch axis) against a Python
+  loop of ``grad`` calls, rounds interleaved (``python benchmarks/bench_vmap.py index``).
+- per-example Jacobians (``jacrev``) of ``tanh(x[1:] * w) * sum(x ** 2) + x[0]`` and
+  Hessians of ``sum(sin(x[:-1] * x[1:])) * sum(w * x[1:]) + x[0] ** 3`` (x of 8, 256
+  examples): the batched rows / Hessian columns against a loop of the object's calls
+  (``python benchmarks/bench_vmap.py index`` runs these and the row above).
 - simulation (``s = s * a - 0.1 * sin(s)``, 2,000 steps) for 512 parameter values:
   a Python loop of the Numba-compiled function, ``vmap(sim)`` (a prange loop) on 1 and 2
   threads, and per-example gradients ``vmap(grad(sim))`` against a loop of ``grad(sim)``.
@@ -40,6 +48,13 @@ def mlp_loss(w1, w2, x, label):
     return -np.sum(logp * label)
 
 
+def mlp_label_loss(w1, w2, x, label):
+    h = np.tanh(x[1:] @ w1)
+    z = h @ w2
+    m = np.max(z)
+    return -(z[label] - m) + np.log(np.sum(np.exp(z - m)))
+
+
 def sim(a, x0):
     s = x0
     for i in range(2000):
@@ -68,6 +83,68 @@ def mlp_rows(rng):
              f"{t_vmap * 1e3:.2f}", f"{t_loop / t_vmap:.2f}x", per_example.form],
             ["MLP per-example losses (256)", f"{f_loop * 1e3:.2f}", "-",
              f"{f_vmap * 1e3:.3f}", f"{f_loop / f_vmap:.0f}x", forward.form]]
+
+
+def index_rows(rng, batch=256):
+    """Per-example gradients of a loss that indexes: one batched gradient against a
+    Python loop of ``grad`` calls (interleaved rounds, minimum and median)."""
+    w1, w2 = rng.standard_normal((15, 32)) * 0.3, rng.standard_normal((32, 10)) * 0.3
+    x, labels = rng.standard_normal((batch, 16)), rng.integers(0, 10, batch)
+    grad = s2sgrad.grad(mlp_label_loss, (0, 1))
+    per_example = s2sgrad.vmap(grad, in_axes=(None, None, 0, 0))
+    got = per_example(w1, w2, x, labels)
+    assert per_example.form == "vectorised", per_example.not_vectorised
+
+    def loop():
+        return [grad(w1, w2, x[i], labels[i]) for i in range(batch)]
+    want = loop()
+    for k in range(2):
+        assert np.allclose(got[k], np.stack([g[k] for g in want]), rtol=1e-12, atol=1e-14)
+    times = {"loop": [], "vmap": []}
+    for _ in range(15):
+        for name, fn in (("loop", loop), ("vmap", lambda: per_example(w1, w2, x, labels))):
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    lo, vm = (sorted(times[k]) for k in ("loop", "vmap"))
+    return [[f"MLP per-example gradients, z[label] ({batch})",
+             f"{lo[0] * 1e3:.2f}-{lo[7] * 1e3:.2f}", "-",
+             f"{vm[0] * 1e3:.2f}-{vm[7] * 1e3:.2f}", f"{lo[7] / vm[7]:.1f}x (medians)",
+             per_example.form]]
+
+
+def rows_jacobian(w, x):
+    return np.tanh(x[1:] * w) * np.sum(x ** 2) + x[0]
+
+
+def rows_curved(w, x):
+    return np.sum(np.sin(x[:-1] * x[1:])) * np.sum(w * x[1:]) + x[0] ** 3
+
+
+def jacobian_rows(rng, batch=256):
+    """vmap of jacrev and hessian objects: batched against a loop of calls (interleaved
+    rounds, minimum and median)."""
+    w, x = rng.standard_normal(7), rng.standard_normal((batch, 8))
+    rows = []
+    for what, d in (("jacrev", s2sgrad.jacrev(rows_jacobian, 1)),
+                    ("hessian", s2sgrad.hessian(rows_curved, 1))):
+        per_example = s2sgrad.vmap(d, in_axes=(None, 0))
+
+        def loop():
+            return np.stack([d(w, row) for row in x])
+        assert np.allclose(per_example(w, x), loop(), rtol=1e-12, atol=1e-12)
+        assert per_example.form == "vectorised", per_example.not_vectorised
+        times = {"loop": [], "vmap": []}
+        for _ in range(9):
+            for name, fn in (("loop", loop), ("vmap", lambda: per_example(w, x))):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+        lo, vm = (sorted(times[k]) for k in ("loop", "vmap"))
+        rows.append([f"per-example {what} ({batch} x 8)", f"{lo[0] * 1e3:.2f}-{lo[4] * 1e3:.2f}",
+                     "-", f"{vm[0] * 1e3:.2f}-{vm[4] * 1e3:.2f}",
+                     f"{lo[4] / vm[4]:.0f}x (medians)", per_example.form])
+    return rows
 
 
 def sim_rows(rng):
@@ -155,7 +232,9 @@ def main():
     rng = np.random.default_rng(0)
     only = sys.argv[1:]
     rows = per_example_rows(rng) if only == ["per-example"] else \
-        mlp_rows(rng) + sim_rows(rng) + per_example_rows(rng)
+        index_rows(rng) + jacobian_rows(rng) if only == ["index"] else \
+        mlp_rows(rng) + index_rows(rng) + jacobian_rows(rng) + sim_rows(rng) + \
+        per_example_rows(rng)
     table(rows, ["workload", "Python loop ms", "vmap 1 thread ms", "vmap ms",
                  "loop / vmap", "form"])
 

@@ -31,7 +31,11 @@ def rows_dot(a, v):
 
 
 def indexed(x, y):
-    return x[0] * y + np.sum(x[1:])            # indexing: the loop form
+    return x[0] * y + np.sum(x[1:])            # indexing: x[:, 0], x[:, 1:] (vectorised)
+
+
+def masked(x, y):
+    return np.sum(x[x > 0.0]) * y              # a mask: the loop form
 
 
 def sim(a, x0):
@@ -84,9 +88,11 @@ CASES = [
      (0, 0), 0, "vectorised"),
     ("unmapped matrix, mapped vector", rows_dot,
      (RNG.standard_normal((3, 2)), RNG.standard_normal((5, 2))), (None, 0), 0, "vectorised"),
-    ("indexing: loop form", indexed, (RNG.standard_normal((3, 4)), RNG.standard_normal(3)),
+    ("indexing", indexed, (RNG.standard_normal((3, 4)), RNG.standard_normal(3)),
+     (1, None), 0, "vectorised"),
+    ("a mask: loop form", masked, (RNG.standard_normal((3, 4)), RNG.standard_normal(3)),
      (1, None), 0, "python"),
-    ("one output moved, loop form", indexed,
+    ("one output moved, loop form", masked,
      (RNG.standard_normal((3, 4)), RNG.standard_normal(3)), (1, None), 1, "python"),
     ("loops: prange", sim, (RNG.uniform(0.5, 0.9, 6), RNG.standard_normal(6)), 0, 0, "numba"),
 ]
@@ -348,15 +354,15 @@ def test_the_drivers_own_names_never_shadow_the_users_parameters():
 
 
 def first_item_loss(w, x):
-    return np.sum(np.sin(w * x[0])) + np.sum(w ** 3)     # indexing: not vectorised
+    return np.sum(np.sin(w * x[0])) + np.sum(w ** 3) * np.sum(x[x > 0.0])   # a mask
 
 
 def test_vmap_of_a_derivative_that_does_not_compile_says_why():
     v = ms.vmap(ms.grad(first_item_loss), in_axes=(None, 0))   # loop-free: runs as numpy
     v(WV, XS)
     assert v.form == "python" and "not compiled: its code runs as numpy" in v.not_vectorised
-    assert "no batched gradient: first_item_loss is not vectorised: the expression " \
-        "'x[0]'" in v.not_vectorised
+    assert "no batched gradient: first_item_loss is not vectorised: an index by " \
+        "'x > 0.0', not known to be integers" in v.not_vectorised
     assert "not compiled: its code runs as numpy" in " ".join(v.source.split())
 
 

@@ -136,3 +136,17 @@ def test_per_example_values_and_gradients():
     np.testing.assert_allclose(values, [r[0] for r in rows], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(gw, np.stack([r[1][0] for r in rows]), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(gx, np.stack([r[1][1] for r in rows]), rtol=1e-12, atol=1e-12)
+
+
+def test_the_recognised_functions_are_kept_in_a_bounded_cache(monkeypatch):
+    from s2sgrad.api import vmap_body, vmap_grad, vmap_jvp
+    monkeypatch.setattr(vmap_body, "KEPT_CODES", 3)
+    made = [eval(f"lambda x, y: GRADIENT(W, x, y) * {k}") for k in range(6)]   # 6 codes
+    for fn in made:
+        vmap_grad.recognised_call(fn)
+        vmap_jvp.recognised(fn)
+    assert len(vmap_grad._CALLS) <= 3 and len(vmap_jvp._RECOGNISED) <= 3
+    v = ms.vmap(lambda x, y: GRADIENT(W, x, y))        # read again after the evictions
+    np.testing.assert_allclose(v(X, Y), np.stack([GRADIENT(W, X[b], Y[b]) for b in range(4)]),
+                               rtol=1e-12, atol=1e-12)
+    assert v.form == "vectorised"

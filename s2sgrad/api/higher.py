@@ -252,6 +252,12 @@ class HessianFunction(HvpFunction):
     def bind_to(self, method, weights):
         return HessianFunction(method, self.grad_position, self.batched)
 
+    @staticmethod
+    def hvp_of_tangents(fn, primals, tangents, positions):
+        """``hvp_of_tangents`` (H v along a batch of tangents): what vmap of a Hessian
+        runs (``api/vmap_rows.py``), reached from the object."""
+        return hvp_of_tangents(fn, primals, tangents, positions)
+
     def rule_inside(self):
         return derivative_rule(self)
 
@@ -473,17 +479,21 @@ def grad_of_gradient(inner, grad_position, weights, has_aux, return_ids, with_va
 
 #: what the front end does with a call written inside a differentiated function
 #: (``compiler/front/lower_calls.made_inside``): a maker of a derivative object, or refused
-def hvp_of_tangents(fn, primals, tangents):
+def hvp_of_tangents(fn, primals, tangents, positions=None):
     """``H v`` of scalar ``fn`` at ``primals`` (arrays and numbers) for a batch of ``v``
     (per primal an array ``(n,) + its shape``), batch first: one batched forward sweep
     over ``fn``'s gradient code (``ForwardFunction.jvps_call``), what ``vmap`` of a
     function returning ``hvp(f, (x,), (v,))`` with only ``v`` mapped runs
     (``api/vmap_jvp.py``).  None (the loop) for a derivative object, or where the code
-    has an operation without a batched rule (kept per argument signature)."""
+    has an operation without a batched rule (kept per argument signature).
+    ``positions``: the primals differentiated, a tangent each (default: all; a
+    Hessian's columns for vmap, ``api/vmap_rows.py``)."""
     if getattr(fn, "derivative_mode", None) is not None:
         return None
-    positions = tuple(range(len(primals)))
-    forward = derivative_for(fn, ("hvp batched", len(primals)), lambda: ForwardFunction(
+    every = positions is None
+    positions = tuple(range(len(primals))) if every else tuple(positions)
+    what = ("hvp batched", len(primals)) if every else ("hvp batched", len(primals), positions)
+    forward = derivative_for(fn, what, lambda: ForwardFunction(
         HvpFunction(fn, positions), positions, False, False, True))
     refused = forward.__dict__.setdefault("_refused_signatures", set())
     key = plan_key(primals)

@@ -5,14 +5,42 @@ recognise in it: ``returned_expression(fn)`` (its parameters and the expression 
 whole body returns), ``dotted_name(node)`` (``['np', 'linalg']`` of a name or dotted
 name) and ``value_of(fn, names, params, args)``: what a dotted name of ``fn``'s source
 is at a call (a parameter's argument, a closure cell, a global or a builtin), read at
-every call so that nothing is kept from an earlier one.
+every call so that nothing is kept from an earlier one.  ``read_once(cache, fn, read)``:
+what ``read(fn)`` gives, kept per code object in an LRU of ``KEPT_CODES`` entries.
 """
 import builtins
+import collections
 
 import gast
 
 #: what ``value_of`` gives for a name it cannot read
 UNKNOWN = object()
+
+#: code objects whose reading ``read_once`` keeps (the least recently used goes first: a
+#: program making many functions from distinct code does not grow without end)
+KEPT_CODES = 256
+
+
+def code_cache():
+    """An empty cache for ``read_once``."""
+    return collections.OrderedDict()
+
+
+def read_once(cache, fn, read):
+    """``read(fn)`` (None where it raises: the caller's loop form), read once per code
+    object of ``fn`` and kept in ``cache`` (``code_cache()``), an LRU of ``KEPT_CODES``."""
+    code = fn.__code__
+    if code in cache:
+        cache.move_to_end(code)
+        return cache[code]
+    try:
+        found = read(fn)
+    except Exception:  # noqa: BLE001 - any source it cannot read: the loop form
+        found = None
+    cache[code] = found
+    while len(cache) > KEPT_CODES:
+        cache.popitem(last=False)
+    return found
 
 
 def returned_expression(fn):

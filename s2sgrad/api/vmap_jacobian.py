@@ -8,11 +8,13 @@ direction ``e_k`` of argument ``p`` in every example at once gives column ``k`` 
 example's Jacobian, so one batched sweep of ``F``'s forward-mode code with ``d`` tangents
 (``d``: the size of one example's argument ``p``; ``ForwardFunction.jvps_call``) gives
 them all, instead of one ``jacfwd`` call per example.  An unmapped argument ``p`` is
-repeated along a new first axis, each example differentiating its own copy.
+repeated along a new first axis (a view), each example differentiating its own row.
 
-``batched_jacobian(make_vmap, derivative, args, axes, out_axes)`` gives ``(function,
-None)`` or ``(None, why not)``: ``jacfwd`` of one position without ``has_aux``, a plain
-Python function of float arrays returning one array, not under ``S2SGRAD_BACKEND=numba``.
+``columns(jvp, args, position, axis)``: those sweeps of any such batched function (a
+gradient's too: ``vmap_rows``).  ``batched_jacobian(make_vmap, derivative, args, axes,
+out_axes)`` gives ``(function, None)`` or ``(None, why not)``: ``jacfwd`` of one
+position without ``has_aux``, a plain Python function of arrays (the differentiated one
+of floats) returning one array, not under ``S2SGRAD_BACKEND=numba``.
 """
 import inspect
 
@@ -21,7 +23,7 @@ import numpy as np
 from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_vmap import has_loops, parsed_function
 from ..runtime.batched import sweep_width
-from .vmap_grad import tiled
+from .vmap_grad import tiled, unplain_arguments
 
 
 def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
@@ -36,8 +38,9 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
         return None, "it differentiates a method or another callable"
     if backend_mode() == "numba":
         return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
-    if any(type(a) is not np.ndarray or a.dtype.kind != "f" for a in args):
-        return None, "its arguments are not all float arrays"
+    why = unplain_arguments(args, [position])
+    if why:
+        return None, why
     out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
         else out_axes
     if not isinstance(out_axis, int) or isinstance(out_axis, bool):
@@ -60,25 +63,36 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
-        x = call_args[position]
-        n = x.shape[axis]
-        shape = x.shape[:axis] + x.shape[axis + 1:]          # one example's
-        size = int(np.prod(shape, dtype=np.int64))
-        # tangent k: e_k of one example's argument, in every example (along the axis),
-        # in blocks of directions of at most rt.sweep_width's numbers
-        step, blocks = sweep_width(size, x), []
-        for start in range(0, size, step):
-            basis = np.eye(size, dtype=x.dtype)[start:start + step].reshape((-1,) + shape)
-            tangents = np.ascontiguousarray(np.broadcast_to(
-                np.expand_dims(basis, axis + 1), (len(basis),) + x.shape))
-            block = derivative.jvp_of_tangents(batched, tuple(call_args), [tangents],
-                                               (position,))
-            if block is None:                # no batched rule: the loop
-                return None
-            blocks.append(np.asarray(block))
-        columns = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-        jac = np.moveaxis(np.asarray(columns), 0, -1)        # (n,) + out + (size,)
-        jac = jac.reshape(jac.shape[:-1] + shape)
+        jac = columns(lambda args, tangents: derivative.jvp_of_tangents(
+            batched, args, [tangents], (position,)), call_args, position, axis)
+        if jac is None:                      # no batched rule: the loop
+            return None
         return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
     per_example.source = generated.source
     return per_example, None
+
+
+def columns(jvp, call_args, position, axis):
+    """Every example's Jacobian ``(n,) + out + in`` of a function (batch first in its
+    result, or where the function puts it: then there; every example's row reading that
+    example's rows only) w.r.t. ``call_args[position]`` (mapped along ``axis``), by
+    batched sweeps of its forward-mode code: ``jvp(args, tangents)`` (the function's
+    JVPs along ``tangents``, directions first, of argument ``position``:
+    ``jvp_of_tangents``), None where an operation has no batched rule."""
+    x = call_args[position]
+    shape = x.shape[:axis] + x.shape[axis + 1:]          # one example's
+    size = int(np.prod(shape, dtype=np.int64))
+    # tangent k: e_k of one example's argument, in every example (along the axis),
+    # in blocks of directions of at most rt.sweep_width's numbers
+    step, blocks = sweep_width(size, x), []
+    for start in range(0, size, step):
+        basis = np.eye(size, dtype=x.dtype)[start:start + step].reshape((-1,) + shape)
+        tangents = np.ascontiguousarray(np.broadcast_to(
+            np.expand_dims(basis, axis + 1), (len(basis),) + x.shape))
+        block = jvp(tuple(call_args), tangents)
+        if block is None:
+            return None
+        blocks.append(np.asarray(block))
+    found = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+    jac = np.moveaxis(np.asarray(found), 0, -1)          # (n,) + out + (size,)
+    return jac.reshape(jac.shape[:-1] + shape)

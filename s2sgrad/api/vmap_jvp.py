@@ -28,11 +28,11 @@ import gast
 
 from ..backend.numba_backend import backend_mode
 from ..runtime.batched import sweep_width
-from .vmap_body import (UNKNOWN, callable_of, callable_spec, dotted_name,
-                        returned_expression, value_of)
+from .vmap_body import (UNKNOWN, callable_of, callable_spec, code_cache, dotted_name,
+                        read_once, returned_expression, value_of)
 
-#: per code object, its JvpOfTangents or None
-_RECOGNISED = {}
+#: per code object, its JvpOfTangents or None (an LRU: ``vmap_body.read_once``)
+_RECOGNISED = code_cache()
 
 
 class JvpOfTangents:
@@ -128,16 +128,12 @@ def _plain(value):
 
 
 def recognised(fn):
-    """``fn``'s JvpOfTangents, or None (module doc); read once per code object."""
+    """``fn``'s JvpOfTangents, or None (module doc); read once per code object (kept in
+    an LRU)."""
     code = getattr(fn, "__code__", None)
     if not isinstance(fn, types.FunctionType) or code is None:
         return None
-    if code not in _RECOGNISED:
-        try:
-            _RECOGNISED[code] = _read(fn)
-        except Exception:  # noqa: BLE001 - any source it cannot read: the loop form
-            _RECOGNISED[code] = None
-    return _RECOGNISED[code]
+    return read_once(_RECOGNISED, fn, _read)
 
 
 def _read(fn):

@@ -83,7 +83,7 @@ def _namespace(fn):
     return names
 
 
-def _vectorised_lines(fn, batching, ranks):
+def _vectorised_lines(fn, batching, ranks, ints=()):
     """The vectorised body (``batch/vectorise.py``) with the mapped axes moved first and
     the outputs moved to their out_axes; raises NotVectorisable."""
     if getattr(fn, "derivative_mode", None) is not None:
@@ -112,7 +112,8 @@ def _vectorised_lines(fn, batching, ranks):
         return f"# {text}  ({os.path.basename(filename)}:{first + node.lineno - 1})"
 
     fdef_lines = inspect.getsourcelines(fn.__code__)[0]
-    body, outputs, _ = vectorise(fdef, _namespace(fn), dict(zip(own, ranks)), mapped, comment)
+    body, outputs, _ = vectorise(fdef, _namespace(fn), dict(zip(own, ranks)), mapped, comment,
+                                 [name for name, i in zip(own, ints) if i])
     if len(outputs) != len(batching.out_axes):
         raise NotVectorisable("its outputs are not a flat tuple of arrays")
     lines.extend(body)
@@ -131,13 +132,14 @@ def _vectorised_lines(fn, batching, ranks):
     return lines
 
 
-def build_vmap(fn, batching, ranks, numba, not_compiled=None):
+def build_vmap(fn, batching, ranks, numba, not_compiled=None, ints=()):
     """The GeneratedVmap of ``fn`` for ``batching`` (see the module doc); ``not_compiled``:
-    why the loop form is not compiled (said in the module and in ``not_vectorised``)."""
+    why the loop form is not compiled (said in the module and in ``not_vectorised``);
+    ``ints``: per argument, whether it holds integers (an index, for the vectorised form)."""
     name = batching.name
     params = ", ".join(batching.params)
     try:
-        body = _vectorised_lines(fn, batching, ranks)
+        body = _vectorised_lines(fn, batching, ranks, ints)
         form, reason = "vectorised", None
     except NotVectorisable as exc:
         body, form, reason = None, "numba" if numba else "python", str(exc)

@@ -14,16 +14,23 @@ JAX's batching rules:
   ``axis`` shifted past the batch axis, ``axis=None`` becomes the example's axes;
 - ``@``, ``np.matmul`` and ``np.dot`` (ranks up to 2): ``a @ b`` where numpy's stacking
   batches it, ``np.einsum`` for a batched vector on the right or two batched vectors;
-- ``.T``: the example's axes swapped (``np.swapaxes(x, 1, 2)``).
+- ``.T``: the example's axes swapped (``np.swapaxes(x, 1, 2)``);
+- indexing by numbers, slices, ``None``, ``...`` and integer arrays, ``x.shape[k]`` and
+  ``len(x)`` (``batch/indexing.py``: an example's index becomes an index past the batch
+  axis).
 
-Anything else (a loop, a branch, indexing, a call of another function, an attribute)
+Anything else (a loop, a branch, a mask, a call of another function, an attribute)
 is not vectorised.
 """
+import builtins
+
 import numpy as np
 
 import gast
 
 from ..syntax.source import to_source as unparse
+from . import indexing
+from .indexing import INTS, NotVectorisable, is_int
 
 REDUCTIONS = {np.sum: "sum", np.mean: "mean", np.max: "max", np.min: "min", np.prod: "prod",
               np.var: "var", np.std: "std", np.amax: "max", np.amin: "min"}
@@ -35,16 +42,14 @@ _COMPARE = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq:
             gast.NotEq: "!="}
 
 
-class NotVectorisable(Exception):
-    """The function has a construct without a batching rule (the message names it)."""
-
-
-def vectorise(fdef, namespace, ranks, mapped, comment):
+def vectorise(fdef, namespace, ranks, mapped, comment, ints=()):
     """The lines of the batched body of ``fdef`` (a gast FunctionDef), its names read
     from ``namespace`` (its globals and closure), ``ranks`` and ``mapped`` per parameter
-    name, ``comment(node)`` the comment naming a statement's source line.  Gives (lines,
-    [(text, batched, rank)] per returned value, whether a tuple is returned)."""
+    name, ``comment(node)`` the comment naming a statement's source line, ``ints`` the
+    parameters holding integers (which may index).  Gives (lines, [(text, batched, rank)]
+    per returned value, whether a tuple is returned)."""
     env = {name: (name, name in mapped, rank) for name, rank in ranks.items()}
+    env[INTS] = set(ints)
     lines, returned = [], None
     body = fdef.body
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
@@ -56,8 +61,11 @@ def vectorise(fdef, namespace, ranks, mapped, comment):
                 isinstance(stmt.targets[0], gast.Name):
             value = _expr(stmt.value, env, namespace)
             lines.append(comment(stmt))
-            lines.append(f"{stmt.targets[0].id} = {bare(value[0])}")
-            env[stmt.targets[0].id] = (stmt.targets[0].id, value[1], value[2])
+            target = stmt.targets[0].id
+            lines.append(f"{target} = {bare(value[0])}")
+            env[target] = (target, value[1], value[2])
+            ints = env[INTS]
+            (ints.add if is_int(stmt.value, env, namespace) else ints.discard)(target)
         elif isinstance(stmt, gast.Return) and stmt.value is not None:
             lines.append(comment(stmt))
             tuple_ = isinstance(stmt.value, gast.Tuple)
@@ -93,6 +101,10 @@ def _expr(node, env, namespace):
         return f"({'-' if isinstance(node.op, gast.USub) else '+'}{text})", batched, rank
     if isinstance(node, gast.Attribute) and node.attr == "T":
         return _transpose(_expr(node.value, env, namespace))
+    if isinstance(node, gast.Subscript):
+        return indexing.size(node, lambda n: _expr(n, env, namespace)) or \
+            indexing.subscript(node, env, namespace, lambda n: _expr(n, env, namespace),
+                               _padded)
     if isinstance(node, gast.Call):
         return _call(node, env, namespace)
     raise NotVectorisable(f"the expression {unparse(node).strip()!r}")
@@ -117,7 +129,7 @@ def _balanced(text):
 def _resolve(node, namespace):
     """The object a called name or dotted name (``np.exp``) refers to, or None."""
     if isinstance(node, gast.Name):
-        return namespace.get(node.id)
+        return namespace.get(node.id, getattr(builtins, node.id, None))
     if isinstance(node, gast.Attribute):
         owner = _resolve(node.value, namespace)
         return getattr(owner, node.attr, None) if owner is not None else None
@@ -142,8 +154,15 @@ def _call(node, env, namespace):
         if fn is np.dot and max(a[2] for a in args) > 2:
             raise NotVectorisable("np.dot of arrays of rank over 2")
         return _matmul(*args)
+    if fn in REDUCTIONS and len(args) == 2 and "axis" not in keywords:
+        keywords["axis"] = node.args[1]            # np.sum(x, 1)
+        args = args[:1]
     if fn in REDUCTIONS and len(args) == 1:
         return _reduce(REDUCTIONS[fn], args[0], keywords)
+    if fn is len and len(args) == 1 and not keywords:
+        return indexing.length(node.args[0], lambda n: _expr(n, env, namespace))
+    if fn is np.arange and not keywords and not any(a[1] or a[2] for a in args):
+        return f"np.arange({', '.join(bare(a[0]) for a in args)})", False, 1
     raise NotVectorisable(f"the call {what}(...)")
 
 

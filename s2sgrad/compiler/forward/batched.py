@@ -12,7 +12,8 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   lower rank than the result given unit axes after the directions (``a_dot[:, None]``)
   and ``rt.broadcast_like`` written ``rt.broadcast_batch``;
 - indexing and ``x[i] = v``: the index after a ``:`` for the directions
-  (``x_dot[:, i]``); a list of tangents is indexed as it is;
+  (``x_dot[:, i]``; integer arrays next to each other too, ``x_dot[:, rows, idx]`` with
+  ``rows`` an ``np.arange``: vmap's mapped index); a list of tangents is indexed as it is;
 - ``@`` / ``np.matmul`` / ``np.dot`` (ranks 1 and 2, and stacks on the left): numpy's
   stacking batches ``a_dot @ b`` and ``a @ b_dot``, a batched vector on the right is
   ``b_dot @ a.T``, a matrix times a batch of matrices is ``rt.matmul_batch(a, b_dot)``
@@ -219,9 +220,13 @@ class BatchedTangents(Tangents):
             if len(ranks) == 1 and None not in ranks and isinstance(op.expr, gast.Subscript) \
                     and self.scalar_index(op.expr.slice):
                 self.ndims[target] = next(iter(ranks))
+        elif op.primitive == np.arange and _index_array(self, op, target):
+            pass                                   # np.arange(n): an index (vmap's rows)
         elif op.primitive == prims.GETITEM and isinstance(op.expr, gast.Subscript) and \
                 isinstance(first, Var) and first.name not in self.active:
             base = self.known_rank(first)          # a constant's item (``points[picks]``)
+            if first.name in self.int_arrays:      # np.arange(n)[:, None]: still an index
+                self.int_arrays.add(target)
             try:
                 rank = None if base is None else self.index_rank(base, op.expr.slice, None,
                                                                  True)
@@ -421,6 +426,9 @@ class BatchedTangents(Tangents):
                 arrays, array = arrays + 1, item
                 advanced.append(at)
         # advanced indices next to each other keep their axes in place, after the ':'
+        several = _several_arrays(self, items, advanced, one_array, arrays)
+        if several is not None:
+            return rank - arrays + several
         if arrays > (1 if one_array else 0) or (
                 arrays and advanced != list(range(advanced[0], advanced[-1] + 1))):
             self.refuse("an index with an array in it", origin)
@@ -993,3 +1001,42 @@ class _BatchBroadcast(gast.NodeTransformer):
         if is_broadcast_like(node):
             node.func.attr = "broadcast_batch"
         return node
+
+
+# ---------------------------------------------------------------- vmap's indexed rows
+# (batch/indexing.py: a mapped index is vectorised as x[np.arange(n)[:, None], idx], an
+# index of integer arrays next to each other; their tangent x_dot[:, rows, idx] keeps the
+# directions first)
+
+def _index_array(sweep, op, target):
+    """Learn ``np.arange(...)`` of numbers as a rank-1 integer array (an index); False
+    where it is not one (keywords, an array argument)."""
+    if op.kwargs or not op.args or any(sweep.known_rank(a) != 0 for a in op.args):
+        return False
+    sweep.ndims[target] = 1
+    sweep.int_arrays.add(target)
+    return True
+
+
+def _several_arrays(sweep, items, advanced, one_array, arrays):
+    """The broadcast rank of an index's integer arrays where a tangent's index (``:``
+    first) keeps the directions first: several arrays, each known to hold integers and
+    of known rank, next to each other (with the index's numbers); else None (the one-
+    array rule, or refused)."""
+    if not one_array or arrays < 2 or \
+            advanced != list(range(advanced[0], advanced[-1] + 1)):
+        return None
+    ranks = []
+    for at in advanced:
+        item = items[at]
+        if sweep.scalar_index(item):
+            continue
+        name = getattr(item, "id", None)
+        dtype, ndim = sweep.lowered.param_types.get(name, (None, None))
+        if name in sweep.int_arrays and sweep.ndims.get(name) is not None:
+            ranks.append(sweep.ndims[name])
+        elif dtype is not None and dtype.kind in "iu":
+            ranks.append(ndim)
+        else:
+            return None
+    return max(ranks)
