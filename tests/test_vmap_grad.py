@@ -150,3 +150,48 @@ def test_the_recognised_functions_are_kept_in_a_bounded_cache(monkeypatch):
     np.testing.assert_allclose(v(X, Y), np.stack([GRADIENT(W, X[b], Y[b]) for b in range(4)]),
                                rtol=1e-12, atol=1e-12)
     assert v.form == "vectorised"
+
+
+
+ACT = np.tanh
+XA = np.random.default_rng(5).normal(size=(4, 3))
+SLOPE = {np.tanh: lambda x: 1 - np.tanh(x) ** 2, np.sin: np.cos}
+
+
+def acted(x):
+    return np.sum(ACT(x) * x)
+
+
+def acted_tangent(v):
+    return ms.jvp(lambda t: acted(t), (XA[0],), (v,))[1]
+
+
+def acted_gradient(x):
+    return ms.grad(acted)(x)
+
+
+def _acted_grad(x, act):
+    return SLOPE[act](x) * x + act(x)
+
+
+@pytest.mark.parametrize("make, want", [
+    (lambda: ms.vmap(acted), lambda act: np.sum(act(XA) * XA, axis=1)),
+    (lambda: ms.vmap(ms.grad(acted)), lambda act: _acted_grad(XA, act)),
+    (lambda: ms.vmap(ms.jacfwd(acted)), lambda act: _acted_grad(XA, act)),
+    (lambda: ms.vmap(ms.jacrev(acted)), lambda act: _acted_grad(XA, act)),
+    (lambda: ms.vmap(acted_gradient), lambda act: _acted_grad(XA, act)),
+    (lambda: ms.vmap(acted_tangent), lambda act: XA @ _acted_grad(XA[0], act))],
+    ids=["fn", "grad", "jacfwd", "jacrev", "grad_call", "jvp"])
+def test_a_rebound_global_the_function_calls_is_read_at_the_next_call(make, want):
+    # the vectorised form writes what a name called was at its build (np.tanh for ACT):
+    # a later ACT = np.sin was not seen by vmap(f) nor, once batched, by vmap(grad(f))
+    global ACT
+    v = make()
+    try:
+        for act in (np.tanh, np.sin, np.tanh):
+            ACT = act
+            np.testing.assert_allclose(v(XA), want(act), rtol=1e-12, err_msg=str(act))
+            # (the jvp spelling, a primal read from outside, is the loop: values only)
+            assert v.form == "vectorised" or v.name == "acted_tangent", v.not_vectorised
+    finally:
+        ACT = np.tanh

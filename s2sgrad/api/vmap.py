@@ -31,7 +31,7 @@ from ..backend import cache
 from ..backend.numba_backend import backend_mode
 from ..compiler.batch.loops import Batching
 from ..compiler.pipeline_vmap import (GeneratedVmap, build_differentiable, build_vmap,
-                                      has_loops, parsed_function)
+                                      has_loops, parsed_function, still_read)
 from ..errors import DerivativeCompositionError, S2sgradError, VmapAxisError
 from ..trees import flatten, is_tree, leaf_paths, unflatten
 from .arguments import argument_signature, check_function, to_array
@@ -191,7 +191,11 @@ class Vmap:
         function = make(body if numba else self.fn, _parallel_jit if numba else _as_written,
                         self._same_rows)
         self.path = path
-        return generated, function, out_tree, path, holds if numba else None
+        # the check run before each call: a compiled loop's derivative code still current;
+        # the vectorised form's called names (``act`` written as ``np.tanh``) unchanged
+        check = holds if numba else still_read(self.fn, generated.reads) \
+            if generated.form == "vectorised" else None
+        return generated, function, out_tree, path, check
 
     def _jvp_of_tangents(self, trees, axes):
         """The variant of a function calling ``jvp`` with only its tangents mapped
@@ -231,9 +235,10 @@ class Vmap:
             generated, lambda args: call.run(Vmap, self.fn, args, flat, self.out_axes),
             trees, axes)
 
-    def _or_the_loop(self, generated, run, trees, axes):
+    def _or_the_loop(self, generated, run, trees, axes, holds=None):
         """A variant whose function is ``run(args)``, or where that gives None, the loop
-        variant for this signature (built then, kept in place of this one)."""
+        variant for this signature (built then, kept in place of this one); ``holds``: the
+        check that what it was built from is unchanged (``still_read``), or None."""
         key = self._last_key
 
         def batched(*args):
@@ -246,7 +251,7 @@ class Vmap:
             return out if variant[2] is None else unflatten(
                 variant[2], list(out) if len(leaf_paths(variant[2])) > 1 else [out])
         self.path = None
-        return generated, batched, None, None, None
+        return generated, batched, None, None, holds
 
     def _derivative_of_examples(self, args, trees, axes):
         """The variant of a plain ``grad`` object (``vmap_grad``) or a ``jacfwd`` object
@@ -269,7 +274,7 @@ class Vmap:
             f'(api/{module}.py).\n"""\n\n'
             + function.source, f"{self.name}_vmap", "vectorised", None)
         return self._or_the_loop(generated, lambda call_args: function(*call_args), trees,
-                                 axes)
+                                 axes, getattr(function, "holds", None))
 
     def batched_function(self):
         """The loaded batched function of the last call (``vmap_grad``)."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..backend import cache
 from ..backend.numba_backend import backend_mode
-from ..compiler.pipeline_vmap import has_loops, parsed_function
+from ..compiler.pipeline_vmap import has_loops, parsed_function, still_read
 from .vmap_body import (UNKNOWN, callable_of, callable_spec, code_cache, dotted_name,
                         read_once, returned_expression, value_of)
 
@@ -99,6 +99,7 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
         values = batched(*call_args)       # the examples' values, batch first
         return values, moved
     per_example.source = inner.source + "\n\n" + source
+    per_example.holds = still_read(derivative.fn, generated.reads)   # (vmap.py)
     return per_example, None
 
 
@@ -170,7 +171,9 @@ class GradientCall:
                tuple((v.dtype.str, v.ndim) if isinstance(v, np.ndarray) else type(v)
                      for v in values))
         found = self._built.get(key)
-        if found is None or found[0] is not derivative:
+        if found is None or found[0] is not derivative or (
+                getattr(found[1], "holds", None) is not None and not found[1].holds()):
+            # (built anew where a name its function calls was rebound: ``still_read``)
             if len(self._built) >= KEPT_BUILDS:
                 self._built.clear()
             function = batched_gradient(make_vmap, derivative, values, list(call_axes),

@@ -21,7 +21,7 @@ import inspect
 import numpy as np
 
 from ..backend.numba_backend import backend_mode
-from ..compiler.pipeline_vmap import has_loops, parsed_function
+from ..compiler.pipeline_vmap import has_loops, parsed_function, still_read
 from ..runtime.batched import sweep_width
 from .vmap_grad import tiled, unplain_arguments
 
@@ -69,6 +69,7 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
             return None
         return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
     per_example.source = generated.source
+    per_example.holds = still_read(forward.fn, generated.reads)   # (vmap.py)
     return per_example, None
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..backend import cache
 from ..backend.numba_backend import backend_mode
-from ..compiler.pipeline_vmap import has_loops, parsed_function
+from ..compiler.pipeline_vmap import has_loops, parsed_function, still_read
 from .vmap_grad import tiled, unplain_arguments
 from .vmap_jacobian import columns
 
@@ -104,6 +104,7 @@ def batched_rows(make_vmap, derivative, args, axes, out_axes):
             return None
         return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
     per_example.source = generated.source + "\n\n" + source
+    per_example.holds = still_read(derivative.fn, generated.reads)   # (vmap.py)
     return per_example, None
 
 
