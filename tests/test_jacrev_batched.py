@@ -3,7 +3,7 @@ basis cotangents first, the forward sweep's values unbatched (JAX's vmap of the 
 
 Small programs (broadcasting, reductions and extrema, ``@``, slices and fancy indexing
 with repeated indices, ``np.where``, tuple outputs, several positions, has_aux, a loop of
-array work, a loop of scalar work run as Python): the batched Jacobian runs (the object
+array work, a loop of scalar work run as Python, values whose ranks a run tells): the batched Jacobian runs (the object
 says so), equals the per-row sweeps' (1e-12) and central differences (float64); a call
 with other shapes gives that shape's Jacobian (and the first shape's again after it); an
 operation without a batched rule runs per row and says why; compositions over jacrev
@@ -60,8 +60,15 @@ def scalar_loop(x, y):
     return x[0] * s
 
 
+def ranks_from_a_run(x, y):
+    """Forward values no rule tells the rank of (inv, max over an axis, ravel, a cast):
+    their ranks are seen in a run of the vjp code."""
+    a = np.linalg.inv(x @ y.T + 3.0 * np.eye(2))
+    return a @ np.max(x * y, axis=1) + np.sum(np.ravel(x)[:2] * np.float64(y[0, :2]))
+
+
 PROGRAMS = [broadcasting, reductions, matmuls, indexing, where, tuple_output, array_loop,
-            scalar_loop]
+            scalar_loop, ranks_from_a_run]
 
 
 def central_differences(f, args, k, eps=1e-6):

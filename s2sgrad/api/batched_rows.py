@@ -22,6 +22,7 @@ runs again with the right ones).
 """
 import os
 import re
+import sys
 
 import numpy as np
 
@@ -68,6 +69,7 @@ class BatchedRows:
             cts = self.shapes.get(key)
             if cts is None:
                 cts = _cotangents(outputs(code_args))
+                self.function.ranks = seen_ranks(self.function.fn, [*code_args, *cts])
             result = self._sweep(code_args, cts)
             if result is None:
                 return None
@@ -112,6 +114,7 @@ class PullbackFunction(ForwardFunction):
     def __init__(self, fn, positions, vjp, path):
         super().__init__(fn, positions, False, True, batched=True)
         self.vjp, self.vjp_path = vjp, path
+        self.ranks = {}         # the ranks of fn's locals in a run (``seen_ranks``)
 
     def build_code(self, fn, bound_self, arg_types, trees):
         title = (f"jacrev's rows in one batched adjoint sweep: "
@@ -120,7 +123,7 @@ class PullbackFunction(ForwardFunction):
         try:
             jvp = build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
                             arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
-                            pullback=True, title=title)
+                            pullback=True, title=title, ranks=self.ranks)
         except NotBatchable as exc:           # "(line 241)" of the vjp module: the user's
             raise NotBatchable(re.sub(r"\(line (\d+)\)", self._user_line, str(exc))) from None
         user_comments(jvp, _Commented(self.vjp, self.vjp_path))
@@ -182,6 +185,32 @@ def _pullback(generated):
     n_args = generated.n_params + len(generated.free)
     return PullbackFunction(fn, tuple(range(n_args, n_args + generated.n_cotangents)),
                             generated.vjp, path)
+
+
+def seen_ranks(fn, args):
+    """The rank of each local of ``fn`` (the vjp function: flat code, one name a value)
+    in a run on ``args`` (a signature's first call; the code is built per ranks and unit
+    dimensions of the arguments, so these are its ranks), for the values no rule tells
+    the rank of (``np.sort(x)``, ``np.linalg.inv(a)``); a name seen with two ranks is
+    left out."""
+    code, seen = fn.__code__, {}
+
+    def local(frame, event, arg):
+        for name, value in frame.f_locals.items():
+            if isinstance(value, (np.ndarray, np.generic, float, int, complex)):
+                seen.setdefault(name, set()).add(np.ndim(value))
+        return local
+
+    def calls(frame, event, arg):
+        return local if frame.f_code is code else None
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(previous)
+    return {name: ranks.pop() for name, ranks in seen.items() if len(ranks) == 1}
 
 
 def _cotangents(leaves):

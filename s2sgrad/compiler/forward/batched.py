@@ -61,7 +61,7 @@ from ... import runtime as rt
 from ...rules.jvp_registry import is_elementwise, jvp_lookup
 from ...rules.registry import display_name
 from ..front.literals import atom_node
-from ..ir import Const, Loop, Op, Seq, Var, walk_ops, walk_statements
+from ..ir import Const, If, Loop, Op, Seq, Var, walk_ops, walk_statements
 from ..syntax.nodes import assign, name_node
 from ..syntax.source import to_source
 from .transform import Tangents, is_broadcast_like, sum_terms
@@ -104,9 +104,14 @@ def _prepend_slice(index):
 class BatchedTangents(Tangents):
     """``transform.Tangents`` for tangents with the directions first (module doc)."""
 
-    def __init__(self, lowered, active, names, width, scalar_loops=False):
+    def __init__(self, lowered, active, names, width, scalar_loops=False, seen_ranks=None):
         super().__init__(lowered, active, names)
         self.width = width
+        #: the ranks of locals seen in a run with arguments of these types (a pullback's
+        #: forward values: ``api/batched_rows.py``), bar those assigned under an ``if``
+        #: (a run may take the other branch)
+        branched = _assigned_under_if(lowered.body)
+        self.seen_ranks = {n: r for n, r in (seen_ranks or {}).items() if n not in branched}
         #: batch loops of scalar work too (``jacrev``'s pullback: the other choice is a
         #: sweep per row, not a compiled pass per direction)
         self.scalar_loops = scalar_loops
@@ -129,6 +134,9 @@ class BatchedTangents(Tangents):
         if isinstance(atom, Var) and self.ndims.get(atom.name) is not None and \
                 atom.name not in self.lists:
             return self.ndims[atom.name]
+        if isinstance(atom, Var) and atom.name in self.seen_ranks and \
+                atom.name not in self.lists:
+            return self.seen_ranks[atom.name]
         self.refuse(f"the rank of {atom!r} is not known")
 
     # ------------------------------------------------------------ statements
@@ -610,6 +618,19 @@ def _literal_leaves(seq, index):
         else:
             out.append((index + (k,), item))
     return out if out else None
+
+
+def _assigned_under_if(statements):
+    """The names assigned anywhere inside an ``If`` of ``statements``."""
+    names = set()
+    for stmt in walk_statements(statements):
+        if isinstance(stmt, If):
+            for inner in walk_statements(stmt.body + stmt.orelse):
+                names.update(getattr(inner, "targets", None) or ())
+                target = getattr(inner, "target", None)
+                if isinstance(target, str):
+                    names.add(target)
+    return names
 
 
 def scalar_loop(loop, active, ndims, share=0.25):
