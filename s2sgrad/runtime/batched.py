@@ -3,14 +3,16 @@
 A batched tangent holds a batch of directions first: ``(width,) + value.shape``.  Batched
 code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
 (``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
-``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch`` and
-``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy only) a Numba version.
+``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch``,
+``per_direction``, ``reverse_cumsum_batch`` and ``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy
+only) a Numba version.
 """
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
-           "batch_matmul", "add_at_batch", "split_like_batch"]
+           "batch_matmul", "add_at_batch", "split_like_batch", "per_direction",
+           "reverse_cumsum_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -197,3 +199,21 @@ def split_like_batch(g, parts, axis):
     values, shifted past the directions) into pieces shaped like ``parts``, a list."""
     sizes = [np.shape(p)[axis] for p in parts[:-1]]
     return np.split(g, np.cumsum(sizes), axis=axis + 1 if axis >= 0 else axis)
+
+
+def per_direction(helper, t, *args, **kwargs):
+    """``helper`` (linear in its first operand) of each direction of the batch ``t``,
+    stacked, directions first: the batched call of an adjoint helper without a batched
+    spelling (``rt.sort_adjoint``, ``rt.pad_adjoint``...)."""
+    return np.stack([np.asarray(helper(t[k], *args, **kwargs)) for k in range(len(t))])
+
+
+def reverse_cumsum_batch(t, axis):
+    """``rt.reverse_cumsum`` of a batch: the cumulative sum from the end along ``axis`` of
+    one direction's values (shifted past the directions; ``None``: each direction's
+    values flattened)."""
+    if axis is None:
+        t, axis = np.reshape(t, (len(t), -1)), 1
+    elif axis >= 0:
+        axis += 1
+    return np.flip(np.cumsum(np.flip(t, axis), axis=axis), axis)

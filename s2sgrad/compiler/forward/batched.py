@@ -544,10 +544,13 @@ class BatchedTangents(Tangents):
         prim, target = op.primitive, op.targets[0]
         first = next(iter(bound.values()))
         params = rule.signature.parameters
-        options = [p for p in list(bound)[1:] if p not in _OPTIONS.get(prim, ("axis", "keepdims"))
-                   and _const(op, bound, p) is not params[p].default]
+        try:
+            options = [p for p in list(bound)[1:] if p not in _OPTIONS.get(
+                prim, ("axis", "keepdims")) and _const(op, bound, p) is not params[p].default]
+        except NotBatchable as exc:      # an option computed at run time
+            return self.per_direction(op, rule, str(exc))
         if options and not (prim in (np.array, np.asarray) and options == ["copy"]):
-            self.refuse(f"{_name(op)} with {', '.join(options)}", op.origin)
+            return self.per_direction(op, rule, f"{_name(op)} with {', '.join(options)}")
         listed = isinstance(first, Var) and first.name in self.lists
         if prim in _PER_ELEMENT or (prim in (np.array, np.asarray) and isinstance(first, Var)
                                     and not listed):
@@ -564,8 +567,31 @@ class BatchedTangents(Tangents):
             self.refuse(f"{_name(op)} of a value that is not a variable", op.origin)
         handler = _LINEAR.get(prim) or (_reshape if prim in _RESHAPES else None)
         if handler is None:
-            self.refuse(f"{_name(op)} has no batched rule", op.origin)
+            return self.per_direction(op, rule, f"{_name(op)} has no batched rule")
         return handler(self, op, bound)
+
+    def per_direction(self, op, rule, why):
+        """A helper linear in its first operand alone (``jvp_linear_in``: an adjoint
+        helper whose other operands are shapes, axes, an order...) without a batched rule:
+        ``rt.per_direction(helper, g_dot, ...)``, the call on each direction's tangent,
+        stacked (exact: the call is linear in ``g``); refused (``why``) for any other."""
+        tangent = getattr(rule, "tangent_params", None)
+        params = list(rule.signature.parameters)
+        g = op.args[0] if op.args else None
+        if tangent != tuple(params[:1]) or len(op.targets) != 1 or \
+                not isinstance(op.expr, gast.Call) or _active_name(self, g) is None or \
+                g.name in self.lists or any(v != g.name and v in self.active
+                                            for v in op.operand_vars()):
+            self.refuse(why, op.origin)
+        like = _RESULT_LIKE.get(op.primitive)
+        if like is not None and like in rule.bind(op.args, op.kwargs):
+            rank = self.known_rank(rule.bind(op.args, op.kwargs)[like])
+            if rank is not None:
+                self.ndims.setdefault(op.targets[0], rank)
+        call = copy_node(op.expr)
+        call.args = [call.func, name_node(self.of[g.name])] + call.args[1:]
+        call.func = _parse("rt.per_direction")
+        return call
 
     def literal_rank(self, seq):
         """The rank of ``np.array`` of a nested list (its items of equal ranks), or None."""
@@ -868,6 +894,16 @@ def _vector_adjoint(sweep, op, g, a, b, left, ra, rb):
     return _parse(text)
 
 
+def _reverse_cumsum(sweep, op, g, axis):
+    """``rt.reverse_cumsum(g, axis)`` (the adjoint of ``np.cumsum``): along the axis
+    shifted past the directions, each direction's values flattened for ``axis=None``."""
+    at = _const(op, {"axis": axis}, "axis")
+    sweep.ndims.setdefault(op.targets[0], 1 if at is None else sweep.rank(g))
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.reverse_cumsum_batch({sweep.of[g.name]}, {at!r})")
+
+
 def _copy_value(sweep, op, value):
     """``rt.copy_value(x)``: a copy of the batch."""
     if _active_name(sweep, value) is None:
@@ -932,11 +968,13 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.transpose_adjoint: _transpose_adjoint, rt.matmul_left: _matmul_adjoint,
                  rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value,
                  rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
-                 rt.split_like: _split_like}
+                 rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
                     rt.reshape_like: "rt.reshape_like_batch", rt.cast_like: "rt.cast_like"}
+#: helpers batched ``per_direction`` whose result has the rank of an operand -> its name
+_RESULT_LIKE = {rt.sort_adjoint: "a", rt.permutation_adjoint: "a", rt.roll_adjoint: "g"}
 #: helpers giving seeds, masks and counts: no tangent
 _NO_TANGENT = (rt.ones_like, rt.zeros_like, rt.reduction_count, rt.extremum_mask,
                rt.nan_extremum_mask, rt.trip_count, rt.tangent_size, rt.basis_tangent,
