@@ -176,6 +176,9 @@ def test_an_operation_without_a_batched_rule_runs_per_row(monkeypatch):
     jac = s2sgrad.jacrev(not_batchable)
     got = jac(X[0])
     assert "norm_adjoint" in jac.not_batched and "Not batched" in jac.fallback_reason
+    # the message names the user's line and file, and what runs instead
+    assert "test_jacrev_batched.py:" in jac.not_batched and "Var(" not in jac.not_batched
+    assert "jacrev runs one adjoint sweep per row instead" in jac.not_batched
     np.testing.assert_allclose(got, central_differences(not_batchable, (X[0],), 0),
                                rtol=1e-6, atol=1e-7)
 

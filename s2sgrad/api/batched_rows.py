@@ -40,6 +40,10 @@ from .loading import load_function
 PULLBACK_REASON = ("jacrev runs as one batched adjoint sweep of numpy calls (every adjoint "
                    "carries the basis cotangents first), not one adjoint sweep per row.")
 
+#: what a reason for the per-row sweeps says the user gets, and can do
+PER_ROW = ("jacrev runs one adjoint sweep per row instead: the same Jacobian, slower for "
+           "many rows (jacfwd sweeps columns; a custom_vjp rule can replace the operation).")
+
 
 class BatchedRows:
     """The batched rows of one split module (``generated``, a ``SplitGenerated``): see
@@ -78,7 +82,7 @@ class BatchedRows:
                 cts = _cotangents(leaves)        # the output changed shape: again
                 value, rows, leaves = self._sweep(code_args, cts)
         except (NotBatchable, UserCodeError) as exc:     # while building: for good
-            self.failed[key] = self.reason = f"Not batched: {exc}"
+            self.failed[key] = self.reason = f"Not batched: {str(exc).rstrip('.')}. {PER_ROW}"
             return None
         except Exception as exc:     # while running (the user's error too): this call
             self.reason = f"the batched adjoint sweep raised {type(exc).__name__}: {exc}"
@@ -95,6 +99,8 @@ class BatchedRows:
         ran, result = self.choice.run(self.function, [*code_args, *cts], {})
         if not ran:
             self.reason = self.choice.reason()
+            if self.reason and self.reason.startswith("Not batched"):
+                self.reason = f"{self.reason} {PER_ROW}"
             return None
         returned, blocks = result
         n = len(returned) - 1                   # (gradients..., output)

@@ -112,6 +112,8 @@ class BatchedTangents(Tangents):
         #: (a run may take the other branch)
         branched = _assigned_under_if(lowered.body)
         self.seen_ranks = {n: r for n, r in (seen_ranks or {}).items() if n not in branched}
+        self.made_by = {}       # a name -> the Op that assigned it (for messages)
+        self.at = None          # the origin of the statement being transformed
         #: batch loops of scalar work too (``jacrev``'s pullback: the other choice is a
         #: sweep per row, not a compiled pass per direction)
         self.scalar_loops = scalar_loops
@@ -137,7 +139,14 @@ class BatchedTangents(Tangents):
         if isinstance(atom, Var) and atom.name in self.seen_ranks and \
                 atom.name not in self.lists:
             return self.seen_ranks[atom.name]
-        self.refuse(f"the rank of {atom!r} is not known")
+        self.refuse(f"the rank of {self.described(atom)} is not known", self.at)
+
+    def described(self, atom):
+        """An atom as the code that made it: ``np.sort(x)``, else its name."""
+        made = self.made_by.get(getattr(atom, "name", None))
+        text = to_source(made.expr).strip() if made is not None and made.expr is not None \
+            else getattr(atom, "name", None) or repr(atom)
+        return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
 
     # ------------------------------------------------------------ statements
 
@@ -151,6 +160,7 @@ class BatchedTangents(Tangents):
         """The loop as it is, each tangent carrying the directions through it (refused for
         a loop of scalar work: ``scalar_loop``; a loop-carried value of changing or
         unknown rank is refused where it is assigned, ``op``)."""
+        self.at = stmt.origin
         if not self.scalar_loops and scalar_loop(stmt, self.active, self.lowered.ndims):
             self.refuse("a loop of scalar work: its per-direction sweeps compile with Numba",
                         stmt.origin)
@@ -158,6 +168,7 @@ class BatchedTangents(Tangents):
 
 
     def list_append(self, stmt):
+        self.at = stmt.origin
         self.item_ranks.setdefault(stmt.target, set()).add(self.known_rank(stmt.value))
         return super().list_append(stmt)
 
@@ -341,6 +352,9 @@ class BatchedTangents(Tangents):
         return self.lengths.get(atom.name) if isinstance(atom, Var) else None
 
     def op(self, op):
+        self.at = op.origin
+        for target in op.targets:
+            self.made_by[target] = op
         if op.expr is not None and op.targets:
             self.learn_rank(op)
         if op.primitive == prims.ASSIGN and op.targets[0] in self.carried and \
@@ -389,6 +403,7 @@ class BatchedTangents(Tangents):
         return out
 
     def setitem(self, stmt):
+        self.at = stmt.origin
         out = super().setitem(stmt)
         if stmt.target in self.lists:          # xs[i] = v: an item of a list of batches
             if not self.scalar_index(stmt.index_node):
