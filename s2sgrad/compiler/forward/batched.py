@@ -592,6 +592,8 @@ class BatchedTangents(Tangents):
         stacked (exact: the call is linear in ``g``); refused (``why``) for any other."""
         tangent = getattr(rule, "tangent_params", None)
         params = list(rule.signature.parameters)
+        if not getattr(op.primitive, "__module__", "").startswith(rt.__name__):
+            self.refuse(why, op.origin)          # numpy's own: batched rules above only
         g = op.args[0] if op.args else None
         if tangent != tuple(params[:1]) or len(op.targets) != 1 or \
                 not isinstance(op.expr, gast.Call) or _active_name(self, g) is None or \
@@ -754,6 +756,20 @@ def _reduce(sweep, op, bound):
     shifted = shifted[0] if isinstance(shifted, tuple) and len(shifted) == 1 else shifted
     kept = ", keepdims=True" if keepdims else ""
     return _parse(f"{func}({sweep.of[x.name]}, axis={shifted!r}{kept})")
+
+
+def _cumsum(sweep, op, bound):
+    """``np.cumsum(x, axis)`` of a batch: along the axis shifted past the directions,
+    each direction's values flattened for ``axis=None``."""
+    x = next(iter(bound.values()))
+    rank, axis = sweep.rank(x), _const(op, bound, "axis")
+    if not isinstance(axis, (int, type(None))):
+        sweep.refuse(f"{_name(op)} over a tuple of axes", op.origin)
+    sweep.ndims.setdefault(op.targets[0], 1 if axis is None else rank)
+    t = sweep.of[x.name]
+    if axis is None:
+        return _parse(f"np.cumsum(np.reshape({t}, (np.shape({t})[0], -1)), axis=1)")
+    return _parse(f"np.cumsum({t}, axis={_shifted(axis, rank)!r})")
 
 
 def _reshape(sweep, op, bound):
@@ -1056,7 +1072,7 @@ _NUMPY_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod)
 
 _LINEAR = {np.sum: _reduce, np.mean: _reduce, np.transpose: _transpose,
            np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join,
-           np.moveaxis: _moveaxis}
+           np.moveaxis: _moveaxis, np.cumsum: _cumsum, prims.method("cumsum"): _cumsum}
 
 
 class _BatchBroadcast(gast.NodeTransformer):
