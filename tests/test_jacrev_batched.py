@@ -75,8 +75,15 @@ def orders(x, y):
             + np.partition(y.ravel() * x.ravel(), 2))
 
 
+def builtin_sums(x, y):
+    """The builtin ``sum`` of a list, of a generator and of an array (their adjoints:
+    ``rt.spread_sum``, ``rt.add_lists``)."""
+    squares = [x[i] * y[i] for i in range(2)]
+    return sum(squares) + sum(np.sin(v) for v in squares) + sum(x * y)
+
+
 PROGRAMS = [broadcasting, reductions, matmuls, indexing, where, tuple_output, array_loop,
-            scalar_loop, ranks_from_a_run, orders]
+            scalar_loop, ranks_from_a_run, orders, builtin_sums]
 
 
 def central_differences(f, args, k, eps=1e-6):

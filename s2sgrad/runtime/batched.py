@@ -4,15 +4,15 @@ A batched tangent holds a batch of directions first: ``(width,) + value.shape``.
 code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
 (``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
 ``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch``,
-``per_direction``, ``reverse_cumsum_batch`` and ``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy
-only) a Numba version.
+``per_direction``, ``reverse_cumsum_batch``, ``spread_sum_batch`` and ``split_like_batch``
+(jacrev's batched adjoint sweep, run as numpy only) a Numba version.
 """
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
            "batch_matmul", "add_at_batch", "split_like_batch", "per_direction",
-           "reverse_cumsum_batch"]
+           "reverse_cumsum_batch", "spread_sum_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -217,3 +217,12 @@ def reverse_cumsum_batch(t, axis):
     elif axis >= 0:
         axis += 1
     return np.flip(np.cumsum(np.flip(t, axis), axis=axis), axis)
+
+
+def spread_sum_batch(t, items):
+    """``rt.spread_sum`` of a batch (the adjoint of the builtin ``sum(items)``): for an
+    array, ``t``'s directions spread over its rows, directions first; for a list or
+    tuple, the batch once per item."""
+    if isinstance(items, np.ndarray):
+        return np.broadcast_to(np.expand_dims(t, 1), (len(t),) + items.shape).copy()
+    return [t for _ in items]

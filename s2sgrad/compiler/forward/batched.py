@@ -971,6 +971,38 @@ def _unstack(sweep, op, g, count, axis):
     return _parse(f"rt.unstack({sweep.of[g.name]}, {atom_text(count)}, {at})")
 
 
+def _spread_sum(sweep, op, g, items):
+    """``rt.spread_sum(g, items)`` (the adjoint of the builtin ``sum``): for a list or
+    tuple of items, a list holding ``g``'s batch once per item; for an array, the batch
+    spread over the array's rows (``rt.spread_sum_batch``)."""
+    listed = isinstance(items, Seq) or items.name in sweep.lists or \
+        items.name in sweep.lowered.tuples
+    if listed:
+        sweep.lists.add(op.targets[0])
+        sweep.item_ranks[op.targets[0]] = {sweep.known_rank(g)}
+    else:
+        sweep.ndims.setdefault(op.targets[0], sweep.rank(items))
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.spread_sum_batch({sweep.of[g.name]}, {atom_text(items)})")
+
+
+def _add_lists(sweep, op, a, b):
+    """``rt.add_lists(a, b)`` (two adjoint lists added item by item; ``a`` may be the
+    0.0 an adjoint starts as): the lists of batches added, or ``b``'s copied where ``a``
+    is not a list; refused where either list has no tangent (a zero batch per item is
+    not written here)."""
+    listed = [isinstance(x, Var) and x.name in sweep.lists for x in (a, b)]
+    if not listed[1] or not _active_name(sweep, b) or (listed[0] and not _active_name(
+            sweep, a)):
+        sweep.refuse(f"{_name(op)} of these operands has no batched rule", op.origin)
+    sweep.lists.add(op.targets[0])
+    sweep.item_ranks[op.targets[0]] = set(sweep.item_ranks.get(b.name, {None}))
+    if not listed[0]:
+        return _parse(f"list({sweep.of[b.name]})")
+    return _parse(f"rt.add_lists({sweep.of[a.name]}, {sweep.of[b.name]})")
+
+
 def _split_like(sweep, op, g, parts, axis):
     """``rt.split_like(g, parts, axis)`` (the adjoint of ``np.concatenate``): the batch
     split along the axis shifted past the directions (``rt.split_like_batch``)."""
@@ -999,7 +1031,8 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.transpose_adjoint: _transpose_adjoint, rt.matmul_left: _matmul_adjoint,
                  rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value,
                  rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
-                 rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum}
+                 rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum,
+                 rt.spread_sum: _spread_sum, rt.add_lists: _add_lists}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
