@@ -57,6 +57,7 @@ class BatchedRows:
         self.choice = BatchedChoice()
         self.shapes = {}                 # plan_key of the arguments -> the cotangents
         self.failed = {}                 # plan_key -> why the batched code did not run
+        self.observed = set()            # choice keys whose locals' ranks were seen
 
     def run(self, code_args, outputs):
         """``(output, rows per gradient)``, or None: the per-row sweeps run the call.
@@ -73,7 +74,6 @@ class BatchedRows:
             cts = self.shapes.get(key)
             if cts is None:
                 cts = _cotangents(outputs(code_args))
-                self.function.ranks = seen_ranks(self.function.fn, [*code_args, *cts])
             result = self._sweep(code_args, cts)
             if result is None:
                 return None
@@ -96,7 +96,19 @@ class BatchedRows:
         refuses it."""
         if any(c.dtype.kind == "c" for c in cts):
             raise NotBatchable("a complex output")
-        ran, result = self.choice.run(self.function, [*code_args, *cts], {})
+        args = [*code_args, *cts]
+        ran, result = self.choice.run(self.function, args, {})
+        key = self.choice.key(args)
+        if not ran and key not in self.observed and \
+                "is not known" in self.choice.not_batched.get(key, ""):
+            # a value no rule tells the rank of: the ranks seen in a run, for this build
+            self.observed.add(key)
+            del self.choice.not_batched[key]
+            self.function.ranks = seen_ranks(self.function.fn, args)
+            try:
+                ran, result = self.choice.run(self.function, args, {})
+            finally:
+                self.function.ranks = {}
         if not ran:
             self.reason = self.choice.reason()
             if self.reason and self.reason.startswith("Not batched"):
@@ -120,7 +132,9 @@ class PullbackFunction(ForwardFunction):
     def __init__(self, fn, positions, vjp, path):
         super().__init__(fn, positions, False, True, batched=True)
         self.vjp, self.vjp_path = vjp, path
-        self.ranks = {}         # the ranks of fn's locals in a run (``seen_ranks``)
+        #: the ranks of fn's locals in a run on the arguments being built for (set around
+        #: that build only: ``BatchedRows._sweep``)
+        self.ranks = {}
 
     def build_code(self, fn, bound_self, arg_types, trees):
         title = (f"jacrev's rows in one batched adjoint sweep: "

@@ -527,8 +527,7 @@ class BatchedChoice:
     def run(self, batched, args, kwargs):
         """(True, ``batched(*args, **kwargs)``) where the batched code runs this call, else
         (False, None): the caller runs its per-direction code."""
-        key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()) \
-            if not kwargs else None
+        key = self.key(args) if not kwargs else None
         if key in self.not_batched:
             return False, None
         try:
@@ -538,6 +537,12 @@ class BatchedChoice:
         except NotBatchable as exc:   # an operation without a batched rule
             self.not_batched[key] = str(exc)
             return False, None
+
+    @staticmethod
+    def key(args):
+        """The signature ``run`` decides per: (``plan_key``, whether an argument holds
+        ``LOOP_BATCH_NUMBERS`` numbers, the backend)."""
+        return plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()
 
     def reason(self):
         """Why the last signature refused ran per direction (None: none was refused)."""
