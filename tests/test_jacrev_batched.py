@@ -214,3 +214,27 @@ def test_compositions_over_jacrev():
         return np.sum(s2sgrad.jacrev(broadcasting)(x, Y[0]) ** 2)
     np.testing.assert_allclose(s2sgrad.grad(through)(X[0]),
                                central_differences(through, (X[0],), 0), rtol=1e-6, atol=1e-7)
+
+
+def wide_intermediate(x, a):
+    return np.sum(np.tanh(a * x[:, None]), axis=1) * x
+
+
+def test_the_sweep_width_is_capped_by_every_array_argument(monkeypatch):
+    """A batch of a value as large as ``a`` per row: the rows run in blocks sized by
+    ``a``, not by the output alone (``rt.sweep_width``), with the same Jacobian."""
+    from s2sgrad import runtime as rt
+    widths = []
+    real = rt.sweep_width
+
+    def recorded(total, *inputs):
+        widths.append(real(total, *inputs))
+        return widths[-1]
+    monkeypatch.setattr(rt, "sweep_width", recorded)
+    monkeypatch.setattr("s2sgrad.runtime.batched.BATCH_NUMBERS", 24)
+    a = np.arange(12.0).reshape(3, 4) / 10
+    jac = s2sgrad.jacrev(wide_intermediate)
+    got = jac(X[0], a)
+    assert jac.not_batched is None and widths == [2]        # 24 // a.size, of 3 rows
+    np.testing.assert_allclose(got, central_differences(wide_intermediate, (X[0], a), 0),
+                               rtol=1e-6, atol=1e-7)

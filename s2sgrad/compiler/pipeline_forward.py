@@ -333,7 +333,11 @@ class _Emitter:
         total = " + ".join(counts) if counts else "0"
         blocks, start, step = names.fresh("blocks"), names.fresh("start"), names.fresh("step")
         width = self.width
-        inputs = ", ".join(renamed.get(v, v) for v in self.wrt_vars)
+        # the sweep's width is capped by its inputs' sizes and by every array argument's
+        # (a batch of a value as large as one: ``rt.sweep_width``)
+        sized = list(self.wrt_vars) + [p for p in lowered.params if p not in self.wrt_vars
+                                       and (lowered.param_types.get(p) or (0, 0))[1]]
+        inputs = ", ".join(renamed.get(v, v) for v in sized)
         body += [f"{INDENT}{step} = rt.sweep_width({total}, {inputs})",
                  f"{INDENT}{blocks} = []",
                  f"{INDENT}# directions start .. start + width - 1 of "

@@ -21,7 +21,9 @@ BATCH_NUMBERS = 2 ** 21
 
 def sweep_width(total, *inputs):
     """How many directions one sweep carries: all ``total`` of them, unless a batch of
-    the largest input's size would hold over ``BATCH_NUMBERS`` numbers."""
+    the largest of ``inputs`` (the differentiated inputs and the array arguments: a
+    value computed from them is often as large) would hold over ``BATCH_NUMBERS``
+    numbers."""
     largest = max([int(np.size(x)) for x in inputs] + [1])
     return max(1, min(total, BATCH_NUMBERS // largest))
 
