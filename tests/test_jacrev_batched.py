@@ -82,8 +82,20 @@ def builtin_sums(x, y):
     return sum(squares) + sum(np.sin(v) for v in squares) + sum(x * y)
 
 
+def list_of_states(x, y):
+    """A list appended in a loop and read in another: its adjoint list is popped."""
+    hs, h = [], x[0]
+    for i in range(x.shape[0]):
+        h = np.tanh(y[i] * h + x[i])
+        hs.append(h)
+    total = 0.0
+    for i in range(len(hs)):
+        total = total + hs[i] * (i + 1.0)
+    return total + hs[-1]
+
+
 PROGRAMS = [broadcasting, reductions, matmuls, indexing, where, tuple_output, array_loop,
-            scalar_loop, ranks_from_a_run, orders, builtin_sums]
+            scalar_loop, ranks_from_a_run, orders, builtin_sums, list_of_states]
 
 
 def central_differences(f, args, k, eps=1e-6):

@@ -1003,6 +1003,19 @@ def _add_lists(sweep, op, a, b):
     return _parse(f"rt.add_lists({sweep.of[a.name]}, {sweep.of[b.name]})")
 
 
+def _pop(sweep, op, items):
+    """``items.pop()`` of an adjoint list taken back item by item: its list of batches
+    popped in step."""
+    if not (isinstance(items, Var) and items.name in sweep.lists):
+        sweep.refuse(f"{_name(op)} of a value that is not a list", op.origin)
+    ranks = sweep.item_ranks.get(items.name, {None})
+    if len(ranks) == 1 and None not in ranks:
+        sweep.ndims.setdefault(op.targets[0], next(iter(ranks)))
+    if _active_name(sweep, items) is None:
+        return None
+    return _parse(f"{sweep.of[items.name]}.pop()")
+
+
 def _split_like(sweep, op, g, parts, axis):
     """``rt.split_like(g, parts, axis)`` (the adjoint of ``np.concatenate``): the batch
     split along the axis shifted past the directions (``rt.split_like_batch``)."""
@@ -1032,7 +1045,8 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value,
                  rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
                  rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum,
-                 rt.spread_sum: _spread_sum, rt.add_lists: _add_lists}
+                 rt.spread_sum: _spread_sum, rt.add_lists: _add_lists,
+                 prims.method("pop"): _pop}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
