@@ -68,11 +68,12 @@ def ranks_from_a_run(x, y):
 
 
 def orders(x, y):
-    """Adjoint helpers batched per direction (sort's, roll's, partition's) and
-    ``reverse_cumsum``'s batched spelling; sort over the flattened array."""
+    """Adjoint helpers batched per direction (sort's, roll's, partition's, norm's, dot's)
+    and ``reverse_cumsum``'s batched spelling; sort over the flattened array."""
     return (np.sort(x * y, axis=None)[::-1] * np.cumsum(y)
             + np.roll(np.sort(x, axis=0), 1, axis=1).ravel() * np.cumsum(x * x, axis=1).ravel()
-            + np.partition(y.ravel() * x.ravel(), 2))
+            + np.partition(y.ravel() * x.ravel(), 2) * np.linalg.norm(x, axis=0).sum()
+            + np.dot(x, y[0]).sum())
 
 
 def builtin_sums(x, y):
@@ -186,15 +187,15 @@ def test_has_aux_and_a_single_position(monkeypatch):
                                                         (X, Y), 1), rtol=1e-6, atol=1e-7)
 
 
-def not_batchable(x):
-    return np.linalg.norm(x) * x[::-1]
+def not_batchable(x):            # the adjoint of a tuple's item: rt.item_added
+    return np.linalg.slogdet(np.outer(x, x) + np.eye(3))[1] * x[::-1]
 
 
 def test_an_operation_without_a_batched_rule_runs_per_row(monkeypatch):
     monkeypatch.setenv("S2SGRAD_BACKEND", "python")
     jac = s2sgrad.jacrev(not_batchable)
     got = jac(X[0])
-    assert "norm_adjoint" in jac.not_batched and "Not batched" in jac.fallback_reason
+    assert "item_added" in jac.not_batched and "Not batched" in jac.fallback_reason
     # the message names the user's line and file, and what runs instead
     assert "test_jacrev_batched.py:" in jac.not_batched and "Var(" not in jac.not_batched
     assert "jacrev runs one adjoint sweep per row instead" in jac.not_batched

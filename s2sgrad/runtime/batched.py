@@ -207,7 +207,10 @@ def per_direction(helper, t, *args, **kwargs):
     """``helper`` (linear in its first operand) of each direction of the batch ``t``,
     stacked, directions first: the batched call of an adjoint helper without a batched
     spelling (``rt.sort_adjoint``, ``rt.pad_adjoint``...)."""
-    return np.stack([np.asarray(helper(t[k], *args, **kwargs)) for k in range(len(t))])
+    rows = [helper(t[k], *args, **kwargs) for k in range(len(t))]
+    if any(isinstance(r, (tuple, list)) for r in rows):    # not one array: never stacked
+        raise TypeError(f"{helper.__name__} gave a sequence: no batched rule")
+    return np.stack([np.asarray(r) for r in rows])
 
 
 def reverse_cumsum_batch(t, axis):

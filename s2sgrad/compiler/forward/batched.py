@@ -51,6 +51,7 @@ axis, a value of unknown rank) raises ``NotBatchable`` naming it, and the caller
 the per-direction sweep instead: never a wrong column.
 """
 import copy
+import inspect
 import operator
 
 import gast
@@ -510,6 +511,8 @@ class BatchedTangents(Tangents):
         if rule.kind == "multilinear":
             return self.matmul(op)
         if not (is_elementwise(op.primitive) or op.primitive in _ELEMENTWISE_TEMPLATES):
+            if _adjoint_of_g(op.primitive):        # linear in its cotangent ``g``
+                return self.per_direction(op, None, f"{_name(op)} has no batched rule")
             self.refuse(f"{_name(op)} has no batched rule", op.origin)
         rank = max([self.rank(a) for a in op.operand_atoms()] + [0])
         self.ndims.setdefault(op.targets[0], rank)
@@ -590,8 +593,12 @@ class BatchedTangents(Tangents):
         helper whose other operands are shapes, axes, an order...) without a batched rule:
         ``rt.per_direction(helper, g_dot, ...)``, the call on each direction's tangent,
         stacked (exact: the call is linear in ``g``); refused (``why``) for any other."""
-        tangent = getattr(rule, "tangent_params", None)
-        params = list(rule.signature.parameters)
+        if rule is None:                 # an adjoint helper: linear in its first, ``g``
+            tangent, params = ("g",), ["g"]
+            rule = jvp_lookup(op.primitive)
+        else:
+            tangent = getattr(rule, "tangent_params", None)
+            params = list(rule.signature.parameters)
         if not getattr(op.primitive, "__module__", "").startswith(rt.__name__):
             self.refuse(why, op.origin)          # numpy's own: batched rules above only
         g = op.args[0] if op.args else None
@@ -601,8 +608,9 @@ class BatchedTangents(Tangents):
                                             for v in op.operand_vars()):
             self.refuse(why, op.origin)
         like = _RESULT_LIKE.get(op.primitive)
-        if like is not None and like in rule.bind(op.args, op.kwargs):
-            rank = self.known_rank(rule.bind(op.args, op.kwargs)[like])
+        if like is not None:
+            bound = inspect.signature(op.primitive).bind_partial(*op.args, **op.kwargs)
+            rank = self.known_rank(bound.arguments[like]) if like in bound.arguments else None
             if rank is not None:
                 self.ndims.setdefault(op.targets[0], rank)
         call = copy_node(op.expr)
@@ -925,6 +933,23 @@ def _vector_adjoint(sweep, op, g, a, b, left, ra, rb):
     return _parse(text)
 
 
+#: runtime helpers linear in their first parameter ``g`` besides the ``*_adjoint`` ones
+_LINEAR_IN_G = ("dot_left", "dot_right", "divide_or_zero")
+
+
+def _adjoint_of_g(helper):
+    """Whether ``helper`` is a runtime adjoint helper giving one array, linear in its
+    first parameter ``g`` (a cotangent): ``rt.norm_adjoint``, ``rt.dot_left``..."""
+    name = getattr(helper, "__name__", "")
+    if not getattr(helper, "__module__", "").startswith(rt.__name__) or not (
+            name.endswith("_adjoint") or name in _LINEAR_IN_G):
+        return False
+    try:
+        return next(iter(inspect.signature(helper).parameters)) == "g"
+    except (TypeError, ValueError, StopIteration):
+        return False
+
+
 def _reverse_cumsum(sweep, op, g, axis):
     """``rt.reverse_cumsum(g, axis)`` (the adjoint of ``np.cumsum``): along the axis
     shifted past the directions, each direction's values flattened for ``axis=None``."""
@@ -1052,7 +1077,9 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
                     rt.reshape_like: "rt.reshape_like_batch", rt.cast_like: "rt.cast_like"}
 #: helpers batched ``per_direction`` whose result has the rank of an operand -> its name
-_RESULT_LIKE = {rt.sort_adjoint: "a", rt.permutation_adjoint: "a", rt.roll_adjoint: "g"}
+_RESULT_LIKE = {rt.sort_adjoint: "a", rt.permutation_adjoint: "a", rt.roll_adjoint: "g",
+                rt.norm_adjoint: "x", rt.dot_left: "a", rt.dot_right: "b",
+                rt.det_adjoint: "a"}
 #: helpers giving seeds, masks and counts: no tangent
 _NO_TANGENT = (rt.ones_like, rt.zeros_like, rt.reduction_count, rt.extremum_mask,
                rt.nan_extremum_mask, rt.trip_count, rt.tangent_size, rt.basis_tangent,
