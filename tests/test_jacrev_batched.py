@@ -251,3 +251,20 @@ def test_the_sweep_width_is_capped_by_every_array_argument(monkeypatch):
     assert jac.not_batched is None and widths == [2]        # 24 // a.size, of 3 rows
     np.testing.assert_allclose(got, central_differences(wide_intermediate, (X[0], a), 0),
                                rtol=1e-6, atol=1e-7)
+
+
+def normed(x):
+    return x / np.linalg.norm(x)
+
+
+def test_a_helper_run_per_direction_is_batched_only_as_python(monkeypatch):
+    """``rt.per_direction`` (norm's adjoint, once per row) beats the per-row sweeps run as
+    Python, not those Numba compiles: under the auto backend the rows run per row."""
+    for backend, batched in (("python", True), ("auto", False)):
+        monkeypatch.setenv("S2SGRAD_BACKEND", backend)
+        jac = s2sgrad.jacrev(normed)
+        got = jac(X[0])
+        assert (jac.not_batched is None) is batched, jac.not_batched
+        assert batched or "rt.per_direction" in jac.not_batched
+        np.testing.assert_allclose(got, central_differences(normed, (X[0],), 0),
+                                   rtol=1e-6, atol=1e-7)

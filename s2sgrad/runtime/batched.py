@@ -4,15 +4,16 @@ A batched tangent holds a batch of directions first: ``(width,) + value.shape``.
 code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
 (``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
 ``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch``,
-``per_direction``, ``reverse_cumsum_batch``, ``spread_sum_batch`` and ``split_like_batch``
-(jacrev's batched adjoint sweep, run as numpy only) a Numba version.
+``per_direction``, ``reverse_cumsum_batch``, ``spread_sum_batch``, ``sort_adjoint_batch``
+and ``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy only) a Numba
+version.
 """
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
            "batch_matmul", "add_at_batch", "split_like_batch", "per_direction",
-           "reverse_cumsum_batch", "spread_sum_batch"]
+           "reverse_cumsum_batch", "spread_sum_batch", "sort_adjoint_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -231,3 +232,20 @@ def spread_sum_batch(t, items):
     if isinstance(items, np.ndarray):
         return np.broadcast_to(np.expand_dims(t, 1), (len(t),) + items.shape).copy()
     return [t for _ in items]
+
+
+def sort_adjoint_batch(t, a, axis=-1):
+    """``rt.sort_adjoint`` of a batch: each direction's values put back where the sorted
+    values of ``a`` came from, one ``argsort`` for all (``axis=None``: ``t`` holds each
+    direction's flat values; the result is shaped like ``a``)."""
+    width = len(t)
+    dtype = np.result_type(t, np.float32)
+    if axis is None:
+        out = np.zeros((width, np.size(a)), dtype=dtype)
+        out[:, np.argsort(a, axis=None, kind="stable")] = np.reshape(t, (width, -1))
+        return out.reshape((width,) + np.shape(a))
+    order = np.argsort(a, axis=axis, kind="stable")
+    out = np.zeros(np.shape(t), dtype=dtype)
+    np.put_along_axis(out, np.broadcast_to(order, np.shape(t)), t,
+                      axis=axis + 1 if axis >= 0 else axis)
+    return out

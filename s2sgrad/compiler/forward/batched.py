@@ -996,6 +996,16 @@ def _unstack(sweep, op, g, count, axis):
     return _parse(f"rt.unstack({sweep.of[g.name]}, {atom_text(count)}, {at})")
 
 
+def _sort_adjoint(sweep, op, g, a, axis=Const(-1)):
+    """``rt.sort_adjoint(g, a, axis)``, linear in ``g`` (the order is constant almost
+    everywhere): the batch put back in one order (``rt.sort_adjoint_batch``)."""
+    sweep.ndims.setdefault(op.targets[0], sweep.rank(a))
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.sort_adjoint_batch({sweep.of[g.name]}, {atom_text(a)}, "
+                  f"{atom_text(axis)})")
+
+
 def _spread_sum(sweep, op, g, items):
     """``rt.spread_sum(g, items)`` (the adjoint of the builtin ``sum``): for a list or
     tuple of items, a list holding ``g``'s batch once per item; for an array, the batch
@@ -1071,7 +1081,7 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
                  rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum,
                  rt.spread_sum: _spread_sum, rt.add_lists: _add_lists,
-                 prims.method("pop"): _pop}
+                 prims.method("pop"): _pop, rt.sort_adjoint: _sort_adjoint}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
