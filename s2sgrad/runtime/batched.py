@@ -4,16 +4,16 @@ A batched tangent holds a batch of directions first: ``(width,) + value.shape``.
 code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
 (``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
 ``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch``,
-``per_direction``, ``reverse_cumsum_batch``, ``spread_sum_batch``, ``sort_adjoint_batch``
-and ``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy only) a Numba
-version.
+``per_direction``, ``reverse_cumsum_batch``, ``spread_sum_batch``, ``sort_adjoint_batch``,
+``sort_tangent_batch`` and ``split_like_batch`` (run as numpy only) a Numba version.
 """
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
            "batch_matmul", "add_at_batch", "split_like_batch", "per_direction",
-           "reverse_cumsum_batch", "spread_sum_batch", "sort_adjoint_batch"]
+           "reverse_cumsum_batch", "spread_sum_batch", "sort_adjoint_batch",
+           "sort_tangent_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -249,3 +249,12 @@ def sort_adjoint_batch(t, a, axis=-1):
     np.put_along_axis(out, np.broadcast_to(order, np.shape(t)), t,
                       axis=axis + 1 if axis >= 0 else axis)
     return out
+
+
+def sort_tangent_batch(t, a, axis=-1):
+    """``np.sort(a, axis)``'s tangent of a batch: each direction's values taken in the
+    order that sorts ``a`` (``axis=None``: each direction's flat values)."""
+    if axis is None:
+        return np.reshape(t, (len(t), -1))[:, np.argsort(a, axis=None)]
+    order = np.broadcast_to(np.argsort(a, axis=axis), np.shape(t))
+    return np.take_along_axis(t, order, axis=axis + 1 if axis >= 0 else axis)

@@ -996,6 +996,37 @@ def _unstack(sweep, op, g, count, axis):
     return _parse(f"rt.unstack({sweep.of[g.name]}, {atom_text(count)}, {at})")
 
 
+def _sort(sweep, op, a, axis=Const(-1)):
+    """``np.sort(a, axis)``'s tangent: each direction's tangent taken in ``a``'s order
+    (``rt.sort_tangent_batch``; ``axis=None``: of the flattened values)."""
+    at = _const(op, {"axis": axis}, "axis")
+    sweep.ndims.setdefault(op.targets[0], 1 if at is None else sweep.rank(a))
+    if _active_name(sweep, a) is None:
+        return None
+    return _parse(f"rt.sort_tangent_batch({sweep.of[a.name]}, {atom_text(a)}, {at!r})")
+
+
+def _builtin_sum(sweep, op, items, *start):
+    """The builtin ``sum(items)`` of an array (over its first axis: the batch's second)
+    or of a list of batches (the batches added)."""
+    if start or not isinstance(items, Var):
+        sweep.refuse("the builtin sum of these operands has no batched rule", op.origin)
+    if items.name in sweep.lists:
+        ranks = sweep.item_ranks.get(items.name, {None})
+        if len(ranks) != 1 or None in ranks:
+            sweep.refuse(f"the rank of the items of {sweep.described(items)} is not known",
+                         op.origin)
+        sweep.ndims.setdefault(op.targets[0], next(iter(ranks)))
+        return None if _active_name(sweep, items) is None else \
+            _parse(f"sum({sweep.of[items.name]})")
+    rank = sweep.rank(items)
+    if rank == 0:
+        sweep.refuse("the builtin sum of a number", op.origin)
+    sweep.ndims.setdefault(op.targets[0], rank - 1)
+    return None if _active_name(sweep, items) is None else \
+        _parse(f"np.sum({sweep.of[items.name]}, axis=1)")
+
+
 def _sort_adjoint(sweep, op, g, a, axis=Const(-1)):
     """``rt.sort_adjoint(g, a, axis)``, linear in ``g`` (the order is constant almost
     everywhere): the batch put back in one order (``rt.sort_adjoint_batch``)."""
@@ -1081,7 +1112,8 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
                  rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum,
                  rt.spread_sum: _spread_sum, rt.add_lists: _add_lists,
-                 prims.method("pop"): _pop, rt.sort_adjoint: _sort_adjoint}
+                 prims.method("pop"): _pop, rt.sort_adjoint: _sort_adjoint, np.sort: _sort,
+                 sum: _builtin_sum}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
@@ -1101,7 +1133,7 @@ _FORWARD_REDUCTIONS = (rt.sum, rt.mean)
 #: helpers whose result has the rank of one operand -> that operand's index
 _SHAPED_LIKE = {**{helper: 1 for helper in _ADJOINT_HELPERS}, rt.ones_like: 0,
                 rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0,
-                rt.basis_tangent: 0}
+                rt.basis_tangent: 0, rt.spread_sum: 1, rt.sort_adjoint: 1}
 
 # ---------------------------------------------------------------- rules for vmap's batched
 # forms (api/vmap_jacobian.py: a vectorised function's forward sweep moves its mapped axes
