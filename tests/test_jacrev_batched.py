@@ -3,11 +3,14 @@ basis cotangents first, the forward sweep's values unbatched (JAX's vmap of the 
 
 Small programs (broadcasting, reductions and extrema, ``@``, slices and fancy indexing
 with repeated indices, ``np.where``, tuple outputs, several positions, has_aux, a loop of
-array work, a loop of scalar work run as Python, values whose ranks a run tells): the batched Jacobian runs (the object
-says so), equals the per-row sweeps' (1e-12) and central differences (float64); a call
-with other shapes gives that shape's Jacobian (and the first shape's again after it); an
-operation without a batched rule runs per row and says why; compositions over jacrev
-give what they gave (they differentiate the per-row code).
+array work, a loop of scalar work run as Python, values whose ranks a run tells, sort,
+cumsum, roll, partition, norm, the builtin sum, a list popped in a loop): the batched
+Jacobian runs (the object says so), equals the per-row sweeps' (1e-12) and central
+differences (float64); a call with other shapes gives that shape's Jacobian (and the
+first shape's again after it); an operation without a batched rule runs per row and says
+why, naming the user's line; the sweep's width is capped by every array argument;
+compositions over jacrev (the Hessian's spellings, batched too; vmap; grad through it)
+give the same numbers.
 """
 import numpy as np
 import pytest

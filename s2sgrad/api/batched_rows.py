@@ -15,6 +15,10 @@ batched rule (``NotBatchable``), nor code with loops over small arrays under the
 backend, nor loop-free code under ``S2SGRAD_BACKEND=numba``; there the per-row sweeps
 run, and ``reason`` says why.
 
+Where the batched transform meets a forward value whose rank no rule tells
+(``np.linalg.inv(a)``), the vjp function runs once traced (``seen_ranks``) and that
+build reads the ranks of its locals.
+
 The cotangents are passed shaped as the output: a signature's first call learns the
 output's shapes from the forward sweep run as Python, later calls pass the last shapes
 and check them against the output the sweep returns (a call whose output changed shape
@@ -209,10 +213,10 @@ def _pullback(generated):
 
 def seen_ranks(fn, args):
     """The rank of each local of ``fn`` (the vjp function: flat code, one name a value)
-    in a run on ``args`` (a signature's first call; the code is built per ranks and unit
-    dimensions of the arguments, so these are its ranks), for the values no rule tells
-    the rank of (``np.sort(x)``, ``np.linalg.inv(a)``); a name seen with two ranks is
-    left out."""
+    in a run on ``args`` (where a build met a value no rule tells the rank of:
+    ``np.sort(x)``, ``np.linalg.inv(a)``; builds are keyed by the arguments' ranks and
+    unit dimensions, so these are that build's ranks; names under an ``if`` are left out
+    by the transform); a name seen with two ranks is left out."""
     code, seen = fn.__code__, {}
 
     def local(frame, event, arg):

@@ -31,8 +31,17 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   ``rt.extremum_mask``, ``rt.matmul_left``/``rt.matmul_right`` of matrices as a term per
   operand with a batch (``_HELPER_RULES``), seeds, masks and counts (``rt.ones_like``...)
   with no tangent; each result has the rank of the value it is shaped like;
+- ``np.cumsum``, ``np.sort`` and the builtin ``sum``, and the adjoints of cumsum, sort,
+  the builtin sum and ``list.append`` (``rt.reverse_cumsum``, ``rt.sort_adjoint``,
+  ``rt.spread_sum``, ``rt.add_lists``, a list's ``pop``) by batched spellings
+  (``runtime/batched.py``); any other adjoint helper linear in its cotangent ``g``
+  alone (``jvp_linear_in``, ``rt.*_adjoint``) where only ``g`` has a tangent, as
+  ``rt.per_direction``: the call once per direction, stacked (exact by linearity; run
+  only under ``S2SGRAD_BACKEND=python``: ``api/forward.BatchedChoice``);
 - ranks learnt from the code: a reshape to a tuple of sizes made at run time
-  (``x.shape[:1] + (-1,)``: the lengths of shapes, their slices and sums are followed).
+  (``x.shape[:1] + (-1,)``: the lengths of shapes, their slices and sums are followed),
+  and in a pullback the ranks of locals seen in a traced run (``seen_ranks``: names
+  assigned under an ``if`` left out).
 
 Loops run as they are, each tangent carrying the directions through them: a
 loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
