@@ -71,8 +71,8 @@ def network(w, x):
         np.maximum(z, 0.0) ** 2) + np.sum(np.max(z, axis=0) ** 2)
 
 
-def no_rule(x):                          # np.cumsum has no batched rule
-    return np.sum(np.cumsum(x * x) ** 2)
+def no_rule(x):                          # np.cumprod has no batched rule
+    return np.sum(np.cumprod(x * x) ** 2)
 
 
 def looping(x):

@@ -15,6 +15,10 @@ batched rule (``NotBatchable``), nor code with loops over small arrays under the
 backend, nor loop-free code under ``S2SGRAD_BACKEND=numba``; there the per-row sweeps
 run, and ``reason`` says why.
 
+Where the batched transform meets a forward value whose rank no rule tells
+(``np.linalg.inv(a)``), the vjp function runs once traced (``seen_ranks``) and that
+build reads the ranks of its locals.
+
 The cotangents are passed shaped as the output: a signature's first call learns the
 output's shapes from the forward sweep run as Python, later calls pass the last shapes
 and check them against the output the sweep returns (a call whose output changed shape
@@ -22,6 +26,7 @@ runs again with the right ones).
 """
 import os
 import re
+import sys
 
 import numpy as np
 
@@ -39,6 +44,10 @@ from .loading import load_function
 PULLBACK_REASON = ("jacrev runs as one batched adjoint sweep of numpy calls (every adjoint "
                    "carries the basis cotangents first), not one adjoint sweep per row.")
 
+#: what a reason for the per-row sweeps says the user gets, and can do
+PER_ROW = ("jacrev runs one adjoint sweep per row instead: the same Jacobian, slower for "
+           "many rows (jacfwd sweeps columns; a custom_vjp rule can replace the operation).")
+
 
 class BatchedRows:
     """The batched rows of one split module (``generated``, a ``SplitGenerated``): see
@@ -52,6 +61,7 @@ class BatchedRows:
         self.choice = BatchedChoice()
         self.shapes = {}                 # plan_key of the arguments -> the cotangents
         self.failed = {}                 # plan_key -> why the batched code did not run
+        self.observed = set()            # choice keys whose locals' ranks were seen
 
     def run(self, code_args, outputs):
         """``(output, rows per gradient)``, or None: the per-row sweeps run the call.
@@ -76,7 +86,7 @@ class BatchedRows:
                 cts = _cotangents(leaves)        # the output changed shape: again
                 value, rows, leaves = self._sweep(code_args, cts)
         except (NotBatchable, UserCodeError) as exc:     # while building: for good
-            self.failed[key] = self.reason = f"Not batched: {exc}"
+            self.failed[key] = self.reason = f"Not batched: {str(exc).rstrip('.')}. {PER_ROW}"
             return None
         except Exception as exc:     # while running (the user's error too): this call
             self.reason = f"the batched adjoint sweep raised {type(exc).__name__}: {exc}"
@@ -90,9 +100,23 @@ class BatchedRows:
         refuses it."""
         if any(c.dtype.kind == "c" for c in cts):
             raise NotBatchable("a complex output")
-        ran, result = self.choice.run(self.function, [*code_args, *cts], {})
+        args = [*code_args, *cts]
+        ran, result = self.choice.run(self.function, args, {})
+        key = self.choice.key(args)
+        if not ran and key not in self.observed and \
+                "is not known" in self.choice.not_batched.get(key, ""):
+            # a value no rule tells the rank of: the ranks seen in a run, for this build
+            self.observed.add(key)
+            del self.choice.not_batched[key]
+            self.function.ranks = seen_ranks(self.function.fn, args)
+            try:
+                ran, result = self.choice.run(self.function, args, {})
+            finally:
+                self.function.ranks = {}
         if not ran:
             self.reason = self.choice.reason()
+            if self.reason and self.reason.startswith("Not batched"):
+                self.reason = f"{self.reason} {PER_ROW}"
             return None
         returned, blocks = result
         n = len(returned) - 1                   # (gradients..., output)
@@ -112,6 +136,9 @@ class PullbackFunction(ForwardFunction):
     def __init__(self, fn, positions, vjp, path):
         super().__init__(fn, positions, False, True, batched=True)
         self.vjp, self.vjp_path = vjp, path
+        #: the ranks of fn's locals in a run on the arguments being built for (set around
+        #: that build only: ``BatchedRows._sweep``)
+        self.ranks = {}
 
     def build_code(self, fn, bound_self, arg_types, trees):
         title = (f"jacrev's rows in one batched adjoint sweep: "
@@ -120,7 +147,7 @@ class PullbackFunction(ForwardFunction):
         try:
             jvp = build_jvp(fn, self.positions, False, bound_self, arg_types=arg_types,
                             arg_trees=trees, jacobian=True, batched=True, as_numpy=True,
-                            pullback=True, title=title)
+                            pullback=True, title=title, ranks=self.ranks)
         except NotBatchable as exc:           # "(line 241)" of the vjp module: the user's
             raise NotBatchable(re.sub(r"\(line (\d+)\)", self._user_line, str(exc))) from None
         user_comments(jvp, _Commented(self.vjp, self.vjp_path))
@@ -182,6 +209,32 @@ def _pullback(generated):
     n_args = generated.n_params + len(generated.free)
     return PullbackFunction(fn, tuple(range(n_args, n_args + generated.n_cotangents)),
                             generated.vjp, path)
+
+
+def seen_ranks(fn, args):
+    """The rank of each local of ``fn`` (the vjp function: flat code, one name a value)
+    in a run on ``args`` (where a build met a value no rule tells the rank of:
+    ``np.sort(x)``, ``np.linalg.inv(a)``; builds are keyed by the arguments' ranks and
+    unit dimensions, so these are that build's ranks; names under an ``if`` are left out
+    by the transform); a name seen with two ranks is left out."""
+    code, seen = fn.__code__, {}
+
+    def local(frame, event, arg):
+        for name, value in frame.f_locals.items():
+            if isinstance(value, (np.ndarray, np.generic, float, int, complex)):
+                seen.setdefault(name, set()).add(np.ndim(value))
+        return local
+
+    def calls(frame, event, arg):
+        return local if frame.f_code is code else None
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(previous)
+    return {name: ranks.pop() for name, ranks in seen.items() if len(ranks) == 1}
 
 
 def _cotangents(leaves):

@@ -89,13 +89,19 @@ class ReverseByForward:
 def jacobian_of_derivative(inner, grad_position, has_aux):
     """``jacrev(inner)`` of a derivative object: ``jacfwd(inner)`` (the same Jacobian)."""
     _refuse_options(inner, "jacrev", has_aux=has_aux)
-    return JacfwdFunction(forward_function(inner, grad_position, False, True))
+    return _jacfwd(inner, grad_position)
 
 
 def hessian_of_derivative(inner, grad_position):
     """``hessian(inner)`` of a derivative object: ``jacfwd(jacfwd(inner))``."""
-    first = JacfwdFunction(forward_function(inner, grad_position, False, True))
-    return JacfwdFunction(forward_function(first, grad_position, False, True))
+    return _jacfwd(_jacfwd(inner, grad_position), grad_position)
+
+
+def _jacfwd(inner, grad_position):
+    """``jacfwd(inner)``: its per-direction code and its batched twin (every direction in
+    one sweep where each operation has a batched rule), as ``forward.jacfwd`` makes."""
+    return JacfwdFunction(forward_function(inner, grad_position, False, True),
+                          forward_function(inner, grad_position, False, True, True))
 
 
 def hvp_of_derivative(inner, args, vs):

@@ -527,8 +527,7 @@ class BatchedChoice:
     def run(self, batched, args, kwargs):
         """(True, ``batched(*args, **kwargs)``) where the batched code runs this call, else
         (False, None): the caller runs its per-direction code."""
-        key = (plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()) \
-            if not kwargs else None
+        key = self.key(args) if not kwargs else None
         if key in self.not_batched:
             return False, None
         try:
@@ -538,6 +537,12 @@ class BatchedChoice:
         except NotBatchable as exc:   # an operation without a batched rule
             self.not_batched[key] = str(exc)
             return False, None
+
+    @staticmethod
+    def key(args):
+        """The signature ``run`` decides per: (``plan_key``, whether an argument holds
+        ``LOOP_BATCH_NUMBERS`` numbers, the backend)."""
+        return plan_key(args), _largest(args) >= LOOP_BATCH_NUMBERS, backend_mode()
 
     def reason(self):
         """Why the last signature refused ran per direction (None: none was refused)."""
@@ -551,12 +556,18 @@ class BatchedChoice:
         choice: loop-free code under ``S2SGRAD_BACKEND=numba``; code with loops over
         small arrays (no argument of ``LOOP_BATCH_NUMBERS`` numbers) under the auto
         policy, where numpy's per-call cost on a batch would outweigh Numba's compiled
-        passes (module doc of ``compiler/forward/batched.py``)."""
+        passes (module doc of ``compiler/forward/batched.py``); code calling a helper
+        once per direction (``rt.per_direction``) but under ``S2SGRAD_BACKEND=python``
+        (on sort's adjoint, 300 rows: 5.7 ms batched, 1.2 ms per row compiled)."""
         generated = batched._prepare(args, kwargs)[0]
         mode = backend_mode()
         if not generated.loops and mode == "numba":
             raise NotBatchable("S2SGRAD_BACKEND=numba compiles one pass per direction of "
                                "loop-free code")
+        if mode != "python" and "rt.per_direction(" in generated.source:
+            raise NotBatchable("an adjoint helper without a batched rule runs once per "
+                               "direction in the batched code (rt.per_direction): the "
+                               "per-direction sweeps compile with Numba")
         if generated.loops and mode == "auto" and not (key is not None and key[1]):
             raise NotBatchable(f"loops over small arrays (no argument holds "
                                f"{LOOP_BATCH_NUMBERS} numbers): the per-direction sweeps "

@@ -92,7 +92,7 @@ class GeneratedJvp:
 
 def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg_trees=None,
               jacobian=False, title=None, batched=False, kept=False, as_numpy=False,
-              pullback=False):
+              pullback=False, ranks=None):
     """The forward-mode function of ``fn`` w.r.t. argument ``positions`` (module doc).
 
     ``arg_types`` and ``arg_trees`` as for ``pipeline.build``: per leaf parameter
@@ -102,7 +102,9 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     batched rule).  ``kept`` (a jvp run as numpy): large elementwise results of
     straight-line code go into arrays kept between calls (``optimize/buffers.py``).
     ``as_numpy`` (or ``kept``): the code runs as numpy, never compiled by Numba: a slice
-    of a product's columns makes only those (``optimize/products.py``)."""
+    of a product's columns makes only those (``optimize/products.py``).  ``ranks`` (a
+    batched pullback): the ranks of the function's locals seen in a run of it with
+    arguments of these types, for values whose rank the rules do not tell."""
     lowerer, lowered = lower_function(fn, bound_self, arg_types, arg_trees)
     params = lowered.params
     wrt = [k for i in positions for k in lowered.arg_leaves[i]]
@@ -113,7 +115,8 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     width = names.fresh("width") if batched else None
     make = None if width is None else (
         lambda lowered, active, names: BatchedTangents(lowered, active, names, width,
-                                                       scalar_loops=pullback))
+                                                       scalar_loops=pullback,
+                                                       seen_ranks=ranks))
     sweep = tangent_sweep(lowered, wrt_vars, seeds, names, tangent_args, make)
     if width is not None:
         sweep.statements = _fused_loop_bodies(lowered, sweep, names, has_aux)
@@ -330,7 +333,11 @@ class _Emitter:
         total = " + ".join(counts) if counts else "0"
         blocks, start, step = names.fresh("blocks"), names.fresh("start"), names.fresh("step")
         width = self.width
-        inputs = ", ".join(renamed.get(v, v) for v in self.wrt_vars)
+        # the sweep's width is capped by its inputs' sizes and by every array argument's
+        # (a batch of a value as large as one: ``rt.sweep_width``)
+        sized = list(self.wrt_vars) + [p for p in lowered.params if p not in self.wrt_vars
+                                       and (lowered.param_types.get(p) or (0, 0))[1]]
+        inputs = ", ".join(renamed.get(v, v) for v in sized)
         body += [f"{INDENT}{step} = rt.sweep_width({total}, {inputs})",
                  f"{INDENT}{blocks} = []",
                  f"{INDENT}# directions start .. start + width - 1 of "

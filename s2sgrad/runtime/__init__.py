@@ -609,7 +609,7 @@ def sort_adjoint(g, a, axis=-1):
     order = np.argsort(a, axis=axis, kind="stable")
     out = np.zeros_like(np.asarray(g, dtype=np.result_type(g, np.float32)))
     np.put_along_axis(out, order, g, axis=axis)
-    return out
+    return out if axis is not None else np.reshape(out, np.shape(a))   # sorted flat
 
 
 def spread_sum(g, items):

@@ -3,14 +3,17 @@
 A batched tangent holds a batch of directions first: ``(width,) + value.shape``.  Batched
 code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=numba``
 (``api/forward.py``): ``backend/numba_batched.py`` gives every helper here but
-``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch`` and
-``split_like_batch`` (jacrev's batched adjoint sweep, run as numpy only) a Numba version.
+``array_batch`` (a literal of arrays: the code then runs as numpy), ``add_at_batch``,
+``per_direction``, ``reverse_cumsum_batch``, ``spread_sum_batch``, ``sort_adjoint_batch``,
+``sort_tangent_batch`` and ``split_like_batch`` (run as numpy only) a Numba version.
 """
 import numpy as np
 
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
-           "batch_matmul", "add_at_batch", "split_like_batch"]
+           "batch_matmul", "add_at_batch", "split_like_batch", "per_direction",
+           "reverse_cumsum_batch", "spread_sum_batch", "sort_adjoint_batch",
+           "sort_tangent_batch"]
 
 #: the most numbers one batched tangent of the widest input holds (a sweep's memory):
 #: 2**21 float64 numbers, 16 MiB
@@ -19,7 +22,9 @@ BATCH_NUMBERS = 2 ** 21
 
 def sweep_width(total, *inputs):
     """How many directions one sweep carries: all ``total`` of them, unless a batch of
-    the largest input's size would hold over ``BATCH_NUMBERS`` numbers."""
+    the largest of ``inputs`` (the differentiated inputs and the array arguments: a
+    value computed from them is often as large) would hold over ``BATCH_NUMBERS``
+    numbers."""
     largest = max([int(np.size(x)) for x in inputs] + [1])
     return max(1, min(total, BATCH_NUMBERS // largest))
 
@@ -197,3 +202,59 @@ def split_like_batch(g, parts, axis):
     values, shifted past the directions) into pieces shaped like ``parts``, a list."""
     sizes = [np.shape(p)[axis] for p in parts[:-1]]
     return np.split(g, np.cumsum(sizes), axis=axis + 1 if axis >= 0 else axis)
+
+
+def per_direction(helper, t, *args, **kwargs):
+    """``helper`` (linear in its first operand) of each direction of the batch ``t``,
+    stacked, directions first: the batched call of an adjoint helper without a batched
+    spelling (``rt.sort_adjoint``, ``rt.pad_adjoint``...)."""
+    rows = [helper(t[k], *args, **kwargs) for k in range(len(t))]
+    if any(isinstance(r, (tuple, list)) for r in rows):    # not one array: never stacked
+        raise TypeError(f"{helper.__name__} gave a sequence: no batched rule")
+    return np.stack([np.asarray(r) for r in rows])
+
+
+def reverse_cumsum_batch(t, axis):
+    """``rt.reverse_cumsum`` of a batch: the cumulative sum from the end along ``axis`` of
+    one direction's values (shifted past the directions; ``None``: each direction's
+    values flattened)."""
+    if axis is None:
+        t, axis = np.reshape(t, (len(t), -1)), 1
+    elif axis >= 0:
+        axis += 1
+    return np.flip(np.cumsum(np.flip(t, axis), axis=axis), axis)
+
+
+def spread_sum_batch(t, items):
+    """``rt.spread_sum`` of a batch (the adjoint of the builtin ``sum(items)``): for an
+    array, ``t``'s directions spread over its rows, directions first; for a list or
+    tuple, the batch once per item."""
+    if isinstance(items, np.ndarray):
+        return np.broadcast_to(np.expand_dims(t, 1), (len(t),) + items.shape).copy()
+    return [t for _ in items]
+
+
+def sort_adjoint_batch(t, a, axis=-1):
+    """``rt.sort_adjoint`` of a batch: each direction's values put back where the sorted
+    values of ``a`` came from, one ``argsort`` for all (``axis=None``: ``t`` holds each
+    direction's flat values; the result is shaped like ``a``)."""
+    width = len(t)
+    dtype = np.result_type(t, np.float32)
+    if axis is None:
+        out = np.zeros((width, np.size(a)), dtype=dtype)
+        out[:, np.argsort(a, axis=None, kind="stable")] = np.reshape(t, (width, -1))
+        return out.reshape((width,) + np.shape(a))
+    order = np.argsort(a, axis=axis, kind="stable")
+    out = np.zeros(np.shape(t), dtype=dtype)
+    np.put_along_axis(out, np.broadcast_to(order, np.shape(t)), t,
+                      axis=axis + 1 if axis >= 0 else axis)
+    return out
+
+
+def sort_tangent_batch(t, a, axis=-1):
+    """``np.sort(a, axis)``'s tangent of a batch: each direction's values taken in the
+    order that sorts ``a`` (``axis=None``: each direction's flat values)."""
+    if axis is None:
+        return np.reshape(t, (len(t), -1))[:, np.argsort(a, axis=None)]
+    order = np.broadcast_to(np.argsort(a, axis=axis), np.shape(t))
+    return np.take_along_axis(t, order, axis=axis + 1 if axis >= 0 else axis)

@@ -32,8 +32,17 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   ``rt.extremum_mask``, ``rt.matmul_left``/``rt.matmul_right`` of matrices as a term per
   operand with a batch (``_HELPER_RULES``), seeds, masks and counts (``rt.ones_like``...)
   with no tangent; each result has the rank of the value it is shaped like;
+- ``np.cumsum``, ``np.sort`` and the builtin ``sum``, and the adjoints of cumsum, sort,
+  the builtin sum and ``list.append`` (``rt.reverse_cumsum``, ``rt.sort_adjoint``,
+  ``rt.spread_sum``, ``rt.add_lists``, a list's ``pop``) by batched spellings
+  (``runtime/batched.py``); any other adjoint helper linear in its cotangent ``g``
+  alone (``jvp_linear_in``, ``rt.*_adjoint``) where only ``g`` has a tangent, as
+  ``rt.per_direction``: the call once per direction, stacked (exact by linearity; run
+  only under ``S2SGRAD_BACKEND=python``: ``api/forward.BatchedChoice``);
 - ranks learnt from the code: a reshape to a tuple of sizes made at run time
-  (``x.shape[:1] + (-1,)``: the lengths of shapes, their slices and sums are followed).
+  (``x.shape[:1] + (-1,)``: the lengths of shapes, their slices and sums are followed),
+  and in a pullback the ranks of locals seen in a traced run (``seen_ranks``: names
+  assigned under an ``if`` left out).
 
 Loops run as they are, each tangent carrying the directions through them: a
 loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
@@ -52,6 +61,7 @@ axis, a value of unknown rank) raises ``NotBatchable`` naming it, and the caller
 the per-direction sweep instead: never a wrong column.
 """
 import copy
+import inspect
 import operator
 
 import gast
@@ -62,7 +72,7 @@ from ... import runtime as rt
 from ...rules.jvp_registry import is_elementwise, jvp_lookup
 from ...rules.registry import display_name
 from ..front.literals import atom_node
-from ..ir import Const, Loop, Op, Seq, Var, walk_ops, walk_statements
+from ..ir import Const, If, Loop, Op, Seq, Var, walk_ops, walk_statements
 from ..syntax.nodes import assign, name_node
 from ..syntax.source import to_source
 from .transform import Tangents, is_broadcast_like, sum_terms
@@ -105,9 +115,16 @@ def _prepend_slice(index):
 class BatchedTangents(Tangents):
     """``transform.Tangents`` for tangents with the directions first (module doc)."""
 
-    def __init__(self, lowered, active, names, width, scalar_loops=False):
+    def __init__(self, lowered, active, names, width, scalar_loops=False, seen_ranks=None):
         super().__init__(lowered, active, names)
         self.width = width
+        #: the ranks of locals seen in a run with arguments of these types (a pullback's
+        #: forward values: ``api/batched_rows.py``), bar those assigned under an ``if``
+        #: (a run may take the other branch)
+        branched = _assigned_under_if(lowered.body)
+        self.seen_ranks = {n: r for n, r in (seen_ranks or {}).items() if n not in branched}
+        self.made_by = {}       # a name -> the Op that assigned it (for messages)
+        self.at = None          # the origin of the statement being transformed
         #: batch loops of scalar work too (``jacrev``'s pullback: the other choice is a
         #: sweep per row, not a compiled pass per direction)
         self.scalar_loops = scalar_loops
@@ -130,7 +147,17 @@ class BatchedTangents(Tangents):
         if isinstance(atom, Var) and self.ndims.get(atom.name) is not None and \
                 atom.name not in self.lists:
             return self.ndims[atom.name]
-        self.refuse(f"the rank of {atom!r} is not known")
+        if isinstance(atom, Var) and atom.name in self.seen_ranks and \
+                atom.name not in self.lists:
+            return self.seen_ranks[atom.name]
+        self.refuse(f"the rank of {self.described(atom)} is not known", self.at)
+
+    def described(self, atom):
+        """An atom as the code that made it: ``np.sort(x)``, else its name."""
+        made = self.made_by.get(getattr(atom, "name", None))
+        text = to_source(made.expr).strip() if made is not None and made.expr is not None \
+            else getattr(atom, "name", None) or repr(atom)
+        return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
 
     # ------------------------------------------------------------ statements
 
@@ -144,6 +171,7 @@ class BatchedTangents(Tangents):
         """The loop as it is, each tangent carrying the directions through it (refused for
         a loop of scalar work: ``scalar_loop``; a loop-carried value of changing or
         unknown rank is refused where it is assigned, ``op``)."""
+        self.at = stmt.origin
         if not self.scalar_loops and scalar_loop(stmt, self.active, self.lowered.ndims):
             self.refuse("a loop of scalar work: its per-direction sweeps compile with Numba",
                         stmt.origin)
@@ -151,6 +179,7 @@ class BatchedTangents(Tangents):
 
 
     def list_append(self, stmt):
+        self.at = stmt.origin
         self.item_ranks.setdefault(stmt.target, set()).add(self.known_rank(stmt.value))
         return super().list_append(stmt)
 
@@ -338,6 +367,9 @@ class BatchedTangents(Tangents):
         return self.lengths.get(atom.name) if isinstance(atom, Var) else None
 
     def op(self, op):
+        self.at = op.origin
+        for target in op.targets:
+            self.made_by[target] = op
         if op.expr is not None and op.targets:
             self.learn_rank(op)
         if op.primitive == prims.ASSIGN and op.targets[0] in self.carried and \
@@ -386,6 +418,7 @@ class BatchedTangents(Tangents):
         return out
 
     def setitem(self, stmt):
+        self.at = stmt.origin
         out = super().setitem(stmt)
         if stmt.target in self.lists:          # xs[i] = v: an item of a list of batches
             if not self.scalar_index(stmt.index_node):
@@ -495,6 +528,8 @@ class BatchedTangents(Tangents):
         if rule.kind == "multilinear":
             return self.matmul(op)
         if not (is_elementwise(op.primitive) or op.primitive in _ELEMENTWISE_TEMPLATES):
+            if _adjoint_of_g(op.primitive):        # linear in its cotangent ``g``
+                return self.per_direction(op, None, f"{_name(op)} has no batched rule")
             self.refuse(f"{_name(op)} has no batched rule", op.origin)
         rank = max([self.rank(a) for a in op.operand_atoms()] + [0])
         self.ndims.setdefault(op.targets[0], rank)
@@ -544,10 +579,13 @@ class BatchedTangents(Tangents):
         prim, target = op.primitive, op.targets[0]
         first = next(iter(bound.values()))
         params = rule.signature.parameters
-        options = [p for p in list(bound)[1:] if p not in _OPTIONS.get(prim, ("axis", "keepdims"))
-                   and _const(op, bound, p) is not params[p].default]
+        try:
+            options = [p for p in list(bound)[1:] if p not in _OPTIONS.get(
+                prim, ("axis", "keepdims")) and _const(op, bound, p) is not params[p].default]
+        except NotBatchable as exc:      # an option computed at run time
+            return self.per_direction(op, rule, str(exc))
         if options and not (prim in (np.array, np.asarray) and options == ["copy"]):
-            self.refuse(f"{_name(op)} with {', '.join(options)}", op.origin)
+            return self.per_direction(op, rule, f"{_name(op)} with {', '.join(options)}")
         listed = isinstance(first, Var) and first.name in self.lists
         if prim in _PER_ELEMENT or (prim in (np.array, np.asarray) and isinstance(first, Var)
                                     and not listed):
@@ -564,8 +602,38 @@ class BatchedTangents(Tangents):
             self.refuse(f"{_name(op)} of a value that is not a variable", op.origin)
         handler = _LINEAR.get(prim) or (_reshape if prim in _RESHAPES else None)
         if handler is None:
-            self.refuse(f"{_name(op)} has no batched rule", op.origin)
+            return self.per_direction(op, rule, f"{_name(op)} has no batched rule")
         return handler(self, op, bound)
+
+    def per_direction(self, op, rule, why):
+        """A helper linear in its first operand alone (``jvp_linear_in``: an adjoint
+        helper whose other operands are shapes, axes, an order...) without a batched rule:
+        ``rt.per_direction(helper, g_dot, ...)``, the call on each direction's tangent,
+        stacked (exact: the call is linear in ``g``); refused (``why``) for any other."""
+        if rule is None:                 # an adjoint helper: linear in its first, ``g``
+            tangent, params = ("g",), ["g"]
+            rule = jvp_lookup(op.primitive)
+        else:
+            tangent = getattr(rule, "tangent_params", None)
+            params = list(rule.signature.parameters)
+        if not getattr(op.primitive, "__module__", "").startswith(rt.__name__):
+            self.refuse(why, op.origin)          # numpy's own: batched rules above only
+        g = op.args[0] if op.args else None
+        if tangent != tuple(params[:1]) or len(op.targets) != 1 or \
+                not isinstance(op.expr, gast.Call) or _active_name(self, g) is None or \
+                g.name in self.lists or any(v != g.name and v in self.active
+                                            for v in op.operand_vars()):
+            self.refuse(why, op.origin)
+        like = _RESULT_LIKE.get(op.primitive)
+        if like is not None:
+            bound = inspect.signature(op.primitive).bind_partial(*op.args, **op.kwargs)
+            rank = self.known_rank(bound.arguments[like]) if like in bound.arguments else None
+            if rank is not None:
+                self.ndims.setdefault(op.targets[0], rank)
+        call = copy_node(op.expr)
+        call.args = [call.func, name_node(self.of[g.name])] + call.args[1:]
+        call.func = _parse("rt.per_direction")
+        return call
 
     def literal_rank(self, seq):
         """The rank of ``np.array`` of a nested list (its items of equal ranks), or None."""
@@ -618,6 +686,19 @@ def _literal_leaves(seq, index):
         else:
             out.append((index + (k,), item))
     return out if out else None
+
+
+def _assigned_under_if(statements):
+    """The names assigned anywhere inside an ``If`` of ``statements``."""
+    names = set()
+    for stmt in walk_statements(statements):
+        if isinstance(stmt, If):
+            for inner in walk_statements(stmt.body + stmt.orelse):
+                names.update(getattr(inner, "targets", None) or ())
+                target = getattr(inner, "target", None)
+                if isinstance(target, str):
+                    names.add(target)
+    return names
 
 
 def scalar_loop(loop, active, ndims, share=0.25):
@@ -700,6 +781,20 @@ def _reduce(sweep, op, bound):
     shifted = shifted[0] if isinstance(shifted, tuple) and len(shifted) == 1 else shifted
     kept = ", keepdims=True" if keepdims else ""
     return _parse(f"{func}({sweep.of[x.name]}, axis={shifted!r}{kept})")
+
+
+def _cumsum(sweep, op, bound):
+    """``np.cumsum(x, axis)`` of a batch: along the axis shifted past the directions,
+    each direction's values flattened for ``axis=None``."""
+    x = next(iter(bound.values()))
+    rank, axis = sweep.rank(x), _const(op, bound, "axis")
+    if not isinstance(axis, (int, type(None))):
+        sweep.refuse(f"{_name(op)} over a tuple of axes", op.origin)
+    sweep.ndims.setdefault(op.targets[0], 1 if axis is None else rank)
+    t = sweep.of[x.name]
+    if axis is None:
+        return _parse(f"np.cumsum(np.reshape({t}, (np.shape({t})[0], -1)), axis=1)")
+    return _parse(f"np.cumsum({t}, axis={_shifted(axis, rank)!r})")
 
 
 def _reshape(sweep, op, bound):
@@ -855,6 +950,33 @@ def _vector_adjoint(sweep, op, g, a, b, left, ra, rb):
     return _parse(text)
 
 
+#: runtime helpers linear in their first parameter ``g`` besides the ``*_adjoint`` ones
+_LINEAR_IN_G = ("dot_left", "dot_right", "divide_or_zero")
+
+
+def _adjoint_of_g(helper):
+    """Whether ``helper`` is a runtime adjoint helper giving one array, linear in its
+    first parameter ``g`` (a cotangent): ``rt.norm_adjoint``, ``rt.dot_left``..."""
+    name = getattr(helper, "__name__", "")
+    if not getattr(helper, "__module__", "").startswith(rt.__name__) or not (
+            name.endswith("_adjoint") or name in _LINEAR_IN_G):
+        return False
+    try:
+        return next(iter(inspect.signature(helper).parameters)) == "g"
+    except (TypeError, ValueError, StopIteration):
+        return False
+
+
+def _reverse_cumsum(sweep, op, g, axis):
+    """``rt.reverse_cumsum(g, axis)`` (the adjoint of ``np.cumsum``): along the axis
+    shifted past the directions, each direction's values flattened for ``axis=None``."""
+    at = _const(op, {"axis": axis}, "axis")
+    sweep.ndims.setdefault(op.targets[0], 1 if at is None else sweep.rank(g))
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.reverse_cumsum_batch({sweep.of[g.name]}, {at!r})")
+
+
 def _copy_value(sweep, op, value):
     """``rt.copy_value(x)``: a copy of the batch."""
     if _active_name(sweep, value) is None:
@@ -891,6 +1013,92 @@ def _unstack(sweep, op, g, count, axis):
     return _parse(f"rt.unstack({sweep.of[g.name]}, {atom_text(count)}, {at})")
 
 
+def _sort(sweep, op, a, axis=Const(-1)):
+    """``np.sort(a, axis)``'s tangent: each direction's tangent taken in ``a``'s order
+    (``rt.sort_tangent_batch``; ``axis=None``: of the flattened values)."""
+    at = _const(op, {"axis": axis}, "axis")
+    sweep.ndims.setdefault(op.targets[0], 1 if at is None else sweep.rank(a))
+    if _active_name(sweep, a) is None:
+        return None
+    return _parse(f"rt.sort_tangent_batch({sweep.of[a.name]}, {atom_text(a)}, {at!r})")
+
+
+def _builtin_sum(sweep, op, items, *start):
+    """The builtin ``sum(items)`` of an array (over its first axis: the batch's second)
+    or of a list of batches (the batches added)."""
+    if start or not isinstance(items, Var):
+        sweep.refuse("the builtin sum of these operands has no batched rule", op.origin)
+    if items.name in sweep.lists:
+        ranks = sweep.item_ranks.get(items.name, {None})
+        if len(ranks) != 1 or None in ranks:
+            sweep.refuse(f"the rank of the items of {sweep.described(items)} is not known",
+                         op.origin)
+        sweep.ndims.setdefault(op.targets[0], next(iter(ranks)))
+        return None if _active_name(sweep, items) is None else \
+            _parse(f"sum({sweep.of[items.name]})")
+    rank = sweep.rank(items)
+    if rank == 0:
+        sweep.refuse("the builtin sum of a number", op.origin)
+    sweep.ndims.setdefault(op.targets[0], rank - 1)
+    return None if _active_name(sweep, items) is None else \
+        _parse(f"np.sum({sweep.of[items.name]}, axis=1)")
+
+
+def _sort_adjoint(sweep, op, g, a, axis=Const(-1)):
+    """``rt.sort_adjoint(g, a, axis)``, linear in ``g`` (the order is constant almost
+    everywhere): the batch put back in one order (``rt.sort_adjoint_batch``)."""
+    sweep.ndims.setdefault(op.targets[0], sweep.rank(a))
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.sort_adjoint_batch({sweep.of[g.name]}, {atom_text(a)}, "
+                  f"{atom_text(axis)})")
+
+
+def _spread_sum(sweep, op, g, items):
+    """``rt.spread_sum(g, items)`` (the adjoint of the builtin ``sum``): for a list or
+    tuple of items, a list holding ``g``'s batch once per item; for an array, the batch
+    spread over the array's rows (``rt.spread_sum_batch``)."""
+    listed = isinstance(items, Seq) or items.name in sweep.lists or \
+        items.name in sweep.lowered.tuples
+    if listed:
+        sweep.lists.add(op.targets[0])
+        sweep.item_ranks[op.targets[0]] = {sweep.known_rank(g)}
+    else:
+        sweep.ndims.setdefault(op.targets[0], sweep.rank(items))
+    if _active_name(sweep, g) is None:
+        return None
+    return _parse(f"rt.spread_sum_batch({sweep.of[g.name]}, {atom_text(items)})")
+
+
+def _add_lists(sweep, op, a, b):
+    """``rt.add_lists(a, b)`` (two adjoint lists added item by item; ``a`` may be the
+    0.0 an adjoint starts as): the lists of batches added, or ``b``'s copied where ``a``
+    is not a list; refused where either list has no tangent (a zero batch per item is
+    not written here)."""
+    listed = [isinstance(x, Var) and x.name in sweep.lists for x in (a, b)]
+    if not listed[1] or not _active_name(sweep, b) or (listed[0] and not _active_name(
+            sweep, a)):
+        sweep.refuse(f"{_name(op)} of these operands has no batched rule", op.origin)
+    sweep.lists.add(op.targets[0])
+    sweep.item_ranks[op.targets[0]] = set(sweep.item_ranks.get(b.name, {None}))
+    if not listed[0]:
+        return _parse(f"list({sweep.of[b.name]})")
+    return _parse(f"rt.add_lists({sweep.of[a.name]}, {sweep.of[b.name]})")
+
+
+def _pop(sweep, op, items):
+    """``items.pop()`` of an adjoint list taken back item by item: its list of batches
+    popped in step."""
+    if not (isinstance(items, Var) and items.name in sweep.lists):
+        sweep.refuse(f"{_name(op)} of a value that is not a list", op.origin)
+    ranks = sweep.item_ranks.get(items.name, {None})
+    if len(ranks) == 1 and None not in ranks:
+        sweep.ndims.setdefault(op.targets[0], next(iter(ranks)))
+    if _active_name(sweep, items) is None:
+        return None
+    return _parse(f"{sweep.of[items.name]}.pop()")
+
+
 def _split_like(sweep, op, g, parts, axis):
     """``rt.split_like(g, parts, axis)`` (the adjoint of ``np.concatenate``): the batch
     split along the axis shifted past the directions (``rt.split_like_batch``)."""
@@ -919,11 +1127,18 @@ _HELPER_RULES = {rt.amax: _extremum, rt.amin: _extremum,
                  rt.transpose_adjoint: _transpose_adjoint, rt.matmul_left: _matmul_adjoint,
                  rt.matmul_right: _matmul_adjoint, rt.copy_value: _copy_value,
                  rt.add_at: _add_at, rt.unstack: _unstack, rt.copy_list: _copy_list,
-                 rt.split_like: _split_like}
+                 rt.split_like: _split_like, rt.reverse_cumsum: _reverse_cumsum,
+                 rt.spread_sum: _spread_sum, rt.add_lists: _add_lists,
+                 prims.method("pop"): _pop, rt.sort_adjoint: _sort_adjoint, np.sort: _sort,
+                 sum: _builtin_sum}
 
 #: the adjoint helpers linear in their first operand -> their batched spelling
 _ADJOINT_HELPERS = {rt.unbroadcast: "rt.unbroadcast_batch", rt.unreduce: "rt.unreduce_batch",
                     rt.reshape_like: "rt.reshape_like_batch", rt.cast_like: "rt.cast_like"}
+#: helpers batched ``per_direction`` whose result has the rank of an operand -> its name
+_RESULT_LIKE = {rt.sort_adjoint: "a", rt.permutation_adjoint: "a", rt.roll_adjoint: "g",
+                rt.norm_adjoint: "x", rt.dot_left: "a", rt.dot_right: "b",
+                rt.det_adjoint: "a"}
 #: helpers giving seeds, masks and counts: no tangent
 _NO_TANGENT = (rt.ones_like, rt.zeros_like, rt.reduction_count, rt.extremum_mask,
                rt.nan_extremum_mask, rt.trip_count, rt.tangent_size, rt.basis_tangent,
@@ -935,7 +1150,7 @@ _FORWARD_REDUCTIONS = (rt.sum, rt.mean)
 #: helpers whose result has the rank of one operand -> that operand's index
 _SHAPED_LIKE = {**{helper: 1 for helper in _ADJOINT_HELPERS}, rt.ones_like: 0,
                 rt.zeros_like: 0, rt.extremum_mask: 0, rt.nan_extremum_mask: 0,
-                rt.basis_tangent: 0}
+                rt.basis_tangent: 0, rt.spread_sum: 1, rt.sort_adjoint: 1}
 
 # ---------------------------------------------------------------- rules for vmap's batched
 # forms (api/vmap_jacobian.py: a vectorised function's forward sweep moves its mapped axes
@@ -990,7 +1205,7 @@ _NUMPY_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod)
 
 _LINEAR = {np.sum: _reduce, np.mean: _reduce, np.transpose: _transpose,
            np.swapaxes: _transpose, np.stack: _join, np.concatenate: _join,
-           np.moveaxis: _moveaxis}
+           np.moveaxis: _moveaxis, np.cumsum: _cumsum, prims.method("cumsum"): _cumsum}
 
 
 class _BatchBroadcast(gast.NodeTransformer):
