@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
-from ..compiler.front.library_functions import is_library_function, library_as_function
+from ..compiler.front.library_functions import is_package_function, library_as_function
 from ..compiler.front.partials import is_partial, partial_as_function
 from ..errors import GradientTypeError
 from ..runtime import buffers
@@ -30,7 +30,7 @@ def check_function(fn, api):
     (``front/partials.py``, ``front/library_functions.py``)."""
     if is_partial(fn):
         fn = partial_as_function(fn)    # functools.partial(f, ...): a wrapper with source
-    elif is_library_function(fn):
+    elif is_package_function(fn):
         fn = library_as_function(fn)    # grad(np.sum): a def calling it, by its rule
     if callable(fn):
         return getattr(fn, "__s2sgrad_transparent__", fn)

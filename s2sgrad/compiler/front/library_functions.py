@@ -26,7 +26,7 @@ from .partials import _factory, _fresh
 _WRAPPERS = {}
 
 
-def is_library_function(fn):
+def is_package_function(fn):
     """True for numpy's, scipy's and other installed packages' functions and ufuncs (what
     the frontend calls by a rule rather than reading)."""
     if isinstance(fn, np.ufunc) or inspect.isbuiltin(fn) or \
