@@ -291,3 +291,25 @@ def test_scipy_special_elementwise_functions_compile_under_numba(x):
     y = 0.5 + x / 100.0
     np.testing.assert_allclose(numba.njit(lambda v: scipy.special.logit(v))(y),
                                scipy.special.logit(y), rtol=1e-13)
+
+
+def running_max_by_where(x):
+    """A number a loop carries through ``np.where`` (numpy's 0-d array; a number else)."""
+    a = x[0]
+    i = 1
+    while i < x.shape[0]:
+        a = np.where(x[i] > a, x[i], a)
+        i += 1
+    return a + np.log(np.sum(np.exp(x - a))) + np.where(x[0] > 0.0, x[1], 2.0) * a
+
+
+WHERE_GRAD = ms.grad(running_max_by_where)
+
+
+def test_where_of_numbers_in_a_loop_compiles_under_numba():
+    """Before: 'Cannot unify float64 and array(float64, 0d, C)', the gradient ran as Python."""
+    for x in (np.array([0.3, -1.2, 2.5, 0.7, 2.4]), np.array([-0.5, 1.5, 0.2, -2.0])):
+        np.testing.assert_allclose(WHERE_GRAD(x), numerical_grad(running_max_by_where, (x,)),
+                                   rtol=1e-6, atol=1e-8)
+    assert WHERE_GRAD.backend == "numba", WHERE_GRAD.fallback_reason
+    assert "rt.where_numbers(" in WHERE_GRAD.source
