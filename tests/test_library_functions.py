@@ -50,3 +50,23 @@ def test_jacobians_and_second_derivatives():
     np.testing.assert_allclose(tangent, hessian @ Y, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(s2sgrad.jit(s2sgrad.grad(special.logsumexp))(X), softmax,
                                rtol=1e-12)
+
+
+def square_sum(x):
+    return np.sum(x * x)
+
+
+def test_a_gradient_made_per_step_looks_its_file_up_once(monkeypatch):
+    """``grad(f)`` asks whether ``f`` is a package's (the check above): by its file, once
+    per file (``sysconfig.get_paths()`` per call made a driver building ``grad(f)`` per
+    step 30x slower: held-out saddle 'while loops, grad(f, grad_position=1)(x, y)')."""
+    import sysconfig
+
+    from s2sgrad.compiler.front import frontend
+    calls = []
+    real = sysconfig.get_paths
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: calls.append(1) or real(*a, **k))
+    frontend._installed.cache_clear()
+    for _ in range(5):
+        np.testing.assert_allclose(s2sgrad.grad(square_sum)(X), 2 * X, rtol=1e-12)
+    assert len(calls) <= 4, len(calls)      # one look-up: four paths of one call each
