@@ -3,6 +3,7 @@
     PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py --clock cpu        # every eval
     PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py gmm kmeans         # some
     PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py --json out.json    # also save
+    PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py --only while lse   # some spellings
 
 run.py times one spelling per eval (the eval module's).  Users write others: loops where
 ours is vectorised and the reverse, another numpy call for the same contraction, keepdims
