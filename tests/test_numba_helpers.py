@@ -312,4 +312,4 @@ def test_where_of_numbers_in_a_loop_compiles_under_numba():
         np.testing.assert_allclose(WHERE_GRAD(x), numerical_grad(running_max_by_where, (x,)),
                                    rtol=1e-6, atol=1e-8)
     assert WHERE_GRAD.backend == "numba", WHERE_GRAD.fallback_reason
-    assert "rt.where_numbers(" in WHERE_GRAD.source
+    assert "rt.where(" in WHERE_GRAD.source

@@ -15,8 +15,8 @@ def _is_none(t):
     return t is None or isinstance(t, (types.NoneType, types.Omitted))
 
 
-@overload(rt.where_numbers)
-def _where_numbers(condition, x, y):
+@overload(rt.where)
+def _where(condition, x, y):
     if all(isinstance(t, (types.Number, types.Boolean)) for t in (condition, x, y)):
         return lambda condition, x, y: x if condition else y
     return lambda condition, x, y: np.where(condition, x, y)

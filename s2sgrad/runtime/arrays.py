@@ -20,13 +20,14 @@ __all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint"
            "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoint",
            "correlate_adjoint", "trapezoid_adjoint", "vecdot_adjoint",
            "gradient_spacing_adjoints", "matvec_adjoint", "quantile_adjoint", "cross_adjoint",
-           "where_numbers"]
+           "where"]
 
 
-def where_numbers(condition, x, y):
-    """``np.where(condition, x, y)`` of three numbers, as generated code writes it: numpy's
-    0-d array here; under Numba the number itself (``backend/numba_more.py``), so a
-    number a loop carries (``a = np.where(x[i] > a, x[i], a)``) keeps one type."""
+def where(condition, x, y):
+    """``np.where(condition, x, y)`` where the generated code cannot tell that an operand
+    is an array: numpy's here; under Numba (``backend/numba_more.py``) of three numbers
+    the number, not numpy's 0-d array, so a number a loop carries (``a = np.where(x[i] >
+    a, x[i], a)``) keeps one type."""
     return np.where(condition, x, y)
 
 

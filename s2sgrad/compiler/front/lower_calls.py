@@ -174,13 +174,14 @@ class CallLowering:
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
 
     def numbers_where(self, obj, args, kwargs):
-        """``np.where(c, x, y)`` of three numbers as ``rt.where_numbers(c, x, y)`` (a number
-        under Numba, not numpy's 0-d array: a loop-carried ``a = np.where(x[i] > a, x[i],
-        a)`` kept two types and the gradient ran as Python); None for any other call."""
+        """``np.where(c, x, y)`` with no operand known to be an array as ``rt.where(c, x,
+        y)``: numpy's np.where, but of three numbers a number under Numba, not a 0-d
+        array (a loop-carried ``a = np.where(x[i] > a, x[i], a)`` kept two types and the
+        gradient ran as Python); None for any other call."""
         if obj is not np.where or kwargs or len(args) != 3 or \
                 any(self.types.ndim_of(a) not in (0, None) for a in args):
-            return None         # (a rank not known: an array there takes numpy's np.where)
-        return call_node("rt", "where_numbers", [self.atoms.atom_node(a) for a in args])
+            return None
+        return call_node("rt", "where", [self.atoms.atom_node(a) for a in args])
 
     def folded_call(self, frame, node, obj, args, kwargs):
         """A builtin's call known while building (a foldable function of constants,
