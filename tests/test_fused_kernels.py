@@ -332,3 +332,29 @@ def test_a_result_that_stays_in_the_caches_runs_numpy_whatever_the_passes_saved(
     assert fused._plan([small, small], 8) is None
     large = np.ones((least // 2, 2))
     assert fused._plan([large, large], 8) is not None
+
+
+def named_like_the_loops(x, y):
+    out = np.exp(x) * y          # the user's names: those of the kernel's own loops
+    i = x * x
+    j = y + 1.0
+    return np.sum(2.0 * out - i * j + out * i)
+
+
+def test_operands_named_like_the_kernels_loop_variables():
+    """A chain reading arrays the user named ``out``, ``i``, ``j`` (gmm's prior: ``out``):
+    the kernel's output and loop indices take other names; compiled, the gradient is
+    the analytic one (before: ``def _t_loops(out, ..., out)``, a SyntaxError at load)."""
+    gradient = s2sgrad.grad(named_like_the_loops, (0, 1))
+    x, y = rng.random((N, 8)), rng.random((N, 8))
+    gradient(x, y)
+    kernels = [v for v in vars(module_of(gradient)).values() if isinstance(v, fused.Fused)]
+    assert kernels
+    for kernel in kernels:
+        kernel.wait()
+        assert kernel.compiled is not None
+    dx, dy = gradient(x, y)
+    e = np.exp(x)
+    np.testing.assert_allclose(dx, 2 * e * y - 2 * x * (y + 1) + e * y * x * x + e * y * 2 * x,
+                               rtol=1e-12)
+    np.testing.assert_allclose(dy, 2 * e - x * x + e * x * x, rtol=1e-12)

@@ -19,7 +19,7 @@ import s2sgrad as ms
 from s2sgrad import runtime as rt
 from s2sgrad.backend import (numba_forward, numba_split, numba_indexing, numba_linalg,
                              numba_lists, numba_more, numba_rules, numba_support, numba_surface)
-from s2sgrad.testing import check_grad
+from s2sgrad.testing import check_grad, numerical_grad
 
 PACKAGE = pathlib.Path(ms.__file__).resolve().parent
 HELPERS = {name for name, f in vars(rt).items()
@@ -253,3 +253,63 @@ def test_add_at_under_numba_matches_numpy_add_at(index):
     np.add.at(expected, index, g)
     np.testing.assert_allclose(compiled(np.zeros_like(target), index, g), expected)
     np.testing.assert_allclose(rt.add_at(np.zeros_like(target), index, g), expected)
+
+
+def special_in_a_loop(x):
+    """scipy.special's elementwise functions, in a loop (an LSTM's ``expit`` gates)."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        p = scipy.special.expit(x[i])
+        total += np.sum(p * scipy.special.erf(x[i]) + scipy.special.log_expit(x[i])
+                        + scipy.special.ndtr(x[i]))
+        total += scipy.special.logit(0.25 + 0.5 * p[0]) * scipy.special.erfc(x[i, 0])
+    return total
+
+
+SPECIAL_GRAD = ms.grad(special_in_a_loop)
+SPECIAL = (scipy.special.expit, scipy.special.log_expit, scipy.special.erf,
+           scipy.special.erfc, scipy.special.ndtr, scipy.special.gammaln)
+
+
+@numba.njit
+def _special_compiled(v):
+    s = scipy.special
+    return s.expit(v), s.log_expit(v), s.erf(v), s.erfc(v), s.ndtr(v), s.gammaln(v)
+
+
+@pytest.mark.parametrize("x", [np.linspace(-2.0, 3.0, 12).reshape(4, 3),
+                               np.linspace(-40.0, 30.0, 6).reshape(3, 2)],
+                         ids=["moderate", "large: log_expit's tails"])
+def test_scipy_special_elementwise_functions_compile_under_numba(x):
+    """Before: 'Numba does not support scipy.special.expit', the gradient ran as Python."""
+    np.testing.assert_allclose(SPECIAL_GRAD(x), numerical_grad(special_in_a_loop, (x,)),
+                               rtol=1e-6, atol=1e-8)
+    assert SPECIAL_GRAD.backend == "numba", SPECIAL_GRAD.fallback_reason
+    for value in (x, x[0, 0]):
+        for fn, got in zip(SPECIAL, _special_compiled(value)):
+            np.testing.assert_allclose(got, fn(value), rtol=1e-12, atol=1e-300)
+    y = 0.5 + x / 100.0
+    np.testing.assert_allclose(numba.njit(lambda v: scipy.special.logit(v))(y),
+                               scipy.special.logit(y), rtol=1e-13)
+
+
+def running_max_by_where(x):
+    """A number a loop carries through ``np.where`` (numpy's 0-d array; a number else)."""
+    a = x[0]
+    i = 1
+    while i < x.shape[0]:
+        a = np.where(x[i] > a, x[i], a)
+        i += 1
+    return a + np.log(np.sum(np.exp(x - a))) + np.where(x[0] > 0.0, x[1], 2.0) * a
+
+
+WHERE_GRAD = ms.grad(running_max_by_where)
+
+
+def test_where_of_numbers_in_a_loop_compiles_under_numba():
+    """Before: 'Cannot unify float64 and array(float64, 0d, C)', the gradient ran as Python."""
+    for x in (np.array([0.3, -1.2, 2.5, 0.7, 2.4]), np.array([-0.5, 1.5, 0.2, -2.0])):
+        np.testing.assert_allclose(WHERE_GRAD(x), numerical_grad(running_max_by_where, (x,)),
+                                   rtol=1e-6, atol=1e-8)
+    assert WHERE_GRAD.backend == "numba", WHERE_GRAD.fallback_reason
+    assert "rt.where(" in WHERE_GRAD.source

@@ -518,6 +518,7 @@ CASES += [   # the adjoint helpers gradient code calls (rules/runtime_vjp.py: in
     C("rt_unreduce", lambda g: np.sum(np.sin(rt.unreduce(g, np.ones((3, 4)), 1, False))),
       [R(3)]),
     C("rt_sum", lambda x: np.sum(np.sin(rt.sum(x, 0, True))), [R(3, 4)]),
+    C("rt_where", lambda x, y: np.sum(np.sin(rt.where(x > 0.1, x * y, y))), [R(3, 4), R(4)]),
     C("rt_copy_value", lambda x: np.sum(np.sin(rt.copy_value(x * 2.0))), [R(3, 4)]),
     C("rt_broadcast_like", lambda t: np.sum(np.sin(rt.broadcast_like(t, np.ones((2, 3, 4))))),
       [R(3, 1)]),

@@ -3,6 +3,7 @@
     PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py --clock cpu        # every eval
     PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py gmm kmeans         # some
     PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py --json out.json    # also save
+    PYTHONPATH=$PWD python benchmarks/gradbench/heldout.py --only while lse   # some spellings
 
 run.py times one spelling per eval (the eval module's).  Users write others: loops where
 ours is vectorised and the reverse, another numpy call for the same contraction, keepdims
@@ -74,8 +75,9 @@ def timed(name, builder, args, reference, forward=None):
     return row
 
 
-def measure(name):
-    """The JAX row, our spelling's row and every held-out spelling's row of one eval."""
+def measure(name, only=()):
+    """The JAX row, our spelling's row and every held-out spelling's row of one eval
+    (only those whose name contains one of ``only``, where given)."""
     module = __import__(name)
     args = module.inputs()
     jax = run_tool(module.tools["jax"], args)
@@ -86,6 +88,8 @@ def measure(name):
                       module.forward))
     forwards = FORWARDS.get(name, {})
     for spelling, builder in SPELLINGS[name].items():
+        if only and not any(part in spelling for part in only):
+            continue
         rows.append(timed(spelling, builder, args, reference, forwards.get(spelling)))
         print(name, rows[-1], file=sys.stderr, flush=True)
     return {"eval": name, "rows": rows}
@@ -123,10 +127,12 @@ def main():
     parser.add_argument("--clock", choices=sorted(run.CLOCKS), default="wall",
                         help="time repeated calls by the wall clock or the process's CPU time")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--only", action="append", default=[],
+                        help="time only the spellings whose name contains this (repeatable)")
     options = parser.parse_args()
     run.clock = run.CLOCKS[options.clock]
     names = [e for e in EVALS if not options.evals or e in options.evals]
-    evals = [measure(name) for name in names]
+    evals = [measure(name, options.only) for name in names]
     report(evals)
     if options.json:
         with open(options.json, "w") as out:

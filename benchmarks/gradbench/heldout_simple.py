@@ -10,13 +10,17 @@ in-place updates, method calls, value_and_grad, s2sgrad.jit.  ``FORWARDS[eval]``
 gives, where a spelling changes the objective's code, that code's numpy forward, so
 the gradient can be compared with its own forward too.
 """
+import functools
+
 import numpy as np
-from scipy.special import multigammaln
+from scipy.special import logsumexp, multigammaln
 
 import s2sgrad
+from s2sgrad import nn, Parameter, Tensor
 import ba
 import gmm
 import kmeans
+import llsq
 
 # --------------------------------------------------------------------------- lse
 
@@ -44,6 +48,30 @@ def lse_loop(x):
 
 def lse_unshifted(x):
     return np.log(np.sum(np.exp(x)))
+
+
+def lse_scipy(x):
+    return logsumexp(x)
+
+
+def lse_softmax_aux(x):
+    a = np.amax(x)
+    e = np.exp(x - a)
+    total = e.sum()
+    return a + np.log(total), e / total
+
+
+def lse_while_where(x):
+    a = x[0]
+    i = 1
+    while i < x.shape[0]:
+        a = np.where(x[i] > a, x[i], a)
+        i += 1
+    return a + np.log(np.sum(np.exp(x - a)))
+
+
+def _first(fn):
+    return lambda *args: fn(*args)[0]
 
 
 def _second(fn):
@@ -88,6 +116,44 @@ def llsq_scalar_loops(x, n):
             p += x[j] * t ** j
         total += (np.sign(t) - p) ** 2
     return 0.5 * total
+
+
+def llsq_norm(x, n):
+    t = np.linspace(-1, 1, n)
+    A = np.power.outer(t, np.arange(len(x)))
+    return np.linalg.norm(np.sign(t) - np.matmul(A, x)) ** 2 / 2
+
+
+def llsq_while(x, n):
+    t = np.linspace(-1.0, 1.0, n)
+    y = np.zeros(n)
+    p = np.ones(n)
+    j = 0
+    while j < x.shape[0]:
+        y = y + x[j] * p
+        p = p * t
+        j += 1
+    r = np.sign(t) - y
+    return 0.5 * r.dot(r)
+
+
+class PolyFit:
+    """The sample points and targets held as constants of an instance."""
+
+    def __init__(self, n):
+        self.t = np.linspace(-1.0, 1.0, n)
+        self.s = np.sign(self.t)
+
+    def loss(self, x):
+        A = self.t[:, np.newaxis] ** np.arange(x.size)
+        r = A @ x - self.s
+        return 0.5 * np.sum(np.square(r))
+
+
+def _llsq_class():
+    fit = PolyFit(llsq.inputs()[1])
+    gradient = s2sgrad.grad(fit.loss)
+    return lambda x, n: gradient(x)
 
 
 # --------------------------------------------------------------------------- gmm
@@ -157,6 +223,57 @@ def gmm_component_loop(alpha, mu, q, l, x, gamma, m):
     return gmm_tail(alpha, q, l, Qdiags, sum_qs, inner, n, d, k, gamma, m)
 
 
+def gmm_log_likelihood(alpha, mu, q, l, x):
+    """The data term: each point's log-sum-exp over the components (scipy's)."""
+    k, d = mu.shape
+    Ls = gmm.lower_factors(l, k, d)
+    xc = x[:, None, :] - mu[None, :, :]
+    Lxc = np.exp(q) * xc + np.matmul(xc[:, :, None, :], np.swapaxes(Ls, 1, 2))[:, :, 0, :]
+    inner = alpha + q.sum(axis=1) - 0.5 * np.linalg.norm(Lxc, axis=2) ** 2
+    return np.sum(logsumexp(inner, axis=1)) - x.shape[0] * logsumexp(alpha)
+
+
+def gmm_log_prior(q, l, gamma, m):
+    """The Wishart prior."""
+    k, d = q.shape
+    wn = d + m + 1
+    C = wn * d * np.log(gamma / np.sqrt(2))
+    out = 0.5 * gamma ** 2 * (np.sum(np.exp(2 * q)) + np.sum(l * l)) - m * np.sum(q)
+    return k * (C - multigammaln(0.5 * wn, d)) - out
+
+
+def gmm_helpers(alpha, mu, q, l, x, gamma, m):
+    n, d = x.shape
+    constant = -n * d * 0.5 * np.log(2 * np.pi)
+    return constant + gmm_log_likelihood(alpha, mu, q, l, x) + gmm_log_prior(q, l, gamma, m)
+
+
+class GMM(nn.Cell):
+    """The mixture as a MindSpore-style Cell: its parameters Parameters, the objective
+    its construct."""
+
+    def __init__(self, alpha, mu, q, l):
+        super().__init__()
+        self.alpha = Parameter(Tensor(alpha), name="alpha")
+        self.mu = Parameter(Tensor(mu), name="mu")
+        self.q = Parameter(Tensor(q), name="q")
+        self.l = Parameter(Tensor(l), name="l")
+
+    def construct(self, x, gamma, m):
+        return gmm.gmm_objective(self.alpha, self.mu, self.q, self.l, x, gamma, m)
+
+
+def _gmm_cell():
+    net = GMM(*gmm.inputs()[:4])
+    gradient = s2sgrad.grad(net, None, net.trainable_params())
+
+    def call(alpha, mu, q, l, x, gamma, m):
+        for p, v in zip((net.alpha, net.mu, net.q, net.l), (alpha, mu, q, l)):
+            p.set_data(Tensor(v))
+        return tuple(np.asarray(g) for g in gradient(x, gamma, m))
+    return call
+
+
 # --------------------------------------------------------------------------- kmeans
 
 
@@ -198,6 +315,32 @@ def _newton_gradient_closure():
         j, h = s2sgrad.jvp(lambda c: gradient(c, points), (centroids,),
                            (np.ones_like(centroids),))
         return j / h
+    return direction
+
+
+def kmeans_argmin(centroids, points):
+    dists = (np.einsum("nd,nd->n", points, points)[:, None]
+             - 2 * np.einsum("nd,kd->nk", points, centroids)
+             + np.einsum("kd,kd->k", centroids, centroids))
+    nearest = np.argmin(dists, axis=1)
+    return np.sum((points - centroids[nearest]) ** 2)
+
+
+def kmeans_where_loop(centroids, points):
+    best = np.sum((points - centroids[0]) ** 2, axis=1)
+    j = 1
+    while j < centroids.shape[0]:
+        d = np.sum((points - centroids[j]) ** 2, axis=1)
+        best = np.where(d < best, d, best)
+        j += 1
+    return best.sum()
+
+
+def _newton_partial_hvp(cost):
+    def direction(centroids, points):
+        f = functools.partial(cost, points=points)
+        return s2sgrad.grad(f)(centroids) / s2sgrad.hvp(f, (centroids,),
+                                                         (np.ones_like(centroids),))[0]
     return direction
 
 
@@ -255,6 +398,29 @@ def _ba_vjp():
     return jacobian
 
 
+def reprojection_one(cam, X, w, feat):
+    """One observation's two errors, as a user writes it for vmap."""
+    rot = cam[:3]
+    theta = np.linalg.norm(rot)
+    axis = rot / theta
+    Xc = X - cam[3:6]
+    Xcam = (Xc * np.cos(theta) + np.cross(axis, Xc) * np.sin(theta)
+            + axis * np.dot(axis, Xc) * (1.0 - np.cos(theta)))
+    proj = Xcam[:2] / Xcam[2]
+    rsq = np.dot(proj, proj)
+    distortion = 1.0 + cam[9] * rsq + cam[10] * rsq ** 2
+    return w * (proj * distortion * cam[6] + cam[7:9] - feat)
+
+
+def _ba_vmap(jac):
+    per_obs = s2sgrad.vmap(jac(reprojection_one, (0, 1, 2)), in_axes=(0, 0, 0, 0))
+
+    def jacobian(cams, X, w, feats):
+        jc, jx, jw = per_obs(cams, X, w, feats)
+        return np.concatenate([jc, jx, jw[:, :, None]], axis=2), -2.0 * w
+    return jacobian
+
+
 SPELLINGS = {
     "lse": {
         "keepdims, axis=-1": lambda: s2sgrad.grad(lse_keepdims),
@@ -262,12 +428,19 @@ SPELLINGS = {
         "loops": lambda: s2sgrad.grad(lse_loop),
         "no max shift": lambda: s2sgrad.grad(lse_unshifted),
         "jit(grad)": lambda: s2sgrad.jit(s2sgrad.grad(lse_methods)),
+        "scipy.special.logsumexp": lambda: s2sgrad.grad(logsumexp),
+        "grad has_aux (softmax aux)": lambda: _first(s2sgrad.grad(lse_softmax_aux,
+                                                                  has_aux=True)),
+        "while loop, np.where max": lambda: s2sgrad.grad(lse_while_where),
     },
     "llsq": {
         "y += x[j] * t**j, np.dot": lambda: s2sgrad.grad(llsq_accumulate, 0),
         "Horner": lambda: s2sgrad.grad(llsq_horner, 0),
         "np.vander": lambda: s2sgrad.grad(llsq_vander, 0),
         "scalar loops": lambda: s2sgrad.grad(llsq_scalar_loops, 0),
+        "np.power.outer, np.linalg.norm": lambda: s2sgrad.grad(llsq_norm, 0),
+        "while loop, r.dot(r)": lambda: s2sgrad.grad(llsq_while, 0),
+        "class holding t, s": _llsq_class,
     },
     "gmm": {
         "einsum kij,nkj, helper lse": lambda: s2sgrad.grad(gmm_einsum_letters, (0, 1, 2, 3)),
@@ -275,6 +448,9 @@ SPELLINGS = {
         "component loop": lambda: s2sgrad.grad(gmm_component_loop, (0, 1, 2, 3)),
         "value_and_grad": lambda: _second(s2sgrad.value_and_grad(gmm.gmm_objective,
                                                                  (0, 1, 2, 3))),
+        "helper per term, scipy logsumexp, np.matmul, norm": lambda: s2sgrad.grad(
+            gmm_helpers, (0, 1, 2, 3)),
+        "nn.Cell with Parameters": _gmm_cell,
     },
     "kmeans": {
         "broadcast distances": lambda: kmeans.newton_direction(kmeans_broadcast),
@@ -282,20 +458,31 @@ SPELLINGS = {
         "hvp": _newton_hvp,
         "jvp(grad(lambda))": _newton_closure,
         "jvp(lambda: gradient(c, points))": _newton_gradient_closure,
+        "argmin assignment, einsum": lambda: kmeans.newton_direction(kmeans_argmin),
+        "while over centroids, np.where": lambda: kmeans.newton_direction(kmeans_where_loop),
+        "partial, grad / hvp": lambda: _newton_partial_hvp(kmeans.kmeans_cost),
     },
     "ba": {
         "by components": lambda: _ba_pair(ba_x_components, ba_y_components),
         "[:, 0].sum()": lambda: _ba_pair(ba_x_column, ba_y_column),
         "vjp, two cotangents": _ba_vjp,
+        "vmap(jacfwd) per observation": lambda: _ba_vmap(s2sgrad.jacfwd),
+        "vmap(jacrev) per observation": lambda: _ba_vmap(s2sgrad.jacrev),
     },
 }
 
 FORWARDS = {
     "lse": {"keepdims, axis=-1": lse_keepdims, "methods, value_and_grad": lse_methods,
-            "loops": lse_loop, "no max shift": lse_unshifted, "jit(grad)": lse_methods},
+            "loops": lse_loop, "no max shift": lse_unshifted, "jit(grad)": lse_methods,
+            "scipy.special.logsumexp": logsumexp, "grad has_aux (softmax aux)": lse_softmax_aux,
+            "while loop, np.where max": lse_while_where},
     "llsq": {"y += x[j] * t**j, np.dot": llsq_accumulate, "Horner": llsq_horner,
-             "np.vander": llsq_vander, "scalar loops": llsq_scalar_loops},
+             "np.vander": llsq_vander, "scalar loops": llsq_scalar_loops,
+             "np.power.outer, np.linalg.norm": llsq_norm, "while loop, r.dot(r)": llsq_while},
     "gmm": {"einsum kij,nkj, helper lse": gmm_einsum_letters, "batched @": gmm_matmul,
-            "component loop": gmm_component_loop},
-    "kmeans": {"broadcast distances": kmeans_broadcast, "np.dot, methods": kmeans_dot},
+            "component loop": gmm_component_loop,
+            "helper per term, scipy logsumexp, np.matmul, norm": gmm_helpers},
+    "kmeans": {"broadcast distances": kmeans_broadcast, "np.dot, methods": kmeans_dot,
+               "argmin assignment, einsum": kmeans_argmin,
+               "while over centroids, np.where": kmeans_where_loop},
 }

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..compiler.analysis.shapes import unit_dimensions
+from ..compiler.front.library_functions import is_package_function, library_as_function
 from ..compiler.front.partials import is_partial, partial_as_function
 from ..errors import GradientTypeError
 from ..runtime import buffers
@@ -24,10 +25,13 @@ def check_function(fn, api):
     """``fn`` must be callable; an int or tuple there is a grad_position passed as the
     function (``@grad(1)``).  Gives what ``api`` transforms: ``fn``, for a ``jit``
     object the function it compiles (``__s2sgrad_transparent__``: every transform of
-    ``jit(f)`` is that of ``f``), for a ``functools.partial`` a function with source
-    doing what it does (``front/partials.py``)."""
+    ``jit(f)`` is that of ``f``), for a ``functools.partial`` or a library function
+    (``np.sum``, ``scipy.special.logsumexp``) a function with source doing what it does
+    (``front/partials.py``, ``front/library_functions.py``)."""
     if is_partial(fn):
         fn = partial_as_function(fn)    # functools.partial(f, ...): a wrapper with source
+    elif is_package_function(fn):
+        fn = library_as_function(fn)    # grad(np.sum): a def calling it, by its rule
     if callable(fn):
         return getattr(fn, "__s2sgrad_transparent__", fn)
     if isinstance(fn, (int, tuple)) and not isinstance(fn, bool):

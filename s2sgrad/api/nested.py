@@ -101,7 +101,7 @@ def gradient_inlined(inner, arg_types, primal=False):
     function carries ``__s2sgrad_result_like__`` (the argument position of each
     gradient: one int for one) and ``__s2sgrad_with_value__`` (its result is ``(value,
     gradients)``)."""
-    plain = (inner.weights is None and not inner.has_aux and
+    plain = (inner.weights is None and (primal or not inner.has_aux) and
              not inner.return_ids and inner.positions and
              not inner.differentiates_a_derivative and
              max(inner.positions) < len(arg_types))
@@ -109,17 +109,19 @@ def gradient_inlined(inner, arg_types, primal=False):
         return None
     fn, bound_self = inner._target()
     return gradient_code_inlined(fn, inner.positions, bound_self, arg_types, primal,
-                                 inner.with_value)
+                                 inner.with_value, inner.has_aux)
 
 
 def gradient_code_inlined(fn, positions, bound_self, arg_types, primal=False,
-                          with_value=False):
+                          with_value=False, has_aux=False):
     """What ``gradient_inlined`` gives for ``grad(fn, positions)`` (``value_and_grad``
     with ``with_value``; ``bound_self``: the instance ``fn`` is bound to), with no
     gradient object: None where its code is built by sizes or (not ``primal``) calls a
-    helper with no reverse rule."""
+    helper with no reverse rule.  ``has_aux`` (``primal`` only: a function compiled by
+    ``s2sgrad.jit`` calling ``grad(f, has_aux=True)``): ``(gradients, aux)`` as the
+    object gives them, ``((value, *aux), gradients)`` for ``value_and_grad``."""
     if primal:          # not differentiated again: the gradient's own (faster) spelling
-        gradient = _fast_module(fn, positions, bound_self, arg_types)
+        gradient = _fast_module(fn, positions, bound_self, arg_types, has_aux)
     else:
         gradient = _module_of(differentiable_gradient(fn, positions, bound_self,
                                                       arg_types, None))
@@ -128,7 +130,8 @@ def gradient_code_inlined(fn, positions, bound_self, arg_types, primal=False,
             not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
                     for name in set(_HELPER.findall(gradient.source)))):
         return None
-    function = _gradient_written(gradient, fn, positions, None, with_value)
+    function = _gradient_written(gradient, fn, positions, None, with_value, has_aux)
+    function.__s2sgrad_has_aux__ = has_aux
     function.__s2sgrad_result_like__ = positions[0] if len(positions) == 1 else positions
     function.__s2sgrad_with_value__ = with_value
     return function
@@ -162,12 +165,12 @@ def _module_of(gradient):
                    d.lowered.arg_leaves, d.lowered.by_shape)
 
 
-def _fast_module(fn, positions, bound_self, arg_types):
+def _fast_module(fn, positions, bound_self, arg_types, has_aux=False):
     """The ``_Module`` of ``fn``'s value and gradient w.r.t. ``positions`` as ``grad``
     builds it (``compiler/pipeline.py``: its tape a list of tuples, no constants table or
     kept arrays), for a function compiled by ``s2sgrad.jit`` to inline: the front end
     reads that spelling, which it cannot differentiate again."""
-    generated = build(fn, positions, (), False, bound_self, arg_types=arg_types)
+    generated = build(fn, positions, (), has_aux, bound_self, arg_types=arg_types)
     function, path, _ = cache.materialise(generated.function_name, generated.source,
                                           generated.function_name)
     remember(path, generated.line_map, generated.adjoint_from)
@@ -176,9 +179,10 @@ def _fast_module(fn, positions, bound_self, arg_types):
                    generated.arg_leaves, generated.by_shape)
 
 
-def _gradient_written(gradient, fn, positions, trees, with_value=False):
+def _gradient_written(gradient, fn, positions, trees, with_value=False, has_aux=False):
     """The function of ``gradient`` (a ``_Module``) that ``gradient_as_function`` gives
-    (``(value, gradients)`` with ``with_value``)."""
+    (``(value, gradients)`` with ``with_value``; ``(gradients, aux)`` with ``has_aux``
+    alone: the module's value is then ``(output, *aux)``)."""
     free = [f"free_{k}" for k in range(len(gradient.free))]
     params = [f"a{i}" for i in range(len(gradient.arg_leaves))]
     leaves = [f"a{i}{path}" for i, tree in enumerate(trees or [None] * len(params))
@@ -194,6 +198,8 @@ def _gradient_written(gradient, fn, positions, trees, with_value=False):
         "(" + ", ".join(per_position) + ")"
     if with_value:
         result = f"value, {result}"
+    elif has_aux:
+        result = f"{result}, value[1:]"
     name = f"{_identifier(fn)}_{'value_and_grad' if with_value else 'grad'}"
     source = _GRADIENT_SOURCE.format(
         name=name, params=", ".join(params), leaves=", ".join(leaves),

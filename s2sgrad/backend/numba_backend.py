@@ -200,7 +200,7 @@ class Compiled:
         import numba
         from . import (numba_batched, numba_checkpoint, numba_forward, numba_split,
                        numba_indexing, numba_linalg, numba_lists, numba_more, numba_rules,
-                       numba_support, numba_surface)
+                       numba_special, numba_support, numba_surface)
         from .numba_compile import generated_code
         # (a function Numba compiled before, its cache index on disk, is not read again)
         missing = None if self.on_disk and cache.has_numba_index(self.path, self.name) \

@@ -15,6 +15,13 @@ def _is_none(t):
     return t is None or isinstance(t, (types.NoneType, types.Omitted))
 
 
+@overload(rt.where)
+def _where(condition, x, y):
+    if all(isinstance(t, (types.Number, types.Boolean)) for t in (condition, x, y)):
+        return lambda condition, x, y: x if condition else y
+    return lambda condition, x, y: np.where(condition, x, y)
+
+
 @overload(rt.trace_adjoint)
 def _trace_adjoint(g, a, offset, axis1, axis2):
     if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(g, (types.Number,))):

@@ -107,8 +107,8 @@ def _resolver():
     from numba.core.registry import cpu_target
 
     from . import (numba_batched, numba_checkpoint, numba_forward, numba_indexing,  # noqa: F401
-                   numba_linalg, numba_lists, numba_more, numba_rules, numba_split,
-                   numba_support, numba_surface)   # (their @overloads: rt's Numba versions)
+                   numba_linalg, numba_lists, numba_more, numba_rules, numba_special,
+                   numba_split, numba_support, numba_surface)   # (their @overloads)
     cpu_target.target_context.refresh()      # loads numpy's implementations (np.sum...)
     context = cpu_target.typing_context
     context.refresh()                        # and the @overload registrations since

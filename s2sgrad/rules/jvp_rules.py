@@ -59,7 +59,7 @@ def _(ans, a, a_min, a_max):
     t[ans] += rt.broadcast_like(t[a_max] * (a > a_max), ans)
 
 
-@jvp_rule(np.where)
+@jvp_rule(np.where, rt.where)
 def _(ans, condition, x, y):
     t[ans] = np.where(condition, t[x], 0.0)
     t[ans] += np.where(condition, 0.0, t[y])

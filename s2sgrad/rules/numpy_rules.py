@@ -117,10 +117,11 @@ def _(ans, a, a_min, a_max):
     d[a_max] = rt.unbroadcast(d[ans] * (a > a_max), a_max)
 
 
-@vjp(np.where)
+@vjp(np.where, rt.where)
 def _(ans, condition, x, y):
-    d[x] = rt.unbroadcast(np.where(condition, d[ans], 0), x)
-    d[y] = rt.unbroadcast(np.where(condition, 0, d[ans]), y)
+    # rt.where: np.where, of numbers a number under Numba (the adjoint of a number)
+    d[x] = rt.unbroadcast(rt.where(condition, d[ans], 0), x)
+    d[y] = rt.unbroadcast(rt.where(condition, 0, d[ans]), y)
 
 
 @vjp(np.copy, np.ascontiguousarray)

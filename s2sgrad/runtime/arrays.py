@@ -19,7 +19,16 @@ __all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint"
            "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoint",
            "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoint",
            "correlate_adjoint", "trapezoid_adjoint", "vecdot_adjoint",
-           "gradient_spacing_adjoints", "matvec_adjoint", "quantile_adjoint", "cross_adjoint"]
+           "gradient_spacing_adjoints", "matvec_adjoint", "quantile_adjoint", "cross_adjoint",
+           "where"]
+
+
+def where(condition, x, y):
+    """``np.where(condition, x, y)`` where the generated code cannot tell that an operand
+    is an array: numpy's here; under Numba (``backend/numba_more.py``) of three numbers
+    the number, not numpy's 0-d array, so a number a loop carries (``a = np.where(x[i] >
+    a, x[i], a)``) keeps one type."""
+    return np.where(condition, x, y)
 
 
 def shaped_like(g, like):

@@ -140,14 +140,17 @@ class ShapeTable:
 
     def sliced(self, dim, part):
         """The length of ``part`` (a constant slice) of a dimension ``dim``: exact for an
-        int; for a symbol, the same Dim for slices of the same length (``[1:-1]``,
-        ``[:-2]`` and ``[2:]`` of one dimension), not known to differ from 1."""
+        int; for a symbol, 1 for a slice of one element whatever the length (``[:1]``,
+        ``[-1:]``), else the same Dim for slices of the same length (``[1:-1]``, ``[:-2]``
+        and ``[2:]`` of one dimension), not known to differ from 1."""
         dim = self.find(dim)
         bounds = (part.start, part.stop, part.step)
         if not all(v is None or type(v) is int for v in bounds):
             return Dim("?", None)
         if not isinstance(dim, Dim):
             return len(range(*part.indices(dim)))
+        if all(len(range(*part.indices(n))) == 1 for n in (1, 2, 3, 7, 1 << 40)):
+            return 1        # x[:1], x[-1:], x[0:1]: one element of any dimension that has one
         start = 0 if part.start is None else part.start
         if part.step not in (None, 1) or dim.varies:
             return Dim("?", None)

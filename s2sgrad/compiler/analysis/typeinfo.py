@@ -32,6 +32,9 @@ FULL_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, n
 
 
 #: primitives whose result has the shape of their first operand (called without options)
+#: comparisons: elementwise, broadcasting (a mask for np.where)
+_COMPARISONS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
+
 SHAPE_OF_FIRST = {np.ones_like, np.zeros_like, np.empty_like, np.full_like}
 
 #: array constructors from a shape (an int or a tuple of ints)
@@ -331,6 +334,12 @@ class TypeInfo:
             return self.shape_of(args[0])
         if prim in MAKERS and len(args) == 1:
             return self.shapes.made(args[0], self.int_vars)
+        if prim is np.arange and len(args) == 1:        # np.arange(n): (n,)
+            return self.shapes.made(args[0], self.int_vars)
+        if prim is np.roll and 2 <= len(args) <= 3:     # its operand's shape, rolled
+            return self.shape_of(args[0])
+        if (prim is np.where and len(args) == 3) or (prim in _COMPARISONS and len(args) == 2):
+            return self.shapes.broadcast([self.shape_of(a) for a in args], certain)
         if prim in (np.array, np.asarray) and len(args) == 1 and isinstance(args[0], Seq):
             return self._stacked_shape(args[0])
         if prim in (np.transpose, prims.attribute("T")) and len(args) == 1:

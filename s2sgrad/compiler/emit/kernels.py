@@ -52,29 +52,32 @@ def _kernel(chain):
     params = chain.params
     base = chain.name[:-len("_fused")] if chain.name.endswith("_fused") else chain.name
     loops = f"{base}_loops"
-    taken = set(params) | {"out", "out_i", "i", "j"}
+    # the output and loop indices named apart from the operands (a user's ``out``, ``i``)
+    taken = set(params)
+    out, out_i, i, j = (_fresh(name, taken) for name in ("out", "out_i", "i", "j"))
     local = {}
     for p in params:
         local[p] = tuple(_fresh(f"{p}_{suffix}", taken) for suffix in ("r", "c", "i"))
     numpy = to_source(chain.expression)
-    inner = to_source(_indexed(copy.deepcopy(chain.expression), local))
+    inner = to_source(_indexed(copy.deepcopy(chain.expression),
+                               {p: f"{row}[{j} * {c}]" for p, (_, c, row) in local.items()}))
     where = "" if chain.where is None else \
         f" ({os.path.basename(chain.where.filename)}:{chain.where.lineno})"
     lines = wrap(f"# {'; '.join(chain.what)}{where}: {count(chain.expression)} operations "
                  f"in one pass over the elements")
-    lines += wrap(f"def {loops}(out, {', '.join(params)}):")
-    lines += wrap(f"{INDENT}# out[i, j] = {numpy} at (i, j); an operand of one row (column) "
-                  f"is read at row (column) 0")
+    lines += wrap(f"def {loops}({out}, {', '.join(params)}):")
+    lines += wrap(f"{INDENT}# {out}[{i}, {j}] = {numpy} at ({i}, {j}); an operand of one row "
+                  f"(column) is read at row (column) 0")
     for p in params:
         r, c, _ = local[p]
         lines.append(f"{INDENT}{r}, {c} = {p}.shape[0] > 1, {p}.shape[1] > 1")
-    lines.append(f"{INDENT}for i in range(out.shape[0]):")
+    lines.append(f"{INDENT}for {i} in range({out}.shape[0]):")
     for p in params:
         r, _, row = local[p]
-        lines.append(f"{INDENT * 2}{row} = {p}[i * {r}]")
-    lines += [f"{INDENT * 2}out_i = out[i]",
-              f"{INDENT * 2}for j in range(out.shape[1]):"]
-    lines += wrap(f"{INDENT * 3}out_i[j] = {inner}")
+        lines.append(f"{INDENT * 2}{row} = {p}[{i} * {r}]")
+    lines += [f"{INDENT * 2}{out_i} = {out}[{i}]",
+              f"{INDENT * 2}for {j} in range({out}.shape[1]):"]
+    lines += wrap(f"{INDENT * 3}{out_i}[{j}] = {inner}")
     lines += ["", ""]
     lines += wrap(f"{chain.name} = rt.Fused({loops}, lambda {', '.join(params)}: {numpy}, "
                   f"{count(chain.expression)})")
@@ -157,8 +160,8 @@ def _into(node, out):
 
 
 def _indexed(node, local):
-    """``node`` with each parameter ``a`` read as ``a_i[j * a_c]`` (``local``: per
-    parameter its names ``(a_r, a_c, a_i)``, or the element's source)."""
+    """``node`` with each parameter read as its element (``local``: per parameter the
+    element's source, ``a_i[j * a_c]``)."""
     for parent in gast.walk(node):
         for field, value in gast.iter_fields(parent):
             if isinstance(value, gast.Name) and value.id in local:
@@ -172,10 +175,7 @@ def _indexed(node, local):
 
 
 def _element(name, local):
-    if isinstance(local[name], str):
-        return gast.parse(local[name], mode="eval").body
-    _, c, row = local[name]
-    return gast.parse(f"{row}[j * {c}]", mode="eval").body
+    return gast.parse(local[name], mode="eval").body
 
 
 def _fresh(name, taken):

@@ -42,6 +42,9 @@ def inlined_derivative(calls, frame, node, obj, args, kwargs):
     if getattr(function, "__s2sgrad_with_value__", False):     # (value, gradients)
         grads = result.items[1] if isinstance(result, Seq) and len(result.items) == 2 \
             else None
+    elif getattr(function, "__s2sgrad_has_aux__", False):      # (gradients, aux)
+        grads = result.items[0] if isinstance(result, Seq) and len(result.items) == 2 \
+            else None
     items = grads.items if isinstance(grads, Seq) and not isinstance(like, int) else [grads]
     for item, p in zip(items, [like] if isinstance(like, int) else like):
         _like_argument(calls.types, item, args[p])

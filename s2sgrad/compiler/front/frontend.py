@@ -269,9 +269,17 @@ def is_user_code(fn):
     module = getattr(fn, "__module__", "") or ""
     if module.startswith("s2sgrad"):
         return True
-    path = os.path.abspath(getattr(fn.__code__, "co_filename", ""))
+    return not _installed(getattr(fn.__code__, "co_filename", ""))
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed(filename):
+    """True for a file of the standard library or of installed packages (by its path; a
+    path is looked up once: ``sysconfig.get_paths()`` takes tens of microseconds, and a
+    driver making ``grad(f)`` per step asks for every one)."""
+    path = os.path.abspath(filename)
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         root = sysconfig.get_paths().get(key)
         if root and path.startswith(os.path.abspath(root) + os.sep):
-            return False
-    return True
+            return True
+    return False

@@ -17,6 +17,7 @@ from ...ops import stop_gradient
 from ...rules import lookup
 from ...rules.jvp_registry import registered as jvp_registered
 from ..ir import Const, DictAtom, Seq, Var
+from ..syntax.nodes import call as call_node
 from ..syntax.source import source_segment, unsupported
 from . import literals
 from .custom import lower_custom_call
@@ -147,7 +148,8 @@ class CallLowering:
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)
             args, kwargs = self.scalar_lists_as_arrays(frame, node, obj, rule, args, kwargs)
-            expr = forward_expression(obj, args, kwargs, self.atoms.atom_node) or \
+            expr = self.numbers_where(obj, args, kwargs) or \
+                forward_expression(obj, args, kwargs, self.atoms.atom_node) or \
                 self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
             out = self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
             if obj is rt.zeros_list and isinstance(out, Var):
@@ -170,6 +172,16 @@ class CallLowering:
             return self.inline(frame, node, construct, args, kwargs, obj)
         expr = self.atoms.call_expr(literals.reference_node(obj, self.atoms), args, kwargs)
         return self.emitter.emit(frame, node, obj, args, kwargs, expr, hint)
+
+    def numbers_where(self, obj, args, kwargs):
+        """``np.where(c, x, y)`` with no operand known to be an array as ``rt.where(c, x,
+        y)``: numpy's np.where, but of three numbers a number under Numba, not a 0-d
+        array (a loop-carried ``a = np.where(x[i] > a, x[i], a)`` kept two types and the
+        gradient ran as Python); None for any other call."""
+        if obj is not np.where or kwargs or len(args) != 3 or \
+                any(self.types.ndim_of(a) not in (0, None) for a in args):
+            return None
+        return call_node("rt", "where", [self.atoms.atom_node(a) for a in args])
 
     def folded_call(self, frame, node, obj, args, kwargs):
         """A builtin's call known while building (a foldable function of constants,

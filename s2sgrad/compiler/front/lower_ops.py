@@ -82,6 +82,13 @@ class Emitter:
             dims = self.types.shapes.tuples.get(args[0].name)
             if dims is not None and -len(dims) <= args[1].value < len(dims):
                 self.types.shapes.ints[name] = dims[args[1].value]
+        if prim is len and len(args) == 1 and isinstance(args[0], Var) and not kwargs and \
+                args[0].name not in self.types.lists:
+            dims = self.types.shape_of(args[0])    # len(x) of an array: x.shape[0]
+            if dims:
+                self.types.int_vars.add(name)
+                self.types.ndims[name] = 0
+                self.types.shapes.ints[name] = dims[0]
         if prim == prims.SHAPE and isinstance(args[0], Var) and not kwargs:
             if self.types.shape_of(args[0]) is not None:
                 self.types.shapes.tuples[name] = self.types.shape_of(args[0])

@@ -160,8 +160,8 @@ def _fresh(name, taken):
     return name
 
 
-def _factory(source, number):
-    filename = f"<s2sgrad: functools.partial as a function #{number}>"
+def _factory(source, number, what="functools.partial as a function"):
+    filename = f"<s2sgrad: {what} #{number}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {}
     exec(compile(source, filename, "exec"), namespace)     # noqa: S102 (our own source)
