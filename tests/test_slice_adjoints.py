@@ -84,3 +84,31 @@ def test_shared_adjoint_is_copied_before_a_slice_write(monkeypatch):
     lines = [line.strip() for line in source.splitlines()]
     write = next(i for i, line in enumerate(lines) if line.startswith("rt.add_into(dy["))
     assert any(line.startswith("dy = np.copy(dy)") for line in lines[:write]), source
+
+
+
+def halved_and_first(x):
+    head = x[:1]
+    return np.sum(x * 0.5) + np.sum(head * head)
+
+
+def quartered_and_last(x):
+    tail = x[-1:]
+    return np.sum(np.sin(tail)) + np.sum(x / 4.0)
+
+
+def doubled_and_steps(x, w):
+    evens = x[::2]
+    middle = x[1:3]
+    return np.sum(evens ** 2) + np.sum(2.0 * x) * w + np.sum(middle * w)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (halved_and_first, (np.linspace(0.3, 1.7, 5),)),
+    (quartered_and_last, (np.linspace(0.3, 1.7, 5),)),
+    (doubled_and_steps, (np.linspace(0.3, 1.7, 5), 0.7))])
+def test_a_scaled_spread_adjoint_is_written_into_by_a_slice(fn, args):
+    # the whole read's adjoint, rt.unreduce(g, t, ...) * 0.5, was spelled
+    # rt.unreduce(g * 0.5, t, ...): a read-only broadcast that the slice read's
+    # rt.add_into(dx[:1], ...) then wrote into ("output array is read-only")
+    check_grad(fn, args, grad_position=tuple(range(len(args))))

@@ -10,7 +10,7 @@ from s2sgrad import runtime as rt
 def function_jacfwd(x, y, w, b):
     n_w = rt.tangent_size(w)
     n_b = rt.tangent_size(b)
-    step = rt.sweep_width(n_w + n_b, w, b)
+    step = rt.sweep_width(n_w + n_b, w, b, x, y)
     blocks = []
     # directions start .. start + width - 1 of w, b in each sweep
     for start in range(0, n_w + n_b, step):

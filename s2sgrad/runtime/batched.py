@@ -219,10 +219,10 @@ def reverse_cumsum_batch(t, axis):
     one direction's values (shifted past the directions; ``None``: each direction's
     values flattened)."""
     if axis is None:
-        t, axis = np.reshape(t, (len(t), -1)), 1
-    elif axis >= 0:
-        axis += 1
-    return np.flip(np.cumsum(np.flip(t, axis), axis=axis), axis)
+        t, along = np.reshape(t, (len(t), -1)), 1
+    else:
+        along = axis + 1 if axis >= 0 else axis
+    return np.flip(np.cumsum(np.flip(t, along), axis=along), along)
 
 
 def spread_sum_batch(t, items):

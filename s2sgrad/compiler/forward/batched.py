@@ -79,7 +79,7 @@ from .transform import Tangents, is_broadcast_like, sum_terms
 
 #: registered elementwise templates (derived rules of ufuncs are elementwise by their
 #: primitive: ``is_elementwise``)
-_ELEMENTWISE_TEMPLATES = (np.clip, np.where)
+_ELEMENTWISE_TEMPLATES = (np.clip, np.where, rt.where)
 #: elementwise operations without a derivative, whose results' ranks later rules read
 _LOGIC = (operator.gt, operator.ge, operator.lt, operator.le, operator.eq, operator.ne,
           operator.and_, operator.or_, operator.xor, operator.invert)
@@ -196,6 +196,7 @@ class BatchedTangents(Tangents):
         target, first = op.targets[0], op.args[0] if op.args else None
         if len(op.targets) == 1:
             self.learn_length(op, target, first)
+            _learn_index(self, op, target, first)
         if target in self.ndims or len(op.targets) != 1:
             return
         if op.primitive in (rt.copy_value, np.copy, rt.reserve) and len(op.args) >= 1 and \
@@ -249,13 +250,9 @@ class BatchedTangents(Tangents):
             if len(ranks) == 1 and None not in ranks and isinstance(op.expr, gast.Subscript) \
                     and self.scalar_index(op.expr.slice):
                 self.ndims[target] = next(iter(ranks))
-        elif op.primitive == np.arange and _index_array(self, op, target):
-            pass                                   # np.arange(n): an index (vmap's rows)
         elif op.primitive == prims.GETITEM and isinstance(op.expr, gast.Subscript) and \
                 isinstance(first, Var) and first.name not in self.active:
             base = self.known_rank(first)          # a constant's item (``points[picks]``)
-            if first.name in self.int_arrays:      # np.arange(n)[:, None]: still an index
-                self.int_arrays.add(target)
             try:
                 rank = None if base is None else self.index_rank(base, op.expr.slice, None,
                                                                  True)
@@ -1222,6 +1219,17 @@ class _BatchBroadcast(gast.NodeTransformer):
 # (batch/indexing.py: a mapped index is vectorised as x[np.arange(n)[:, None], idx], an
 # index of integer arrays next to each other; their tangent x_dot[:, rows, idx] keeps the
 # directions first)
+
+def _learn_index(sweep, op, target, first):
+    """``np.arange(n)`` of numbers, and an item of one (``np.arange(n)[:, None]``), known
+    as integer index arrays (``_index_array``), whether or not their rank was known
+    already (a traced run's, a constant's)."""
+    if op.primitive == np.arange:
+        _index_array(sweep, op, target)             # np.arange(n): an index (vmap's rows)
+    elif op.primitive == prims.GETITEM and isinstance(first, Var) and \
+            first.name in sweep.int_arrays and first.name not in sweep.active:
+        sweep.int_arrays.add(target)
+
 
 def _index_array(sweep, op, target):
     """Learn ``np.arange(...)`` of numbers as a rank-1 integer array (an index); False

@@ -20,7 +20,7 @@ import inspect
 import numpy as np
 
 from .frontend import is_user_code
-from .partials import _factory, _fresh
+from .partials import wrapper_factory, fresh_name
 
 #: library function -> its wrapper
 _WRAPPERS = {}
@@ -47,14 +47,14 @@ def library_as_function(fn):
     if not names:
         return fn
     taken = set(names)
-    func_name = _fresh(getattr(fn, "__name__", "func"), taken)
+    func_name = fresh_name(getattr(fn, "__name__", "func"), taken)
     taken.add(func_name)
-    name = _fresh(func_name + "_of", taken)
+    name = fresh_name(func_name + "_of", taken)
     source = (f"def make({func_name}):\n"
               f"    def {name}({', '.join(names)}):\n"
               f"        return {func_name}({', '.join(names)})\n"
               f"    return {name}\n")
-    wrapper = _factory(source, f"{getattr(fn, '__module__', '')}.{func_name}",
+    wrapper = wrapper_factory(source, f"{getattr(fn, '__module__', '')}.{func_name}",
                        "a library function as a function")(fn)
     wrapper.__qualname__ = wrapper.__name__
     wrapper.__module__ = __name__

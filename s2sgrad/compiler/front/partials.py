@@ -31,7 +31,7 @@ import numpy as np
 
 from .frontend import is_user_code
 
-#: the form of a wrapper (its source text) -> its factory (``_factory``)
+#: the form of a wrapper (its source text) -> its factory (``wrapper_factory``)
 _FACTORIES = {}
 
 _KEPT = "__s2sgrad_function__"
@@ -57,7 +57,7 @@ def partial_as_function(partial, closed=False):
     source, values = _wrapper_source(partial, signature, wrapped, closed)
     factory = _FACTORIES.get(source)
     if factory is None:
-        factory = _FACTORIES[source] = _factory(source, len(_FACTORIES))
+        factory = _FACTORIES[source] = wrapper_factory(source, len(_FACTORIES))
     function = factory(*values)
     function.__qualname__ = function.__name__
     function.__module__ = __name__       # made here (a library function's would not be read)
@@ -98,7 +98,7 @@ def _wrapper_source(partial, signature, wrapped, closed=False):
     """(the factory's source for ``partial``'s form, the values its parameters take: the
     function, the bound positional values, the keyword-bound values, the defaults)."""
     taken = set(signature.parameters)
-    func_name = _fresh(getattr(partial.func, "__name__", "func"), taken)
+    func_name = fresh_name(getattr(partial.func, "__name__", "func"), taken)
     taken.add(func_name)
     free = list(wrapped.parameters.values())
     bound = []
@@ -106,7 +106,7 @@ def _wrapper_source(partial, signature, wrapped, closed=False):
         param = free[index] if index < len(free) and free[index].kind in (
             inspect.Parameter.POSITIONAL_ONLY,
             inspect.Parameter.POSITIONAL_OR_KEYWORD) else None
-        name = _fresh((param.name if param is not None else "arg") + "_bound", taken)
+        name = fresh_name((param.name if param is not None else "arg") + "_bound", taken)
         taken.add(name)
         bound.append(name)
     params, call = [], list(bound)
@@ -145,7 +145,7 @@ def _wrapper_source(partial, signature, wrapped, closed=False):
              *[f"{p.name}_default" for p in defaults]]
     values = [partial.func, *partial.args, *[p.default for p in keywords],
               *[p.default for p in defaults]]
-    name = _fresh(func_name + "_partial", taken)
+    name = fresh_name(func_name + "_partial", taken)
     source = (f"def make({', '.join(outer)}):\n"
               f"    def {name}({', '.join(params)}):\n"
               f"        return {func_name}({', '.join(call)})\n"
@@ -153,14 +153,18 @@ def _wrapper_source(partial, signature, wrapped, closed=False):
     return source, values
 
 
-def _fresh(name, taken):
+def fresh_name(name, taken):
+    """``name`` (or ``func`` where it is no identifier) with ``_`` added until it is not in
+    ``taken``."""
     name = name if name.isidentifier() and not keyword.iskeyword(name) else "func"
     while name in taken:
         name += "_"
     return name
 
 
-def _factory(source, number, what="functools.partial as a function"):
+def wrapper_factory(source, number, what="functools.partial as a function"):
+    """The ``make`` function of the wrapper module ``source``, compiled under a file name
+    of its own (``number``, ``what``) whose lines ``inspect`` can read."""
     filename = f"<s2sgrad: {what} #{number}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {}

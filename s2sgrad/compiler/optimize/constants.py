@@ -67,7 +67,7 @@ def hoisted_constants(forward, backward, roots, params, keep, is_array, fresh):
             static.update(names)
             for name in names:
                 defined[name] = item
-    barred = _written(forward + backward) | set(keep)
+    barred = written_in_place(forward + backward) | set(keep)
     # what a written or kept array is computed from may be a view of it: barred too, but
     # not a number (a size: ``d`` of ``np.zeros((k, d, d))``), which shares no memory
     barred = _sources(barred, defined, lambda n: is_array(n) is not False)
@@ -177,7 +177,7 @@ def _shape_of(param):
     return gast.Attribute(value=name_node(param), attr="shape", ctx=gast.Load())
 
 
-def _written(items):
+def written_in_place(items):
     """The names some statement writes into in place (``a[i] = v``, ``a += v``,
     ``rt.add_into(a, ...)``, ``out=a``) or hands to a call that may."""
     written = set()

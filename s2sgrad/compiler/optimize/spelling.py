@@ -51,10 +51,20 @@ class Broadcasting(gast.NodeTransformer):
     would, without the call.  ``y`` is ``x`` itself, a variable of the same shape
     (``same_shape``) or ``rt.extremum_mask(x, ...)``.  A number multiplies the adjoint
     before it is spread: ``rt.unreduce(g, x, 2, False) * 2`` -> ``rt.unreduce(g * 2, x,
-    2, False)``."""
+    2, False)``.  The value assigned to a name in ``written`` (one the code writes into in
+    place: ``rt.add_into(dx[-1:], g)``) keeps its arithmetic at the top: it must be a fresh
+    array, and ``rt.unreduce`` gives a read-only broadcast ("output array is read-only")."""
 
-    def __init__(self, same_shape):
+    def __init__(self, same_shape, written=frozenset()):
         self.same_shape = same_shape
+        self.written = written
+
+    def visit_Assign(self, node):
+        if isinstance(node.value, gast.BinOp) and any(
+                isinstance(t, gast.Name) and t.id in self.written for t in node.targets):
+            self.generic_visit(node.value)      # inside the arithmetic only
+            return node
+        return self.generic_visit(node)
 
     def visit_BinOp(self, node):
         self.generic_visit(node)

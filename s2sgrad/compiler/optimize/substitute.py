@@ -41,6 +41,7 @@ import gast
 
 from ..syntax.nodes import Comment, name_uses, substituted
 from ..syntax.source import INDENT, LINE_LIMIT, to_source
+from .constants import written_in_place
 from .spelling import Broadcasting, without_negations
 
 #: modules generated code calls pure functions of (numpy, math, the runtime helpers)
@@ -80,8 +81,9 @@ def inline_temporaries(forward, backward, invented, keep=frozenset(), modules=()
     once = {name for name in invented
             if stores.get(name) == 1 and loads.get(name) == 1 and name not in keep}
     same_shape = same_shape or (lambda a, b: a == b)
-    return (substitute(forward, StraightLine(once, same_shape, False), modules),
-            substitute(backward, StraightLine(once, same_shape, True), modules))
+    written = written_in_place(forward + backward)
+    return (substitute(forward, StraightLine(once, same_shape, False, written), modules),
+            substitute(backward, StraightLine(once, same_shape, True, written), modules))
 
 
 def fused_forward(statements, reads, arrays, modules=()):
@@ -232,12 +234,13 @@ def _nested_scope_reads(item, name):
 class StraightLine:
     """``inline_temporaries``' policy: the names in ``once``, in straight-line code and
     ``if`` blocks; ``across_lines``: whether a definition may move into a later line's
-    block (the adjoint sweep); ``same_shape`` as ``spelling.Broadcasting`` takes it."""
+    block (the adjoint sweep); ``same_shape`` and ``written`` as ``spelling.Broadcasting``
+    takes them."""
     enters, in_loops = (gast.If,), False
 
-    def __init__(self, once, same_shape, across_lines):
+    def __init__(self, once, same_shape, across_lines, written=frozenset()):
         self.once, self.across_lines = once, across_lines
-        self.broadcasting = Broadcasting(same_shape)
+        self.broadcasting = Broadcasting(same_shape, written)
 
     def prepared(self, items):
         return [self.broadcasting.visit(item) if isinstance(item, _SIMPLE) else item
