@@ -43,7 +43,12 @@ import re
 
 import gast
 
-RESERVED = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"np", "math", "rt", "d"}
+#: never a generated name, and a user's own name equal to one is versioned (``rt`` ->
+#: ``rt_1``): builtins, keywords, the modules generated code imports, and the module
+#: global a fused loop's guard reads (``SKIP_ELSE``: a user's local of that name read
+#: there raised the guard's exception)
+RESERVED = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"np", "math", "rt", "d",
+                                                                   "SKIP_ELSE"}
 
 #: the longest name a temporary gets from what it holds (a longer one is ``t<n>``)
 DESCRIPTION_LIMIT = 16
