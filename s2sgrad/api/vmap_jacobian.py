@@ -13,8 +13,9 @@ repeated along a new first axis (a view), each example differentiating its own r
 ``columns(jvp, args, position, axis)``: those sweeps of any such batched function (a
 gradient's too: ``vmap_rows``).  ``batched_jacobian(make_vmap, derivative, args, axes,
 out_axes)`` gives ``(function, None)`` or ``(None, why not)``: ``jacfwd`` of one
-position without ``has_aux``, a plain Python function of arrays (the differentiated one
-of floats) returning one array, not under ``S2SGRAD_BACKEND=numba``.
+position or a tuple of them (a tuple of Jacobians, one batched sweep each) without
+``has_aux``, of a plain Python function of arrays (the differentiated ones of floats)
+returning one array, not under ``S2SGRAD_BACKEND=numba``.
 """
 import inspect
 
@@ -30,22 +31,25 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     """(function, None) or (None, why not): see the module doc."""
     forward = getattr(derivative, "forward", None)
     position = getattr(forward, "grad_position", None)
+    single = isinstance(position, int)
+    positions = (position,) if single else position
     if getattr(derivative, "derivative_mode", None) != "jacfwd" or forward.has_aux or \
-            not isinstance(position, int) or isinstance(position, bool) or \
-            not 0 <= position < len(args):
-        return None, "it is not a jacfwd object of one position without has_aux"
+            not isinstance(positions, tuple) or not positions or any(
+                not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < len(args)
+                for p in positions):
+        return None, "it is not a jacfwd object of positions given without has_aux"
     if not inspect.isfunction(forward.fn):
         return None, "it differentiates a method or another callable"
     if backend_mode() == "numba":
         return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
-    why = unplain_arguments(args, [position])
+    why = unplain_arguments(args, list(positions))
     if why:
         return None, why
     out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
         else out_axes
     if not isinstance(out_axis, int) or isinstance(out_axis, bool):
         return None, "its out_axes are not one int"
-    copied = [position] if axes[position] is None else []
+    copied = [p for p in positions if axes[p] is None]
     axes = [0 if i in copied else a for i, a in enumerate(axes)]
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
     args = tiled(args, copied, args[mapped].shape[axes[mapped]])
@@ -59,15 +63,17 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     if inner.output_structure() is not None:
         return None, f"{inner.name} returns a tuple"
     batched = inner.batched_function()
-    axis = axes[position]
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
-        jac = columns(lambda args, tangents: derivative.jvp_of_tangents(
-            batched, args, [tangents], (position,)), call_args, position, axis)
-        if jac is None:                      # no batched rule: the loop
-            return None
-        return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
+        jacs = []
+        for p in positions:                  # (each position's columns: jacfwd's tuple)
+            jac = columns(lambda args, tangents, p=p: derivative.jvp_of_tangents(
+                batched, args, [tangents], (p,)), call_args, p, axes[p])
+            if jac is None:                  # no batched rule: the loop
+                return None
+            jacs.append(jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis))
+        return jacs[0] if single else tuple(jacs)
     per_example.source = generated.source
     per_example.holds = still_read(forward.fn, generated.reads)   # (vmap.py)
     return per_example, None
