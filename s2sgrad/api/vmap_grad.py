@@ -69,16 +69,10 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     if len(outs) != len(positions) or \
             any(not isinstance(o, int) or isinstance(o, bool) for o in outs):
         return None, "its out_axes are not one int per gradient"
-    parsed = parsed_function(derivative.fn)
-    if parsed is None or has_loops(parsed[0]):     # (no vectorised form: not built)
-        return None, "its function has loops, or no source of its own"
-    inner = make_vmap(derivative.fn, tuple(axes), 0)
-    generated = inner.show_for(args, {})
-    if generated.form != "vectorised":
-        return None, f"{inner.name} is not vectorised: {generated.not_vectorised}"
-    if inner.output_structure() is not None:
-        return None, f"{inner.name} returns a tuple"
-    batched = inner.batched_function()
+    found, why = vectorised_form(make_vmap, derivative.fn, axes, args)
+    if found is None:
+        return None, why
+    inner, generated, batched = found
     params = ", ".join(f"a{i}" for i in range(len(args)))
     source = _SUM_SOURCE.format(name=inner.name, params=params)
     summed = cache.materialise(f"{inner.name}_examples_sum", source, "make")[0](batched)
@@ -101,6 +95,22 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     per_example.source = inner.source + "\n\n" + source
     per_example.holds = still_read(derivative.fn, generated.reads)   # (vmap.py)
     return per_example, None
+
+
+def vectorised_form(make_vmap, fn, axes, args):
+    """((the vmap of ``fn`` over ``axes``, its GeneratedVmap, its loaded batched function),
+    None) for arguments like ``args`` where ``fn`` has a vectorised form returning one
+    array, else (None, why not): what the batched gradient, Jacobian and rows forms run."""
+    parsed = parsed_function(fn)
+    if parsed is None or has_loops(parsed[0]):     # (no vectorised form: not built)
+        return None, "its function has loops, or no source of its own"
+    inner = make_vmap(fn, tuple(axes), 0)
+    generated = inner.show_for(args, {})
+    if generated.form != "vectorised":
+        return None, f"{inner.name} is not vectorised: {generated.not_vectorised}"
+    if inner.output_structure() is not None:
+        return None, f"{inner.name} returns a tuple"
+    return (inner, generated, inner.batched_function()), None
 
 
 def unplain_arguments(args, positions):

@@ -22,9 +22,9 @@ import inspect
 import numpy as np
 
 from ..backend.numba_backend import backend_mode
-from ..compiler.pipeline_vmap import has_loops, parsed_function, still_read
+from ..compiler.pipeline_vmap import still_read
 from ..runtime.batched import sweep_width
-from .vmap_grad import tiled, unplain_arguments
+from .vmap_grad import tiled, unplain_arguments, vectorised_form
 
 
 def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
@@ -53,16 +53,10 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     axes = [0 if i in copied else a for i, a in enumerate(axes)]
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
     args = tiled(args, copied, args[mapped].shape[axes[mapped]])
-    parsed = parsed_function(forward.fn)
-    if parsed is None or has_loops(parsed[0]):     # (no vectorised form: not built)
-        return None, "its function has loops, or no source of its own"
-    inner = make_vmap(forward.fn, tuple(axes), 0)
-    generated = inner.show_for(args, {})
-    if generated.form != "vectorised":
-        return None, f"{inner.name} is not vectorised: {generated.not_vectorised}"
-    if inner.output_structure() is not None:
-        return None, f"{inner.name} returns a tuple"
-    batched = inner.batched_function()
+    found, why = vectorised_form(make_vmap, forward.fn, axes, args)
+    if found is None:
+        return None, why
+    inner, generated, batched = found
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
