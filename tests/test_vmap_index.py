@@ -184,15 +184,19 @@ def test_per_example_jacrev_and_hessian_are_batched(transform, fn, position, in_
 
 
 def reprojected(cam, x, w):
-    moved = x - cam[:3]
+    # (GradBench ba's per-observation spelling: a vector's norm, a cross product)
+    axis = cam[:3] / np.linalg.norm(cam[:3])
+    moved = x - cam[3:6] + np.cross(axis, x) * 0.1
     proj = moved[:2] / moved[2]
-    return w * (proj * (1.0 + cam[3] * np.sum(proj * proj)) + cam[4:6])
+    return w * (proj * (1.0 + cam[6] * np.sum(proj * proj)) + cam[7:9])
 
 
 def test_per_example_jacobians_of_several_positions_are_one_sweep_each():
     # vmap(jacfwd(f, (0, 1, 2))): a tuple of Jacobians per example (was the Python loop
-    # of jacfwd calls: GradBench ba's held-out per-observation spelling, 36 s a call)
-    cams = RNG.standard_normal((6, 6)) * 0.1 + np.array([0.0, 0.0, -5.0, 0.1, 0.0, 0.0])
+    # of jacfwd calls: GradBench ba's held-out per-observation spelling, 36 s a call;
+    # np.linalg.norm of a vector and np.cross were not vectorised nor batched either)
+    cams = RNG.standard_normal((6, 9)) * 0.1 + np.array([0.3, 0.2, 0.1, 0.0, 0.0, -5.0,
+                                                          0.1, 0.0, 0.0])
     xs, ws = RNG.standard_normal((6, 3)), RNG.uniform(0.5, 1.5, 6)
     v = ms.vmap(ms.jacfwd(reprojected, (0, 1, 2)))
     for n in (6, 4):                                    # another batch size

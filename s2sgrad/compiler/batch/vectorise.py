@@ -159,6 +159,14 @@ def _call(node, env, namespace):
         args = args[:1]
     if fn in REDUCTIONS and len(args) == 1:
         return _reduce(REDUCTIONS[fn], args[0], keywords)
+    if fn is np.linalg.norm and len(args) == 1 and not keywords and args[0][2] == 1:
+        text, batched, _ = args[0]                 # a vector's norm: over its own axis
+        if not batched:
+            return f"np.linalg.norm({bare(text)})", False, 0
+        # (numpy's own sum for an axis; spelled with the operations forward mode batches)
+        return f"np.sqrt(np.sum({text} ** 2, axis=-1))", True, 0
+    if fn is np.cross and len(args) == 2 and not keywords and all(a[2] == 1 for a in args):
+        return _elementwise("np.cross({}, {})", args)     # vectors: along the last axis
     if fn is len and len(args) == 1 and not keywords:
         return indexing.length(node.args[0], lambda n: _expr(n, env, namespace))
     if fn is np.arange and not keywords and not any(a[1] or a[2] for a in args):

@@ -273,6 +273,9 @@ class BatchedTangents(Tangents):
             self.ndims[target] = self.known_rank(first)
         elif op.primitive in (np.eye, np.identity):
             self.ndims[target] = 2
+        elif op.primitive in (np.cross, np.linalg.cross) and not op.kwargs and \
+                None not in [self.known_rank(a) for a in op.args]:
+            self.ndims[target] = max(self.known_rank(a) for a in op.args)   # vectors
         elif op.primitive in (np.moveaxis, np.transpose, np.swapaxes) and \
                 self.known_rank(first) is not None:        # the axes moved: the rank kept
             self.ndims[target] = self.known_rank(first)
@@ -643,6 +646,9 @@ class BatchedTangents(Tangents):
         """``a @ b``'s batched tangent (module doc), or refused."""
         if op.primitive is np.einsum:
             return _einsum(self, op)
+        if op.primitive in (np.cross, np.linalg.cross) and len(op.args) == 2 and \
+                not op.kwargs:
+            return _cross(self, op)
         if op.primitive not in _MATMUL or len(op.args) != 2 or op.kwargs:
             self.refuse(f"{_name(op)} has no batched rule", op.origin)
         a, b = op.args
@@ -665,6 +671,27 @@ class BatchedTangents(Tangents):
                 self.refuse("a stack of matrices times a vector", op.origin)
         self.ndims.setdefault(op.targets[0], max(ra, rb) - (ra == 1) - (rb == 1))
         return sum_terms(terms) if terms else None
+
+
+def _cross(sweep, op):
+    """``np.cross(a, b)``'s batched tangent (vectors along the last axis, the other axes
+    broadcast): ``np.cross(a_dot, b) + np.cross(a, b_dot)``, a tangent of the lower rank
+    given unit axes after its directions."""
+    a, b = op.args
+    ra, rb = sweep.rank(a), sweep.rank(b)
+    if min(ra, rb) < 1:
+        sweep.refuse(f"{_name(op)} of a number", op.origin)
+    rank = max(ra, rb)
+
+    def tangent(x, r):
+        return sweep.of[x.name] + (f"[:{', None' * (rank - r)}]" if rank > r else "")
+    terms = []
+    if sweep.is_active(a):
+        terms.append(_parse(f"np.cross({tangent(a, ra)}, {atom_text(b)})"))
+    if sweep.is_active(b):
+        terms.append(_parse(f"np.cross({atom_text(a)}, {tangent(b, rb)})"))
+    sweep.ndims.setdefault(op.targets[0], rank)
+    return sum_terms(terms) if terms else None
 
 
 def _literal_leaves(seq, index):
