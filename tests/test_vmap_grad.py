@@ -195,3 +195,14 @@ def test_a_rebound_global_the_function_calls_is_read_at_the_next_call(make, want
             assert v.form == "vectorised" or v.name == "acted_tangent", v.not_vectorised
     finally:
         ACT = np.tanh
+
+
+def test_vmap_of_a_library_functions_gradient_is_the_loop_of_it():
+    # grad(scipy.special.logsumexp) is the gradient of a wrapper whose body calls the
+    # library function: vmap read that call as a batched form and differentiated vmap's
+    # own helper (UnsupportedConstructError naming s2sgrad's api/vmap_body.py)
+    from scipy.special import logsumexp
+    xs = np.random.default_rng(3).normal(size=(4, 3))
+    for fn in (ms.grad(logsumexp), ms.jacfwd(np.sin)):
+        got = ms.vmap(fn)(xs)
+        np.testing.assert_allclose(got, np.stack([fn(x) for x in xs]), rtol=1e-12)

@@ -108,6 +108,9 @@ def vectorised_form(make_vmap, fn, axes, args):
     generated = inner.show_for(args, {})
     if generated.form != "vectorised":
         return None, f"{inner.name} is not vectorised: {generated.not_vectorised}"
+    if inner.path is None:          # a batched form of a call it makes (vmap_jvp, a
+        # recognised gradient call), whose function is vmap's own: not differentiable
+        return None, f"{inner.name}'s batched form is not a function of its own source"
     if inner.output_structure() is not None:
         return None, f"{inner.name} returns a tuple"
     return (inner, generated, inner.batched_function()), None
