@@ -140,8 +140,10 @@ def main(argv=None):
     gradient(np.full(CELLS - 1, 0.5), *shards[0])     # built (and compiled) here, once
     client = connect(args.scheduler, args.workers)
     try:
-        remote_gradient = client.scatter(gradient, broadcast=True)
-        remote_shards = client.scatter(shards, broadcast=False)
+        # (keys of their own: a content-hashed key shared with an earlier scatter of the
+        # same object can be released by it while being replicated)
+        remote_gradient = client.scatter(gradient, broadcast=True, hash=False)
+        remote_shards = client.scatter(shards, broadcast=False, hash=False)
         start = time.perf_counter()
         kappa, misfits = fit(remote_gradient, remote_shards, args.iterations, client)
         took = time.perf_counter() - start

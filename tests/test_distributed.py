@@ -42,11 +42,18 @@ def client():
     c.cluster.close()
 
 
+def scattered(client, data, broadcast=False):
+    """``data`` scattered under keys of its own (``hash=False``): two tests scattering the
+    same object got the same content-hashed key, and the first test's release of it raced
+    the second's replication ("Key lost during replication", then "lost dependencies")."""
+    return client.scatter(data, broadcast=broadcast, hash=False)
+
+
 def test_the_cluster_gives_the_single_process_gradient(problem, client):
     gradient, shards, kappa = problem
     here = example.ensemble_gradient(gradient, kappa, shards)
-    there = example.ensemble_gradient(client.scatter(gradient, broadcast=True), kappa,
-                                      client.scatter(shards), client, timeout=WAIT)
+    there = example.ensemble_gradient(scattered(client, gradient, True), kappa,
+                                      scattered(client, shards), client, timeout=WAIT)
     assert len(client.scheduler_info()["workers"]) == 2
     assert there[0] == here[0] and np.array_equal(there[1], here[1])
     # and it is the gradient: central differences of the model along one direction
@@ -60,8 +67,8 @@ def test_the_cluster_gives_the_single_process_gradient(problem, client):
 def test_a_fit_on_the_cluster_is_the_fit_in_one_process(problem, client):
     gradient, shards, _ = problem
     quiet = lambda _: None  # noqa: E731
-    kappa, misfits = example.fit(client.scatter(gradient, broadcast=True),
-                                 client.scatter(shards), 3, client, log=quiet)
+    kappa, misfits = example.fit(scattered(client, gradient, True),
+                                 scattered(client, shards), 3, client, log=quiet)
     local, local_misfits = example.fit(gradient, shards, 3, log=quiet)
     assert np.array_equal(kappa, local) and misfits == local_misfits
     assert misfits[-1] < misfits[0]
