@@ -369,6 +369,13 @@ def jvp_of_tangents(fn, primals, tangents, positions=None):
     is not built again).  ``positions``: the primals ``tangents`` are for (default: all)."""
     positions = tuple(range(len(primals))) if positions is None else tuple(positions)
     forward = forward_function(fn, positions, False, False, True)
+    return batched_tangents(forward, primals, tangents)
+
+
+def batched_tangents(forward, primals, tangents):
+    """``forward.jvps_call``'s tangents (a ``ForwardFunction`` built batched), or None
+    where its code has an operation without a batched rule: remembered per argument
+    signature on ``forward``, so that build is not tried again."""
     refused = forward.__dict__.setdefault("_refused_signatures", set())
     key = plan_key(primals)
     if key in refused:

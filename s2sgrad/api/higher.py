@@ -35,7 +35,6 @@ import inspect
 import numpy as np
 
 from ..backend.numba_backend import backend_mode
-from ..compiler.forward.batched import NotBatchable
 from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
@@ -46,8 +45,8 @@ from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
 from .derivative import Derivative, derivative_for
 from .evaluated import hvp_inside
-from .forward import (BatchedChoice, ForwardFunction, derivative_rule, jacobian_backend,
-                      numba_ready)
+from .forward import (BatchedChoice, ForwardFunction, batched_tangents, derivative_rule,
+                      jacobian_backend, numba_ready)
 from .loading import load_function
 from .nested import forward_as_function, gradient_as_function
 
@@ -424,9 +423,6 @@ class GradOfGradFunction:
     def __s2sgrad_custom_vjp__(self):
         return derivative_rule(self)
 
-    def __call__(self, *args, **kwargs):
-        raise TypeError("call s2sgrad.hvp(fn, inputs, v) for a Hessian-vector product")
-
     def as_function(self, building):
         """The gradient of the inner gradient's sum as a plain function: the Jacobian of
         the inner gradient's code, summed over its outputs (``api/nested.py``), after the
@@ -495,15 +491,7 @@ def hvp_of_tangents(fn, primals, tangents, positions=None):
     what = ("hvp batched", len(primals)) if every else ("hvp batched", len(primals), positions)
     forward = derivative_for(fn, what, lambda: ForwardFunction(
         HvpFunction(fn, positions), positions, False, False, True))
-    refused = forward.__dict__.setdefault("_refused_signatures", set())
-    key = plan_key(primals)
-    if key in refused:
-        return None
-    try:
-        return forward.jvps_call(primals, tangents)[1]
-    except NotBatchable:
-        refused.add(key)
-        return None
+    return batched_tangents(forward, primals, tangents)
 
 
 hessian.__s2sgrad_transform__ = "makes"
