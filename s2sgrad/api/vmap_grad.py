@@ -54,11 +54,7 @@ def batched_gradient(make_vmap, derivative, args, axes, out_axes):
     why = unplain_arguments(args, positions)
     if why:
         return None, why
-    # a differentiated argument that is not mapped: repeated per example (a view)
-    copied = [p for p in positions if axes[p] is None]
-    axes = [0 if i in copied else a for i, a in enumerate(axes)]
-    mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
-    args = tiled(args, copied, args[mapped].shape[axes[mapped]])
+    args, axes, copied, mapped = repeated_per_example(args, axes, positions)
     single = isinstance(derivative.grad_position, int)
     with_value = derivative.with_value
     if with_value and out_axes != 0:
@@ -127,6 +123,15 @@ def unplain_arguments(args, positions):
         return "its arguments are not all arrays or numbers, those differentiated float arrays"
     return None
 
+
+def repeated_per_example(args, axes, positions):
+    """(``args``, ``axes``, the positions repeated, the first mapped argument): each
+    differentiated argument at ``positions`` that is not mapped repeated along a new first
+    axis (``tiled``: a view), so each example differentiates its own row."""
+    copied = [p for p in positions if axes[p] is None]
+    axes = [0 if i in copied else a for i, a in enumerate(axes)]
+    mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
+    return tiled(args, copied, args[mapped].shape[axes[mapped]]), axes, copied, mapped
 
 def tiled(args, positions, n):
     """``args`` with those at ``positions`` repeated ``n`` times along a new first axis: a

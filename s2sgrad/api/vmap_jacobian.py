@@ -24,7 +24,8 @@ import numpy as np
 from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_vmap import still_read
 from ..runtime.batched import sweep_width
-from .vmap_grad import tiled, unplain_arguments, vectorised_form
+from .vmap_grad import (repeated_per_example, tiled, unplain_arguments,
+                        vectorised_form)
 
 
 def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
@@ -49,10 +50,7 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
         else out_axes
     if not isinstance(out_axis, int) or isinstance(out_axis, bool):
         return None, "its out_axes are not one int"
-    copied = [p for p in positions if axes[p] is None]
-    axes = [0 if i in copied else a for i, a in enumerate(axes)]
-    mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
-    args = tiled(args, copied, args[mapped].shape[axes[mapped]])
+    args, axes, copied, mapped = repeated_per_example(args, axes, positions)
     found, why = vectorised_form(make_vmap, forward.fn, axes, args)
     if found is None:
         return None, why
