@@ -133,6 +133,22 @@ def repeated_per_example(args, axes, positions):
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
     return tiled(args, copied, args[mapped].shape[axes[mapped]]), axes, copied, mapped
 
+def per_example_arguments(args, axes, positions, out_axes):
+    """The checks vmap's batched Jacobian forms (vmap_jacobian, vmap_rows) share, then
+    ``repeated_per_example``: ((args, axes, copied, mapped, out_axis), None) or (None, why
+    not)."""
+    if backend_mode() == "numba":
+        return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
+    why = unplain_arguments(args, list(positions))
+    if why:
+        return None, why
+    out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
+        else out_axes
+    if not isinstance(out_axis, int) or isinstance(out_axis, bool):
+        return None, "its out_axes are not one int"
+    return (*repeated_per_example(args, axes, positions), out_axis), None
+
+
 def tiled(args, positions, n):
     """``args`` with those at ``positions`` repeated ``n`` times along a new first axis: a
     read-only view (stride 0), not a copy: the generated code only reads its arguments,

@@ -21,11 +21,9 @@ import inspect
 
 import numpy as np
 
-from ..backend.numba_backend import backend_mode
 from ..compiler.pipeline_vmap import still_read
 from ..runtime.batched import sweep_width
-from .vmap_grad import (repeated_per_example, tiled, unplain_arguments,
-                        vectorised_form)
+from .vmap_grad import per_example_arguments, tiled, vectorised_form
 
 
 def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
@@ -41,16 +39,10 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
         return None, "it is not a jacfwd object of positions given without has_aux"
     if not inspect.isfunction(forward.fn):
         return None, "it differentiates a method or another callable"
-    if backend_mode() == "numba":
-        return None, "S2SGRAD_BACKEND=numba (the compiled per-example loop)"
-    why = unplain_arguments(args, list(positions))
-    if why:
+    prepared, why = per_example_arguments(args, axes, positions, out_axes)
+    if prepared is None:
         return None, why
-    out_axis = out_axes[0] if isinstance(out_axes, (tuple, list)) and len(out_axes) == 1 \
-        else out_axes
-    if not isinstance(out_axis, int) or isinstance(out_axis, bool):
-        return None, "its out_axes are not one int"
-    args, axes, copied, mapped = repeated_per_example(args, axes, positions)
+    args, axes, copied, mapped, out_axis = prepared
     found, why = vectorised_form(make_vmap, forward.fn, axes, args)
     if found is None:
         return None, why
