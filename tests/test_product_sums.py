@@ -66,11 +66,12 @@ def test_the_loop_adds_operands_and_one_product_follows_it():
     source = JACFWD.source
     assert JACFWD.last is JACFWD.batched          # the batched sweep, as numpy
     assert "positions_1_dot_sum = rt.ProductSum(positions_1_dot)" in source
-    assert "positions_1_dot_sum.add(t" in source and ".total()" in source
+    assert "positions_1_dot_sum.add_as(positions_1_sum, t" in source and ".total()" in source
     loop = source.split("positions_1_dot_sum = rt.ProductSum")[1].split(".total()")[0]
     assert "matmul_batch_sliced" not in loop and "positions_1_dot +" not in loop
-    # the batch of positions times a matrix keeps its layout (rt.batch_matmul)
-    assert "rt.batch_matmul(positions_1_dot, " in source
+    # the batch of positions times a matrix keeps its layout (rt.matmul_both, by
+    # rt.batch_matmul's product)
+    assert "rt.matmul_both(positions_1_dot, " in source
 
 
 @pytest.mark.parametrize("rows, columns", [(40, 2), (2, 40), (5, 5)])
