@@ -161,8 +161,9 @@ def test_a_loop_adding_products_of_a_batch_runs_in_long_passes():
     lines = [line.strip() for line in jac.source.splitlines() if not
              line.strip().startswith("#")]
     # the weighted products of the steps (only the 2 columns read) are one BLAS call
-    # after the loop (rt.ProductSum: tests/test_product_sums.py)
-    assert any(re.fullmatch(r"moved_\w*dot_sum.add\(\w+, points, \w+_dot, "
+    # after the loop (rt.ProductSum: tests/test_product_sums.py), sharing the weighted
+    # points with the value's sum
+    assert any(re.fullmatch(r"moved_\w*dot_sum.add_as\(moved_\w*sum, \w+_dot, "
                             r"np.s_\[:, :, :2\]\)", line) for line in lines)
     np.testing.assert_allclose(got, central_differences(hand, (theta, *rest)),
                                rtol=1e-6, atol=1e-7)

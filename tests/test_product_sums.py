@@ -2,7 +2,8 @@
 ``compiler/optimize/product_sums.py`` writes ``acc = acc + c * (a @ b)[index]`` in a
 batched Jacobian's loop as ``acc_sum.add(c, a, b, index)``, and ``rt.ProductSum``
 (``runtime/product_sums.py``) stacks the steps' operands into one product, falling back
-to each step's own product where they do not fit.
+to each step's own product where they do not fit; a value's and its tangent's sums of
+the same weighted operands share their blocks (``add_as``).
 
 Checked: the generated code, the Jacobian against central differences (GradBench's ht
 itself; jacfwd, jacrev and jacobian, bone and vertex counts changing between calls of
@@ -66,11 +67,12 @@ def test_the_loop_adds_operands_and_one_product_follows_it():
     source = JACFWD.source
     assert JACFWD.last is JACFWD.batched          # the batched sweep, as numpy
     assert "positions_1_dot_sum = rt.ProductSum(positions_1_dot)" in source
-    assert "positions_1_dot_sum.add(t" in source and ".total()" in source
+    assert "positions_1_dot_sum.add_as(positions_1_sum, t" in source and ".total()" in source
     loop = source.split("positions_1_dot_sum = rt.ProductSum")[1].split(".total()")[0]
     assert "matmul_batch_sliced" not in loop and "positions_1_dot +" not in loop
-    # the batch of positions times a matrix keeps its layout (rt.batch_matmul)
-    assert "rt.batch_matmul(positions_1_dot, " in source
+    # the batch of positions times a matrix keeps its layout (rt.matmul_both, by
+    # rt.batch_matmul's product)
+    assert "rt.matmul_both(positions_1_dot, " in source
 
 
 @pytest.mark.parametrize("rows, columns", [(40, 2), (2, 40), (5, 5)])
@@ -83,6 +85,14 @@ def test_a_batch_times_a_matrix_is_numpys_product(rows, columns):
     assert np.allclose(got, batch @ matrix, rtol=1e-13, atol=1e-13)
     if rows == 40:
         assert got.strides[1] < got.strides[2]          # laid out as the batch is
+
+
+def test_the_value_and_its_tangent_share_their_steps():
+    # the same weights times the same points, added to the value's sum and the tangent's
+    JACFWD(*data(3, 50))
+    source = JACFWD.source
+    assert "positions_1_dot_sum.add_as(positions_1_sum, t" in source
+    assert "positions_1_sum.add(t" in source and "positions_1_dot_sum.add(" not in source
 
 
 @pytest.mark.parametrize("bones, vertices", [(3, 50), (5, 64), (1, 130), (3, 50)])
@@ -99,7 +109,7 @@ def test_the_ht_eval_against_central_differences():
     jac = s2sgrad.jacobian(ht.ht_objective)
     got = jac(theta, *rest)
     assert jac.last is jac.forward and jac.last.last is jac.last.batched
-    assert "positions_1_dot_sum.add(" in jac.source
+    assert "positions_1_dot_sum.add_as(" in jac.source
     assert np.allclose(got, numerical_jacobian(ht.ht_objective, (theta, *rest)),
                        rtol=1e-6, atol=1e-7)
 
@@ -198,6 +208,41 @@ def test_product_sum_keeps_copies_and_flushes(monkeypatch):
     assert rt.ProductSum(expected).total() is expected        # no step: the start
 
 
+def test_tied_sums_share_their_blocks_and_stack(monkeypatch):
+    rng = np.random.default_rng(6)
+    a, w = rng.normal(size=(30, 4)), rng.random((30, 5))
+    steps = [(w[:, i:i + 1], rng.normal(size=(4, 3)), rng.normal(size=(2, 4, 3)))
+             for i in range(5)]
+    stacks = []
+    concatenate = np.concatenate
+    monkeypatch.setattr(np, "concatenate", lambda items, axis=0: stacks.append(axis) or
+                        concatenate(items, axis=axis))
+    value, tangent = rt.ProductSum(np.zeros((30, 2))), rt.ProductSum(np.zeros((2, 30, 2)))
+    for c, b, b_dot in steps:
+        value.add(c, a, b, np.s_[:, :2])
+        tangent.add_as(value, b_dot, np.s_[:, :, :2])
+        assert tangent.left[-1] is value.left[-1]            # one block of c * a
+    got_value, got_tangent = value.total(), tangent.total()
+    monkeypatch.undo()
+    assert stacks.count(0) == 1                  # the blocks stacked once, for both
+    assert np.allclose(got_value, sum(c * (a @ b)[:, :2] for c, b, _ in steps),
+                       rtol=1e-12, atol=1e-12)
+    assert np.allclose(got_tangent, sum(c * (a @ b_dot)[:, :, :2] for c, _, b_dot in steps),
+                       rtol=1e-12, atol=1e-12)
+
+
+def test_a_tie_to_a_step_that_did_not_stack():
+    # the first sum's step fell back (an element index): the second makes its own block
+    rng = np.random.default_rng(8)
+    a, b, b_dot = rng.normal(size=(6, 4)), rng.normal(size=(4, 3)), rng.normal(size=(2, 4, 3))
+    value, tangent = rt.ProductSum(0.0), rt.ProductSum(np.zeros((2, 6, 3)))
+    for scale in (1.0, -2.0):
+        value.add(scale, a, b, (slice(None), 1))
+        tangent.add_as(value, b_dot)
+    assert np.allclose(value.total(), -(a @ b)[:, 1], rtol=1e-12, atol=1e-12)
+    assert np.allclose(tangent.total(), -(a @ b_dot), rtol=1e-12, atol=1e-12)
+
+
 # ------------------------------------------------------------ the pass
 
 
@@ -225,6 +270,28 @@ def test_the_pass_rewrites_a_sum_of_products():
     assert "made0 = rt.ProductSum(acc)" in text
     assert "made0.add(w, base, t_dot, np.s_[:, :, :3])" in text
     assert text.rstrip().endswith("acc = made0.total()\nout = acc")
+
+
+TIED = """
+for i in range(n):
+    p = rt.matmul_sliced(base, t, np.s_[:, :3])
+    acc_new = acc + w * p
+    p_dot = rt.matmul_batch_sliced(base, t_dot, np.s_[:, :, :3])
+    acc_dot_new = acc_dot + w * p_dot
+    acc = acc_new
+    acc_dot = acc_dot_new
+out = acc, acc_dot
+"""
+
+
+def test_the_pass_ties_a_value_and_its_tangent():
+    text = _rewritten(TIED)
+    assert "made0.add(w, base, t, np.s_[:, :3])\n    made1.add_as(made0, t_dot, " \
+        "np.s_[:, :, :3])" in text
+    # a statement between the steps, or other operands: each sum on its own
+    between = _rewritten(TIED.replace("    acc_dot_new", "    q = i * 2\n    acc_dot_new"))
+    assert "add_as" not in between and "made1.add(w, base, t_dot" in between
+    assert "add_as" not in _rewritten(TIED.replace("acc_dot + w * p_dot", "acc_dot + v * p_dot"))
 
 
 @pytest.mark.parametrize("change", [

@@ -219,7 +219,7 @@ def test_a_batched_jacobian_makes_only_the_columns_it_reads():
                                rtol=1e-6, atol=1e-8)
     # only the 3 columns read: the loop's products are summed as one after it
     # (rt.ProductSum, tests/test_product_sums.py), each step's b sliced to them
-    assert "_dot_sum.add(" in jac.source and "np.s_[:, :, :3])" in jac.source
+    assert "_dot_sum.add_as(" in jac.source and "np.s_[:, :, :3])" in jac.source
     assert code(jac.source).count("np.cos(") == 1    # the sine's tangent reads the cosine
 
 

@@ -163,6 +163,16 @@ def _batch_matmul(a, b):
     return None
 
 
+@overload(batched.matmul_both)
+def _matmul_both(a_dot, b, a, b_dot):
+    """``rt.matmul_both``: ``a_dot @ b + a @ b_dot`` of two matrices and their stacks."""
+    if all(isinstance(x, types.Array) for x in (a_dot, b, a, b_dot)) and a_dot.ndim == 3 \
+            and b.ndim == 2 and a.ndim == 2 and b_dot.ndim == 3 and \
+            isinstance(a.dtype, types.Float) and a.dtype == b_dot.dtype:
+        return lambda a_dot, b, a, b_dot: a_dot @ b + batched.matmul_batch(a, b_dot)
+    return None
+
+
 @overload(np.stack, prefer_literal=True)
 def _stack_inner(arrays, axis=0):
     """``np.stack`` of a list of matrices along axis 1 (``numba_lists`` stacks a list

@@ -18,7 +18,8 @@ sweep's; each tangent is written so that it holds for any number of leading dire
   stacking batches ``a_dot @ b`` and ``a @ b_dot``, a batched vector on the right is
   ``b_dot @ a.T``, a matrix times a batch of matrices is ``rt.matmul_batch(a, b_dot)``
   (one BLAS product laid out for long elementwise passes after it) and a batch of
-  matrices times a matrix ``rt.batch_matmul(a_dot, b)`` (keeping such a layout);
+  matrices times a matrix ``rt.batch_matmul(a_dot, b)`` (keeping such a layout), both
+  at once ``rt.matmul_both(a_dot, b, a, b_dot)`` (one call, the sum made in place);
 - sums and means (the axis shifted past the directions), reshapes, ravels and squeezes
   (``np.reshape(x_dot, (width,) + np.shape(x))``), transposes, ``np.stack`` and
   ``np.concatenate`` (the axis shifted), ``np.array`` of a nested list of numbers
@@ -655,6 +656,10 @@ class BatchedTangents(Tangents):
         ra, rb = self.rank(a), self.rank(b)
         if ra == 0 or rb == 0 or (op.primitive is np.dot and max(ra, rb) > 2):
             self.refuse(f"{_name(op)} of these ranks has no batched rule", op.origin)
+        self.ndims.setdefault(op.targets[0], max(ra, rb) - (ra == 1) - (rb == 1))
+        if ra == 2 and rb == 2 and self.is_active(a) and self.is_active(b):
+            return _parse(f"rt.matmul_both({self.of[a.name]}, {atom_text(b)}, "
+                          f"{atom_text(a)}, {self.of[b.name]})")
         terms = []
         if self.is_active(a):    # a batch times a matrix: laid out as the batch is
             helper = "rt.batch_matmul({}, {})" if ra == 2 and rb == 2 else "{} @ {}"
@@ -669,7 +674,6 @@ class BatchedTangents(Tangents):
                 terms.append(_parse(f"{self.of[b.name]} @ {transposed}"))
             else:
                 self.refuse("a stack of matrices times a vector", op.origin)
-        self.ndims.setdefault(op.targets[0], max(ra, rb) - (ra == 1) - (rb == 1))
         return sum_terms(terms) if terms else None
 
 

@@ -21,6 +21,11 @@ written as::
         ...
     positions_1_dot = positions_1_dot_sum.total()
 
+Two such sums of the same ``c`` and ``a``, their steps one after the other (a value's
+and its tangent's), are tied: the second step is written
+``positions_1_dot_sum.add_as(positions_1_sum, t30_dot, np.s_[:, :, :3])``, which takes
+the first's ``c`` and ``a`` and shares what it made of them.
+
 ``rt.ProductSum`` (``runtime/product_sums.py``) keeps each step's operands and makes
 their sum as one product of them stacked along the inner axis after the loop, falling
 back to the step's own product where the operands do not fit: ht's 22 weighted
@@ -143,6 +148,7 @@ def _loop(loop, once, fresh):
             accs = ", ".join(item.targets[0].id for item in after)
             head = [Comment(f"{accs}: the loop's products, made as one after it "
                             "(rt.ProductSum)")] if after else []
+            loop.body = _paired(loop.body, made)
             return head + before + [loop] + after
         k, j, defs, acc, operands = found
         total = fresh(acc + "_sum")
@@ -153,6 +159,33 @@ def _loop(loop, once, fresh):
                      if n != j and n not in defs]
         before.append(gast.parse(f"{total} = rt.ProductSum({acc})").body[0])
         after.append(gast.parse(f"{acc} = {total}.total()").body[0])
+
+
+def _paired(body, made):
+    """``body`` with each ``add`` that follows another (nothing between them but
+    comments) of the same ``c`` and ``a`` written ``acc_dot_sum.add_as(acc_sum, b,
+    index)``: the value's and the tangent's sums share the step's ``c * a``."""
+    out, last = [], None
+    for item in body:
+        if isinstance(item, Comment):
+            out.append(item)
+            continue
+        if last is not None and id(item) in made and \
+                _same(item.value.args[:2], last.value.args[:2]):
+            pair = gast.parse(f"{item.value.func.value.id}.add_as("
+                              f"{last.value.func.value.id})").body[0]
+            pair.value.args += item.value.args[2:]
+            made.add(id(pair))
+            item, last = pair, None
+        else:
+            last = item if id(item) in made else None
+        out.append(item)
+    return out
+
+
+def _same(nodes, others):
+    """True when the gast nodes are the same names and constants."""
+    return all(gast.dump(x) == gast.dump(y) for x, y in zip(nodes, others))
 
 
 def _accumulation(body, once, made, bound):

@@ -275,7 +275,7 @@ _NEW_ARRAYS = PURE_UFUNCS | frozenset("""
 #: runtime helpers whose result is a new array or number
 _RT_NEW = frozenset("""
     zeros_batch matmul_batch basis_batch ones_like zeros_like tangent_size sweep_width
-    cross_adjoint matmul_scaled matmul_sliced matmul_batch_sliced""".split())
+    cross_adjoint matmul_scaled matmul_sliced matmul_batch_sliced matmul_both""".split())
 #: numpy functions whose result may be a view of their first argument (of no other)
 _VIEWS = frozenset("""
     reshape transpose swapaxes moveaxis ravel squeeze expand_dims broadcast_to asarray
