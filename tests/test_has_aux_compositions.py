@@ -159,3 +159,23 @@ def test_has_aux_over_an_object_of_one_output_names_it():
         with pytest.raises(DerivativeCompositionError, match="returns one value") as info:
             make()
         assert "f_value" in str(info.value) and "leave out has_aux" in str(info.value)
+
+
+@pytest.mark.parametrize("inner", ["jacfwd", "jacrev"])
+def test_jacobian_objects_with_aux_differentiated_again(point, inner):
+    """A has_aux Jacobian is the function x -> (J, aux): with has_aux outside the aux
+    passes out; without, it is differentiated too (a jacrev's code dropped its aux:
+    jacfwd(jacrev(f, has_aux=True)) gave the Hessian alone)."""
+    x = point
+    jac = getattr(ms, inner)(f, has_aux=True)
+    hess, aux = ms.jacfwd(jac, has_aux=True)(x)
+    np.testing.assert_allclose(hess, closed_hessian(x), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(aux, aux_at(x), rtol=1e-14)
+    hess, aux_jacobian = ms.jacfwd(jac)(x)
+    np.testing.assert_allclose(hess, closed_hessian(x), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(aux_jacobian, numerical_jacobian(aux_at, (x,)), rtol=1e-6,
+                               atol=1e-8)
+    summed, (aux,) = ms.grad(jac, has_aux=True)(x)
+    np.testing.assert_allclose(summed, closed_hessian(x).sum(axis=0), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(aux, aux_at(x), rtol=1e-14)

@@ -427,9 +427,20 @@ def jacobian_as_function(inner, building):
                           len(per_position) == 1 else "(" + ", ".join(per_position) + ")")
     result = per_output[0] if not generated.output_is_tuple else \
         "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
+    if inner.has_aux:   # the aux after the Jacobian, as the object gives it
+        result += f", {_aux_of_value(inner, building)}"
     body.append(f"{pad}return {result}")
     name = f"{_identifier(fn)}_jacrev"
     return _written(_JACOBIAN_SOURCE, name, params, leaves, body, jacobian, generated)
+
+
+def _aux_of_value(inner, building):
+    """The aux a ``has_aux`` Jacobian object gives, as an expression of its code's value
+    ``(output, *aux)``: the second item, or the tuple of the others when there are more
+    (their number read from one run of the function at ``building``'s arguments)."""
+    args = [unflatten(tree, items) if tree is not None else items[0]
+            for tree, items in _split_leaves(*building)]
+    return "value[1]" if len(inner.call_function(args)) == 2 else "value[1:]"
 
 
 def _identifier(fn):
