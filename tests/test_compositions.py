@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import s2sgrad as ms
-from s2sgrad.errors import DerivativeCompositionError, GradientArgumentError
+from s2sgrad.errors import (DerivativeCompositionError, GradientArgumentError,
+                            OutputStructureError)
 
 T = 0.4
 ORDER = {"grad": 1, "jacfwd": 1, "jacrev": 1, "hessian": 2}
@@ -129,9 +130,11 @@ def test_a_value_and_grad_object_is_differentiated_as_the_pair_it_returns():
     (lambda: ms.grad(ms.grad(sin3), has_aux=True)(T), ["has_aux"]),
 ])
 def test_what_is_still_refused_names_the_object_and_what_to_write(make, words):
-    """The refusals left: a derivative of an object that also gives an aux, and options
-    only a function has."""
-    with pytest.raises((DerivativeCompositionError, GradientArgumentError)) as info:
+    """The refusals left: has_aux on an object giving one output (a derivative of an
+    object that also gives an aux composes: tests/test_has_aux_compositions.py), and
+    options only a function has."""
+    with pytest.raises((DerivativeCompositionError, GradientArgumentError,
+                        OutputStructureError)) as info:
         make()
     for word in words:
         assert word in str(info.value), (word, str(info.value))

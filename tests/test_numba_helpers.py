@@ -18,8 +18,9 @@ import scipy.special
 import s2sgrad as ms
 from s2sgrad import runtime as rt
 from s2sgrad.backend import (numba_forward, numba_split, numba_indexing, numba_linalg,
-                             numba_lists, numba_more, numba_rules, numba_support, numba_surface)
-from s2sgrad.testing import check_grad, numerical_grad
+                             numba_lists, numba_more, numba_rules, numba_special, numba_support,
+                             numba_surface)
+from s2sgrad.testing import check_grad, numerical_grad, numerical_jacobian
 
 PACKAGE = pathlib.Path(ms.__file__).resolve().parent
 HELPERS = {name for name, f in vars(rt).items()
@@ -291,6 +292,53 @@ def test_scipy_special_elementwise_functions_compile_under_numba(x):
     y = 0.5 + x / 100.0
     np.testing.assert_allclose(numba.njit(lambda v: scipy.special.logit(v))(y),
                                scipy.special.logit(y), rtol=1e-13)
+
+
+def gammaln_in_a_loop(x):
+    """gammaln in a loop: its gradient calls digamma, its Hessian polygamma(1, x)."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + scipy.special.gammaln(x[i] * x[i] + 1.0) + scipy.special.digamma(x[i] + 2.0)
+    return s
+
+
+GAMMALN_GRAD = ms.grad(gammaln_in_a_loop)
+GAMMALN_HESSIAN = ms.hessian(gammaln_in_a_loop)
+
+
+@numba.njit
+def _gamma_family_compiled(v, n):
+    return scipy.special.digamma(v), scipy.special.psi(v), scipy.special.polygamma(n, v)
+
+
+def test_digamma_and_polygamma_compile_under_numba_to_scipys_values():
+    """Before: 'Numba does not support scipy.special.digamma': a gradient through
+    gammaln (and a Hessian, which calls polygamma) ran as Python."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-30.0, 30.0, 500), rng.uniform(1e-3, 3.0, 300),
+                        np.exp(rng.uniform(-20.0, 40.0, 300)), np.arange(-5.0, 12.0),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.4616321449683622, -2.5]])
+    for n in range(5):
+        got = _gamma_family_compiled(x, n)
+        expected = (scipy.special.digamma(x), scipy.special.digamma(x),
+                    scipy.special.polygamma(n, x))
+        for a, b in zip(got, expected):     # poles as scipy's: inf, -inf, nan
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        for v in (2.5, -0.75, 1e-3):
+            scalar = _gamma_family_compiled(v, n)
+            np.testing.assert_allclose(scalar[2], scipy.special.polygamma(n, v), rtol=1e-12)
+            assert isinstance(scalar[0], float)
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, 1.7, 2.5]), np.array([-0.4, 0.9])])
+def test_gradient_and_hessian_through_gammaln_compile(x):
+    np.testing.assert_allclose(GAMMALN_GRAD(x), numerical_grad(gammaln_in_a_loop, (x,)),
+                               rtol=1e-6, atol=1e-8)
+    assert GAMMALN_GRAD.backend == "numba", GAMMALN_GRAD.fallback_reason
+    hessian = GAMMALN_HESSIAN(x)
+    np.testing.assert_allclose(hessian, numerical_jacobian(GAMMALN_GRAD, (x,)),
+                               rtol=1e-6, atol=1e-7)
+    assert GAMMALN_HESSIAN.backend == "numba", GAMMALN_HESSIAN.fallback_reason
 
 
 def running_max_by_where(x):

@@ -206,3 +206,30 @@ def test_vmap_of_a_library_functions_gradient_is_the_loop_of_it():
     for fn in (ms.grad(logsumexp), ms.jacfwd(np.sin)):
         got = ms.vmap(fn)(xs)
         np.testing.assert_allclose(got, np.stack([fn(x) for x in xs]), rtol=1e-12)
+
+
+PARAMS = {"w": W}       # the weights read from a module global, not an argument
+SCALE = 1.0
+
+
+@pytest.mark.parametrize("spelling", ["global subscript", "global expression"])
+def test_a_gradient_called_on_an_expression_of_globals_is_batched(spelling):
+    """Before: an argument other than a (dotted) name (``PARAMS["w"]``, ``W * SCALE``)
+    was not recognised: the loop ran (form 'python').  Read at every call: a global
+    changed between calls gives the new weights' gradients."""
+    global SCALE
+    v = ms.vmap(lambda x, y: GRADIENT(PARAMS["w"], x, y)) if spelling == "global subscript" \
+        else ms.vmap(lambda x, y: GRADIENT(W * SCALE, x, y))
+    try:
+        for scale in (1.0, 2.5):
+            SCALE, PARAMS["w"] = scale, W * scale
+            got = v(X, Y)
+            assert v.form == "vectorised", spelling
+            w = W * scale
+            np.testing.assert_allclose(got, np.stack([GRADIENT(w, X[b], Y[b])
+                                                      for b in range(4)]),
+                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(got[1], numerical_grad(loss, (w, X[1], Y[1]), 0),
+                                       rtol=1e-6, atol=1e-8)
+    finally:
+        SCALE, PARAMS["w"] = 1.0, W

@@ -145,3 +145,53 @@ def test_grad_jit_and_vmap_of_it(monkeypatch):
     nested = ms.vmap(lambda rows: COLUMN(rows))(batches)
     np.testing.assert_allclose(nested, np.stack([COLUMN(b) for b in batches]),
                                rtol=1e-12, atol=1e-12)
+
+
+PARAMS = {"x": X}       # the primal point read from a module global, not an argument
+STEP = 1.0
+
+
+@pytest.mark.parametrize("spelling", ["global subscript", "global expression",
+                                      "closure expression", "unmapped argument expression"])
+def test_a_primal_written_as_an_expression_of_globals_and_closures_is_batched(spelling):
+    """Before: a primal other than a (dotted) name (``PARAMS["x"]``, ``X * STEP``) was
+    not recognised: the Python loop of jvp calls ran (2.75 against 0.13 ms on 200 rows),
+    called form 'python'.  Read at every call: the globals and closures changed between
+    calls give the new point's Jacobian."""
+    def closure_of(point):
+        return ms.vmap(lambda v: ms.jvp(smooth, (point * STEP,), (v,))[1])
+    makers = {
+        "global subscript": lambda: ms.vmap(lambda v: ms.jvp(smooth, (PARAMS["x"],), (v,))[1]),
+        "global expression": lambda: ms.vmap(lambda v: ms.jvp(smooth, (X * STEP + 0.0,),
+                                                              (v,))[1]),
+        "closure expression": lambda: closure_of(PARAMS["x"]),
+        "unmapped argument expression": lambda: ms.vmap(
+            lambda p, v: ms.jvp(smooth, (p[0] * STEP,), (v,))[1], in_axes=(None, 0)),
+    }
+    global X, STEP
+    saved = X, STEP
+    try:
+        for point, step in [(X, 1.0), (RNG.standard_normal(4), 2.0)]:
+            X, STEP = point, step
+            PARAMS["x"] = point * (step if spelling == "global subscript" else 1.0)
+            at = point * step
+            fn = makers[spelling]()
+            args = (point[None, :], V) if spelling == "unmapped argument expression" else (V,)
+            got = fn(*args)
+            assert fn.form == "vectorised", spelling
+            np.testing.assert_allclose(got, V @ ms.jacfwd(smooth)(at).T, rtol=1e-12,
+                                       atol=1e-12)
+            np.testing.assert_allclose(got, loop(lambda v: central(smooth, at, v), V),
+                                       rtol=1e-6, atol=1e-7)
+    finally:
+        X, STEP = saved
+        PARAMS["x"] = X
+
+
+def test_a_primal_made_by_a_call_is_the_loop():
+    """A call may give another value per row (``rng.normal()``): never evaluated once for
+    the batch, the loop runs it."""
+    fn = ms.vmap(lambda v: ms.jvp(smooth, (np.cos(X),), (v,))[1])
+    np.testing.assert_allclose(fn(V), V @ ms.jacfwd(smooth)(np.cos(X)).T, rtol=1e-12,
+                               atol=1e-12)
+    assert fn.form == "python"

@@ -39,7 +39,7 @@ from ..compiler.pipeline_higher import build_hvp
 from ..errors import DerivativeCompositionError, GradientArgumentError, GradientTypeError
 from ..tensor import Tensor
 from ..trees import flatten, is_tree, leaf_paths, unflatten
-from .arguments import (check_function, check_positions, free_values, to_array,
+from .arguments import (check_function, check_has_aux, check_positions, free_values, to_array,
                         zero_tangent)
 from .call_plan import CallPlan, plan_key
 from .composed import hessian_of_derivative, hvp_of_derivative
@@ -105,17 +105,22 @@ def hvp_function(fn, count):
                           lambda: HvpFunction(fn, tuple(range(count))))
 
 
-def hessian(fn=None, grad_position=0):
+def hessian(fn=None, grad_position=0, has_aux=False):
     """The Hessian function of scalar ``fn`` w.r.t. the arguments at ``grad_position``
-    (module doc).  A decorator too."""
+    (module doc).  A decorator too.  With ``has_aux`` ``fn`` returns ``(output, *aux)``
+    and the function gives ``(Hessian, aux)``, aux as ``jacfwd`` gives it (the second
+    output, or the tuple of the others), never differentiated: ``jacfwd(jacfwd(fn,
+    has_aux=True), has_aux=True)``, forward over forward (a pass per pair of
+    directions)."""
     if fn is None:
-        return lambda f: hessian(f, grad_position)
+        return lambda f: hessian(f, grad_position, has_aux)
     fn = check_function(fn, "hessian")
     if grad_position is None:
         raise TypeError("hessian's grad_position must be an int or a tuple of ints, got None")
     check_positions(grad_position)
-    if getattr(fn, "derivative_mode", None) is not None:
-        return hessian_of_derivative(fn, grad_position)
+    check_has_aux(has_aux)
+    if getattr(fn, "derivative_mode", None) is not None or has_aux:
+        return hessian_of_derivative(fn, grad_position, has_aux)
     return HessianFunction(fn, grad_position)
 
 

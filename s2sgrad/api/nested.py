@@ -62,7 +62,24 @@ def derivative_as_function(inner, outer, building):
         raise GradientArgumentError(
             f"the code of a derivative of {inner.__name__} is built for arguments: call "
             f"it (or show it with example arguments) first")
+    if outer.has_aux:
+        _refuse_one_output(inner, outer, building)
     return inner.as_function(building)
+
+
+def _refuse_one_output(inner, outer, building):
+    """``has_aux`` on a transform of ``inner`` needs ``inner`` to give ``(output,
+    *aux)`` at ``building``'s arguments: refused, naming the object, where it gives one
+    value (the error would name the cache module of its code)."""
+    args = [unflatten(tree, items) if tree is not None else items[0]
+            for tree, items in _split_leaves(*building)]
+    value = inner(*args)
+    if not isinstance(value, tuple) or len(value) < 2:
+        raise DerivativeCompositionError(
+            f"has_aux=True on {type(outer).__name__} of {inner!r}, which returns one "
+            f"value: has_aux takes a derivative object returning (output, *aux) (one "
+            f"made with has_aux=True, or a gradient over several positions); leave out "
+            f"has_aux")
 
 
 def gradient_as_function(inner, fn, positions, bound_self, building):
@@ -71,21 +88,22 @@ def gradient_as_function(inner, fn, positions, bound_self, building):
     ``bound_self``: the instance ``fn`` is bound to): its differentiable value-and-gradient
     code, the gradients shaped as ``grad`` shapes them, after the value for
     ``value_and_grad``."""
-    plain = (inner is None or inner.weights is None and not inner.has_aux and
-             not inner.return_ids) and positions
+    plain = (inner is None or inner.weights is None and not inner.return_ids) and positions
     if not plain:
         raise DerivativeCompositionError(
-            f"a derivative of the gradient object {inner.__name__} (it has weights, "
-            f"has_aux or return_ids): s2sgrad differentiates grad(f, grad_position) and "
-            f"value_and_grad(f, grad_position) only; take the aux out of the function you "
-            f"differentiate twice, or write hessian(f) / hvp(f, x, v)")
+            f"a derivative of the gradient object {inner.__name__} (it has weights or "
+            f"return_ids): s2sgrad differentiates grad(f, grad_position) and "
+            f"value_and_grad(f, grad_position) (has_aux too) only; take the weights "
+            f"out of the function you differentiate twice, or write hessian(f) / "
+            f"hvp(f, x, v)")
+    has_aux = inner is not None and inner.has_aux
     arrays, trees = building
     gradient = differentiable_gradient(fn, positions, bound_self,
-                                       argument_types(arrays), trees)
+                                       argument_types(arrays), trees, has_aux)
     refuse_inner_derivatives(gradient.free, gradient.source, gradient.line_map,
                              "a derivative of the gradient")
     return _gradient_written(_module_of(gradient), fn, positions, trees,
-                             inner is not None and inner.with_value)
+                             inner is not None and inner.with_value, has_aux)
 
 
 def gradient_inlined(inner, arg_types, primal=False):
@@ -94,15 +112,14 @@ def gradient_inlined(inner, arg_types, primal=False):
     with arguments of ``arg_types`` (as ``argument_types`` gives them, one per argument):
     the function ``gradient_as_function`` writes, for the front end to lower as a callee
     (``compiler/front/derivative_calls.py``); None where the call keeps its custom rule
-    (``api/inside.py``): a gradient with options, of a derivative, built by sizes, or
+    (``api/inside.py``): a gradient with weights or ids, of a derivative, built by sizes, or
     whose code calls a helper with no reverse rule (``rules/runtime_vjp.py``; with
     ``primal``, for a function compiled by ``s2sgrad.jit``, the code is not
     differentiated again: any helper will do).  The
     function carries ``__s2sgrad_result_like__`` (the argument position of each
     gradient: one int for one) and ``__s2sgrad_with_value__`` (its result is ``(value,
     gradients)``)."""
-    plain = (inner.weights is None and (primal or not inner.has_aux) and
-             not inner.return_ids and inner.positions and
+    plain = (inner.weights is None and not inner.return_ids and inner.positions and
              not inner.differentiates_a_derivative and
              max(inner.positions) < len(arg_types))
     if not plain:
@@ -117,14 +134,15 @@ def gradient_code_inlined(fn, positions, bound_self, arg_types, primal=False,
     """What ``gradient_inlined`` gives for ``grad(fn, positions)`` (``value_and_grad``
     with ``with_value``; ``bound_self``: the instance ``fn`` is bound to), with no
     gradient object: None where its code is built by sizes or (not ``primal``) calls a
-    helper with no reverse rule.  ``has_aux`` (``primal`` only: a function compiled by
-    ``s2sgrad.jit`` calling ``grad(f, has_aux=True)``): ``(gradients, aux)`` as the
-    object gives them, ``((value, *aux), gradients)`` for ``value_and_grad``."""
+    helper with no reverse rule.  ``has_aux``: ``(gradients, aux)`` as the object gives
+    them, ``((value, *aux), gradients)`` for ``value_and_grad`` (under ``s2sgrad.jit``,
+    or differentiated as they are by the outer transform: ``grad(lambda x:
+    g(x)[0].sum())``, the aux's derivative its own, as JAX gives it)."""
     if primal:          # not differentiated again: the gradient's own (faster) spelling
         gradient = _fast_module(fn, positions, bound_self, arg_types, has_aux)
     else:
         gradient = _module_of(differentiable_gradient(fn, positions, bound_self,
-                                                      arg_types, None))
+                                                      arg_types, None, has_aux))
     if gradient.by_shape or not primal and (any(
             getattr(value.obj, "__s2sgrad_opaque__", False) for value in gradient.free) or
             not all(hasattr(rt, name) and lookup(getattr(rt, name)) is not None
@@ -224,17 +242,16 @@ def make(jacobian{free}):
 '''
 
 
-def forward_as_function(forward, building, summed=False, with_value=False):
+def forward_as_function(forward, building, summed=False, with_value=False, aux="jacfwd"):
     """What ``derivative_as_function`` gives for a forward-mode Jacobian object
     ``forward`` (a ``ForwardFunction`` with ``jacobian``): its generated code, called as
     a plain function, the columns stacked into blocks of shape ``out.shape + in.shape``
     as ``jacfwd`` shapes them; with ``summed`` each block summed over the output's
     elements and the outputs (what ``grad`` of a derivative object gives), after the
-    function's value with ``with_value`` (``value_and_grad``)."""
-    if forward.has_aux:
-        raise DerivativeCompositionError(
-            f"a derivative of {forward.__name__}, a jacfwd with has_aux: differentiate a "
-            f"function returning its one output (without the aux)")
+    function's value with ``with_value`` (``value_and_grad``).  With ``forward.has_aux``
+    the blocks are the first output's, and the other outputs follow undifferentiated as
+    the object gives them: ``aux="jacfwd"`` the second output, or the tuple of the others
+    when there are more (``jacfwd``'s aux), ``"tuple"`` their tuple (``grad``'s)."""
     arrays, trees = building
     forward._building = building
     fn, bound_self = forward._target()
@@ -251,12 +268,13 @@ def forward_as_function(forward, building, summed=False, with_value=False):
         starts.append((stop, f"{stop} + sizes[{i}]" if stop != "0" else f"sizes[{i}]"))
         stop = starts[-1][1]
     start_of = dict(zip(generated.wrt, starts))
-    outputs = _output_count(forward, building)
+    outputs, others = _output_count(forward, building)
     _refuse_nested(forward, outputs is not None and not summed)
+    first = "value[0]" if forward.has_aux else "value"
     per_output = []
     for o in range(outputs or 1):
         column = "column" if outputs is None else f"column[{o}]"
-        out = "value" if outputs is None else f"value[{o}]"
+        out = first if outputs is None else f"{first}[{o}]"
         body.append(f"{pad}stacked_{o} = np.stack([{column} for column in columns], axis=-1)")
         per_position = []
         for p in forward.positions:
@@ -287,6 +305,8 @@ def forward_as_function(forward, building, summed=False, with_value=False):
         "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
     if with_value:
         result = f"value, {result}"
+    elif forward.has_aux:
+        result += ", value[1]" if aux == "jacfwd" and others == 1 else ", value[1:]"
     body.append(f"{pad}return {result}")
     name = f"{_identifier(fn)}_{'grad' if summed else 'jacfwd'}"
     return _with_origins(_written(_FORWARD_SOURCE, name, params, leaves, body, jacobian,
@@ -305,13 +325,24 @@ def _refuse_nested(inner, several_outputs):
 
 
 def _output_count(forward, building):
-    """None when ``forward``'s function returns one array or number, else how many
-    outputs its tuple has (read from one run of the function at ``building``'s
-    arguments)."""
+    """(None when ``forward``'s function returns one array or number, else how many
+    outputs its tuple has; how many aux outputs follow, with ``has_aux``), read from one
+    run of the function at ``building``'s arguments."""
     arrays, trees = building
     args = [unflatten(tree, items) if tree is not None else items[0]
             for tree, items in _split_leaves(arrays, trees)]
     value = forward.call_function(args)
+    others = None
+    if forward.has_aux:
+        if not isinstance(value, tuple) or len(value) < 2:
+            raise DerivativeCompositionError(
+                f"a derivative of {forward.__name__}, a jacfwd with has_aux of a function "
+                f"returning one value: leave out has_aux")
+        value, others = value[0], len(value) - 1
+    return _count(forward, value), others
+
+
+def _count(forward, value):
     if isinstance(value, (tuple, list)):
         if any(isinstance(v, (tuple, list, dict)) for v in value):
             raise DerivativeCompositionError(
@@ -396,9 +427,20 @@ def jacobian_as_function(inner, building):
                           len(per_position) == 1 else "(" + ", ".join(per_position) + ")")
     result = per_output[0] if not generated.output_is_tuple else \
         "(" + ", ".join(per_output) + ("," if len(per_output) == 1 else "") + ")"
+    if inner.has_aux:   # the aux after the Jacobian, as the object gives it
+        result += f", {_aux_of_value(inner, building)}"
     body.append(f"{pad}return {result}")
     name = f"{_identifier(fn)}_jacrev"
     return _written(_JACOBIAN_SOURCE, name, params, leaves, body, jacobian, generated)
+
+
+def _aux_of_value(inner, building):
+    """The aux a ``has_aux`` Jacobian object gives, as an expression of its code's value
+    ``(output, *aux)``: the second item, or the tuple of the others when there are more
+    (their number read from one run of the function at ``building``'s arguments)."""
+    args = [unflatten(tree, items) if tree is not None else items[0]
+            for tree, items in _split_leaves(*building)]
+    return "value[1]" if len(inner.call_function(args)) == 2 else "value[1:]"
 
 
 def _identifier(fn):

@@ -50,7 +50,7 @@ def grad(fn=None, grad_position=0, weights=None, has_aux=False, return_ids=False
     limit = _limit_for(fn, memory_limit)
     if limit is not None:
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, False, limit)
-    if _plain_gradient(fn):
+    if _plain_gradient(fn) and not has_aux:
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, False)
     if getattr(fn, "derivative_mode", None) is not None:
         return reverse_of_derivative(fn, grad_position, weights, has_aux, return_ids, False)
@@ -67,7 +67,7 @@ def value_and_grad(fn=None, grad_position=0, weights=None, has_aux=False, return
     limit = _limit_for(fn, memory_limit)
     if limit is not None:
         return GradFunction(fn, grad_position, weights, has_aux, return_ids, True, limit)
-    if _plain_gradient(fn):
+    if _plain_gradient(fn) and not has_aux:
         return grad_of_gradient(fn, grad_position, weights, has_aux, return_ids, True)
     if getattr(fn, "derivative_mode", None) is not None:
         return reverse_of_derivative(fn, grad_position, weights, has_aux, return_ids, True)
@@ -92,10 +92,11 @@ def _kept(fn, grad_position, weights, has_aux, return_ids, with_value):
 
 def _plain_gradient(fn):
     """Whether ``fn`` is a plain gradient object of a function (its gradient is forward
-    over reverse of that function: ``api.higher``); a value_and_grad object is
-    differentiated as any other derivative object (``api.composed``)."""
+    over reverse of that function: ``api.higher``); a value_and_grad object, or one with
+    has_aux (or differentiated with has_aux), is differentiated as any other derivative
+    object (``api.composed``)."""
     return isinstance(fn, GradFunction) and not fn.differentiates_a_derivative and \
-        not fn.with_value
+        not fn.with_value and not fn.has_aux
 
 
 def _limit_for(fn, memory_limit):

@@ -5,7 +5,9 @@ recognise in it: ``returned_expression(fn)`` (its parameters and the expression 
 whole body returns), ``dotted_name(node)`` (``['np', 'linalg']`` of a name or dotted
 name) and ``value_of(fn, names, params, args)``: what a dotted name of ``fn``'s source
 is at a call (a parameter's argument, a closure cell, a global or a builtin), read at
-every call so that nothing is kept from an earlier one.  ``read_once(cache, fn, read)``:
+every call so that nothing is kept from an earlier one; ``value_spec(node)`` and
+``spec_value(fn, spec, params, args)`` the same for an expression with no call in it
+(``PARAMS["theta"]``, ``theta * scale``, ``x.T``: evaluated at every call).  ``read_once(cache, fn, read)``:
 what ``read(fn)`` gives, kept per code object in an LRU of ``KEPT_CODES`` entries.
 """
 import builtins
@@ -90,6 +92,46 @@ def value_of(fn, names, params=(), args=()):
         if value is UNKNOWN:
             return UNKNOWN
     return value
+
+
+#: the nodes an expression ``value_spec`` takes may hold: nothing that calls (a call may
+#: give another value per row of the loop it stands for: ``rng.normal()``)
+_PURE = (gast.Name, gast.Attribute, gast.Subscript, gast.Slice, gast.Tuple, gast.Constant,
+         gast.BinOp, gast.UnaryOp, gast.operator, gast.unaryop, gast.expr_context)
+
+
+def value_spec(node):
+    """How to read the value ``node`` of ``fn``'s source at each call: its dotted name (a
+    list), or ``("expr", code, names it reads)`` for an expression of names, attributes,
+    subscripts, constants and arithmetic (no call); None for anything else."""
+    names = dotted_name(node)
+    if names is not None:
+        return names
+    if not all(isinstance(n, _PURE) for n in gast.walk(node)):
+        return None
+    from ..compiler.syntax.source import to_source
+    read = sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
+    return ("expr", compile(to_source(node).strip(), "<vmap value>", "eval"), read)
+
+
+def spec_reads(spec):
+    """The first names ``spec`` (``value_spec``) reads."""
+    return spec[2] if isinstance(spec, tuple) else spec[:1]
+
+
+def spec_value(fn, spec, params=(), args=()):
+    """What ``spec`` (``value_spec``) is now, its names read as ``value_of`` reads them;
+    UNKNOWN where one cannot be read or the expression raises."""
+    if isinstance(spec, list):
+        return value_of(fn, spec, params, args)
+    _, code, read = spec
+    names = {name: value_of(fn, [name], params, args) for name in read}
+    if any(value is UNKNOWN for value in names.values()):
+        return UNKNOWN
+    try:
+        return eval(code, {"__builtins__": builtins}, names)
+    except Exception:           # the loop's call says what is wrong
+        return UNKNOWN
 
 
 def callable_spec(node, params):

@@ -10,8 +10,9 @@ a ``JvpOfTangents`` when its whole body is ``return jvp(g, primals, tangents)[1]
 ``return hvp(g, primals, tangents)``: forward mode over ``g``'s gradient code; a transform
 says it batches so by ``__s2sgrad_vmap_tangents__``) with ``g`` a name, a dotted name, a
 transform of one (``grad(f)``) or a lambda reading only values from outside ``fn`` (not
-``fn``'s parameters), each primal a name or dotted name that is not a mapped parameter, and
-each tangent a parameter; None otherwise (the caller keeps its loop).
+``fn``'s parameters), each primal a name, a dotted name or an expression of them with no
+call (``PARAMS["theta"]``, ``theta * scale``: ``vmap_body.value_spec``) that reads no mapped
+parameter, and each tangent a parameter; None otherwise (the caller keeps its loop).
 ``JvpOfTangents.run(fn, args, axes, out_axis)`` reads ``g`` and the primals at each call
 (from ``fn``'s closure, globals or unmapped arguments, so nothing is kept from an earlier
 call), moves each mapped axis first, runs the batched JVP (``ForwardFunction.jvps_call``, in
@@ -29,7 +30,8 @@ import gast
 from ..backend.numba_backend import backend_mode
 from ..runtime.batched import sweep_width
 from .vmap_body import (UNKNOWN, callable_of, callable_spec, code_cache, dotted_name,
-                        read_once, returned_expression, value_of)
+                        read_once, returned_expression, spec_reads, spec_value, value_of,
+                        value_spec)
 
 #: per code object, its JvpOfTangents or None (an LRU: ``vmap_body.read_once``)
 _RECOGNISED = code_cache()
@@ -37,8 +39,8 @@ _RECOGNISED = code_cache()
 
 class JvpOfTangents:
     """How to run a recognised ``return jvp(g, primals, tangents)[1]`` (module doc):
-    ``g`` (("name", dotted names) or ("lambda", its code object)), per primal its dotted
-    names, per tangent the index of the parameter it is, and the parameters' names."""
+    ``g`` (("name", dotted names) or ("lambda", its code object)), per primal how to
+    read it (``vmap_body.value_spec``), per tangent the index of the parameter it is, and the parameters' names."""
 
     def __init__(self, jvp_names, g, primals, tangents, params, text, whole=False):
         self.jvp_names = jvp_names      # how the source names ``jvp`` (checked per call)
@@ -56,12 +58,12 @@ class JvpOfTangents:
                 batched_jvp is None or \
                 getattr(transform, "__s2sgrad_returns_tangent__", False) is not self.whole:
             return None
-        own = [self.params.index(names[0]) for names in self.primals
-               if names[0] in self.params]   # (x, or an attribute of it: x.T)
+        own = [self.params.index(name) for spec in self.primals for name in spec_reads(spec)
+               if name in self.params]   # (x, an attribute of it: x.T, or x[0] * 2)
         if any(axes[i] is not None for i in own):
             return None              # a mapped primal: not a batch of tangents
         g = self._function(fn)
-        primals = [value_of(fn, names, self.params, args) for names in self.primals]
+        primals = [spec_value(fn, spec, self.params, args) for spec in self.primals]
         if g is None or any(p is UNKNOWN or not _plain(p) for p in primals):
             return None
         mapped = [i for i, a in enumerate(axes) if a is not None]
@@ -160,7 +162,7 @@ def _read(fn):
     if primal_nodes is None or tangent_nodes is None or \
             len(primal_nodes) != len(tangent_nodes) or not primal_nodes:
         return None
-    primals = [dotted_name(p) for p in primal_nodes]
+    primals = [value_spec(p) for p in primal_nodes]
     tangents = [t.id if isinstance(t, gast.Name) else None for t in tangent_nodes]
     if any(p is None for p in primals) or any(t not in params for t in tangents):
         return None
@@ -184,6 +186,4 @@ def _items(node):
     """The items of a tuple or list display, or ``[node]`` for one value."""
     if isinstance(node, (gast.Tuple, gast.List)):
         return list(node.elts)
-    if isinstance(node, (gast.Name, gast.Attribute)):
-        return [node]
-    return None
+    return [node]

@@ -1,6 +1,7 @@
 """Numba versions of the elementwise ``scipy.special`` functions a model calls in a loop
 (``expit`` for an LSTM's gates, ``log_expit``, ``logit``, ``erf``, ``erfc``, ``ndtr``,
-``gammaln``: its forward; its adjoint's ``digamma`` has none), on a number or a float array, so the generated code that calls them (the
+``gammaln``; its adjoint's ``digamma`` and ``polygamma`` are in ``numba_polygamma``,
+imported here), on a number or a float array, so the generated code that calls them (the
 forward and the rules' adjoints) compiles: Numba has none of them, and a gradient
 calling one ran as Python (``precheck.unresolved`` names it).  Each is numpy's or
 ``math``'s arithmetic for the function (``expit(x) = 1 / (1 + exp(-x))``), equal to
@@ -11,6 +12,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 from scipy import special
+
+from . import numba_polygamma  # noqa: F401  (digamma, polygamma: their @overloads)
 
 
 def _numeric(x):

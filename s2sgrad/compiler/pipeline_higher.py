@@ -240,10 +240,12 @@ class DifferentiableGradient:
         self.guards = differentiated.lowered.guards
 
 
-def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_trees=None):
+def differentiable_gradient(fn, positions, bound_self=None, arg_types=None, arg_trees=None,
+                            has_aux=False):
     """``fn``'s value-and-gradient function w.r.t. ``positions``, written in the
-    differentiable spelling (module doc), stored in the cache and loaded."""
-    d = differentiate(fn, positions, (), False, bound_self, arg_types, arg_trees)
+    differentiable spelling (module doc), stored in the cache and loaded; with
+    ``has_aux`` its value is ``(output, *aux)``, the gradient that of the output."""
+    d = differentiate(fn, positions, (), has_aux, bound_self, arg_types, arg_trees)
     names = d.names
     sweeps = differentiable_sweeps(d)
     fname = names.fresh(f"{d.lowered.name}_value_and_grad")
