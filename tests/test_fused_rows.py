@@ -103,6 +103,20 @@ def test_the_adjoint_loop_reads_the_taped_block_s_rows_by_index():
     assert text.index("elif SKIP_ELSE:") < text.index(adjoint[unpack])     # in the else
 
 
+def test_the_rows_loop_composes_with_vmap_and_jit():
+    """vmap of the gradient (one build per example's sizes) and jit of a function that
+    calls it give the gradient of each example."""
+    params, state, seq = _args(2, 3, 4, seed=7)
+    grad = s2sgrad.grad(gated, 0)
+    batch = np.stack([params, params * 0.5, -params])
+    mapped = s2sgrad.vmap(lambda p: grad(p, state, seq))(batch)
+    jitted = s2sgrad.jit(lambda p: grad(p, state, seq) * 2.0)
+    for k in range(3):
+        want = numerical_grad(gated, (batch[k], state, seq), 0)
+        np.testing.assert_allclose(mapped[k], want, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(jitted(batch[k]), 2.0 * want, rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("layers, b, c", [(2, 3, 5), (3, 5, 4), (0, 4, 3), (2, 4, 2)])
 def test_rows_on_the_tape_match_numpy_and_central_differences(layers, b, c, monkeypatch):
     """One compiled gradient for every size (no dimension of 1: one build): the first
