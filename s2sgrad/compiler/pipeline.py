@@ -30,6 +30,7 @@ from .optimize.kernels import Numbers, fused_chains
 from .optimize.loop_space import (array_ranks, exclusive, index_spaces, nodes, pieced,
                                   slice_cuts)
 from .analysis.shapes import Dim
+from .optimize.loop_rows import rows_read_in_place
 from .optimize.loop_tapes import rows_on_tapes
 from .optimize.loops import Context, fused_loops
 from .optimize.products import scaled_products
@@ -379,7 +380,8 @@ def loop_sweeps(d, sweeps):
     sweeps.forward, passes = fused_loops(sweeps.forward, context)
     context.stores = name_uses(sweeps.backward)[1]
     sweeps.backward, more = fused_loops(sweeps.backward, context)
-    rows_on_tapes(sweeps.forward, sweeps.backward, passes)
+    unpacked = rows_on_tapes(sweeps.forward, sweeps.backward, passes)
+    rows_read_in_place(sweeps.backward, more, unpacked)
     return loop_lines(passes + more)
 
 

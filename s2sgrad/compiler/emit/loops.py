@@ -42,7 +42,8 @@ def _function(fused):
     lines = wrap(f"# the {fused.count} array statements{where} in one pass over their "
                  f"elements i{order} (the call's else: the statements as numpy)")
     lines += wrap(f"def {fused.name}({', '.join(fused.params)}):")
-    lines.append(f"{INDENT}n = {fused.arrays[0]}.shape[0]")
+    axis = 1 if fused.arrays[0] in fused.blocks else 0     # a block's rows: its axis 1
+    lines.append(f"{INDENT}n = {fused.arrays[0]}.shape[{axis}]")
     if fused.block:
         lines.append(f"{INDENT}{fused.block} = np.empty(({len(fused.rows)}, n))")
         lines += wrap(f"{INDENT}{', '.join(fused.row_arrays)} = {fused.block}")

@@ -1,7 +1,8 @@
 """A fused loop's kept values on a list tape as the one array they are the rows of.
 
 ``rows_on_tapes(forward, backward, passes)`` takes the two sweeps (statement lists,
-changed in place) and the ``Pass``es of ``loops.fused_loops``.  Where a fused call binds a
+changed in place) and the ``Pass``es of ``loops.fused_loops``, and gives where the adjoint
+unpacks each block (``Unpacked``: ``loop_rows.py`` has adjoint loops read its rows).  Where a fused call binds a
 ``block`` whose rows two or more values are (``t43, t44, t45 = t45_rows``) and the loop's
 ``tape.append((x, t43, t44, t45))`` after it keeps those values, the tape keeps the block
 instead, and the adjoint's pop unpacks it::
@@ -23,9 +24,19 @@ import gast
 from .loop_space import nodes
 
 
+class Unpacked:
+    """Where the adjoint unpacks a popped block: ``block``, ``rows`` (name -> its row k),
+    ``statements`` (the unpacking, after the pop) and ``where`` (their statement list)."""
+
+    def __init__(self, block, rows, statements, where):
+        self.block, self.rows, self.statements, self.where = block, rows, statements, where
+
+
 def rows_on_tapes(forward, backward, passes):
-    """Rewrite the tapes that keep a block's rows (module doc)."""
+    """Rewrite the tapes that keep a block's rows (module doc); gives the ``Unpacked``
+    of each block the adjoint pops."""
     writers = {f.name: (f.params, set(f.written)) for f in passes}
+    unpacked = []
     for fused in passes:
         if fused.block is None or fused.branch is None:
             continue        # (no block where the loop takes a least length: loops.py)
@@ -44,11 +55,15 @@ def rows_on_tapes(forward, backward, passes):
         into[into.index(append)] = _with_elts(append, appended, kept, fused.block)
         statement, where = pop
         at = next(k for k, item in enumerate(where) if item is statement)
+        unpacking = _unpacked(fused, kept)
         where[at:at + 1] = [_with_elts(statement, statement.targets[0], kept, fused.block),
-                            *_unpacked(fused, kept)]
+                            *unpacking]
+        unpacked.append(Unpacked(fused.block, {n: fused.rows.index(n) for n in kept},
+                                 unpacking, where))
         rows = ", ".join(fused.rows) + ("," if len(fused.rows) == 1 else "")
         fused.numpy.append(
             gast.parse(f"{fused.block} = rt.stacked_rows(({rows}))").body[0])
+    return unpacked
 
 
 def _with_elts(statement, holder, kept, block):

@@ -147,7 +147,8 @@ class Pass:
     fails, numpy's values may be of several lengths, which rows cannot hold),
     ``branch`` (the ``if`` of the call), ``tails`` ((name, view) bound after the call:
     a view of an output read after the run, ``t7 = t4[:-1]``, or a slice's value returned
-    as all n elements, ``dt = dt[1:]``)."""
+    as all n elements, ``dt = dt[1:]``), ``blocks`` (a param that is a block of rows
+    the loop reads as ``block[k, i]``, -> {row name: k}: ``loop_rows.py``)."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
@@ -162,6 +163,7 @@ class Pass:
         self.branch = None                    # the ``if`` the call is in
         self.numpy = None                     # its else's statements as numpy (a list)
         self.tails = []                       # (name, "a[1:]") views of outputs read after
+        self.blocks = {}                      # a param block -> {row name: k} read as rows
 
 
 def fused_loops(statements, context):
@@ -384,10 +386,7 @@ class _Run:
         aliases = [gast.parse(f"{', '.join(fused.rows)} = {fused.block}").body[0]] \
             if fused.block else []
         aliases += [gast.parse(f"{a} = {b}").body[0] for a, b in fused.aliases + fused.tails]
-        shapes = ", ".join(f"{a}.shape" for a in fused.arrays) + \
-            ("," if len(fused.arrays) == 1 else "")
-        test = gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
-                          mode="eval").body
+        test = guard(fused)
         skip = gast.parse(f"if {rt.SKIP_ELSE}:\n"
                           f"    raise rt.FusedGuardFailed(\"s2sgrad: {fused.name}'s arrays "
                           f"of several lengths\")").body[0]
@@ -397,6 +396,16 @@ class _Run:
         views = [gast.parse(f"{name} = {source}").body[0] for name, source in
                  self.state.views]
         return self.before + [comment] + views + [branch] + self.after
+
+
+def guard(fused):
+    """The test of ``fused``'s call: ``rt.compiled() and rt.one_length((a.shape, ...),
+    least)`` over its arrays (a block read by rows, ``Pass.blocks``: its rows' shape,
+    ``block.shape[1:]``)."""
+    shapes = ", ".join(f"{a}.shape[1:]" if a in fused.blocks else f"{a}.shape"
+                       for a in fused.arrays) + ("," if len(fused.arrays) == 1 else "")
+    return gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
+                      mode="eval").body
 
 
 def _stored_row(item):
