@@ -83,12 +83,20 @@ def test_the_ode_step_is_one_forward_loop_and_one_adjoint_loop():
         assert text.count("for i in range(n") == 1
         for call in ("np.concatenate", "split_like", "add_into", "np.zeros"):
             assert call not in text
-    # the arrays each loop makes: the tape's four, those read shifted, the carried one (no
-    # block of rows: the loop takes a least length, where its values' lengths differ)
-    assert "\n".join(forward_body).count("np.empty(n)") == 8
-    assert "\n".join(adjoint_body).count("np.empty(n)") == 5     # of 33 statements' arrays
-    assert "t5[i - 1]" in "\n".join(forward_body)
-    assert "dt20[i + 1]" in "\n".join(adjoint_body)
+    # the arrays each loop makes: the tape's four and the carried one (no block of rows:
+    # the loop takes a least length, where its values' lengths differ); the values read
+    # shifted (k2's y + h / 2 * k1 at i - 1, the adjoint's at i + 1) are carried in locals
+    # from one iteration to the next, not stored and loaded back (which kept LLVM from
+    # vectorising the loops: GradBench ode 5.1 -> 2.4 ms)
+    forward_text, adjoint_text = "\n".join(forward_body), "\n".join(adjoint_body)
+    assert forward_text.count("np.empty(n)") == 5
+    assert adjoint_text.count("np.empty(n)") == 1     # of 33 statements' arrays
+    assert "t8_i = t6[i] if i < 1 else t5_prev" in forward_text
+    assert "        t5_prev = t5_i" in forward_text
+    assert "dt17_i += dt20_next" in adjoint_text
+    assert "        dt20_next = dt20_i" in adjoint_text
+    for text in (forward_text, adjoint_text):
+        assert "[i - 1]" not in text.replace("y_1[i - 1]", "") and "[i + 1]" not in text
 
 
 # (no last element of 0 elements: y[-1]; 1 element: a build of its own, see the stepped

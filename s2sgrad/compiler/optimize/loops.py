@@ -60,9 +60,10 @@ loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  
 more values read after the run are the rows of one array the loop makes (``Pass.block``;
 ``loop_tapes.py`` puts it on the tape in their place).
 
-A value a later statement reads shifted (``t5[i - 1]``) is written to an array in the
-loop, which then runs the way that makes the read an earlier iteration's (up for
-``i - k``, down for ``i + k``); an array from before the run read shifted is never also
+A value a later statement reads shifted (``t5[i - 1]``) is carried from iteration to
+iteration in a local (``t5_prev``; no array unless it is read after the run), and the
+loop runs the way that makes the read an earlier iteration's (up for ``i - k``, down
+for ``i + k``); an array from before the run read shifted is never also
 written in place by it (the run would read its own writes).  Numbers (``h / 2``), the
 ``np.ones(k)`` of a concatenate, an alias or a slice of an array from before the run
 (``dy_1 = dy_2``, ``t2 = y_1[2:]``) and a tape's ``append`` inside a run move before or
@@ -136,8 +137,9 @@ class Pass:
     function returns for them), ``arrays`` (params of the index space, the first one's
     length is ``n``), ``written`` (params written in place), ``body`` (the loop body's
     lines, over ``i``), ``stores`` ((array, element) pairs written at the end of each
-    iteration), ``temporaries`` (every array the loop makes: the results and the values
-    read shifted), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the fewest
+    iteration), ``temporaries`` (every array the loop makes: its results), ``carries``
+    ((locals, local) of each value read shifted: ``locals[k - 1]`` holds its element of
+    k iterations ago, set from ``local`` at the end of each iteration), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the fewest
     elements it takes), ``statements`` (the original statements with their comments),
     ``origins`` and ``aliases`` ((name, output) bound after the call), ``block`` and
     ``rows`` (where two or more outputs are not returned: one array of their rows, made
@@ -162,6 +164,7 @@ class Pass:
         self.branch = None                    # the ``if`` the call is in
         self.numpy = None                     # its else's statements as numpy (a list)
         self.tails = []                       # (name, "a[1:]") views of outputs read after
+        self.carries = []                     # ([lag 1, lag 2...], local) of shifted reads
 
 
 def fused_loops(statements, context):
@@ -209,6 +212,7 @@ class _Value:
         self.cover = None           # an ``np.empty_like`` not yet covered: its next bound
         self.range = (START, END)   # the elements i it has (a slice's value: fewer)
         self.reads = 0              # its reads in the run so far
+        self.carries = []           # locals of its element 1, 2... iterations ago
 
 
 class _State:
@@ -946,10 +950,7 @@ class _Statement:
                 raise NotFused
             state.direction = direction
             value.shifted = True
-            value.array = value.array or _fresh(name, state.taken | set(state.outer) |
-                                                set(state.numbers))
-            state.taken.add(value.array)
-            return f"{value.array}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
+            return self._carried(name, value, abs(shift))
         self._space_of(name)
         if shift:
             if set(state.written) - self.context.exclusive or name in state.written or \
@@ -958,6 +959,22 @@ class _Statement:
             state.shifted_outer.add(name)
             return f"{name}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
         return f"{name}[i]"
+
+
+    def _carried(self, name, value, k):
+        """The local that holds ``name``'s element of ``k`` iterations ago (``t5_prev``,
+        ``t5_prev2``; ``_next`` down): carried in a register from one iteration to the
+        next instead of written to an array and read back (a store and a load in a chain
+        from one iteration to the next, which also kept the loop from vectorising)."""
+        state = self.state
+        word = "prev" if state.direction > 0 else "next"
+        while len(value.carries) < k:
+            lag = len(value.carries) + 1
+            carry = _fresh(f"{name}_{word}{lag if lag > 1 else ''}", state.taken |
+                           set(state.outer) | set(state.numbers) | set(self.context.reads))
+            state.taken.add(carry)
+            value.carries.append(carry)
+        return value.carries[k - 1]
 
 
 def _cut(node):
@@ -1089,6 +1106,7 @@ class _Pass:
         fused.stores = [(v.array, v.local) for v in state.values.values()
                         if v.array is not None]
         fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
+        fused.carries = [(v.carries, v.local) for v in state.values.values() if v.carries]
         stores = name_uses(inside)[1]
         rows = [n for n in fused.outputs if n not in context.keep and
                 context.stores.get(n, 0) <= stores.get(n, 0) and   # not bound outside the run
