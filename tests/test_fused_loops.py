@@ -10,6 +10,7 @@ change between calls of one compiled gradient (0, 1, 2, 5...), views that are no
 contiguous, float32 (not fused) and a first call of another size.
 """
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -160,3 +161,78 @@ def test_float32_arguments_keep_numpys_statements(monkeypatch):
     x32 = np.linspace(-0.8, 0.9, 6).astype(np.float32)
     assert "rt.compiled()" not in s2sgrad.show(stepped, x32, 0.7, 3)
     assert "rt.compiled()" in s2sgrad.show(stepped, x32.astype(np.float64), 0.7, 3)
+
+
+def _rhs_sliced_piece(x, y):
+    return x * np.concatenate((x[:1] * 0 + 1, y[:-1]))      # (GradBench ode's RK4 class)
+
+
+def _rhs_view_piece(x, y):
+    return x * np.concatenate((x[:1], y[:-1]))
+
+
+def _rhs_array_piece(x, y):
+    return x * np.concatenate((np.array([1.0]), y[:-1]))
+
+
+def _rhs_ones_like_piece(x, y):
+    return x * np.concatenate((np.ones_like(x[:1]), y[:-1]))
+
+
+def _stepper(rhs):
+    def solve(x, s):
+        y = np.zeros(len(x))
+        for _ in range(s):
+            k1 = rhs(x, y)
+            k2 = rhs(x, y + 0.1 * k1)
+            y = y + 0.05 * (k1 + k2)
+        return y[-1] + 0.5 * np.sum(y * y)
+    return solve
+
+
+@pytest.mark.parametrize("rhs", [_rhs_sliced_piece, _rhs_view_piece, _rhs_array_piece,
+                                 _rhs_ones_like_piece], ids=lambda f: f.__name__[5:])
+def test_a_joined_piece_of_a_known_length_fuses_like_np_ones(rhs, monkeypatch):
+    """A concatenate's piece of any length the lowering knows (``x[:1] * 0 + 1``,
+    ``x[:1]``, ``np.array([1.0])``), not only ``np.ones(k)``, is computed before the loop
+    and read as ``t3[i] if i < 1``; its adjoint (d's first element, added into
+    ``dx[:1]``) is a value of that element in the adjoint loop.  Before, the step stayed
+    numpy statements (the RK4 class spelling of GradBench ode: 18 -> 2.6 ms)."""
+    solve = _stepper(rhs)
+    g = s2sgrad.grad(solve, 0)
+    x = np.linspace(0.5, 1.5, 6)
+    source = s2sgrad.show(g, x, 3)
+    functions = _functions(source.split("\n# s2sgrad: ")[0])
+    main = functions.pop("solve_value_and_grad")
+    steps = [body for name, body in functions.items() if name != "_dx_pass"]
+    assert len(steps) == 2, list(functions)   # one forward, one adjoint loop (+ the sum's)
+    forward, adjoint = ("\n".join(b) for b in sorted(steps, key=lambda b: "n - 1, -1" in "\n".join(b)))
+    assert re.search(r"t\d+_i = t\d+\[i\] if i < 1 else y_1\[i - 1\]", forward), forward
+    if rhs in (_rhs_sliced_piece, _rhs_view_piece):      # a piece x's gradient flows through
+        assert re.search(r"dt\d+_i = dt\d+_i if i < 1 else 0.0", adjoint), adjoint
+        assert "if i < 1:\n            dx[i] += dt" in adjoint, adjoint
+    outside = "\n".join(line for line in main if not line.startswith(" " * 12))
+    assert "np.concatenate" not in outside and "split_like" not in outside
+    got = g(x, 3)
+    monkeypatch.setenv("S2SGRAD_BACKEND", "python")       # the numpy statements' bits
+    np.testing.assert_array_equal(got, s2sgrad.grad(solve, 0)(x, 3))
+    monkeypatch.setenv("S2SGRAD_BACKEND", "auto")
+    np.testing.assert_allclose(got, numerical_grad(solve, (x, 3), 0), rtol=1e-7, atol=1e-10)
+    for n in (1, 2, 9):                                   # other lengths, one build
+        x = np.linspace(0.5, 1.5, n)
+        np.testing.assert_allclose(g(x, 3), numerical_grad(solve, (x, 3), 0), rtol=1e-7,
+                                   atol=1e-10)
+
+
+@pytest.mark.parametrize("transform", ["jit_grad", "vmap_grad", "grad_jit"])
+def test_a_joined_piece_of_a_known_length_under_other_transforms(transform):
+    solve = _stepper(_rhs_sliced_piece)
+    xs = np.stack([np.linspace(0.5, 1.5, 6), np.linspace(-1.0, 0.7, 6)])
+    if transform == "vmap_grad":
+        got = s2sgrad.vmap(s2sgrad.grad(solve, 0), in_axes=(0, None))(xs, 3)
+    else:
+        g = s2sgrad.jit(s2sgrad.grad(solve, 0)) if transform == "jit_grad" else \
+            s2sgrad.grad(s2sgrad.jit(solve), 0)
+        got = np.stack([g(x, 3) for x in xs])
+    want = np.stack([numerical_grad(solve, (x, 3), 0) for x in xs])
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-10)

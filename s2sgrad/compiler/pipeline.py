@@ -346,6 +346,7 @@ def loop_sweeps(d, sweeps):
     shapes = lowered.shapes
     if shapes is None:
         return []
+    small.update(_known_pieces(everything, small, shapes, lowered.ndims))
     floats = {p for p in lowered.params if (lowered.param_types.get(p) or (None,))[0] is not
               None and str(lowered.param_types[p][0]) == "float64"}
 
@@ -381,6 +382,25 @@ def loop_sweeps(d, sweeps):
     sweeps.backward, more = fused_loops(sweeps.backward, context)
     rows_on_tapes(sweeps.forward, sweeps.backward, passes)
     return loop_lines(passes + more)
+
+
+def _known_pieces(statements, small, shapes, ndims):
+    """name -> k of each name joined by ``np.concatenate((a, b))`` in ``statements``,
+    bound once, that the lowering's shapes give k elements (an int): ``x[:1] * 0 + 1``,
+    ``x[:1]``, ``np.array([1.0])`` join as ``np.ones(1)`` does (``small``, which it
+    adds to: ``optimize/loops.py`` reads it as ``t3[i] if i < 1``)."""
+    joined = {e.id for node in nodes(statements) if isinstance(node, gast.Call) and
+              to_source(node.func) == "np.concatenate" and len(node.args) == 1 and
+              isinstance(node.args[0], gast.Tuple)
+              for e in node.args[0].elts if isinstance(e, gast.Name)}
+    stores = name_uses(statements)[1]
+    known = {}
+    for name in joined - set(small):
+        shape = shapes.of.get(name)
+        if isinstance(shape, tuple) and len(shape) == 1 and type(shape[0]) is int and \
+                ndims.get(name) == 1 and stores.get(name) == 1:
+            known[name] = shape[0]
+    return known
 
 
 def _small_length(value):

@@ -309,6 +309,8 @@ class _Run:
             name = _assigned(item)
             if name in state.values or name in state.outer or name in state.read_after:
                 return False
+            if name in self.context.small and reads & set(state.written):
+                return False        # (a piece computed from what the run writes)
             if self.context.numbers.number(item.value) or name in self.context.small or \
                     isinstance(item.value, gast.Name) and self.context.space(name) or \
                     _length(item.value):
@@ -523,6 +525,8 @@ class _Statement:
 
     def _assign(self, name, value):
         state, context = self.state, self.context
+        if name in context.small:
+            raise NotFused          # a concatenate's piece of k elements: moved before
         self._rebinding(name)
         if _np_call(value, ZEROS) or _np_call(value, ZEROS, "rt"):
             if len(value.args) != 1 or not isinstance(value.args[0], gast.Name):
@@ -794,7 +798,7 @@ class _Statement:
         args = value.args
         if len(args) != 3 or not isinstance(args[0], gast.Name) or \
                 not isinstance(args[1], gast.Tuple) or len(args[1].elts) != 2 or \
-                to_source(args[2]) != "0" or self.context.reads.get(name, 0) != 1 or \
+                to_source(args[2]) != "0" or self.context.reads.get(name, 0) not in (1, 2) or \
                 not isinstance(args[1].elts[0], gast.Name):
             raise NotFused
         first = self.context.length(args[1].elts[0].id)
@@ -814,6 +818,15 @@ class _Statement:
             view = (d, k, k)              # after the first k elements
         elif index == "0" and kind == "cut":
             view = (d, 0, k)              # all but the last k
+        elif index == "0" and kind == "small":
+            # the adjoint of a piece of k elements computed from arrays (x[:1] * 0 + 1):
+            # d's first k elements, a value of those elements only (``_ranged``)
+            span = (START, (k, False))
+            element = self._read(d, 0)
+            self._rebinding(name)
+            bound = self._bind(name)
+            bound.range = span
+            return self._line(f"{bound.local} = {element} if {_test(*span)} else 0.0", True)
         else:
             raise NotFused
         self._bind(name).view = view
