@@ -35,7 +35,7 @@ from .optimize.loops import Context, fused_loops
 from .optimize.products import scaled_products
 from .optimize.shared import shared_values
 from .optimize.views import contiguous_blocks
-from .optimize.spelling import as_operators, sums_as_runtime, without_negations
+from .optimize.spelling import as_operators, rolls_as_runtime, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .optimize.summed_adjoints import summed_adjoints
 from .reverse.checkpoint import checkpointed
@@ -112,9 +112,9 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
-    sweeps.forward = sums_as_runtime(
+    sweeps.forward = rolls_as_runtime(sums_as_runtime(
         fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values()),
-        lambda name: rank_of(d.lowered, name))
+        lambda name: rank_of(d.lowered, name)))
     steps = [] if memory_limit is None else checkpointed(d.lowered, sweeps, d.names,
                                                          d.returned, memory_limit)
     if memory_limit is None:   # one list tape per loop (the checkpointed steps keep theirs)
