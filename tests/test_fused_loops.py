@@ -236,3 +236,35 @@ def test_a_joined_piece_of_a_known_length_under_other_transforms(transform):
         got = np.stack([g(x, 3) for x in xs])
     want = np.stack([numerical_grad(solve, (x, 3), 0) for x in xs])
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-10)
+
+
+def two_lags(x, s):
+    y = x * 0.5
+    for _ in range(s):
+        a = y * x + 0.25
+        b = np.concatenate((np.zeros(2), a[:-2])) * 0.5 + np.concatenate((np.ones(1), a[:-1]))
+        y = y + 0.1 * np.sin(b) * a
+    return np.sum(y * y)
+
+
+def test_a_value_read_two_and_one_elements_back_is_carried_in_two_locals(monkeypatch):
+    """``a`` read at ``i - 2`` and ``i - 1`` in one loop: ``a_prev2 = a_prev`` then
+    ``a_prev = a_i`` at the end of each iteration, not read back from an array."""
+    g = s2sgrad.grad(two_lags, 0)
+    x = np.linspace(-0.8, 0.9, 7)
+    source = s2sgrad.show(g, x, 3).split("\n# s2sgrad: ")[0]
+    forward = next(b for name, b in _functions(source).items()
+                   if name.endswith("_pass") and "_prev2" in "\n".join(b))
+    text = "\n".join(forward)
+    local = re.search(r"(\w+)_prev2 if i", text) or re.search(r"else (\w+)_prev2", text)
+    name = local.group(1)
+    assert f"{name}_prev2 = {name}_prev\n        {name}_prev = {name}_i" in text, text
+    assert f"{name}[i - " not in text         # (stored only as a value the tape keeps)
+    for n in (7, 1, 2, 3):
+        x = np.linspace(-0.8, 0.9, n)
+        got = g(x, 3)
+        monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+        np.testing.assert_array_equal(got, s2sgrad.grad(two_lags, 0)(x, 3))
+        monkeypatch.setenv("S2SGRAD_BACKEND", "auto")
+        np.testing.assert_allclose(got, numerical_grad(two_lags, (x, 3), 0), rtol=1e-7,
+                                   atol=1e-10)
