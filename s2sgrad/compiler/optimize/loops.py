@@ -139,8 +139,9 @@ class Pass:
     lines, over ``i``), ``stores`` ((array, element) pairs written at the end of each
     iteration), ``temporaries`` (every array the loop makes: its results), ``carries``
     ((locals, local) of each value read shifted: ``locals[k - 1]`` holds its element of
-    k iterations ago, set from ``local`` at the end of each iteration), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the fewest
-    elements it takes), ``statements`` (the original statements with their comments),
+    k iterations ago, set from ``local`` at the end of each iteration), ``down`` (the
+    loop runs from ``n - 1`` to 0), ``least`` (the fewest elements it takes),
+    ``statements`` (the original statements with their comments),
     ``origins`` and ``aliases`` ((name, output) bound after the call), ``block`` and
     ``rows`` (where two or more outputs are not returned: one array of their rows, made
     once per call, the call binds ``block`` and unpacks it into ``rows``: one allocation
