@@ -21,7 +21,7 @@ import pytest
 import s2sgrad as ms
 from s2sgrad import Parameter, Tensor, nn, ops
 from s2sgrad.errors import UnsupportedConstructError
-from s2sgrad.testing import fresh_function
+from s2sgrad.testing import fresh_function, numerical_grad
 
 HERE = sys.modules[__name__]
 X = np.array([0.3, -0.7, 1.1])
@@ -321,3 +321,64 @@ def test_a_compiled_loop_sees_a_changed_number(backend, monkeypatch):
         monkeypatch.setattr(HERE, "STEPS", steps)
         np.testing.assert_allclose(g(X), ms.grad(copy_of(loop_scaled))(X), rtol=1e-12)
 
+
+
+class Solver:
+    """Calls its own methods (``self.rhs``): a bound method is a new object at each read."""
+
+    def __init__(self, h):
+        self.h = h
+
+    def rhs(self, x, y):
+        return x * np.sin(y)
+
+    def step(self, x, y):
+        return y + self.h * self.rhs(x, y + self.h * self.rhs(x, y))
+
+    def last(self, x):
+        y = x * 0.5
+        for _ in range(3):
+            y = self.step(x, y)
+        return np.sum(y)
+
+
+def _double_rhs(self, x, y):
+    return 2.0 * x * np.sin(y)
+
+
+def test_methods_called_on_self_are_built_once_and_checked(monkeypatch):
+    """``self.rhs`` is guarded as the same function bound to the same object (it was an
+    identity check a new method object never passed: a build at every call, the RK4
+    class spelling of GradBench's ode 87 ms against 18 ms); rebinding the method on the
+    class or the instance still builds again."""
+    solver = Solver(0.1)
+    g = ms.grad(solver.last)
+    first = g(X)
+    np.testing.assert_allclose(first, numerical_grad(solver.last, (X,), 0), rtol=1e-7)
+    builds = []
+    original = g.build_code
+    monkeypatch.setattr(g, "build_code", lambda *a: builds.append(a) or original(*a))
+    np.testing.assert_allclose(g(X), first)
+    assert builds == []
+    monkeypatch.setattr(Solver, "rhs", _double_rhs)
+    changed = g(X)
+    assert len(builds) == 1 and not np.allclose(changed, first)
+    np.testing.assert_allclose(changed, numerical_grad(solver.last, (X,), 0), rtol=1e-7)
+    monkeypatch.setattr(solver, "step", lambda x, y: y * x)
+    np.testing.assert_allclose(g(X), 2 * X ** 3, rtol=1e-13)    # (y = x ** 4 / 2)
+
+
+@pytest.mark.parametrize("transform", [lambda f: ms.jit(ms.grad(f)),
+                                       lambda f: ms.grad(ms.jit(f)),
+                                       lambda f: ms.vmap(ms.grad(f))])
+def test_methods_called_on_self_under_other_transforms(transform, monkeypatch):
+    solver = Solver(0.1)
+    g = transform(solver.last)
+    xs = np.stack([X, 2 * X]) if "vmap" in repr(g) or hasattr(g, "in_axes") else None
+    args = (X,) if xs is None else (xs,)
+    first = g(*args)
+    np.testing.assert_allclose(g(*args), first)
+    monkeypatch.setattr(Solver, "rhs", _double_rhs)
+    want = ms.grad(Solver(0.1).last)
+    expected = want(X) if xs is None else np.stack([want(r) for r in xs])
+    np.testing.assert_allclose(g(*args), expected, rtol=1e-12)

@@ -83,12 +83,12 @@ def test_the_slice_writes_are_inside_one_forward_and_one_adjoint_pass():
     forward = [b for b in passes.values() if "if i < 1:" in b and "if i >= n - 1:" in b]
     assert len(forward) == 1, source            # r[0], r[1:], r[:-1], r[-1]: one loop
     assert "r_i = x[i] * y_1[i - 1]" in forward[0]          # r[1:] = x[1:] * y[:-1]
-    assert "r_1_i = x[i] * t5[i + 1]" in forward[0]         # r[:-1] = x[:-1] * y[1:]
+    assert "r_1_i = x[i] * t5_next" in forward[0]    # r[:-1] = x[:-1] * y[1:]: t5[i + 1], carried
     adjoint = [b for b in passes.values() if "dx[i] +=" in b]
     assert len(adjoint) == 1, source            # the pieces' adjoints, added into dx
     assert "if i >= n - 1:\n            dx[i] += " in adjoint[0]    # of r[-1] = 0.5 * x[-1]
     assert "if i < n - 1:\n            dx[i] += " in adjoint[0]     # of r[:-1] = ...
-    assert "dt5_i += dt7[i - 1]" in adjoint[0]                   # y[1:]'s adjoint
+    assert "dt5_i += dt7_prev" in adjoint[0]         # y[1:]'s adjoint: dt7[i - 1], carried
     body = source.split("def stepped_value_and_grad", 1)[1].split("\ndef ", 1)[0]
     assert body.count("rt.one_length(") == 3    # the forward step, the adjoint step, dy
 

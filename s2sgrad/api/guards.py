@@ -36,6 +36,10 @@ def _test(guard, k):
         return f"(v{k} := {read}) is e{k} or same_code(v{k}, e{k})"
     if guard.kind == "same":
         return f"{read} is e{k}"
+    if guard.kind == "method":
+        # a new object at each read: the same function bound to the same object (a
+        # method's ``==`` compares its ``__self__`` by identity)
+        return f"(v{k} := {read}) is e{k} or (type(v{k}) is t{k} and v{k} == e{k})"
     if guard.kind == "snapshot":
         return f"freeze({read}) == e{k}"
     if guard.kind == "array":

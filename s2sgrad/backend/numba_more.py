@@ -63,10 +63,30 @@ def _sinc_derivative(x):
         return array
 
 
+@register_jitable
+def _rolled(a, shift):
+    """``np.roll(a, shift)`` (the flattened array, an int shift): two slice copies."""
+    flat = np.ascontiguousarray(a).ravel()
+    out = np.empty_like(flat)
+    n = flat.size
+    if n:
+        k = shift % n
+        out[k:] = flat[:n - k]
+        out[:k] = flat[n - k:]
+    return out.reshape(a.shape)
+
+
+@overload(rt.roll)
+def _roll(a, shift, axis=None):
+    if isinstance(a, types.Array) and isinstance(shift, types.Integer) and _is_none(axis):
+        return lambda a, shift, axis=None: _rolled(a, shift)
+    return None             # (an axis: Numba has no np.roll of one either)
+
+
 @overload(rt.roll_adjoint)
 def _roll_adjoint(g, shift, axis):
     if isinstance(g, types.Array) and isinstance(shift, types.Integer) and _is_none(axis):
-        return lambda g, shift, axis: np.roll(g, -shift)
+        return lambda g, shift, axis: _rolled(g, -shift)
 
 
 @overload(rt.diff_adjoint)

@@ -36,7 +36,7 @@ from .optimize.loops import Context, fused_loops
 from .optimize.products import scaled_products
 from .optimize.shared import shared_values
 from .optimize.views import contiguous_blocks
-from .optimize.spelling import as_operators, sums_as_runtime, without_negations
+from .optimize.spelling import as_operators, rolls_as_runtime, sums_as_runtime, without_negations
 from .optimize.substitute import fused_forward, inline_temporaries
 from .optimize.summed_adjoints import summed_adjoints
 from .reverse.checkpoint import checkpointed
@@ -113,9 +113,9 @@ def build(fn, positions, weights, has_aux, bound_self=None, title=None, arg_type
     for name in atom_vars(d.lowered.output) + [r for r in d.returned if r is not None]:
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in d.lowered.ndims.items() if rank and rank >= 1}
-    sweeps.forward = sums_as_runtime(
+    sweeps.forward = rolls_as_runtime(sums_as_runtime(
         fused_forward(d.sweeps.forward, reads, arrays, d.names.modules.values()),
-        lambda name: rank_of(d.lowered, name))
+        lambda name: rank_of(d.lowered, name)))
     steps = [] if memory_limit is None else checkpointed(d.lowered, sweeps, d.names,
                                                          d.returned, memory_limit)
     if memory_limit is None:   # one list tape per loop (the checkpointed steps keep theirs)
@@ -347,6 +347,7 @@ def loop_sweeps(d, sweeps):
     shapes = lowered.shapes
     if shapes is None:
         return []
+    small.update(_known_pieces(everything, small, shapes, lowered.ndims))
     floats = {p for p in lowered.params if (lowered.param_types.get(p) or (None,))[0] is not
               None and str(lowered.param_types[p][0]) == "float64"}
 
@@ -383,6 +384,25 @@ def loop_sweeps(d, sweeps):
     unpacked = rows_on_tapes(sweeps.forward, sweeps.backward, passes)
     rows_read_in_place(sweeps.backward, more, unpacked)
     return loop_lines(passes + more)
+
+
+def _known_pieces(statements, small, shapes, ndims):
+    """name -> k of each name joined by ``np.concatenate((a, b))`` in ``statements``,
+    bound once, that the lowering's shapes give k elements (an int): ``x[:1] * 0 + 1``,
+    ``x[:1]``, ``np.array([1.0])`` join as ``np.ones(1)`` does (``small``, which it
+    adds to: ``optimize/loops.py`` reads it as ``t3[i] if i < 1``)."""
+    joined = {e.id for node in nodes(statements) if isinstance(node, gast.Call) and
+              to_source(node.func) == "np.concatenate" and len(node.args) == 1 and
+              isinstance(node.args[0], gast.Tuple)
+              for e in node.args[0].elts if isinstance(e, gast.Name)}
+    stores = name_uses(statements)[1]
+    known = {}
+    for name in joined - set(small):
+        shape = shapes.of.get(name)
+        if isinstance(shape, tuple) and len(shape) == 1 and type(shape[0]) is int and \
+                ndims.get(name) == 1 and stores.get(name) == 1:
+            known[name] = shape[0]
+    return known
 
 
 def _small_length(value):

@@ -19,7 +19,7 @@ from .emit.layout import INDENT, module_header, render_mapped, wrap
 from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import atom_vars
-from .optimize.spelling import sums_as_runtime
+from .optimize.spelling import rolls_as_runtime, sums_as_runtime
 from .optimize.substitute import fused_forward
 from .pipeline import Differentiated, Generated, inline_sweeps, rank_of
 from .reverse.transform import reverse
@@ -40,8 +40,9 @@ def build_primal(fn, bound_self=None, arg_types=None, arg_trees=None):
     for name in atom_vars(lowered.output):
         reads[name] = reads.get(name, 0) + 1
     arrays = {name for name, rank in lowered.ndims.items() if rank and rank >= 1}
-    forward = sums_as_runtime(fused_forward(forward, reads, arrays, names.modules.values()),
-                              lambda name: rank_of(lowered, name))
+    forward = rolls_as_runtime(sums_as_runtime(
+        fused_forward(forward, reads, arrays, names.modules.values()),
+        lambda name: rank_of(lowered, name)))
     fname = names.fresh(f"{lowered.name}_jit")
     where = f"{os.path.basename(lowered.origin.filename)}:{lowered.origin.lineno}"
     lines = emit_primal(lowered, forward, fname, f"{lowered.name} ({where}) compiled",

@@ -14,7 +14,7 @@ from .core import reduction_count, unbroadcast, unreduce
 __all__ = ["kron_adjoint", "tensordot_adjoint", "repeat_adjoint", "tile_adjoint",
            "diff_adjoint", "diagonal_adjoint", "trace_adjoint", "pad_adjoint",
            "diag_adjoint", "permutation_adjoint", "stacked_adjoints", "append_adjoint",
-           "select_adjoints", "select_default_adjoint", "roll_adjoint", "rollaxis_adjoint",
+           "select_adjoints", "select_default_adjoint", "roll", "roll_adjoint", "rollaxis_adjoint",
            "cumprod_adjoint", "sinc_derivative", "shaped_like", "logsumexp_adjoint",
            "index_trick_adjoints", "gradient_adjoint", "nan_extremum_mask", "average_adjoint",
            "take_adjoint", "take_along_axis_adjoint", "split_adjoint", "convolve_adjoint",
@@ -263,6 +263,15 @@ def select_default_adjoint(g, condlist, default):
     for cond in condlist:
         taken = np.logical_or(taken, cond)
     return _unbroadcast(np.where(taken, 0.0, g), default)
+
+
+def roll(a, shift, axis=None):
+    """``np.roll(a, shift, axis)``, as the code ``grad`` runs spells it
+    (``optimize/spelling.rolls_as_runtime``): under Numba (``backend/numba_more.py``) a
+    roll of the flattened array (``axis`` None, an int shift) is two slice copies;
+    Numba's own ``np.roll`` moves one element at a time through flat iterators with a
+    modulo, 15 us for 10,000 float64, ten times an elementwise pass."""
+    return np.roll(a, shift, axis)
 
 
 def roll_adjoint(g, shift, axis):

@@ -11,16 +11,21 @@ statements as numpy)::
     def _y_1_pass(ones1, y_1, x, h_over2):
         n = y_1.shape[0]
         t2 = np.empty(n)
-        t5 = np.empty(n)
         ...
+        # earlier iterations' elements (read where i - k >= 0)
+        t5_prev = t11_prev = 0.0
         for i in range(n):
             t2_i = ones1[i] if i < 1 else y_1[i - 1]
             t3_i = x[i] * t2_i
             t5_i = y_1[i] + h_over2 * t3_i
+            t8_i = t6[i] if i < 1 else t5_prev
             ...
             t2[i] = t2_i
-            t5[i] = t5_i
+            t5_prev = t5_i
         return t2, ...
+
+A value read at ``i - k`` (``i + k`` down) is not stored: it is carried in ``k`` locals
+from one iteration to the next.
 """
 from ..syntax.source import INDENT
 from .layout import wrap
@@ -37,8 +42,8 @@ def loop_lines(passes):
 def _function(fused):
     where = f" of {', '.join(fused.where)}" if fused.where else ""
     order = "" if not fused.shifted else \
-        ", down from n - 1: a read of i + k is an earlier iteration's" if fused.down else \
-        ", up from 0: a read of i - k is an earlier iteration's"
+        ", down from n - 1: a read of i + k is an earlier iteration's, carried" \
+        if fused.down else ", up from 0: a read of i - k is an earlier iteration's, carried"
     lines = wrap(f"# the {fused.count} array statements{where} in one pass over their "
                  f"elements i{order} (the call's else: the statements as numpy)")
     lines += wrap(f"def {fused.name}({', '.join(fused.params)}):")
@@ -50,12 +55,29 @@ def _function(fused):
     for array in fused.temporaries:
         if array not in fused.row_arrays:
             lines.append(f"{INDENT}{array} = np.empty(n)")
+    carried = [carry for carries, _ in fused.carries for carry in carries]
+    if carried:
+        lines.append(f"{INDENT}# earlier iterations' elements (read where "
+                     f"{'i + k < n' if fused.down else 'i - k >= 0'})")
+        lines += wrap(f"{INDENT}{' = '.join(carried)} = 0.0")
     span = "range(n - 1, -1, -1)" if fused.down else "range(n)"
     lines.append(f"{INDENT}for i in {span}:")
-    for line in fused.body + [f"{a}[i] = {local}" for a, local in fused.stores]:
+    for line in fused.body + [f"{a}[i] = {local}" for a, local in fused.stores] + \
+            _carry_lines(fused.carries):
         lines += wrap(f"{INDENT * 2}{line}")
     lines += wrap(f"{INDENT}return {_tuple(fused.results)}")
     return [(line, None) for line in lines + ["", ""]]
+
+
+def _carry_lines(carries):
+    """A shifted read's locals moved on by one iteration: ``t5_prev2 = t5_prev``, then
+    ``t5_prev = t5_i``."""
+    lines = []
+    for locals_, local in carries:
+        for k in range(len(locals_) - 1, 0, -1):
+            lines.append(f"{locals_[k]} = {locals_[k - 1]}")
+        lines.append(f"{locals_[0]} = {local}")
+    return lines
 
 
 def _tuple(names):

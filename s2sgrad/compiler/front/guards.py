@@ -13,6 +13,10 @@ compare for the code to be still right (``Guard.kind``):
   arrays reached in more than one way);
 - ``"equal"``: an equal value of the same type (numbers, strings, None, dtypes, and
   tuples of them);
+- ``"method"``: a bound method (``self.rhs``, ``obj.items.append``): the same function
+  bound to the same object.  Reading it makes a new method object every time, so an
+  identity check never held: a solver class calling its own methods built its code
+  again at every call;
 - ``"snapshot"``: a container (list, dict, set, a tuple holding objects) equal item by
   item to a copy taken when the code was built (``freeze``), objects in it compared by
   identity;
@@ -268,7 +272,17 @@ def kind_of(value):
         return "equal"
     if isinstance(value, (list, tuple, dict, set, frozenset)):
         return "snapshot"
+    if is_bound_method(value):
+        return "method"
     return "same"
+
+
+def is_bound_method(value):
+    """Whether ``value`` is a method bound to an object (a new object at each read:
+    compared by its function and the object it is bound to, which ``==`` does)."""
+    return isinstance(value, types.MethodType) or (
+        isinstance(value, types.BuiltinMethodType) and
+        not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))))
 
 
 class Guards:

@@ -60,9 +60,10 @@ loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  
 more values read after the run are the rows of one array the loop makes (``Pass.block``;
 ``loop_tapes.py`` puts it on the tape in their place).
 
-A value a later statement reads shifted (``t5[i - 1]``) is written to an array in the
-loop, which then runs the way that makes the read an earlier iteration's (up for
-``i - k``, down for ``i + k``); an array from before the run read shifted is never also
+A value a later statement reads shifted (``t5[i - 1]``) is carried from iteration to
+iteration in a local (``t5_prev``; no array unless it is read after the run), and the
+loop runs the way that makes the read an earlier iteration's (up for ``i - k``, down
+for ``i + k``); an array from before the run read shifted is never also
 written in place by it (the run would read its own writes).  Numbers (``h / 2``), the
 ``np.ones(k)`` of a concatenate, an alias or a slice of an array from before the run
 (``dy_1 = dy_2``, ``t2 = y_1[2:]``) and a tape's ``append`` inside a run move before or
@@ -136,9 +137,11 @@ class Pass:
     function returns for them), ``arrays`` (params of the index space, the first one's
     length is ``n``), ``written`` (params written in place), ``body`` (the loop body's
     lines, over ``i``), ``stores`` ((array, element) pairs written at the end of each
-    iteration), ``temporaries`` (every array the loop makes: the results and the values
-    read shifted), ``down`` (the loop runs from ``n - 1`` to 0), ``least`` (the fewest
-    elements it takes), ``statements`` (the original statements with their comments),
+    iteration), ``temporaries`` (every array the loop makes: its results), ``carries``
+    ((locals, local) of each value read shifted: ``locals[k - 1]`` holds its element of
+    k iterations ago, set from ``local`` at the end of each iteration), ``down`` (the
+    loop runs from ``n - 1`` to 0), ``least`` (the fewest elements it takes),
+    ``statements`` (the original statements with their comments),
     ``origins`` and ``aliases`` ((name, output) bound after the call), ``block`` and
     ``rows`` (where two or more outputs are not returned: one array of their rows, made
     once per call, the call binds ``block`` and unpacks it into ``rows``: one allocation
@@ -164,6 +167,7 @@ class Pass:
         self.numpy = None                     # its else's statements as numpy (a list)
         self.tails = []                       # (name, "a[1:]") views of outputs read after
         self.blocks = {}                      # a param block -> {row name: k} read as rows
+        self.carries = []                     # ([lag 1, lag 2...], local) of shifted reads
 
 
 def fused_loops(statements, context):
@@ -211,6 +215,7 @@ class _Value:
         self.cover = None           # an ``np.empty_like`` not yet covered: its next bound
         self.range = (START, END)   # the elements i it has (a slice's value: fewer)
         self.reads = 0              # its reads in the run so far
+        self.carries = []           # locals of its element 1, 2... iterations ago
 
 
 class _State:
@@ -307,6 +312,8 @@ class _Run:
             name = _assigned(item)
             if name in state.values or name in state.outer or name in state.read_after:
                 return False
+            if name in self.context.small and reads & set(state.written):
+                return False        # (a piece computed from what the run writes)
             if self.context.numbers.number(item.value) or name in self.context.small or \
                     isinstance(item.value, gast.Name) and self.context.space(name) or \
                     _length(item.value):
@@ -528,6 +535,8 @@ class _Statement:
 
     def _assign(self, name, value):
         state, context = self.state, self.context
+        if name in context.small:
+            raise NotFused          # a concatenate's piece of k elements: moved before
         self._rebinding(name)
         if _np_call(value, ZEROS) or _np_call(value, ZEROS, "rt"):
             if len(value.args) != 1 or not isinstance(value.args[0], gast.Name):
@@ -799,7 +808,7 @@ class _Statement:
         args = value.args
         if len(args) != 3 or not isinstance(args[0], gast.Name) or \
                 not isinstance(args[1], gast.Tuple) or len(args[1].elts) != 2 or \
-                to_source(args[2]) != "0" or self.context.reads.get(name, 0) != 1 or \
+                to_source(args[2]) != "0" or self.context.reads.get(name, 0) not in (1, 2) or \
                 not isinstance(args[1].elts[0], gast.Name):
             raise NotFused
         first = self.context.length(args[1].elts[0].id)
@@ -819,6 +828,15 @@ class _Statement:
             view = (d, k, k)              # after the first k elements
         elif index == "0" and kind == "cut":
             view = (d, 0, k)              # all but the last k
+        elif index == "0" and kind == "small":
+            # the adjoint of a piece of k elements computed from arrays (x[:1] * 0 + 1):
+            # d's first k elements, a value of those elements only (``_ranged``)
+            span = (START, (k, False))
+            element = self._read(d, 0)
+            self._rebinding(name)
+            bound = self._bind(name)
+            bound.range = span
+            return self._line(f"{bound.local} = {element} if {_test(*span)} else 0.0", True)
         else:
             raise NotFused
         self._bind(name).view = view
@@ -955,10 +973,7 @@ class _Statement:
                 raise NotFused
             state.direction = direction
             value.shifted = True
-            value.array = value.array or _fresh(name, state.taken | set(state.outer) |
-                                                set(state.numbers))
-            state.taken.add(value.array)
-            return f"{value.array}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
+            return self._carried(name, value, abs(shift))
         self._space_of(name)
         if shift:
             if set(state.written) - self.context.exclusive or name in state.written or \
@@ -967,6 +982,22 @@ class _Statement:
             state.shifted_outer.add(name)
             return f"{name}[i {'-' if shift < 0 else '+'} {abs(shift)}]"
         return f"{name}[i]"
+
+
+    def _carried(self, name, value, k):
+        """The local that holds ``name``'s element of ``k`` iterations ago (``t5_prev``,
+        ``t5_prev2``; ``_next`` down): carried in a register from one iteration to the
+        next instead of written to an array and read back (a store and a load in a chain
+        from one iteration to the next, which also kept the loop from vectorising)."""
+        state = self.state
+        word = "prev" if state.direction > 0 else "next"
+        while len(value.carries) < k:
+            lag = len(value.carries) + 1
+            carry = _fresh(f"{name}_{word}{lag if lag > 1 else ''}", state.taken |
+                           set(state.outer) | set(state.numbers) | set(self.context.reads))
+            state.taken.add(carry)
+            value.carries.append(carry)
+        return value.carries[k - 1]
 
 
 def _cut(node):
@@ -1098,6 +1129,7 @@ class _Pass:
         fused.stores = [(v.array, v.local) for v in state.values.values()
                         if v.array is not None]
         fused.temporaries = [v.array for v in state.values.values() if v.array is not None]
+        fused.carries = [(v.carries, v.local) for v in state.values.values() if v.carries]
         stores = name_uses(inside)[1]
         rows = [n for n in fused.outputs if n not in context.keep and
                 context.stores.get(n, 0) <= stores.get(n, 0) and   # not bound outside the run

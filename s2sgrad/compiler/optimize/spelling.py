@@ -2,7 +2,8 @@
 gast statements: ``as_operators`` (``np.add(a, b)`` of arrays written ``a + b``),
 ``Broadcasting`` (``rt.unreduce(g, x, axis, True) * y`` written ``g * y`` where ``y``
 has ``x``'s shape) and ``without_negations`` (``a + -b`` written ``a - b``, ``-b * 2``
-written ``b * -2``).
+written ``b * -2``); ``sums_as_runtime`` and ``rolls_as_runtime`` (``np.sum``/``np.roll``
+written as the runtime's, which Numba runs faster).
 """
 import gast
 
@@ -218,6 +219,26 @@ def sums_as_runtime(items, ndim_of):
     checks the axes at run time: numpy loops once per row there).  Any other sum keeps
     numpy's spelling.  For the code ``grad`` runs (Numba has ``rt.sum`` too)."""
     return _each(items, _RuntimeSums(ndim_of))
+
+
+def rolls_as_runtime(items):
+    """``items`` (a sweep, blocks too) with ``np.roll(a, shift)`` (two arguments, no axis)
+    written ``rt.roll(a, shift)``: the same values, which Numba computes with two slice
+    copies instead of its own element-by-element roll (``runtime/arrays.roll``)."""
+    return _each(items, _RuntimeRolls())
+
+
+class _RuntimeRolls(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and \
+                func.value.id == "np" and func.attr == "roll" and len(node.args) == 2 and \
+                not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args):
+            node.func = gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
+                                                       type_comment=None),
+                                       attr="roll", ctx=gast.Load())
+        return node
 
 
 class _RuntimeSums(gast.NodeTransformer):
