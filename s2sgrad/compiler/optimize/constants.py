@@ -130,11 +130,18 @@ def _static(node, static, roots, params):
             continue
         if sub.id in static or sub.id in roots:
             continue
-        if sub.id in params and isinstance(parent, gast.Attribute) and \
-                parent.attr in SIZE_ATTRIBUTES:
+        if sub.id in params and (isinstance(parent, gast.Attribute) and
+                                 parent.attr in SIZE_ATTRIBUTES or _is_len(parent)):
             continue
         return False
     return True
+
+
+def _is_len(node):
+    """True for ``len(name)``: the first size of ``name``'s shape."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+        node.func.id == "len" and len(node.args) == 1 and not node.keywords and \
+        isinstance(node.args[0], gast.Name)
 
 
 def _names_with_parents(node, parent=None):
@@ -145,15 +152,20 @@ def _names_with_parents(node, parent=None):
 
 
 def _read_sizes(node, params, sizes, fresh):
-    """``node`` with ``p.shape`` (``.ndim``, ``.size``: from the shape) rewritten in place
-    to read the input ``p_shape``, noted in ``sizes``."""
+    """``node`` with ``p.shape`` (``.ndim``, ``.size``, ``len(p)``: from the shape)
+    rewritten in place to read the input ``p_shape``, noted in ``sizes``."""
+    def shape_of(param):
+        if param not in sizes:
+            sizes[param] = fresh(f"{param}_shape")
+        return sizes[param]
+
     def rewritten(child):
         if isinstance(child, gast.Attribute) and isinstance(child.value, gast.Name) \
                 and child.value.id in params and child.attr in SIZE_ATTRIBUTES:
-            if child.value.id not in sizes:
-                sizes[child.value.id] = fresh(f"{child.value.id}_shape")
-            shape = sizes[child.value.id]
-            return _from_shape(child.attr, shape)
+            return _from_shape(child.attr, shape_of(child.value.id))
+        if _is_len(child) and child.args[0].id in params:
+            return gast.Subscript(value=name_node(shape_of(child.args[0].id)),
+                                  slice=gast.Constant(value=0, kind=None), ctx=gast.Load())
         return child
 
     for sub in list(gast.walk(node)):
