@@ -135,3 +135,16 @@ def test_vmap_of_the_gradient_of_a_held_array():
     batched = s2sgrad.vmap(s2sgrad.grad(fit.loss))(xs)
     for x, got in zip(xs, batched):
         np.testing.assert_allclose(got, expected(x, fit.t, fit.s), rtol=1e-10)
+
+
+def test_jit_of_the_gradient_and_second_derivatives_of_a_held_array():
+    fit = Fit(40)
+    x = np.array([0.3, -0.2, 0.5])
+    jitted = s2sgrad.jit(s2sgrad.grad(fit.loss))
+    np.testing.assert_allclose(jitted(x), expected(x, fit.t, fit.s), rtol=1e-12)
+    fit.t[2] = 0.7                                     # seen through jit too
+    np.testing.assert_allclose(jitted(x), expected(x, fit.t, fit.s), rtol=1e-12)
+    A = fit.t[:, None] ** np.arange(3)
+    np.testing.assert_allclose(s2sgrad.hessian(fit.loss)(x), A.T @ A, rtol=1e-10)
+    np.testing.assert_allclose(s2sgrad.jacfwd(s2sgrad.grad(fit.loss))(x), A.T @ A,
+                               rtol=1e-10)
