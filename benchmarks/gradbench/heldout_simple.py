@@ -156,6 +156,25 @@ def _llsq_class():
     return lambda x, n: gradient(x)
 
 
+#: the sample points as a module's data, read by the loss
+SAMPLES = np.linspace(-1.0, 1.0, llsq.inputs()[1])
+
+
+def llsq_global_multiply_outer(x, n):
+    powers = np.cumprod(np.hstack((np.ones((n, 1)), np.multiply.outer(
+        SAMPLES, np.ones(len(x) - 1)))), axis=1)
+    return 0.5 * np.sum((np.sign(SAMPLES) - powers @ x) ** 2)
+
+
+def llsq_data_argument(x, t):
+    return 0.5 * np.sum((np.sign(t) - np.power.outer(t, np.arange(x.size)) @ x) ** 2)
+
+
+def _llsq_data_argument():
+    gradient = s2sgrad.grad(llsq_data_argument, 0)
+    return lambda x, n: gradient(x, SAMPLES)
+
+
 # --------------------------------------------------------------------------- gmm
 
 
@@ -336,6 +355,25 @@ def kmeans_where_loop(centroids, points):
     return best.sum()
 
 
+def kmeans_range_minimum(centroids, points):
+    best = np.full(points.shape[0], np.inf)
+    for j in range(len(centroids)):
+        best = np.minimum(best, ((points - centroids[j]) ** 2).sum(axis=1))
+    return np.sum(best)
+
+
+def kmeans_while_count(centroids, points):
+    diff = points - centroids[0]
+    best = np.einsum("nd,nd->n", diff, diff)
+    k = 1
+    while k < len(centroids):
+        diff = points - centroids[k]
+        d = np.einsum("nd,nd->n", diff, diff)
+        best = np.where(d < best, d, best)
+        k = k + 1
+    return best.sum()
+
+
 def _newton_partial_hvp(cost):
     def direction(centroids, points):
         f = functools.partial(cost, points=points)
@@ -441,6 +479,9 @@ SPELLINGS = {
         "np.power.outer, np.linalg.norm": lambda: s2sgrad.grad(llsq_norm, 0),
         "while loop, r.dot(r)": lambda: s2sgrad.grad(llsq_while, 0),
         "class holding t, s": _llsq_class,
+        "global t, np.multiply.outer, cumprod": lambda: s2sgrad.grad(
+            llsq_global_multiply_outer, 0),
+        "t as an argument, np.power.outer": _llsq_data_argument,
     },
     "gmm": {
         "einsum kij,nkj, helper lse": lambda: s2sgrad.grad(gmm_einsum_letters, (0, 1, 2, 3)),
@@ -461,6 +502,9 @@ SPELLINGS = {
         "argmin assignment, einsum": lambda: kmeans.newton_direction(kmeans_argmin),
         "while over centroids, np.where": lambda: kmeans.newton_direction(kmeans_where_loop),
         "partial, grad / hvp": lambda: _newton_partial_hvp(kmeans.kmeans_cost),
+        "for over centroids, np.minimum": lambda: kmeans.newton_direction(
+            kmeans_range_minimum),
+        "while k < len, einsum rows": lambda: kmeans.newton_direction(kmeans_while_count),
     },
     "ba": {
         "by components": lambda: _ba_pair(ba_x_components, ba_y_components),
@@ -478,11 +522,14 @@ FORWARDS = {
             "while loop, np.where max": lse_while_where},
     "llsq": {"y += x[j] * t**j, np.dot": llsq_accumulate, "Horner": llsq_horner,
              "np.vander": llsq_vander, "scalar loops": llsq_scalar_loops,
-             "np.power.outer, np.linalg.norm": llsq_norm, "while loop, r.dot(r)": llsq_while},
+             "np.power.outer, np.linalg.norm": llsq_norm, "while loop, r.dot(r)": llsq_while,
+             "global t, np.multiply.outer, cumprod": llsq_global_multiply_outer},
     "gmm": {"einsum kij,nkj, helper lse": gmm_einsum_letters, "batched @": gmm_matmul,
             "component loop": gmm_component_loop,
             "helper per term, scipy logsumexp, np.matmul, norm": gmm_helpers},
     "kmeans": {"broadcast distances": kmeans_broadcast, "np.dot, methods": kmeans_dot,
                "argmin assignment, einsum": kmeans_argmin,
-               "while over centroids, np.where": kmeans_where_loop},
+               "while over centroids, np.where": kmeans_where_loop,
+               "for over centroids, np.minimum": kmeans_range_minimum,
+               "while k < len, einsum rows": kmeans_while_count},
 }

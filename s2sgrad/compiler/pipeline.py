@@ -287,20 +287,25 @@ def title_of(lowered, positions, weights):
 
 
 def hoist_constants(d, sweeps, fname):
-    """Move what ``d``'s forward sweep computes from sizes and plain numbers only into a
-    function of them, called through an ``rt.Constants`` table (``optimize/constants.py``):
+    """Move what ``d``'s forward sweep computes from sizes and plain numbers only (and
+    outer products of array arguments not differentiated) into a function of them,
+    called through an ``rt.Constants`` table (``optimize/constants.py``):
     ``sweeps.forward`` is replaced; gives the (line, origin) pairs of that function and
     table, to write before the gradient's (none when nothing is moved)."""
     lowered = d.lowered
     wrt = {lowered.params[k] for kind, k in d.wrt if kind == "position"}
-    roots = {p for p in lowered.params if p not in wrt and p not in lowered.mutated
-             and lowered.ndims.get(p) == 0 and p not in lowered.lists
-             and p not in lowered.tuples}
+    fixed = [p for p in lowered.params if p not in wrt and p not in lowered.mutated
+             and p not in lowered.lists and p not in lowered.tuples]
+    roots = {p for p in fixed if lowered.ndims.get(p) == 0}
+    arrays = {p for p in fixed if (lowered.ndims.get(p) or 0) >= 1} | {
+        f.name for f in lowered.free if type(f.obj) is np.ndarray and f.obj.ndim >= 1
+        and f.name not in lowered.mutated}
     keep = set(atom_vars(lowered.output)) | set(lowered.mutated) | {
         g for g in d.returned if g is not None}
     hoisted = hoisted_constants(sweeps.forward, sweeps.backward, roots, lowered.params, keep,
                                 lambda n: None if lowered.ndims.get(n) is None
-                                else lowered.ndims[n] >= 1, d.names.fresh)
+                                else lowered.ndims[n] >= 1, d.names.fresh,
+                                arrays, lowered.ndims.get)
     if hoisted is None:
         return []
     function = d.names.fresh(f"{lowered.name}_constants")
@@ -309,6 +314,8 @@ def hoist_constants(d, sweeps, fname):
     outputs = ", ".join(hoisted.outputs) + ("," if len(hoisted.outputs) == 1 else "")
     said = " and ".join(to_source(e) for _, e in hoisted.inputs)
     per = "once per their values"
+    if hoisted.arrays:
+        per += f" ({', '.join(hoisted.arrays)} compared by contents)"
     if not said:            # literals only (np.ones(3)): one set of values
         said, per = "numbers written in the code", "once"
     lines = [(line, None) for line in wrap(

@@ -6,10 +6,16 @@ gives ``fn(*inputs)``, from a small table keyed by the inputs exactly (a number 
 type and bits, so ``0.0`` and ``-0.0``, ``1`` and ``True`` differ; a shape by its
 sizes).  The arrays it hands out are read-only: the generated code never writes into
 them, and anything that tried would fail loudly rather than change what later calls
-read.  An input that is not an immutable number, string, None or tuple of them (a 0-d
-array: its value could change in place) is not looked up: ``fn`` runs afresh.
+read.  An ndarray of rank 1 or more (an argument not differentiated: data, ``self.t``)
+is keyed by its type, dtype, shape and bytes: a change in place is a new key.  ``fn``
+is given copies of those arrays, so that nothing kept is a view of the caller's array.
+Where computing the values for arrays of some shapes took less than twice as long as
+making their key (a pass over them), the key is not worth it: for those shapes ``fn``
+runs afresh at each call (the values are the same either way).  Any other input (a 0-d array: its value could
+change in place, an object) is not looked up: ``fn`` runs afresh.
 """
 import struct
+import time
 
 import numpy as np
 
@@ -25,21 +31,34 @@ class Constants:
     def __init__(self, fn):
         self.fn = fn
         self.table = {}
+        self.small = set()          # the array inputs' shapes not worth a key (module doc)
         self.computed = 0           # how many times ``fn`` ran (a test reads it)
 
     def __call__(self, *inputs):
-        key = _key(inputs)
+        shapes = tuple(v.shape for v in inputs if _keyed_array(v))
+        start = time.perf_counter()
+        key = None if shapes in self.small else _key(inputs)
         if key is None:
             self.computed += 1
             return self.fn(*inputs)
-        values = self.table.get(key)
+        values = self.table.get(key)            # (hashing the key: part of its cost)
         if values is None:
+            keyed = time.perf_counter()
+            private = [v.copy() if _keyed_array(v) else v for v in inputs]
+            computing = time.perf_counter()
             self.computed += 1
-            values = _read_only(self.fn(*inputs))
+            values = _read_only(self.fn(*private))
+            if shapes and time.perf_counter() - computing < 2 * (keyed - start):
+                self.small.add(shapes)      # not worth a key: computed afresh from now on
+                return values
             if len(self.table) >= KEPT:
                 del self.table[next(iter(self.table))]
             self.table[key] = values
         return values
+
+
+def _keyed_array(value):
+    return type(value) is np.ndarray and value.ndim >= 1
 
 
 def _key(value):
@@ -55,6 +74,8 @@ def _key(value):
         return (type(value), struct.pack("<dd", value.real, value.imag))
     if isinstance(value, np.generic):
         return (type(value), value.tobytes())
+    if _keyed_array(value):
+        return (np.ndarray, value.dtype.str, value.shape, value.tobytes())
     return None
 
 

@@ -142,10 +142,14 @@ class TypeInfo:
 
     def infer_ndim(self, prim, args, kwargs):
         """The rank of ``prim``'s result from its operands' ranks, for the primitives whose
-        rank rule is simple (elementwise, full reductions, scalar indexing); else None."""
+        rank rule is simple (elementwise, full reductions, scalar indexing, an array's
+        ``.size`` and ``.ndim``); else None."""
         if prim == prims.GETITEM:
             return self._indexed_rank(*args)
         if prim in FULL_REDUCTIONS and len(args) == 1 and not kwargs:
+            return 0
+        if prim in (prims.attribute("size"), prims.attribute("ndim")) and \
+                self.ndim_of(args[0]) is not None:      # an array's: an int
             return 0
         if self._copied_array(prim, args, kwargs):
             return self.ndim_of(args[0])
@@ -260,8 +264,9 @@ class TypeInfo:
 
     def _made_ndim(self, prim, args, kwargs):
         """The rank of a new array, of a product or a join: ``np.zeros(n)`` (1),
-        ``np.zeros((n, m))`` (2), ``np.zeros_like(x)`` (x's), ``A @ v`` (from the
-        operands' ranks, 1 or 2), ``np.outer`` (2), ``np.concatenate((a, b))`` (the
+        ``np.zeros((n, m))`` (2), ``np.zeros_like(x)`` (x's), ``np.arange(n)`` and
+        ``np.linspace(a, b, n)`` of numbers (1), ``A @ v`` (from the operands' ranks, 1
+        or 2), ``np.outer`` (2), ``np.concatenate((a, b))`` (the
         items' common rank), ``x.T`` (x's); else None."""
         if not args or set(kwargs) - {"dtype"}:
             return None
@@ -278,9 +283,12 @@ class TypeInfo:
                     type(item) is int for item in shape.value):
                 return len(shape.value)
             return None
+        ranks = [self.ndim_of(a) for a in args]
+        if prim in (np.arange, np.linspace) and len(args) <= 3 and all(
+                r == 0 or self.is_int(a) for a, r in zip(args, ranks)):
+            return 1
         if kwargs:
             return None
-        ranks = [self.ndim_of(a) for a in args]
         if prim in (operator.matmul, np.matmul, np.dot) and len(args) == 2 and \
                 all(r in (1, 2) for r in ranks):
             return ranks[0] + ranks[1] - 2

@@ -26,7 +26,9 @@ compare for the code to be still right (``Guard.kind``):
   dimensions must stay those the code was specialised on (``array_spec``).
 
 Library modules and what is read from them (``np.exp``, ``math.pi``, ``ops.matmul``),
-builtins, and attributes of immutable values are not guarded: they do not change.
+builtins, and attributes of immutable values are not guarded: they do not change.  A
+ufunc's attributes neither (``np.power.outer``: a new bound method at each read, never
+the same object, so a guard of it failed at every call and the code was loaded again).
 ``s2sgrad/api/guards.py`` turns a list of guards into one check run at every call.
 """
 import importlib
@@ -302,8 +304,9 @@ class Guards:
 
     def read_attribute(self, owner, attr, value, path):
         """Record that ``owner.attr`` gave ``value`` (``path``: how the function names
-        it), unless ``owner`` is fixed: a library module or class, an immutable value."""
-        if isinstance(owner, (*SCALARS, tuple)) or (
+        it), unless ``owner`` is fixed: a library module or class, an immutable value, a
+        numpy ufunc."""
+        if isinstance(owner, (*SCALARS, tuple, np.ufunc)) or (
                 isinstance(owner, (types.ModuleType, type)) and is_library(owner)):
             return None
         return self._record(AttributeOf(owner, attr, path), value)

@@ -31,6 +31,7 @@ from .lower_expressions import DICT_VIEWS
 from .lower_state import Frame, LocalFunction
 from .spellings import forward_expression
 from .stacking import canonical_join
+from .ufunc_outer import canonical_outer
 
 
 #: calls folded while building when every argument is a plain constant
@@ -144,6 +145,7 @@ class CallLowering:
         if getattr(obj, "__s2sgrad_opaque__", False):
             return self.opaque_call(frame, node, obj, args, kwargs, hint)
         obj, args, kwargs = canonical_join(self, frame, node, obj, args, kwargs)
+        obj, args, kwargs = canonical_outer(self, frame, node, obj, args, kwargs)
         rule = lookup(obj)
         if rule is not None or is_library_function(obj):
             kwargs = _without_defaults(obj, kwargs)

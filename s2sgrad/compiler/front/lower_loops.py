@@ -4,8 +4,10 @@
 The body's ``break``/``continue`` become a flag (``jumps.py``); lists it appends to
 become run-time lists first.  Each variable the body changes is loop-carried: a
 fresh variable assigned before the loop and at the end of each iteration
-(``Loop.carried``).  Its rank and shape are assumed to stay what they are on entry;
-when the body breaks the assumption the loop is lowered again without it.  A body
+(``Loop.carried``).  Its rank and shape are assumed to stay what they are on entry,
+and a Python int on entry (``j = 1``) to stay one (``j += 1``: a counter of a while
+loop, whose ``x[j]`` is then a view of known shape, as a range loop's index is); when
+the body breaks an assumption the loop is lowered again without it.  A body
 that reads a value it later updates in place behind its name is refused.
 """
 import operator
@@ -55,6 +57,8 @@ class LoopLowering:
         self.entry_shapes = {}  # loop-carried Var name -> the shape it enters the loop with
         self.unassumed_shapes = set()  # loop-carried Var names whose shape changes in the loop
         self.varying_shapes = set()  # loop-carried Var names whose sizes may change in the loop
+        self.entry_ints = set()     # loop-carried Var names that enter the loop as ints
+        self.not_ints = set()       # ... and do not stay ints in the body
         self.expressions = self.statements = None
 
     def connect(self, expressions, statements):
@@ -126,7 +130,7 @@ class LoopLowering:
             try:
                 body = self.state.collect(lower_body)
                 break
-            except (_RankChanged, _ShapeChanged) as changed:
+            except (_RankChanged, _ShapeChanged, _IntChanged) as changed:
                 self.forget_carried_assumptions(changed)
                 self.aliases.stale_views = stale_before
         self.check_loop_reads(frame, stmt, body + test_ops, carried_vars, stale_before)
@@ -213,12 +217,19 @@ class LoopLowering:
         carried = self.state.names.variable(name)
         self.state.ops.append(self.emitter.assign_op(carried, atom, location))
         self.entry_shapes[carried] = self.types.shape_of(atom)
+        if self.types.is_int(atom):
+            self.entry_ints.add(carried)
         carried_vars.append(carried)
         return Var(carried)
 
     def forget_carried_assumptions(self, changed):
         """A loop-carried variable changed rank (``_RankChanged``) or shape
         (``_ShapeChanged``) in the body: lowered again, nothing is assumed of it."""
+        if isinstance(changed, _IntChanged):
+            self.not_ints.add(changed.name)
+            self.types.int_vars.discard(changed.name)
+            self.types.ndims.pop(changed.name, None)
+            return
         if isinstance(changed, _RankChanged):
             self.types.ndims.pop(changed.name, None)
             self.aliases.made_ranks[changed.name] = None
@@ -231,6 +242,9 @@ class LoopLowering:
         """Give each loop-carried variable the shape it is assumed to keep (ShapeTable.
         assumed): checked at the end of the body (carry_to_next_iteration)."""
         for name in carried_vars:
+            if name in self.entry_ints and name not in self.not_ints:
+                self.types.int_vars.add(name)
+                self.types.ndims[name] = 0
             assumed = None if name in self.unassumed_shapes else self.types.shapes.assumed(
                 name, self.entry_shapes.get(name), name in self.varying_shapes)
             if assumed is None:
@@ -250,6 +264,8 @@ class LoopLowering:
             if isinstance(value, Seq):
                 raise unsupported(frame, stmt, f"`{name}` becomes a tuple inside the loop",
                                   "keep its structure the same in every iteration")
+            if carried.name in self.types.int_vars and not self.types.is_int(value):
+                raise _IntChanged(carried.name)
             if carried.name in self.types.ndims and \
                     self.types.ndim_of(value) != self.types.ndims[carried.name]:
                 raise _RankChanged(carried.name)
@@ -283,6 +299,15 @@ class LoopLowering:
 class _RankChanged(Exception):
     """A loop-carried variable's rank differs between iterations: lower the loop again
     without assuming it."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class _IntChanged(Exception):
+    """A loop-carried variable that entered the loop as an int is not one at the end of
+    the body (``j = j / 2``): lower the loop again without assuming it an int."""
 
     def __init__(self, name):
         super().__init__(name)

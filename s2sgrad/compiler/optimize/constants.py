@@ -11,13 +11,22 @@ only literals, those numbers and the shapes of the parameters, with pure numpy (
 ``rt.Constants`` (``runtime/constants.py``), which computes them once per value of the
 inputs and hands out read-only arrays.
 
+``arrays`` (array parameters and values read from outside, not differentiated nor
+changed in place: data, a ``self.t`` read at each call) are inputs too, but only of a
+value computed through one with more dimensions than every such array it reads (an
+outer product: the powers of a held ``t``, ``self.t[:, None] ** np.arange(x.size)``,
+GradBench llsq's held-out class spelling, 200x the eval's).  Their contents could change
+between calls, so the table compares them by their bytes: a pass over the inputs
+instead of the work over the new axis.  A value of no more dimensions than its arrays
+(``np.sign(s)``, a row sum of data) stays in the gradient: checking it would cost what
+computing it does (and ``rt.Constants`` measures that, and stops looking up where the
+work is not worth the key).
+
 It is sound because what the values depend on is checked at every call, exactly: a
-number's type and bits, a shape's sizes (an input that is not an immutable number, a
-0-d array, makes the call compute them afresh). What the pass leaves alone: a value
-anything writes in place (``Ls[:, rows, cols] = l``), or is returned, and everything it
-is computed from (a view would share it); values of array arguments that are not
-differentiated (their contents could change between calls: checking them costs a pass
-over them, as computing does).
+number's type and bits, a shape's sizes, an array's dtype, shape and bytes (an input that
+is not an immutable number or an ndarray, a 0-d array, makes the call compute them
+afresh).  What the pass leaves alone: a value anything writes in place (``Ls[:, rows,
+cols] = l``), or is returned, and everything it is computed from (a view would share it).
 """
 import copy
 
@@ -46,24 +55,28 @@ WRITES_FIRST = frozenset({"add_into", "add_matmul_left", "add_matmul_right", "ad
 class Hoisted:
     """``function``: the statements and comments of the constants' function; ``inputs``:
     its parameters as (name, expression in the gradient's parameters: ``n``, ``x.shape``);
-    ``outputs``: the names it returns; ``forward``: the forward sweep that reads them."""
+    ``outputs``: the names it returns; ``forward``: the forward sweep that reads them;
+    ``arrays``: the inputs that are arrays (looked up by their contents)."""
 
-    def __init__(self, function, inputs, outputs, forward):
+    def __init__(self, function, inputs, outputs, forward, arrays=()):
         self.function, self.inputs = function, inputs
-        self.outputs, self.forward = outputs, forward
+        self.outputs, self.forward, self.arrays = outputs, forward, list(arrays)
 
 
-def hoisted_constants(forward, backward, roots, params, keep, is_array, fresh):
+def hoisted_constants(forward, backward, roots, params, keep, is_array, fresh,
+                      arrays=(), rank=lambda name: None):
     """``Hoisted`` for the forward sweep ``forward`` (see the module doc), or None.
     ``params``: every parameter (whose sizes are inputs); ``is_array(name)``: whether
-    ``name`` has rank >= 1 (None: not known).  Worth moving: what may be an array and
-    calls numpy, with what it is computed from.  ``fresh(base)``: a new variable name."""
+    ``name`` has rank >= 1 (None: not known); ``arrays``: the array parameters that may
+    be inputs, of values computed through one whose ``rank(name)`` is above theirs.  Worth moving:
+    what may be an array and calls numpy, with what it is computed from.
+    ``fresh(base)``: a new variable name."""
     if any(isinstance(item, (gast.For, gast.While, gast.If)) for item in forward + backward):
         return None
     static, defined = set(), {}                 # names computed from inputs only
     for item in forward:
         names = _assigned(item)
-        if names and _static(item.value, static, roots, params):
+        if names and _static(item.value, static, set(roots) | set(arrays), params):
             static.update(names)
             for name in names:
                 defined[name] = item
@@ -73,7 +86,8 @@ def hoisted_constants(forward, backward, roots, params, keep, is_array, fresh):
     barred = _sources(barred, defined, lambda n: is_array(n) is not False)
     chosen = {n for n in static if n not in barred}
     wanted = {n for n in chosen if is_array(n) is not False and _calls_numpy(defined[n])
-              and _sources({n}, defined) & static <= chosen}
+              and _sources({n}, defined) & static <= chosen
+              and _wider_than_its_arrays(_sources({n}, defined), defined, set(arrays), rank)}
     wanted = _sources(wanted, defined) & chosen
     if not wanted:
         return None
@@ -85,10 +99,27 @@ def hoisted_constants(forward, backward, roots, params, keep, is_array, fresh):
     read_after = _reads(kept + backward) | set(keep)
     outputs = [n for item in moved for n in _assigned(item) if n in read_after]
     used = _reads(function)
-    inputs = [(name, name_node(name)) for name in sorted(roots) if name in used]
+    inputs = [(name, name_node(name)) for name in sorted(set(roots) | set(arrays))
+              if name in used]
+    compared = [name for name, _ in inputs if name in arrays]
     inputs += [(shape, _shape_of(param)) for param, shape in sorted(sizes.items())
                if shape in used]
-    return Hoisted(function, inputs, outputs, kept)
+    return Hoisted(function, inputs, outputs, kept, compared)
+
+
+def _wider_than_its_arrays(sources, defined, arrays, rank):
+    """True when the value computed from ``sources`` (their statements in ``defined``)
+    reads the values of none of ``arrays`` (their sizes are numbers), or when one of its
+    sources (itself too) has more dimensions than each array it reads: work over a new
+    axis (``t[:, None]``), more than a pass over the arrays."""
+    read = {sub.id for name in sources if name in defined
+            for sub, parent in _names_with_parents(defined[name].value)
+            if sub.id in arrays and not _size_read(parent)}
+    if not read:
+        return True
+    ranks = [rank(a) for a in read]
+    return None not in ranks and any(
+        (rank(m) or 0) > max(ranks) for m in sources - arrays)
 
 
 def _calls_numpy(item):
@@ -130,11 +161,23 @@ def _static(node, static, roots, params):
             continue
         if sub.id in static or sub.id in roots:
             continue
-        if sub.id in params and isinstance(parent, gast.Attribute) and \
-                parent.attr in SIZE_ATTRIBUTES:
+        if sub.id in params and _size_read(parent):
             continue
         return False
     return True
+
+
+def _size_read(parent):
+    """True when a name whose parent node is ``parent`` is read for a size only."""
+    return isinstance(parent, gast.Attribute) and parent.attr in SIZE_ATTRIBUTES or \
+        _is_len(parent)
+
+
+def _is_len(node):
+    """True for ``len(name)``: the first size of ``name``'s shape."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+        node.func.id == "len" and len(node.args) == 1 and not node.keywords and \
+        isinstance(node.args[0], gast.Name)
 
 
 def _names_with_parents(node, parent=None):
@@ -145,15 +188,20 @@ def _names_with_parents(node, parent=None):
 
 
 def _read_sizes(node, params, sizes, fresh):
-    """``node`` with ``p.shape`` (``.ndim``, ``.size``: from the shape) rewritten in place
-    to read the input ``p_shape``, noted in ``sizes``."""
+    """``node`` with ``p.shape`` (``.ndim``, ``.size``, ``len(p)``: from the shape)
+    rewritten in place to read the input ``p_shape``, noted in ``sizes``."""
+    def shape_of(param):
+        if param not in sizes:
+            sizes[param] = fresh(f"{param}_shape")
+        return sizes[param]
+
     def rewritten(child):
         if isinstance(child, gast.Attribute) and isinstance(child.value, gast.Name) \
                 and child.value.id in params and child.attr in SIZE_ATTRIBUTES:
-            if child.value.id not in sizes:
-                sizes[child.value.id] = fresh(f"{child.value.id}_shape")
-            shape = sizes[child.value.id]
-            return _from_shape(child.attr, shape)
+            return _from_shape(child.attr, shape_of(child.value.id))
+        if _is_len(child) and child.args[0].id in params:
+            return gast.Subscript(value=name_node(shape_of(child.args[0].id)),
+                                  slice=gast.Constant(value=0, kind=None), ctx=gast.Load())
         return child
 
     for sub in list(gast.walk(node)):

@@ -173,13 +173,22 @@ COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, 
 #: past the budget the values with the shortest chains are recomputed, the rest taped.
 RECOMPUTE_LIMIT = 48
 
+#: array primitives recomputed from arrays the loop does not change (and views of them)
+ARRAY_CHEAP = {operator.add, operator.sub, operator.mul, operator.neg}
+#: the most array operations (a pass each) recomputed for one loop
+ARRAY_RECOMPUTE_LIMIT = 4
+
 
 def recomputable(loop, int_vars, ndims, mutated, referenced):
     """Scalar arithmetic, comparisons and element reads of a loop's body (``i - 1``,
     ``u[i - 1] - 2.0 * u[i]``, ``abs(r) <= delta``, in branches too) that the adjoint loop
     computes again from the loop variable, the loop-carried values it restores and values
     the loop does not change, instead of taping them: a few flops cost less than a push
-    and a pop.  Transcendental results (tanh, exp) are taped.  Gives the set of names
+    and a pop.  Also a sum, difference or product of arrays the loop does not change (and
+    of views of them, numbers), at most ``ARRAY_RECOMPUTE_LIMIT`` of them: GradBench
+    kmeans' ``points - centroids[j]`` per centroid was a 10,000 x 8 tape entry each, where
+    a pass over ``points`` (the same array every iteration, in cache) makes it again.
+    Transcendental results (tanh, exp) are taped.  Gives the set of names
     recomputed (every op assigning such a name at this level is recomputed): within
     ``RECOMPUTE_LIMIT`` operations, integers first, then the values whose chains of
     operations to recompute are shortest."""
@@ -192,6 +201,9 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
             ops.setdefault(t, []).append(stmt)
     cheap = {t: defs for t, defs in ops.items() if t not in carried and all(
         _cheap_scalar(op, int_vars, ndims, mutated) for op in defs)}
+    arrays = _invariant_array_ops(ops, assigned | set(mutated), carried, cheap, int_vars,
+                                  ndims)
+    cheap.update(arrays)
     # the values of this level the adjoint reads anyway: taped, unless recomputed
     kept = {v for v in ops if v in referenced and v not in carried}
     changed = True   # operands: available, recomputed themselves, unchanged by the loop,
@@ -222,6 +234,31 @@ def recomputable(loop, int_vars, ndims, mutated, referenced):
         if len(keep) + len(more) <= RECOMPUTE_LIMIT or all(u in int_vars for u in more):
             keep |= more
     return keep
+
+
+def _invariant_array_ops(ops, assigned, carried, cheap, int_vars, ndims):
+    """The array values among ``ops`` (target -> its ops) made by one ``ARRAY_CHEAP`` op
+    from numbers, arrays not ``assigned`` (nor written in place) and ``cheap`` views of them, at
+    most ``ARRAY_RECOMPUTE_LIMIT``, first made first (target -> its ops)."""
+    def number(v):
+        return v in int_vars or ndims.get(v) == 0
+
+    out = {}
+    for target, defs in ops.items():
+        if len(out) >= ARRAY_RECOMPUTE_LIMIT:
+            break
+        op = defs[0]
+        if target in carried or target in cheap or number(target) or len(defs) != 1 or \
+                not (isinstance(op, Op) and op.expr is not None and len(op.targets) == 1
+                     and op.primitive in ARRAY_CHEAP and not op.kwargs):
+            continue
+        operands = op.operand_vars()
+        if operands and all(number(v) or v not in assigned or (
+                v in cheap and cheap[v][0].primitive == prims.GETITEM and
+                all(w not in assigned or number(w) for w in cheap[v][0].operand_vars()))
+                for v in operands) and any(not number(v) for v in operands):
+            out[target] = defs
+    return out
 
 
 def _cheap_scalar(op, int_vars, ndims, mutated):
