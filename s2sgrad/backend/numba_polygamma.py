@@ -1,4 +1,5 @@
-"""Numba versions of ``scipy.special.digamma`` (``psi``) and ``polygamma(n, x)``: the
+"""Numba versions of ``scipy.special.digamma`` (``psi``; its @overload is ``numba_special``'s
+by-element one over ``digamma_scalar``) and ``polygamma(n, x)``: the
 adjoint of ``gammaln`` (``digamma``), of ``digamma`` (``polygamma(1, x)``) and of
 ``polygamma(n, x)`` (``polygamma(n + 1, x)``), so a gradient or a Hessian through
 ``gammaln`` in a loop compiles (it ran as Python: "Numba does not support
@@ -43,7 +44,7 @@ def _horner(x, coefficients):
 
 
 @register_jitable
-def _digamma_scalar(x):
+def digamma_scalar(x):
     if math.isnan(x) or x == math.inf:
         return x
     if x == -math.inf:
@@ -123,28 +124,13 @@ def _hurwitz_zeta(s, q):
 @register_jitable
 def _polygamma_scalar(n, x):
     if n == 0:
-        return _digamma_scalar(x)
+        return digamma_scalar(x)
     sign = 1.0 if n % 2 == 1 else -1.0
     return sign * math.gamma(n + 1.0) * _hurwitz_zeta(n + 1.0, x)
 
 
 def _is_array(x):
     return isinstance(x, types.Array) and isinstance(x.dtype, (types.Float, types.Integer))
-
-
-@overload(special.digamma)      # (special.psi is the same ufunc)
-def _digamma(x):
-    if isinstance(x, types.Number):
-        return lambda x: _digamma_scalar(x)
-    if _is_array(x):
-        def impl(x):
-            flat = x.ravel()
-            out = np.empty(flat.size)
-            for i in range(flat.size):
-                out[i] = _digamma_scalar(flat[i])
-            return out.reshape(x.shape)
-        return impl
-    return None
 
 
 @overload(special.polygamma)

@@ -13,7 +13,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 from scipy import special
 
-from . import numba_polygamma  # noqa: F401  (digamma, polygamma: their @overloads)
+from .numba_polygamma import digamma_scalar  # (and polygamma's @overload)
 
 
 def _numeric(x):
@@ -56,6 +56,7 @@ _elementwise(special.logit, lambda x: np.log(x / (1.0 - x)))
 _by_element(special.erf, math.erf)
 _by_element(special.erfc, math.erfc)
 _by_element(special.gammaln, math.lgamma)
+_by_element(special.digamma, digamma_scalar)      # (special.psi is the same ufunc)
 
 
 @register_jitable
