@@ -76,6 +76,7 @@ from ..front.literals import atom_node
 from ..ir import Const, If, Loop, Op, Seq, Var, walk_ops, walk_statements
 from ..syntax.nodes import assign, name_node
 from ..syntax.source import to_source
+from .item_ranks import build_loop
 from .transform import Tangents, is_broadcast_like, sum_terms
 
 #: registered elementwise templates (derived rules of ufuncs are elementwise by their
@@ -171,12 +172,13 @@ class BatchedTangents(Tangents):
     def loop(self, stmt):
         """The loop as it is, each tangent carrying the directions through it (refused for
         a loop of scalar work: ``scalar_loop``; a loop-carried value of changing or
-        unknown rank is refused where it is assigned, ``op``)."""
+        unknown rank is refused where it is assigned, ``op``; a list it reads before it
+        appends to it: ``item_ranks.build_loop``)."""
         self.at = stmt.origin
         if not self.scalar_loops and scalar_loop(stmt, self.active, self.lowered.ndims):
             self.refuse("a loop of scalar work: its per-direction sweeps compile with Numba",
                         stmt.origin)
-        return super().loop(stmt)
+        return build_loop(self, stmt, super().loop, NotBatchable)
 
 
     def list_append(self, stmt):
@@ -371,6 +373,13 @@ class BatchedTangents(Tangents):
         self.at = op.origin
         for target in op.targets:
             self.made_by[target] = op
+        if op.primitive == prims.ASSIGN and self.lowered.ndims.get(op.targets[0]) is None \
+                and op.targets[0] not in self.carried:      # (those: checked below)
+            # a name the branches give values of two ranks (its tangent's shape differs)
+            have, want = self.known_rank(op.args[0]), self.ndims.get(op.targets[0])
+            if None not in (have, want) and have != want:
+                self.refuse(f"`{op.targets[0]}` takes values of ranks {want} and {have}",
+                            op.origin)
         if op.expr is not None and op.targets:
             self.learn_rank(op)
         if op.primitive == prims.ASSIGN and op.targets[0] in self.carried and \
@@ -1203,7 +1212,10 @@ def _einsum(sweep, op):
     """``np.einsum(spec, a, b...)`` with an explicit ``->`` and no ``...``, known while
     building (its result's rank: the output's letters, ``learn_rank``): one term
     per active operand, its batch under a letter the spec does not use, first in that
-    operand and in the result."""
+    operand and in the result; of two operands ``rt.einsum`` (one BLAS product where
+    the contraction is one, as the forward's call: ht's ``"vk,Zbjk->Zbvj"`` on a
+    (26, 22, 4, 4) batch is a (544, 4) @ (4, 2288) product, where ``np.einsum`` runs
+    its own unblocked loop)."""
     spec = op.args[0].value if op.args and isinstance(op.args[0], Const) else None
     if op.kwargs or not isinstance(spec, str) or "->" not in spec or "..." in spec:
         sweep.refuse(f"{_name(op)} without a subscripts string with '->' (and no '...')",
@@ -1215,6 +1227,7 @@ def _einsum(sweep, op):
     if letter is None or len(subscripts) != len(op.args) - 1:
         sweep.refuse(f"{_name(op)} of these subscripts has no batched rule", op.origin)
     terms = []
+    contract = "rt.einsum" if len(subscripts) == 2 else "np.einsum"   # BLAS where it can
     for k, atom in enumerate(op.args[1:]):
         if not sweep.is_active(atom):
             continue
@@ -1222,7 +1235,7 @@ def _einsum(sweep, op):
         operands = [sweep.of[a.name] if i == k else atom_text(a)
                     for i, a in enumerate(op.args[1:])]
         batched = ",".join(parts) + "->" + letter + output
-        terms.append(_parse(f"np.einsum({batched!r}, {', '.join(operands)})"))
+        terms.append(_parse(f"{contract}({batched!r}, {', '.join(operands)})"))
     sweep.ndims.setdefault(op.targets[0], len(output))
     return sum_terms(terms) if terms else None
 

@@ -111,4 +111,7 @@ class BranchLowering:
         for atom, ops in ((a, body), (b, orelse)):
             if atom is not None:
                 ops.append(self.emitter.assign_op(merged, atom, location))
+        if merged in self.types.ndims and a is not None and b is not None and \
+                self.types.ndim_of(a) != self.types.ndim_of(b):
+            del self.types.ndims[merged]   # assign_op's rank is one branch's: not known
         return Var(merged)
