@@ -8,7 +8,8 @@ sweep builds the loop under a hypothesis on that rank, kept only when every appe
 agrees (``compiler/forward/item_ranks.py``); it was refused ("the rank of
 `absolutes[t]` is not known") and ran one pass per direction.  The items are then
 stacked from a list comprehension and contracted by two einsums, whose batched tangents
-are ``rt.einsum`` (one BLAS product, not numpy's unblocked loop).  Each Jacobian is the
+are ``rt.einsum`` (one BLAS product, not numpy's unblocked loop), the second reading a
+slice of the first: one ``rt.einsum_chain`` (the moved points never made).  Each Jacobian is the
 batched sweep and equals central finite differences in float64; a list whose items
 change rank, and a name the branches give values of two ranks (whose rank the lowering
 took from the first branch: a wrong batched Jacobian), are refused and right; compositions: under ``jit``, ``vmap`` of it,
@@ -106,13 +107,37 @@ def test_a_list_read_before_its_append_is_batched(f):
     np.testing.assert_allclose(jac(*b), central_differences(f, b), rtol=1e-6, atol=1e-7)
 
 
+def contracted(theta, parents, points, weights):
+    """One einsum of an active stack, its result read twice (no chain to make)."""
+    stack = np.stack([theta[i:i + 3, None] * theta[None, i + 1:i + 4]
+                      for i in range(len(parents))])
+    moved = np.einsum("vk,bjk->bvj", points, stack)
+    return (np.sin(moved) + moved * 2.0).ravel()
+
+
 def test_the_batched_einsum_tangents_are_blas_contractions():
+    a = args()
+    jac = s2sgrad.jacfwd(contracted)
+    got = jac(*a)
+    assert jac.last is jac.batched, jac.fallback_reason
+    code = [line for line in jac.source.splitlines() if not line.strip().startswith("#")]
+    assert any("rt.einsum('vk,Zbjk->Zbvj', points, stack_dot)" in line for line in code)
+    assert not any("np.einsum(" in line for line in code)
+    np.testing.assert_allclose(got, central_differences(contracted, a), rtol=1e-6, atol=1e-7)
+
+
+def test_an_einsum_of_a_slice_of_an_einsum_is_one_chain():
+    """The skinning's moved points are never made: the weights and the points are
+    contracted first, then with the stacked transforms (``optimize/einsum_chains.py``)."""
     jac = s2sgrad.jacfwd(skinned)
     jac(*args())
-    source = jac.source
-    assert "rt.einsum('vk,Zbjk->Zbvj', points, transforms_dot)" in source, source
-    code = [line for line in source.splitlines() if not line.strip().startswith("#")]
-    assert not any("np.einsum(" in line for line in code)
+    code = " ".join(line.strip() for line in jac.source.splitlines()
+                    if not line.strip().startswith("#"))
+    assert "rt.einsum_chain('vb,Zbvj->Zvj', 1, weights, 'vk,Zbjk->Zbvj', points, " \
+        "transforms_dot, np.s_[:, :, :, :2])" in code, jac.source
+    assert "rt.einsum_chain('vb,bvj->vj', 1, weights, 'vk,bjk->bvj', points, transforms, " \
+        "np.s_[:, :, :2])" in code
+    assert "rt.einsum(" not in code
 
 
 @pytest.mark.parametrize("f, why", [(changing_rank, "the rank of `items[i_minus1]` is not known"),

@@ -164,3 +164,43 @@ def test_the_size_at_the_first_call_does_not_fix_the_path():
         for position in (0, 1):
             np.testing.assert_allclose(got[position], numerical_grad(batched, args, position),
                                        rtol=1e-5, atol=1e-7)
+
+
+#: (outer spec, position of the inner result, inner spec, index, shapes of c, a, b):
+#: ht's skinning (a batch of tangents first, or not), the inner result first, an outer
+#: letter named like an inner summed one, a slice of a letter of both inner operands
+CHAINS = [
+    ("vb,bvj->vj", 1, "vk,bjk->bvj", np.s_[:, :, :3], (60, 5), (60, 4), (5, 4, 4)),
+    ("vb,Zbvj->Zvj", 1, "vk,Zbjk->Zbvj", np.s_[:, :, :, :3], (60, 5), (60, 4), (7, 5, 4, 4)),
+    ("ik,kj->ji", 0, "ij,jk->ik", (), (8, 9), (6, 7), (7, 8)),
+    ("jk,ik->ij", 1, "ij,jk->ik", np.s_[1:4], (9, 8), (6, 7), (7, 8)),
+    ("bk,bij->bik", 1, "bij,bj->bij", np.s_[::2, 1:], (3, 5), (6, 4, 5), (6, 5)),
+]
+
+
+@pytest.mark.parametrize("spec,at,inner,index,c_shape,a_shape,b_shape", CHAINS,
+                         ids=[c[0] + " of " + c[2] for c in CHAINS])
+def test_an_einsum_of_a_slice_of_an_einsum_agrees(spec, at, inner, index, c_shape, a_shape,
+                                                  b_shape):
+    c, a, b = _operands((c_shape, a_shape, b_shape))
+    y = np.einsum(inner, a, b)[index]
+    want = np.einsum(spec, *((y, c) if at == 0 else (c, y)))
+    np.testing.assert_allclose(rt.einsum_chain(spec, at, c, inner, a, b, index), want,
+                               rtol=1e-12, atol=1e-12)
+    if index != ():
+        np.testing.assert_allclose(rt.einsum_sliced(inner, a, b, index), y, rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_an_einsum_chain_never_makes_the_inner_result(monkeypatch):
+    """ht's weights and points are contracted first: no call makes the (v, b, j) stack."""
+    c, a, b = _operands(((60, 5), (60, 4), (7, 5, 4, 4)))
+    made = []
+    real = einsum_module.einsum
+
+    def recorded(spec, *operands):
+        made.append(spec)
+        return real(spec, *operands)
+    monkeypatch.setattr(einsum_module, "einsum", recorded)
+    rt.einsum_chain("vb,Zbvj->Zvj", 1, c, "vk,Zbjk->Zbvj", a, b, np.s_[:, :, :, :3])
+    assert made == ["vk,vb->vkb", "vkb,Zbjk->Zvj"], made

@@ -44,6 +44,7 @@ from .front.literals import atom_node
 from .front.lower import lower_function
 from .ir import Seq, Var, atom_vars
 from .optimize.product_sums import product_sums
+from .optimize.einsum_chains import einsum_chains
 from .optimize.products import sliced_products
 from .optimize.shared import shared_values
 from .optimize.substitute import fused_forward
@@ -127,6 +128,7 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     sweep.statements = shared_values(sweep.statements, outputs, sequences)
     if as_numpy or kept:
         sweep.statements = sliced_products(sweep.statements, outputs)
+        sweep.statements = einsum_chains(sweep.statements, outputs)
     if as_numpy and width is not None:
         sweep.statements = product_sums(sweep.statements, outputs, names.fresh)
     lowered.free = list(lowerer.state.free.values())

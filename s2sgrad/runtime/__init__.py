@@ -8,7 +8,7 @@ what it does with plain numpy wherever numpy can.
 import numpy as np
 
 from .core import *  # noqa: F401,F403  (rt.unbroadcast... : undoing broadcasts, reductions)
-from .einsum import einsum, einsum_adjoints  # noqa: F401  (rt.einsum, rt.einsum_adjoints)
+from .einsum import einsum, einsum_adjoints, einsum_chain, einsum_sliced  # noqa: F401
 from .arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)

@@ -291,3 +291,111 @@ def einsum_adjoints(g, operands, contract=einsum):
     for index, position in enumerate(positions):
         result[position] = einsum_adjoint(g, terms, output, arrays, index, contract)
     return result
+
+
+# ------------------------------------------------- an einsum of (a slice of) an einsum
+
+def _letter_slices(term, index):
+    """{letter: slice} of a tuple of basic slices ``index`` over ``term``'s leading axes,
+    or None for any other index (an int, ``None``, ``...``, a slice of a repeated letter)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) > len(term) or not all(isinstance(i, slice) for i in items) or \
+            len(set(term)) != len(term):
+        return None
+    return {c: s for c, s in zip(term, items) if s != slice(None)}
+
+
+def _sliced(x, term, cuts):
+    """``x`` with each axis of a letter of ``cuts`` sliced by it."""
+    if not any(c in cuts for c in term):
+        return x
+    return x[tuple(cuts.get(c, slice(None)) for c in term)]
+
+
+def einsum_sliced(spec, a, b, index):
+    """``einsum(spec, a, b)[index]`` for an ``index`` of basic slices: the operands' axes
+    of the sliced letters are sliced instead, and only the kept part of the product is
+    made (ht's ``np.einsum("vk,bjk->bvj", p, t)[:, :, :3]``: three of four columns)."""
+    terms, output = (spec.split("->")[0].split(","), spec.split("->")[1]) \
+        if "->" in spec and "." not in spec else (None, None)
+    cuts = _letter_slices(output, index) if output is not None else None
+    if cuts is None or len(terms) != 2:
+        return einsum(spec, a, b)[index]
+    return einsum(spec, _sliced(a, terms[0], cuts), _sliced(b, terms[1], cuts))
+
+
+def einsum_chain(spec, at, c, inner, a, b, index=()):
+    """``einsum(spec, *operands)`` where operand ``at`` (0 or 1) is ``einsum(inner, a,
+    b)[index]`` and the other is ``c``: the three operands contracted two at a time in
+    the cheaper order (ht's ``einsum("vb,bvj->vj", w, einsum("vk,bjk->bvj", p, t)[:, :,
+    :3])`` is ``w`` and ``p`` made one (v, b, k) operand, then one product with ``t``,
+    never the (22, 544, 4) stack of moved points; with a batch of 26 tangents first:
+    11 -> 0.3 ms).  The sums are the same up to their order."""
+    plan = _chain_plan(spec, at, inner, np.ndim(c), np.ndim(a), np.ndim(b), index)
+    if plan is None or not all(isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+                               for x in (a, b, c)):
+        y = einsum_sliced(inner, a, b, index) if index != () else einsum(inner, a, b)
+        return einsum(spec, *((y, c) if at == 0 else (c, y)))
+    (ta, tb, tc), output, cuts = plan
+    operands = [(_sliced(a, ta, cuts), ta), (_sliced(b, tb, cuts), tb), (c, tc)]
+    first, second = _cheaper_pair(operands, output)
+    (x, tx), (y, ty) = operands[first], operands[second]
+    (z, tz), = [operands[k] for k in range(3) if k not in (first, second)]
+    kept = "".join(dict.fromkeys(ch for ch in tx + ty if ch in tz + output))
+    xy = einsum(f"{tx},{ty}->{kept}", x, y)
+    return einsum(f"{kept},{tz}->{output}", xy, z)
+
+
+@functools.lru_cache(maxsize=256)
+def _chain_letters(spec, at, inner):
+    """(a's, b's and c's terms, the output) of ``einsum_chain`` in one alphabet: the
+    outer term of the inner result takes the inner output's letters, the outer's other
+    letters fresh ones; or None (``...``, an implicit output, a repeated letter, not two
+    operands each)."""
+    if any("->" not in s or "." in s for s in (spec, inner)):
+        return None
+    (outer, output), (inputs, made) = spec.split("->"), inner.split("->")
+    outer, inputs = outer.split(","), inputs.split(",")
+    if len(outer) != 2 or len(inputs) != 2 or len(outer[at]) != len(made) or any(
+            len(set(t)) != len(t) for t in outer + inputs + [made, output]):
+        return None
+    names = dict(zip(outer[at], made))
+    free = (ch for ch in _LETTERS if ch not in inner)
+    for ch in outer[1 - at] + output:
+        if ch not in names:
+            names[ch] = next(free)
+    rename = "".join
+    return inputs[0], inputs[1], rename(names[ch] for ch in outer[1 - at]), \
+        rename(names[ch] for ch in output), made
+
+
+def _chain_plan(spec, at, inner, c_ndim, a_ndim, b_ndim, index):
+    """``_chain_letters`` and the letters the index slices, or None."""
+    letters = _chain_letters(spec, at, inner)
+    if letters is None:
+        return None
+    ta, tb, tc, output, made = letters
+    cuts = _letter_slices(made, index) if index != () else {}
+    if cuts is None or (len(ta), len(tb), len(tc)) != (a_ndim, b_ndim, c_ndim):
+        return None
+    return (ta, tb, tc), output, cuts
+
+
+def _cheaper_pair(operands, output):
+    """The positions of the two of three ``(array, term)`` operands to contract first:
+    the fewest multiply-adds over both contractions."""
+    sizes = {}
+    for x, term in operands:
+        sizes.update(zip(term, np.shape(x)))
+
+    def work(letters):
+        return math.prod(sizes[ch] for ch in set(letters))
+    best = None
+    for first, second in ((0, 1), (0, 2), (1, 2)):
+        tx, ty = operands[first][1], operands[second][1]
+        tz = [operands[k][1] for k in range(3) if k not in (first, second)][0]
+        kept = [ch for ch in tx + ty if ch in tz + output]
+        cost = work(tx + ty) + work(kept + list(tz))
+        if best is None or cost < best[0]:
+            best = (cost, first, second)
+    return best[1], best[2]

@@ -115,7 +115,7 @@ def _assigns_one_name(item):
         isinstance(item.targets[0], gast.Name)
 
 
-class _IntoReader:
+class IntoReader:
     """What the substitution policies here share (``substitute.py``): the single-use
     names ``once``, moved across comments, in the blocks ``in_loops`` says."""
     enters, in_loops = (), False
@@ -130,7 +130,7 @@ class _IntoReader:
         return True
 
 
-class _Scaled(_IntoReader):
+class _Scaled(IntoReader):
     """The substitution policy of ``scaled_products``: a scaled temporary into the
     product that reads it as an operand."""
 
@@ -163,13 +163,13 @@ def sliced_products(statements, keep):
     reads, stores = name_uses(statements)
     once = {name for name, n in reads.items()
             if n == 1 and stores.get(name) == 1 and name not in keep}
-    before = _orphans(statements)
+    before = orphan_comments(statements)
     for in_loops in (False, True):      # the engine takes one kind of block a run
         statements = substitute(statements, SlicedProducts(once, in_loops))
-    return _without_orphans(statements, before)
+    return without_orphan_comments(statements, before)
 
 
-def _orphans(items, found=None):
+def orphan_comments(items, found=None):
     """The ids of the location comments of ``items`` (nested blocks too) that head no
     statement: the next item is another location comment, or there is none."""
     found = set() if found is None else found
@@ -180,27 +180,27 @@ def _orphans(items, found=None):
             found.add(id(item))
         for field in ("body", "orelse"):
             if isinstance(getattr(item, field, None), list):
-                _orphans(getattr(item, field), found)
+                orphan_comments(getattr(item, field), found)
     return found
 
 
-def _without_orphans(items, before):
+def without_orphan_comments(items, before):
     """``items`` without the location comments a move left heading nothing (a user
     line whose product now runs in the line that reads it)."""
-    now = _orphans(items) - before
+    now = orphan_comments(items) - before
     out = []
     for item in items:
         if id(item) in now:
             continue
         if isinstance(item, (gast.For, gast.While, gast.If)):
             item = copy.copy(item)
-            item.body = _without_orphans(item.body, before)
-            item.orelse = _without_orphans(item.orelse, before)
+            item.body = without_orphan_comments(item.body, before)
+            item.orelse = without_orphan_comments(item.orelse, before)
         out.append(item)
     return out
 
 
-class SlicedProducts(_IntoReader):
+class SlicedProducts(IntoReader):
     """The substitution policy of ``sliced_products``: a product (``a @ b``,
     ``np.matmul(a, b)``, ``rt.matmul_batch(a, b)``) read once, by a subscript of basic
     slices that may take columns only (``[:, :3]``, ``[:, :, 1:]``), is computed by
