@@ -9,11 +9,13 @@ agrees (``compiler/forward/item_ranks.py``); it was refused ("the rank of
 `absolutes[t]` is not known") and ran one pass per direction.  The items are then
 stacked from a list comprehension and contracted by two einsums, whose batched tangents
 are ``rt.einsum`` (one BLAS product, not numpy's unblocked loop), the second reading a
-slice of the first: one ``rt.einsum_chain`` (the moved points never made).  Each Jacobian is the
-batched sweep and equals central finite differences in float64; a list whose items
-change rank, and a name the branches give values of two ranks (whose rank the lowering
-took from the first branch: a wrong batched Jacobian), are refused and right; compositions: under ``jit``, ``vmap`` of it,
-``grad`` of the function.
+slice of the first: one ``rt.einsum_chain`` (the moved points never made).  Each
+Jacobian is the batched sweep and equals central finite differences in float64; a list
+whose items change rank, and a name the branches give values of two ranks (whose rank
+the lowering took from the first branch: a wrong batched Jacobian), are refused and
+right.  Compositions: under ``jit`` (its module, run as Python for want of a Numba
+``rt.einsum``, gives way to the jacfwd's own call), ``vmap`` of it, ``grad`` of the
+function.
 """
 import numpy as np
 import pytest
@@ -156,8 +158,13 @@ def test_compositions_of_the_list_jacobian():
     a = args()
     jac = s2sgrad.jacfwd(skinned)
     first = jac(*a)
-    jitted = s2sgrad.jit(s2sgrad.jacfwd(skinned))
+    inner = s2sgrad.jacfwd(skinned)
+    jitted = s2sgrad.jit(inner)
     np.testing.assert_allclose(jitted(*a), first, rtol=1e-12, atol=1e-14)
+    # its module runs as Python (Numba has no rt.einsum): the jacfwd's own batched call
+    assert jitted.backend == "python" and "rt.einsum" in jitted.fallback_reason
+    np.testing.assert_allclose(jitted(*a), first, rtol=1e-12, atol=1e-14)
+    assert inner.last is inner.batched
     rows = np.stack([a[0], a[0][::-1] * 0.5])
     mapped = s2sgrad.vmap(jac, in_axes=(0, None, None, None))(rows, *a[1:])
     np.testing.assert_allclose(mapped[0], first, rtol=1e-12, atol=1e-14)
