@@ -116,11 +116,12 @@ def einsum_into(out, *operands):
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) \
             or a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
         return np.einsum(*operands, out=out)
-    stacked = _stacked_plan(spec, a.shape, b.shape)
-    if stacked is not None:
-        return _stacked_product(a, b, stacked, out)
     spec, a, b = _oriented(spec, a, b)
     plan = _matmul_plan(spec, a.ndim, b.ndim)
+    stacked = None if plan is not None and plan[3] == tuple(range(len(plan[3]))) else \
+        _stacked_plan(spec, a.shape, b.shape)       # (the product in the output's order)
+    if stacked is not None:
+        return _stacked_product(a, b, stacked, out)
     if plan is None:
         return np.einsum(*operands, out=out)
     a_axes, b_axes, (nb, nl, ns, nr), order = plan
@@ -205,7 +206,9 @@ def _stacked_product(a, b, plan, out):
         out = np.empty(shape, np.result_type(a, b))
     target = out.reshape(tuple(sizes[c] for c in stack) +
                          (math.prod(sizes[c] for c in left), math.prod(sizes[c] for c in right)))
-    np.matmul(arranged(a, ta, left, summed), arranged(b, tb, summed, right), out=target)
+    size = target.size
+    np.matmul(_rows_contiguous(arranged(a, ta, left, summed), size),
+              _rows_contiguous(arranged(b, tb, summed, right), size), out=target)
     return out
 
 
