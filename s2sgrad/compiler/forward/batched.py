@@ -49,8 +49,10 @@ Loops run as they are, each tangent carrying the directions through them: a
 loop-carried value must keep one rank (else refused where it is assigned), an ``np.array``
 of a nested list of scalars gets its tangent written item by item (a batch of zeros,
 ``x_dot[:, i, j] = c_dot``; Numba compiles that, and numpy runs it faster than stacking
-rows), an empty list's tangent is an empty list.  ``own_loops`` says whether code loops
-for the caller's choice, a ``jacrev``'s loop over its rows aside.  A loop of scalar work
+rows), an empty list's tangent is an empty list (one the loop reads before it appends
+to it is built under a hypothesis on its items' rank: ``item_ranks.py``), a name the
+branches of an ``if`` give values of two ranks is refused.  ``own_loops`` says whether
+code loops for the caller's choice, a ``jacrev``'s loop over its rows aside.  A loop of scalar work
 (under a quarter of its active operations compute arrays: ``scalar_loop``) is refused:
 numpy's per-call cost on a batch of numbers outweighs the per-direction sweeps Numba
 compiles.  Which of
