@@ -13,24 +13,28 @@ order or range, which numpy clips or refuses, so the call's else runs them as nu
 and where nothing but the guard, the call and its else reads ``v``, its binding moves
 into that else::
 
-    t41 = gates_1[0:b]                            if rt.compiled() and rt.one_length((
-    dcell_part = dcell[j]                             rt.cut_shape(gates_1.shape, 0, b), ...
+    t47 = gates_1[b:t46]                          if rt.compiled() and rt.one_length((
+    dcell_part = dcell[j]                             rt.cut_shape(gates_1.shape, b, t46),
     if rt.compiled() and rt.one_length((              rt.row_shape(dcell.shape, j)), 0):
-            t41.shape, dcell_part.shape), 0):         _f_pass(gates_1, 0, b, ..., dcell, j)
-        _f_pass(t41, ..., dcell_part)             else:
-                                                      t41 = gates_1[0:b]
-        t43_i = np.exp(-t41[i])                       dcell_part = dcell[j]
+            t47.shape, dcell_part.shape), 0):         _f_pass(gates_1, b, dcell, j)
+        _f_pass(t47, dcell_part)                  else:
+                                                      t47 = gates_1[b:t46]
+        t49_i = np.exp(-t47[i])                       dcell_part = dcell[j]
         dcell_part[i] += dt63_i                   ...
-                                                      t43_i = np.exp(-gates_1[0 + i])
+                                                      t49_i = np.exp(-gates_1[b + i])
                                                       dcell[j, i] += dt63_i
+
+(a slice from 0 is read as ``a[i]``; where every array the loop takes is a view, its
+length ``n`` is the first one's: ``hi - lo``, ``a.shape[1]``).
 
 Why: Numba counts the references of every array a function binds or passes (an atomic
 add and subtract each, ``loop_rows.py``), and a view is a fresh array object each time
-it is made; the lstm eval's gradient made 11 of them a step (its gates' four slices,
-the rows of its state and their adjoints) only to hand them to its two loops.  Left as
-they are: a view read elsewhere (the tape keeps ``cell[j]``: it is made and passed as
-it was), bound more than once, of a base or bounds rebound between it and the call, or
-a call whose arguments are not its parameters.
+it is made; the lstm eval's gradient passed 11 a step to its two loops (its gates'
+slices, the rows of its state and of their adjoints) and made 10 of them only for that.
+A view read elsewhere is still made where it was (the tape keeps ``cell[j]``), the loop
+taking its base all the same.  Left as they are: a view bound more than once, of a base
+or bounds rebound between it and the call, or a call whose arguments are not its
+parameters.
 """
 import re
 
@@ -39,7 +43,6 @@ import gast
 from ..syntax.nodes import name_uses
 from ..syntax.source import to_source
 from .loop_rows import _call
-from .loop_space import nodes
 from .loops import guard
 
 #: names a loop function binds itself (``emit/loops.py``): no bound or index may be one

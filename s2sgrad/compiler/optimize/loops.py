@@ -56,7 +56,9 @@ before, its length among those the guard compares: spaces are lengths by name, c
 at run time), and in the adjoint the rows of a 2-D accumulator (``rt.add_into(dc[j], v)``,
 ``rt.copy_value(dc[j])``, ``dc[j] = 0``) and slices of an ``np.zeros_like`` it moved before
 (``rt.add_into(z[lo:hi], v)``), each bound to a name before the run and written in the
-loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  Two or
+loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  (After
+this pass, ``loop_views.py`` has a loop take the base and bounds of such a view, not the
+view, where it can.)  Two or
 more values read after the run are the rows of one array the loop makes (``Pass.block``;
 ``loop_tapes.py`` puts it on the tape in their place).
 
