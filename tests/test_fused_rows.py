@@ -96,7 +96,9 @@ def test_the_adjoint_loop_reads_the_taped_block_s_rows_by_index():
     block = block.split()[-1] + "_rows"
     header = next(f for f in source.split("\ndef ") if f.startswith("_dt"))
     params = header[header.index("(") + 1:header.index(")")].replace("\n", " ").split(", ")
-    assert block in params and len(params) == 8        # 13 before: 6 rows, 5 read
+    assert block in params and len(params) == 9   # 13 before: 6 rows, 5 read; then 8
+    # the rows and slices of accumulators come from their arrays and indices
+    assert "dcell" in params and "dgates_1" in params and "j" in params  # (loop_views.py)
     assert f"{block}[2, i]" in header and f"{block}.shape[1:]" in "\n".join(adjoint)
     text = "\n".join(adjoint)
     unpack = next(k for k, line in enumerate(adjoint) if line.strip().endswith(f"= {block}"))

@@ -40,6 +40,39 @@ def _one_length(shapes, least):
     return impl
 
 
+@overload(rt.cut_shape)
+def _cut_shape(shape, low, high):
+    """``rt.cut_shape`` of integer bounds (``high`` None: to the end)."""
+    if not isinstance(low, types.Integer) or \
+            not isinstance(high, (types.Integer, types.NoneType, types.Omitted)):
+        return None
+    if isinstance(high, types.Integer):
+        def impl(shape, low, high):
+            if 0 <= low <= high <= shape[0]:
+                return (high - low,)
+            return (-1,)
+        return impl
+
+    def to_end(shape, low, high):
+        if 0 <= low <= shape[0]:
+            return (shape[0] - low,)
+        return (-1,)
+    return to_end
+
+
+@overload(rt.row_shape)
+def _row_shape(shape, k):
+    """``rt.row_shape`` of an integer index into a 2-D shape."""
+    if not isinstance(k, types.Integer) or len(shape) != 2:
+        return None
+
+    def impl(shape, k):
+        if -shape[0] <= k < shape[0]:
+            return (shape[1],)
+        return (-1,)
+    return impl
+
+
 @overload(rt.ones_like)
 def _ones_like(value):
     if isinstance(value, types.Array):

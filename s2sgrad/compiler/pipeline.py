@@ -31,6 +31,7 @@ from .optimize.loop_space import (array_ranks, exclusive, index_spaces, nodes, p
                                   slice_cuts)
 from .analysis.shapes import Dim
 from .optimize.loop_rows import rows_read_in_place
+from .optimize.loop_views import views_read_in_place
 from .optimize.loop_tapes import rows_on_tapes
 from .optimize.loops import Context, fused_loops
 from .optimize.products import scaled_products
@@ -390,6 +391,8 @@ def loop_sweeps(d, sweeps):
     sweeps.backward, more = fused_loops(sweeps.backward, context)
     unpacked = rows_on_tapes(sweeps.forward, sweeps.backward, passes)
     rows_read_in_place(sweeps.backward, more, unpacked)
+    views_read_in_place(sweeps.forward, passes, numbers.number)
+    views_read_in_place(sweeps.backward, more, numbers.number)
     return loop_lines(passes + more)
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["compiled", "one_length", "unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
+__all__ = ["compiled", "one_length", "cut_shape", "row_shape", "unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
            "summed_over", "divide_or_zero",
            "normalise_axes"]
 
@@ -23,6 +23,24 @@ def one_length(shapes, least):
     least ``least`` elements: what the loop takes (else its statements run as numpy)."""
     n = shapes[0][0]
     return n >= least and all(shape[0] == n for shape in shapes)
+
+
+def cut_shape(shape, low, high):
+    """The shape of ``a[low:high]`` of a 1-D ``a`` of ``shape`` (``high`` None: to the
+    end) where ``0 <= low <= high <= len(a)``, else ``(-1,)``: a fused loop that reads
+    the slice as ``a[low + i]`` (``compiler/optimize/loop_views.py``) takes it only
+    there (``one_length`` then fails: numpy's clipped or negative bounds run as numpy)."""
+    size = shape[0]
+    high = size if high is None else high
+    return (high - low,) if 0 <= low <= high <= size else (-1,)
+
+
+def row_shape(shape, k):
+    """The shape of ``a[k]`` of a 2-D ``a`` of ``shape`` where ``-len(a) <= k <
+    len(a)``, else ``(-1,)``: a fused loop that reads the row as ``a[k, i]``
+    (``compiler/optimize/loop_views.py``) takes it only there (an index out of range
+    runs as numpy, which raises)."""
+    return shape[1:] if -shape[0] <= k < shape[0] else (-1,)
 
 
 def unbroadcast(g, like):

@@ -47,8 +47,7 @@ def _function(fused):
     lines = wrap(f"# the {fused.count} array statements{where} in one pass over their "
                  f"elements i{order} (the call's else: the statements as numpy)")
     lines += wrap(f"def {fused.name}({', '.join(fused.params)}):")
-    axis = 1 if fused.arrays[0] in fused.blocks else 0     # a block's rows: its axis 1
-    lines.append(f"{INDENT}n = {fused.arrays[0]}.shape[{axis}]")
+    lines.append(f"{INDENT}n = {_length(fused)}")
     if fused.block:
         lines.append(f"{INDENT}{fused.block} = np.empty(({len(fused.rows)}, n))")
         lines += wrap(f"{INDENT}{', '.join(fused.row_arrays)} = {fused.block}")
@@ -67,6 +66,15 @@ def _function(fused):
         lines += wrap(f"{INDENT * 2}{line}")
     lines += wrap(f"{INDENT}return {_tuple(fused.results)}")
     return [(line, None) for line in lines + ["", ""]]
+
+
+def _length(fused):
+    """The loop's ``n``: its first array's length (a block's rows: its axis 1; a view
+    read from its base, ``loop_views.py``: from the base's shape or the slice's bounds)."""
+    first = fused.arrays[0]
+    if first in fused.views:
+        return fused.views[first][1]
+    return f"{first}.shape[{1 if first in fused.blocks else 0}]"
 
 
 def _carry_lines(carries):

@@ -56,7 +56,9 @@ before, its length among those the guard compares: spaces are lengths by name, c
 at run time), and in the adjoint the rows of a 2-D accumulator (``rt.add_into(dc[j], v)``,
 ``rt.copy_value(dc[j])``, ``dc[j] = 0``) and slices of an ``np.zeros_like`` it moved before
 (``rt.add_into(z[lo:hi], v)``), each bound to a name before the run and written in the
-loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  Two or
+loop; ``a[j] = tape.pop()`` of an array the run does not read moves before it.  (After
+this pass, ``loop_views.py`` has a loop take the base and bounds of such a view, not the
+view, where it can.)  Two or
 more values read after the run are the rows of one array the loop makes (``Pass.block``;
 ``loop_tapes.py`` puts it on the tape in their place).
 
@@ -151,7 +153,9 @@ class Pass:
     ``branch`` (the ``if`` of the call), ``tails`` ((name, view) bound after the call:
     a view of an output read after the run, ``t7 = t4[:-1]``, or a slice's value returned
     as all n elements, ``dt = dt[1:]``), ``blocks`` (a param that is a block of rows
-    the loop reads as ``block[k, i]``, -> {row name: k}: ``loop_rows.py``)."""
+    the loop reads as ``block[k, i]``, -> {row name: k}: ``loop_rows.py``), ``views``
+    (an array in ``arrays`` the loop reads from the array it is a slice or row of, ->
+    (its shape in the guard, its length in the loop): ``loop_views.py``)."""
 
     def __init__(self):
         self.name, self.params, self.outputs = None, [], []
@@ -168,6 +172,7 @@ class Pass:
         self.tails = []                       # (name, "a[1:]") views of outputs read after
         self.blocks = {}                      # a param block -> {row name: k} read as rows
         self.carries = []                     # ([lag 1, lag 2...], local) of shifted reads
+        self.views = {}                       # an array read from its base -> (guard's shape, n)
 
 
 def fused_loops(statements, context):
@@ -408,8 +413,10 @@ class _Run:
 def guard(fused):
     """The test of ``fused``'s call: ``rt.compiled() and rt.one_length((a.shape, ...),
     least)`` over its arrays (a block read by rows, ``Pass.blocks``: its rows' shape,
-    ``block.shape[1:]``)."""
-    shapes = ", ".join(f"{a}.shape[1:]" if a in fused.blocks else f"{a}.shape"
+    ``block.shape[1:]``; a view read from its base, ``Pass.views``: its shape from the
+    base's, ``rt.cut_shape(base.shape, lo, hi)``)."""
+    shapes = ", ".join(fused.views[a][0] if a in fused.views else
+                       f"{a}.shape[1:]" if a in fused.blocks else f"{a}.shape"
                        for a in fused.arrays) + ("," if len(fused.arrays) == 1 else "")
     return gast.parse(f"rt.compiled() and rt.one_length(({shapes}), {fused.least})",
                       mode="eval").body
