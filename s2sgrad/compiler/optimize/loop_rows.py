@@ -42,7 +42,7 @@ def _take_block(fused, block):
     """Make ``fused`` read the rows of ``block`` it takes (two or more) as ``block[k, i]``;
     whether it did."""
     names = [p for p in fused.params if _row_read(fused, block, p)]
-    call = _call(fused)
+    call = fused_call(fused)
     if len(names) < 2 or block.block in fused.params or call is None:
         return False
     swap = {names[0]: block.block}
@@ -68,7 +68,7 @@ def _row_read(fused, block, name):
     return not any(bare.search(line) for line in fused.body)
 
 
-def _call(fused):
+def fused_call(fused):
     """The call of ``fused`` in its branch, where its arguments are its parameters."""
     first = fused.branch.body[0] if fused.branch is not None else None
     call = getattr(first, "value", None)

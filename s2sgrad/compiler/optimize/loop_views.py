@@ -42,7 +42,7 @@ import gast
 
 from ..syntax.nodes import name_uses
 from ..syntax.source import to_source
-from .loop_rows import _call
+from .loop_rows import fused_call
 from .loops import guard
 
 #: names a loop function binds itself (``emit/loops.py``): no bound or index may be one
@@ -53,7 +53,7 @@ def views_read_in_place(sweep, passes, number):
     """Have ``passes`` read the slices and rows they take from their arrays (module doc)."""
     reads, stores = name_uses(sweep)
     for fused in passes:
-        call = _call(fused)
+        call = fused_call(fused)
         where = _statement_list(sweep, fused.branch) if call is not None else None
         if where is None:
             continue
