@@ -27,21 +27,13 @@ batch of moved points.  The numbers are the same up to the order of the sums.
 """
 import gast
 
-from ..syntax.nodes import name_uses
-from .products import IntoReader, orphan_comments, without_orphan_comments
-from .substitute import substitute
+from .products import IntoReader, merged_into_readers
 
 
 def einsum_chains(statements, keep):
     """``statements`` with each einsum read once by a slice or an einsum merged into its
     reader (module doc), as a new list."""
-    reads, stores = name_uses(statements)
-    once = {name for name, n in reads.items()
-            if n == 1 and stores.get(name) == 1 and name not in keep}
-    before = orphan_comments(statements)
-    for in_loops in (False, True):      # the engine takes one kind of block a run
-        statements = substitute(statements, _Einsums(once, in_loops))
-    return without_orphan_comments(statements, before)
+    return merged_into_readers(statements, keep, _Einsums)
 
 
 class _Einsums(IntoReader):

@@ -160,12 +160,19 @@ class _Scaled(IntoReader):
 def sliced_products(statements, keep):
     """``statements`` with ``p = a @ b; s = p[:, :3]`` written ``s = rt.matmul_sliced(a,
     b, np.s_[:, :3])`` where ``p`` is read only there (``SlicedProducts``)."""
+    return merged_into_readers(statements, keep, SlicedProducts)
+
+
+def merged_into_readers(statements, keep, policy):
+    """``statements`` run through ``substitute`` with ``policy(once, in_loops)`` (an
+    ``IntoReader``), ``once`` the names stored once and read once (not in ``keep``),
+    outside loops then inside, comments left with no statement dropped."""
     reads, stores = name_uses(statements)
     once = {name for name, n in reads.items()
             if n == 1 and stores.get(name) == 1 and name not in keep}
     before = orphan_comments(statements)
     for in_loops in (False, True):      # the engine takes one kind of block a run
-        statements = substitute(statements, SlicedProducts(once, in_loops))
+        statements = substitute(statements, policy(once, in_loops))
     return without_orphan_comments(statements, before)
 
 
