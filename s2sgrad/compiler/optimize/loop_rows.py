@@ -64,6 +64,11 @@ def _row_read(fused, block, name):
             name in fused.temporaries or name in fused.outputs or \
             any(array == name for array, _ in fused.stores):
         return False
+    return read_at_indices_only(fused, name)
+
+
+def read_at_indices_only(fused, name):
+    """Whether every use of ``name`` in ``fused``'s body is at an index (``name[...]``)."""
     bare = re.compile(rf"\b{name}\b(?!\[)")
     return not any(bare.search(line) for line in fused.body)
 

@@ -42,7 +42,7 @@ import gast
 
 from ..syntax.nodes import name_uses
 from ..syntax.source import to_source
-from .loop_rows import fused_call
+from .loop_rows import fused_call, read_at_indices_only
 from .loops import guard
 
 #: names a loop function binds itself (``emit/loops.py``): no bound or index may be one
@@ -140,8 +140,7 @@ def _indexed_only(fused, name):
             name in fused.outputs or name in fused.views or \
             any(array == name for array, _ in fused.stores):
         return False
-    bare = re.compile(rf"\b{name}\b(?!\[)")
-    return not any(bare.search(line) for line in fused.body)
+    return read_at_indices_only(fused, name)
 
 
 def _length_names(fused):
