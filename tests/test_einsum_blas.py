@@ -32,12 +32,26 @@ CONTRACTIONS = [
     ("mij,ijk->mik", (60, 5, 8), (5, 8, 8)),       # its adjoint w.r.t. the points
     ("bij,bjk->bik", (6, 20, 10), (6, 10, 12)),
     ("ibj,jbk->kib", (20, 6, 10), (10, 6, 12)),
-    ("i,j->ij", (80,), (70,)),
-    ("ij,ij->i", (300, 40), (300, 40)),
     ("abcd,cdef->fbea", (4, 5, 6, 7), (6, 7, 3, 8)),
     ("vk,Zbjk->Zbvj", (300, 4), (5, 6, 4, 4)),     # ht's skinning tangent: a stack
     ("ij,bjk->bik", (40, 50), (6, 50, 12)),        # a matrix times a stack
     ("aij,bjk->abik", (3, 40, 50), (4, 50, 12)),   # two stacks, each broadcast
+]
+
+#: contractions large enough for BLAS that np.einsum's own loop still runs faster
+#: (``_pays_as_matmul``): outer products (BLAS with an inner size of one: 1,253 against
+#: 283 us for 1,000 x 1,000), stacks of dot products (kmeans' distances by rows,
+#: ``"nd,nd->n"``, and their adjoints: 88 against 47 us), stacks of small matrix-vector
+#: products; each comes back C-ordered, as the matmul path's
+NUMPY_LOOP_FORMS = [
+    ("i,j->ij", (80,), (70,)),
+    ("ij,kl->ilkj", (6, 8), (10, 12)),
+    ("ij,ij->i", (300, 40), (300, 40)),
+    ("nd,nd->n", (10000, 8), (10000, 8)),
+    ("n,nd->nd", (10000,), (10000, 8)),
+    ("bij,bij->b", (2000, 3, 3), (2000, 3, 3)),
+    ("bij,bj->bi", (2000, 3, 3), (2000, 3)),
+    ("bj,bij->bi", (2000, 4), (2000, 4, 4)),
 ]
 
 #: contractions whose output is a stack of products as it is laid out: each runs as one
@@ -74,6 +88,33 @@ def test_a_large_contraction_runs_as_matmul_and_agrees(spec, a_shape, b_shape, m
         monkeypatch.undo()
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec,a_shape,b_shape", NUMPY_LOOP_FORMS,
+                         ids=[c[0] for c in NUMPY_LOOP_FORMS])
+def test_outer_products_and_stacks_of_dots_keep_numpys_loop(spec, a_shape, b_shape,
+                                                            monkeypatch):
+    a, b = _operands((a_shape, b_shape))
+    want = np.einsum(spec, a, b)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("np.matmul ran where np.einsum's loop is faster")
+    monkeypatch.setattr(einsum_module.np, "matmul", refuse)
+    try:
+        got = rt.einsum(spec, a, b)
+    finally:
+        monkeypatch.undo()
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_stack_of_larger_matrix_vector_products_keeps_blas(monkeypatch):
+    """16 x 16 matrix-vector products, 2,000 of them: np.matmul 104 us, np.einsum 179."""
+    a, b = _operands(((2000, 16, 16), (2000, 16)))
+    monkeypatch.setattr(einsum_module.np, "einsum", None)
+    got = rt.einsum("bij,bj->bi", a, b)
+    monkeypatch.undo()
+    np.testing.assert_allclose(got, np.einsum("bij,bj->bi", a, b), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("spec,a_shape,b_shape", STACKED, ids=[c[0] for c in STACKED])

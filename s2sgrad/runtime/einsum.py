@@ -35,6 +35,10 @@ _LETTERS = string.ascii_uppercase + string.ascii_lowercase   # numpy's sublist n
 # own loop beats the transposes and reshapes (measured: benchmarks/bench_einsum.py)
 MATMUL_WORK = 4096
 
+# the multiply-adds per matrix-vector product of a stack below which np.einsum's loop
+# beats np.matmul's (a 6 x 6 stack: 52 against 69 us, 8 x 8 even, 16 x 16: 179 against 104)
+STACKED_MATVEC_WORK = 64
+
 
 def _sublist_term(sublist):
     """A sublist (ints, ``Ellipsis``) as a subscripts term."""
@@ -133,6 +137,8 @@ def einsum_into(out, *operands):
     rows, inner, cols = math.prod(left), math.prod(summed), math.prod(right)
     if math.prod(batch) * rows * inner * cols < MATMUL_WORK:
         return np.einsum(*operands, out=out)
+    if not _pays_as_matmul(math.prod(batch), rows, inner, cols):
+        return np.einsum(*operands, out=out, order="C")     # (an outer product's is not)
     size = math.prod(batch) * rows * cols
     return _product_in_order(_rows_contiguous(at.reshape(batch + (rows, inner)), size),
                              _rows_contiguous(bt.reshape(batch + (inner, cols)), size),
@@ -226,6 +232,21 @@ def _oriented(spec, a, b):
     return f"{terms[1]},{terms[0]}->{output}", b, a
 
 
+def _pays_as_matmul(stacked, rows, inner, cols):
+    """Whether a contraction of ``stacked`` products of (rows x inner) @ (inner x cols)
+    runs faster as ``np.matmul`` than as ``np.einsum``'s loop, its total work aside
+    (benchmarks/bench_einsum.py, 2-core Zen 5): not an outer product (nothing summed:
+    ``"i,j->ij"`` of 1,000 each 1,253 against 283 us, ``"n,nd->nd"`` 108 against 57:
+    BLAS with an inner size of one), not a stack of dot products (``"nd,nd->n"``, 10,000
+    x 8: 88 against 47 us, kmeans' distances by rows and their adjoints), and not a
+    stack of small matrix-vector products (``STACKED_MATVEC_WORK``)."""
+    if inner == 1:
+        return False
+    if stacked > 1 and min(rows, cols) == 1:
+        return rows * inner * cols >= STACKED_MATVEC_WORK and max(rows, cols) > 1
+    return True
+
+
 def _rows_contiguous(m, size):
     """The stack of matrices ``m`` C-ordered when its rows are not contiguous and it is no
     larger than the product (``size`` numbers): numpy's matmul takes BLAS only for
@@ -284,16 +305,23 @@ def einsum_adjoint(g, terms, output, arrays, index, contract=einsum):
     return out
 
 
-def einsum_adjoints(g, operands, contract=einsum):
+def einsum_adjoints(g, operands, contract=einsum, only=None):
     """One entry per positional argument of ``np.einsum(*operands)``: the adjoint of each
     array operand, None for the subscripts and the sublists (``contract``:
-    ``einsum_adjoint``'s)."""
+    ``einsum_adjoint``'s); ``only``: the positions whose adjoints are wanted (None for the
+    others; ``rt.operand_adjoints_tangent``'s)."""
     terms, output, arrays = explicit_spec(operands)
     positions = _parse(operands)[3]
     result = [None] * len(operands)
     for index, position in enumerate(positions):
-        result[position] = einsum_adjoint(g, terms, output, arrays, index, contract)
+        if only is None or position in only:
+            result[position] = einsum_adjoint(g, terms, output, arrays, index, contract)
     return result
+
+
+def einsum_operand_positions(operands):
+    """The positions of ``np.einsum(*operands)``'s array operands among its arguments."""
+    return tuple(_parse(operands)[3])
 
 
 # ------------------------------------------------- an einsum of (a slice of) an einsum
