@@ -104,9 +104,10 @@ def matrix_power_adjoint(g, a, n):
     return out
 
 
-def multi_dot_adjoints(g, arrays):
+def multi_dot_adjoints(g, arrays, only=None):
     """The adjoints of each of ``arrays`` in ``np.linalg.multi_dot(arrays)`` (the first may be
-    1-D, a row; the last 1-D, a column), as a list."""
+    1-D, a row; the last 1-D, a column), as a list; ``only``: the positions whose adjoints
+    are wanted (None for the others)."""
     mats = [np.asarray(x) for x in arrays]
     first_1d, last_1d = mats[0].ndim == 1, mats[-1].ndim == 1
     if first_1d:
@@ -116,6 +117,9 @@ def multi_dot_adjoints(g, arrays):
     g2 = np.reshape(g, (mats[0].shape[0], mats[-1].shape[1]))
     out = []
     for i in range(len(mats)):
+        if only is not None and i not in only:
+            out.append(None)
+            continue
         left = np.linalg.multi_dot(mats[:i]) if i > 1 else (mats[0] if i == 1 else None)
         right = np.linalg.multi_dot(mats[i + 1:]) if len(mats) - i > 2 else (
             mats[-1] if i == len(mats) - 2 else None)

@@ -248,16 +248,43 @@ def operand_adjoints_tangent(adjoints, g, operands, g_dot, operands_dot):
     ``rt.multi_dot_adjoints``: one adjoint per operand, each linear in ``g`` and in every
     other operand, None for an operand that is not an array) along ``g_dot`` and the
     operands' tangents: ``adjoints(g_dot, operands)`` plus, for each operand ``k``, the
-    adjoints of the others with ``k`` replaced by its tangent."""
+    adjoints of the others with ``k`` replaced by its tangent.  A zero tangent (``g``'s
+    under a Hessian-vector product, an operand that is not differentiated) adds no
+    contraction, and the contraction for ``k`` makes no adjoint of ``k`` itself:
+    kmeans' ``einsum("nd,nd->n", diff, diff)`` under forward over reverse, two
+    contractions per use instead of six."""
+    from .einsum import einsum_adjoints, einsum_operand_positions
     operands, operands_dot = list(operands), list(operands_dot)
-    out = [None if d is None else np.array(d, dtype=np.result_type(d, np.float32))
-           for d in adjoints(g_dot, operands)]
+    positions = einsum_operand_positions(operands) if adjoints is einsum_adjoints else \
+        tuple(range(len(operands)))
+    out = [None] * len(operands)
+
+    inputs = [x for x in [g, g_dot, *operands, *operands_dot] if isinstance(x, np.ndarray)]
+
+    def add(i, d):
+        if out[i] is None:      # kept where it is a new array (not a view of an input)
+            dtype = np.result_type(d, np.float32)
+            fresh = isinstance(d, np.ndarray) and d.dtype == dtype and d.flags.writeable \
+                and not any(np.may_share_memory(d, x) for x in inputs)
+            out[i] = d if fresh else np.array(d, dtype=dtype)
+        else:
+            out[i] = out[i] + d
+
+    if np.any(g_dot):
+        for i, d in enumerate(adjoints(g_dot, operands)):
+            if d is not None:
+                add(i, d)
     for k, tangent in enumerate(operands_dot):
-        if out[k] is None or not np.any(tangent):
+        if k not in positions or not np.any(tangent):
             continue
         moved = operands[:k] + [np.broadcast_to(tangent, np.shape(operands[k]))] + \
             operands[k + 1:]
-        for i, d in enumerate(adjoints(g, moved)):
-            if i != k and d is not None:
-                out[i] = out[i] + d
+        others = tuple(i for i in positions if i != k)
+        for i, d in enumerate(adjoints(g, moved, only=others)):
+            if d is not None:
+                add(i, d)
+    for i in positions:
+        if out[i] is None:
+            out[i] = np.zeros(np.shape(operands[i]),
+                              np.result_type(g, g_dot, operands[i], np.float32))
     return out
