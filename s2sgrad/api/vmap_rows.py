@@ -15,9 +15,10 @@ no batched rule).  An unmapped argument ``p`` is repeated per example
 (``vmap_grad.tiled``: a view).
 
 ``batched_rows(make_vmap, derivative, args, axes, out_axes)`` gives ``(function, None)``
-or ``(None, why not)``: a ``jacrev`` without ``has_aux`` or a ``hessian`` of one int
-position, of a plain Python function of arrays returning one array, not under
-``S2SGRAD_BACKEND=numba``.
+or ``(None, why not)``: a ``jacrev`` of one int position or a tuple of them (a tuple of
+every example's Jacobians, one per position, from one ``jacrev`` of the sum) without
+``has_aux``, or a ``hessian`` of one int position, of a plain Python function of arrays
+returning one array, not under ``S2SGRAD_BACKEND=numba``.
 """
 import inspect
 
@@ -44,15 +45,20 @@ def batched_rows(make_vmap, derivative, args, axes, out_axes):
     """(function, None) or (None, why not): see the module doc."""
     mode = getattr(derivative, "derivative_mode", None)
     position = getattr(derivative, "grad_position", None)
+    single = isinstance(position, int)
+    positions = (position,) if single else position
     if mode not in ("jacrev", "hessian") or getattr(derivative, "has_aux", False) or \
-            not isinstance(position, int) or isinstance(position, bool) or \
-            not 0 <= position < len(args) or \
+            not isinstance(positions, tuple) or not positions or \
+            (mode == "hessian" and not single) or len(set(positions)) != len(positions) or \
+            any(not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < len(args)
+                for p in positions) or \
             getattr(derivative, "weights", None) is not None or \
             getattr(derivative, "return_ids", None):
-        return None, f"it is not a {mode} object of one position without has_aux"
+        return None, (f"it is not a {mode} object of "
+                      f"{'one position' if mode == 'hessian' else 'positions'} without has_aux")
     if not inspect.isfunction(derivative.fn):
         return None, "it differentiates a method or another callable"
-    prepared, why = per_example_arguments(args, axes, [position], out_axes)
+    prepared, why = per_example_arguments(args, axes, list(positions), out_axes)
     if prepared is None:
         return None, why
     args, axes, copied, mapped, out_axis = prepared
@@ -66,8 +72,9 @@ def batched_rows(make_vmap, derivative, args, axes, out_axes):
     source, make = _summed(inner.name + "_examples_sum", params,
                            f"The sum over the examples of {inner.name}'s vectorised form")
     summed = make(batched)
-    axis = axes[position]
     if mode == "hessian":
+        axis = axes[position]
+
         def jvp(call_args, tangents):        # each example's gradient's, batch at axis
             return derivative.hvp_of_tangents(summed, call_args, [tangents], (position,))
 
@@ -78,15 +85,21 @@ def batched_rows(make_vmap, derivative, args, axes, out_axes):
         rows = derivative.bind_to(summed, None)      # jacrev of the sum
 
         def jacobian(call_args):
-            jac = rows(*call_args)       # one example's output axes, then its argument's
-            return np.moveaxis(jac, jac.ndim - call_args[position].ndim + axis, 0)
+            jacs = rows(*call_args)      # one example's output axes, then its argument's
+            jacs = (jacs,) if single else jacs
+            moved = tuple(np.moveaxis(jac, jac.ndim - call_args[p].ndim + axes[p], 0)
+                          for jac, p in zip(jacs, positions))
+            return moved[0] if single else moved
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
         jac = jacobian(call_args)
         if jac is None:                  # no batched rule: the loop
             return None
-        return jac if out_axis == 0 else np.moveaxis(jac, 0, out_axis)
+        if out_axis == 0:
+            return jac
+        return np.moveaxis(jac, 0, out_axis) if single else \
+            tuple(np.moveaxis(j, 0, out_axis) for j in jac)
     per_example.source = generated.source + "\n\n" + source
     per_example.holds = still_read(derivative.fn, generated.reads)   # (vmap.py)
     return per_example, None
