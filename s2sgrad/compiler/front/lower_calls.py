@@ -118,7 +118,14 @@ class CallLowering:
         transparent = getattr(obj, "__s2sgrad_transparent__", None)
         if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
             return self.call_object(frame, node, transparent, args, kwargs, hint)
-        inline = getattr(obj, "__s2sgrad_inline__", None)
+        try:
+            inline = getattr(obj, "__s2sgrad_inline__", None)
+        except DerivativeCompositionError:
+            if not self.state.primal:
+                raise
+            # compiled, not differentiated: a vmap of a Jacobian object (no loop to
+            # differentiate) is called as it is (its batched form)
+            return self.opaque_call(frame, node, obj, args, kwargs, hint)
         if inline is not None:      # a vmap: differentiated through its differentiable loop
             return self.inline(frame, node, inline, args, kwargs, None)
         if getattr(obj, "__s2sgrad_transform__", None) == "evaluates":
