@@ -14,13 +14,17 @@ JAX's batching rules:
   ``axis`` shifted past the batch axis, ``axis=None`` becomes the example's axes;
 - ``@``, ``np.matmul`` and ``np.dot`` (ranks up to 2): ``a @ b`` where numpy's stacking
   batches it, ``np.einsum`` for a batched vector on the right or two batched vectors;
+- ``np.array([a, b, ...])`` and ``np.stack`` of a list of items of one rank: stacked
+  past the batch axis;
 - ``.T``: the example's axes swapped (``np.swapaxes(x, 1, 2)``);
 - indexing by numbers, slices, ``None``, ``...`` and integer arrays, ``x.shape[k]`` and
   ``len(x)`` (``batch/indexing.py``: an example's index becomes an index past the batch
   axis).
 
-Anything else (a loop, a branch, a mask, a call of another function, an attribute)
-is not vectorised.
+Statements: an assignment to a name, or of a tuple of expressions to as many names
+(``c, s = np.cos(t), np.sin(t)``, kept one line: every value read before any is
+assigned), and the final return.  Anything else (a loop, a branch, a mask, a call of
+another function, an attribute) is not vectorised.
 """
 import builtins
 
@@ -66,6 +70,16 @@ def vectorise(fdef, namespace, ranks, mapped, comment, ints=()):
             env[target] = (target, value[1], value[2])
             ints = env[INTS]
             (ints.add if is_int(stmt.value, env, namespace) else ints.discard)(target)
+        elif _paired_tuple(stmt):       # c, s = np.cos(t), np.sin(t): one line, as written
+            values = [_expr(v, env, namespace) for v in stmt.value.elts]
+            lines.append(comment(stmt))
+            targets = [t.id for t in stmt.targets[0].elts]
+            lines.append(f"{', '.join(targets)} = {', '.join(bare(v[0]) for v in values)}")
+            ints = env[INTS]
+            int_items = [is_int(v, env, namespace) for v in stmt.value.elts]
+            for target, value, int_item in zip(targets, values, int_items):
+                env[target] = (target, value[1], value[2])
+                (ints.add if int_item else ints.discard)(target)
         elif isinstance(stmt, gast.Return) and stmt.value is not None:
             lines.append(comment(stmt))
             tuple_ = isinstance(stmt.value, gast.Tuple)
@@ -76,6 +90,17 @@ def vectorise(fdef, namespace, ranks, mapped, comment, ints=()):
     if returned is None:
         raise NotVectorisable("no return at the end")
     return (lines, *returned)
+
+
+def _paired_tuple(stmt):
+    """Whether ``stmt`` assigns a tuple of expressions to as many distinct names."""
+    if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+        return False
+    target, value = stmt.targets[0], stmt.value
+    return isinstance(target, (gast.Tuple, gast.List)) and \
+        isinstance(value, (gast.Tuple, gast.List)) and len(target.elts) == len(value.elts) \
+        and all(isinstance(t, gast.Name) for t in target.elts) and \
+        len({t.id for t in target.elts}) == len(target.elts)
 
 
 def _expr(node, env, namespace):
@@ -141,6 +166,9 @@ def _call(node, env, namespace):
     what = unparse(node.func).strip()
     if fn is None or any(isinstance(a, gast.Starred) for a in node.args):
         raise NotVectorisable(f"the call {what}(...)")
+    if fn in (np.array, np.stack) and node.args and \
+            isinstance(node.args[0], (gast.List, gast.Tuple)):
+        return _stacked(fn, node, env, namespace)
     args = [_expr(a, env, namespace) for a in node.args]
     keywords = {k.arg: k.value for k in node.keywords}
     if isinstance(fn, np.ufunc) and not keywords and len(args) == fn.nin:
@@ -172,6 +200,40 @@ def _call(node, env, namespace):
     if fn is np.arange and not keywords and not any(a[1] or a[2] for a in args):
         return f"np.arange({', '.join(bare(a[0]) for a in args)})", False, 1
     raise NotVectorisable(f"the call {what}(...)")
+
+
+def _stacked(fn, node, env, namespace):
+    """``np.array([a, b, ...])`` or ``np.stack([a, b, ...], axis=k)`` of items of one rank
+    (an example's vector made of its components): stacked past the batch axis, an item
+    not batched broadcast to the others first (times ``np.ones_like`` of one that is)."""
+    items = [_expr(e, env, namespace) for e in node.args[0].elts]
+    keywords = {k.arg: k.value for k in node.keywords}
+    axis = keywords.pop("axis", node.args[1] if len(node.args) > 1 else None)
+    if fn is np.array and (axis is not None or len(node.args) > 1) or keywords or \
+            len(node.args) > 2 or not items:
+        raise NotVectorisable(f"the call {unparse(node).strip()!r}")
+    if axis is None:
+        axis = 0
+    elif isinstance(axis, gast.Constant) and type(axis.value) is int:
+        axis = axis.value
+    elif isinstance(axis, gast.UnaryOp) and isinstance(axis.op, gast.USub) and \
+            isinstance(axis.operand, gast.Constant) and type(axis.operand.value) is int:
+        axis = -axis.operand.value
+    else:
+        raise NotVectorisable(f"the axis of {unparse(node).strip()!r}")
+    rank = items[0][2]
+    if any(i[2] != rank for i in items) or not -rank - 1 <= axis <= rank:
+        raise NotVectorisable(f"the call {unparse(node).strip()!r} (items of several ranks)")
+    texts = ", ".join(bare(i[0]) for i in items)
+    if not any(i[1] for i in items):
+        if fn is np.array:
+            return f"np.array([{texts}])", False, rank + 1
+        return f"np.stack([{texts}], axis={axis})", False, rank + 1
+    # an item not batched times ones of a batched one's shape: the same numbers, in the
+    # operations every derivative form batches
+    ref = min((bare(i[0]) for i in items if i[1]), key=len)
+    texts = ", ".join(bare(i[0]) if i[1] else f"{i[0]} * np.ones_like({ref})" for i in items)
+    return f"np.stack([{texts}], axis={axis + 1 if axis >= 0 else axis})", True, rank + 1
 
 
 def _padded(value, rank):
