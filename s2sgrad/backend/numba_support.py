@@ -208,6 +208,18 @@ def _unreduce(g, like, axis, keepdims):
         return fill1
 
 
+@overload(rt.section_length)
+def _section_length(x, sections):
+    def length(x, sections):
+        n = x.shape[0]
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if n % sections:
+            raise ValueError("array split does not result in an equal division")
+        return n // sections
+    return length
+
+
 @overload(rt.reduction_count)
 def _reduction_count(like, axis):
     if isinstance(axis, (types.NoneType, types.Omitted)) or axis is None:

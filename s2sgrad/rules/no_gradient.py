@@ -70,7 +70,7 @@ TABLE = (
       np.diag_indices, np.tril_indices_from, np.triu_indices_from, np.diag_indices_from,
       rt.zeros_like, rt.ones_like, rt.basis_tangent, rt.zeros_list)),
     ("a count or size (an integer) that gradient code divides or loops by",
-     (rt.reduction_count, rt.tangent_size)),
+     (rt.reduction_count, rt.tangent_size, rt.section_length)),
     ("for real input: the imaginary part is 0 and the angle 0 or pi (piecewise constant)",
      (np.imag, np.angle)),
     ("a rank: an integer result", (np.linalg.matrix_rank,)),

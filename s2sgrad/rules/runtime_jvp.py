@@ -28,8 +28,8 @@ from .jvp_registry import jvp_linear_in, jvp_multilinear, jvp_rule, t
 # ---------------------------------------------------------------- constants
 
 
-@jvp_rule(rt.ones_like, rt.zeros_like, rt.zeros_list, rt.reduction_count, rt.extremum_mask,
-          rt.trip_count, rt.tangent_size, rt.basis_tangent, rt.jacobian_rows,
+@jvp_rule(rt.ones_like, rt.zeros_like, rt.zeros_list, rt.reduction_count, rt.section_length,
+          rt.extremum_mask, rt.trip_count, rt.tangent_size, rt.basis_tangent, rt.jacobian_rows,
           rt.nan_extremum_mask)
 def _(ans, *args):
     """A seed, a count, a mask or a shape: no tangent."""

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["compiled", "one_length", "cut_shape", "row_shape", "unbroadcast", "unreduce", "reduction_count", "extremum_mask", "extremum_adjoint",
+__all__ = ["compiled", "one_length", "cut_shape", "row_shape", "unbroadcast", "unreduce", "reduction_count", "section_length", "extremum_mask", "extremum_adjoint",
            "summed_over", "divide_or_zero",
            "normalise_axes"]
 
@@ -125,6 +125,19 @@ def reduction_count(like, axis):
     for a in normalise_axes(axis, len(shape)):
         count *= shape[a]
     return count
+
+
+def section_length(x, sections):
+    """The length of each of ``np.split(x, sections)``'s pieces (along the first axis), or
+    numpy's own ValueError where they would not be equal: the front end writes
+    ``f, i, o, c = np.split(gates, 4)`` as four slices of this length
+    (``front/lower_calls.py``), which the fused loops read in place."""
+    n = np.shape(x)[0]
+    if sections <= 0:
+        raise ValueError("number sections must be larger than 0.")
+    if n % sections:
+        raise ValueError("array split does not result in an equal division")
+    return n // sections
 
 
 def extremum_mask(x, ans, axis, keepdims):

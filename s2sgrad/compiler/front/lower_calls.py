@@ -33,6 +33,9 @@ from .spellings import forward_expression
 from .stacking import canonical_join
 from .ufunc_outer import canonical_outer
 
+#: the most pieces of an ``np.split`` written as slices (each a statement of its own)
+SPLIT_SLICES = 16
+
 
 #: calls folded while building when every argument is a plain constant
 FOLDABLE = {len, int, float, bool, abs, min, max, round, isinstance, tuple, str, range,
@@ -93,6 +96,48 @@ class CallLowering:
                                 type_params=[])
         return self.local_function(frame, gast.copy_location(fdef, node))
 
+    def split_as_slices(self, frame, node, args, kwargs):
+        """``np.split(x, k)`` (k an int written in the code, at most ``SPLIT_SLICES``; along
+        the first axis; ``x`` of a known rank) as the list of its k slices
+        ``x[j * n:(j + 1) * n]``, ``n = rt.section_length(x, k)`` (numpy's error where the
+        pieces would not be equal): LSTM gates written ``f, i, o, c = np.split(gates, 4)``
+        are then read in place, as slices are, by the fused loops (10.5 against 4.7 ms
+        for the slices).  None: the call as it is (its rule)."""
+        if len(args) != 2 or not isinstance(args[1], Const) or \
+                type(args[1].value) is not int or not 1 <= args[1].value <= SPLIT_SLICES or \
+                set(kwargs) - {"axis"} or (kwargs and not (
+                    isinstance(kwargs["axis"], Const) and kwargs["axis"].value == 0)) or \
+                not isinstance(args[0], Var) or not self.types.ndim_of(args[0]):
+            return None
+        x, k = args[0], args[1].value
+        operands = (x, args[1])
+        expr = self.atoms.call_expr(literals.reference_node(rt.section_length, self.atoms),
+                                    operands, {})
+        n = self.emitter.emit(frame, node, rt.section_length, operands, {}, expr, "n_piece")
+        x_key, n_key = self.state.names.fresh("split_x"), self.state.names.fresh("split_n")
+        frame.env[x_key], frame.env[n_key] = x, n
+
+        def bound(j):
+            if j == 0:
+                return None
+            n_node = gast.Name(id=n_key, ctx=gast.Load(), annotation=None, type_comment=None)
+            return n_node if j == 1 else gast.BinOp(
+                left=gast.Constant(value=j, kind=None), op=gast.Mult(), right=n_node)
+        try:
+            pieces = []
+            for j in range(k):
+                piece = gast.Subscript(
+                    value=gast.Name(id=x_key, ctx=gast.Load(), annotation=None,
+                                    type_comment=None),
+                    slice=gast.Slice(lower=bound(j), upper=bound(j + 1), step=None),
+                    ctx=gast.Load())
+                for part in gast.walk(piece):     # (the user's line, for comments)
+                    gast.copy_location(part, node)
+                pieces.append(self.expressions.lower_expr(frame, piece))
+        finally:
+            del frame.env[x_key], frame.env[n_key]
+        return Seq(tuple(pieces), "list")
+
     def local_function(self, frame, node):
         """A def/lambda inside the function: its defaults are evaluated where it is defined."""
         if node.decorator_list:
@@ -151,6 +196,10 @@ class CallLowering:
                                      tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
             return self.opaque_call(frame, node, obj, args, kwargs, hint)
+        if obj is np.split:
+            pieces = self.split_as_slices(frame, node, args, kwargs)
+            if pieces is not None:
+                return pieces
         obj, args, kwargs = canonical_join(self, frame, node, obj, args, kwargs)
         obj, args, kwargs = canonical_outer(self, frame, node, obj, args, kwargs)
         rule = lookup(obj)

@@ -8,6 +8,7 @@ import gast
 import numpy as np
 
 from ... import primitives as prims
+from ... import runtime as rt
 from ...rules import lookup
 from ..analysis.typeinfo import INTEGER_OPS, basic_index
 from ..ir import Const, Op, Seq, Var
@@ -89,6 +90,9 @@ class Emitter:
                 self.types.int_vars.add(name)
                 self.types.ndims[name] = 0
                 self.types.shapes.ints[name] = dims[0]
+        if prim is rt.section_length:          # np.split's pieces' length: an int
+            self.types.int_vars.add(name)
+            self.types.ndims[name] = 0
         if prim == prims.SHAPE and isinstance(args[0], Var) and not kwargs:
             if self.types.shape_of(args[0]) is not None:
                 self.types.shapes.tuples[name] = self.types.shape_of(args[0])
