@@ -13,6 +13,8 @@ it.
 import numpy as np
 import pytest
 
+from scipy.special import expit, log_expit
+
 import s2sgrad as ms
 from s2sgrad.testing import check_grad, numerical_grad
 
@@ -114,3 +116,52 @@ def test_vmap_and_jit_of_a_split():
     np.testing.assert_allclose(got, np.stack([ms.grad(gates)(x, W) for x in xs]),
                                rtol=1e-12)
     np.testing.assert_allclose(ms.jit(looped)(X, W), looped(X, W), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- scipy's expit in a loop
+
+def split_expit_cell(params, state, seq):
+    """GradBench lstm's held-out spelling: gates by np.split, scipy's expit."""
+    hidden = state[0::2].copy()
+    cell = state[1::2].copy()
+    total = 0.0
+    for t in range(seq.shape[0] - 1):
+        x = seq[t]
+        for j in range(hidden.shape[0]):
+            gates = np.concatenate((x, hidden[j], x, hidden[j])) * params[j]
+            f, i, o, c = np.split(gates, 4)
+            cell[j] = cell[j] * expit(f) + expit(i) * np.tanh(c)
+            hidden[j] = expit(o) * np.tanh(cell[j]) + log_expit(c)
+            x = hidden[j]
+        total = total + np.sum(seq[t + 1] * x)
+    return total
+
+
+def _cell_args(layers, b, c, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, (layers, 4 * b)), rng.uniform(-1, 1, (2 * layers, b)),
+            rng.uniform(-1, 1, (c, b)))
+
+
+def test_expit_and_split_gates_are_one_fused_loop_and_match_differences(monkeypatch):
+    """The gate chain (slices of the split, ``special.expit``, ``np.tanh``) is a fused
+    loop's element expression, not an array call per gate; the compiled gradient equals
+    the numpy statements run as Python (a scalar expit within an ulp) and central
+    differences, for sizes that change after the first call."""
+    g = ms.grad(split_expit_cell, (0, 1))
+    for layers, b, c in [(2, 5, 4), (3, 7, 3)]:
+        args = _cell_args(layers, b, c)
+        got = g(*args)
+        assert g.backend == "numba"
+        passes = [line for line in g.source.splitlines() if "def _" in line and "_pass" in line]
+        assert passes, "no fused loop"
+        assert any("special.expit(" in line for line in g.source.splitlines()
+                   if "[i]" in line), "expit not computed per element"
+        monkeypatch.setenv("S2SGRAD_BACKEND", "python")
+        want = ms.grad(split_expit_cell, (0, 1))(*args)
+        monkeypatch.setenv("S2SGRAD_BACKEND", "auto")
+        for a, b_ in zip(got, want):
+            np.testing.assert_allclose(a, b_, rtol=1e-13, atol=1e-14)
+        for k in (0, 1):
+            np.testing.assert_allclose(got[k], numerical_grad(split_expit_cell, args, k),
+                                       rtol=1e-6, atol=1e-8)

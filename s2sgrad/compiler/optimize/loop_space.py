@@ -23,6 +23,9 @@ from .kernels import operation, operands
 FUNCTIONS = frozenset({"sqrt", "abs", "absolute", "square", "exp", "log", "tanh", "sin",
                        "cos"})
 
+#: ``special.<name>(x)`` likewise (Numba's versions: ``backend/numba_special.py``)
+SPECIAL_FUNCTIONS = frozenset({"expit", "log_expit"})
+
 LIKE = frozenset({"zeros_like", "empty_like", "ones_like", "copy"})
 #: ``np.<name>(m)`` of ``m`` an array's length (``a.shape[0]``, ``len(a)``, or a name bound
 #: to one): an array of its shape
@@ -145,7 +148,8 @@ def _consumed(node, parents):
     if isinstance(parent, gast.Attribute):
         return parent.attr in ("shape", "size", "ndim", "dtype")     # not ``.T``: a view
     if isinstance(parent, gast.Call) and node in parent.args:
-        return module_call(parent, "np", CONSUME) or module_call(parent, "rt", CONSUME)
+        return module_call(parent, "np", CONSUME) or module_call(parent, "rt", CONSUME) or \
+            module_call(parent, "special", SPECIAL_FUNCTIONS)
     if isinstance(parent, gast.Subscript) and parent.value is node:
         holder = parents.get(parent)
         if isinstance(parent.ctx, gast.Store) or isinstance(holder, gast.AugAssign):
@@ -250,7 +254,7 @@ def _shape(value, shapes, facts):
             return _concatenated(arg.elts, shapes, facts)
     if isinstance(value, gast.Constant):
         return None
-    if not operation(value) and not module_call(value, "np", FUNCTIONS):
+    if not operation(value) and not elementwise_call(value):
         return BOTTOM
     shape = None
     for child in operands(value):
@@ -259,6 +263,13 @@ def _shape(value, shapes, facts):
             continue
         shape = part if shape is None else _meet(shape, part, same)
     return shape
+
+
+def elementwise_call(node):
+    """Whether ``node`` is a call of one array that a loop computes per element:
+    ``np.<FUNCTIONS>(x)`` or ``special.<SPECIAL_FUNCTIONS>(x)``."""
+    return (module_call(node, "np", FUNCTIONS) or
+            module_call(node, "special", SPECIAL_FUNCTIONS)) and len(node.args) == 1
 
 
 def module_call(node, module, names):

@@ -18,7 +18,8 @@ A run's statements, per element ``i`` of arrays of one length ``n`` (``Context.s
 says which arrays have it: ``analysis/shapes.py`` facts spread through the statements):
 
 - ``a = <tree>`` of ``+ - * /``, ``** 2``, unary ``-``, ``np.sqrt``/``abs``/``square``/
-  ``exp``/``log``/``tanh``/``sin``/``cos`` over the space's arrays and numbers, and
+  ``exp``/``log``/``tanh``/``sin``/``cos``, ``special.expit``/``log_expit`` (Numba's
+  versions of scipy's) over the space's arrays and numbers, and
   ``rt.unbroadcast(g, x)`` of an ``x`` from before the run (of the loop's length: ``g``);
   ``a += <tree>`` (an array from before the run is written in place: ``a[i] += ...``);
   ``a = b`` of a value of the run, ``np.copy(b)``, ``np.zeros_like(b)``;
@@ -81,7 +82,7 @@ from ... import runtime as rt
 from ..syntax.nodes import Comment, name_uses
 from ..syntax.source import to_source
 from .kernels import operation
-from .loop_space import module_call
+from .loop_space import SPECIAL_FUNCTIONS, module_call
 
 #: the fewest array statements worth a loop of their own (one is one pass already; two
 #: save one array at most, and the function costs Numba a compile: measured on the lstm
@@ -903,7 +904,8 @@ class _Statement:
                 node.args[1].id not in self.state.values:
             self._space_of(node.args[1].id)     # its length is the guard's: g as it is
             return self._tree(node.args[0])
-        if _np_call(node, FUNCTIONS) and len(node.args) == 1:
+        if (_np_call(node, FUNCTIONS) or _np_call(node, SPECIAL_FUNCTIONS, "special")) and \
+                len(node.args) == 1:
             node = copy.copy(node)
             node.args = [self._tree(node.args[0])]
             return node
