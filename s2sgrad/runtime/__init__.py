@@ -9,6 +9,7 @@ import numpy as np
 
 from .core import *  # noqa: F401,F403  (rt.unbroadcast... : undoing broadcasts, reductions)
 from .einsum import einsum, einsum_adjoints, einsum_chain, einsum_sliced  # noqa: F401
+from .broadcast_matmul import matmul as broadcast_matmul
 from .arrays import *  # noqa: F401,F403  (rt.kron_adjoint... : adjoints of array functions)
 from .linalg import *  # noqa: F401,F403  (rt.eigh_adjoint... : adjoints of np.linalg)
 from .surface import *  # noqa: F401,F403  (rt.insert_adjoint... : numpy_surface rules)
@@ -128,7 +129,7 @@ def _summed_product(p, q, like):
     full = np.broadcast_shapes(p.shape[:-2], q.shape[:-2])
     kept = (1,) * (len(full) - (like.ndim - 2)) + like.shape[:-2]
     if kept == full or not full or p.dtype.kind not in "fc" or q.dtype.kind not in "fc":
-        return p @ q
+        return broadcast_matmul(p, q)
     batch = len(full)
     keep = [i for i in range(batch) if kept[i] != 1]
     summed = [i for i in range(batch) if kept[i] == 1]
