@@ -138,3 +138,52 @@ def test_a_wide_per_example_jacfwd_runs_as_rows_and_agrees():
     tall = ms.vmap(ms.jacfwd(homogeneous, 1))      # 6 outputs of 1 weight: columns
     tall(POINTS, WEIGHTS)
     assert tall.form == "vectorised" and "Jacobian columns" in tall.source
+
+
+SCALE = 2.0        # numbers read from outside: written into the form, rebuilt on rebinding
+PICK = 1
+
+
+def scaled(point, w):
+    return SCALE * w * point[PICK] + point
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ms.vmap(scaled),
+    lambda: ms.vmap(ms.jacrev(scaled, (0, 1))),
+    lambda: ms.vmap(ms.grad(scaled_loss, (0, 1))),
+], ids=["fn", "jacrev", "grad"])
+def test_numbers_read_from_outside_are_vectorised_and_fresh(make):
+    global SCALE, PICK
+    v = make()
+    try:
+        for scale, pick in [(2.0, 1), (-0.5, 1), (-0.5, 2), (3, 0)]:
+            SCALE, PICK = scale, pick
+            got = v(POINTS, WEIGHTS)
+            assert v.form == "vectorised", v.not_vectorised
+            want = [v.fn(POINTS[b], WEIGHTS[b]) for b in range(len(WEIGHTS))]
+            want = tuple(np.stack([w[k] for w in want]) for k in range(len(want[0]))) \
+                if isinstance(want[0], tuple) else np.stack(want)
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
+                                           err_msg=f"{scale}, {pick}")
+    finally:
+        SCALE, PICK = 2.0, 1
+
+
+def scaled_loss(point, w):
+    return np.sum((SCALE * w * point[PICK] + point) ** 2)
+
+
+def test_a_number_that_is_not_finite_keeps_the_loop():
+    global SCALE
+    v = ms.vmap(scaled)
+    try:
+        SCALE = float("inf")
+        got = v(POINTS, WEIGHTS)
+        assert v.form != "vectorised"
+        np.testing.assert_array_equal(got, np.stack([scaled(p, w) for p, w in
+                                                     zip(POINTS, WEIGHTS)]))
+    finally:
+        SCALE = 2.0

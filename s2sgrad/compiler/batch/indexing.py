@@ -43,7 +43,7 @@ def is_int(node, env, namespace):
     if isinstance(node, gast.Constant):
         return type(node.value) is int
     if isinstance(node, gast.Name):
-        return node.id in ints
+        return node.id in ints or (node.id not in env and type(namespace.get(node.id)) is int)
     if isinstance(node, gast.BinOp) and isinstance(
             node.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)):
         return is_int(node.left, env, namespace) and is_int(node.right, env, namespace)

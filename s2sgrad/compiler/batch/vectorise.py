@@ -21,12 +21,15 @@ JAX's batching rules:
   ``len(x)`` (``batch/indexing.py``: an example's index becomes an index past the batch
   axis).
 
-Statements: an assignment to a name, or of a tuple of expressions to as many names
+A Python int or float read from outside (a global, a closure value) is written as its
+value, and the form is built again when the name is rebound.  Statements: an
+assignment to a name, or of a tuple of expressions to as many names
 (``c, s = np.cos(t), np.sin(t)``, kept one line: every value read before any is
 assigned), and the final return.  Anything else (a loop, a branch, a mask, a call of
 another function, an attribute) is not vectorised.
 """
 import builtins
+import math
 
 import numpy as np
 
@@ -108,6 +111,11 @@ def _expr(node, env, namespace):
     if isinstance(node, gast.Name):
         if node.id in env:
             return env[node.id]
+        value = namespace.get(node.id)
+        if type(value) is int or type(value) is float and math.isfinite(value):
+            # a number read from outside, written as it is now (the vmap builds again
+            # once the name is rebound: pipeline_vmap's reads)
+            return (repr(value) if value >= 0 else f"({value!r})"), False, 0
         raise NotVectorisable(f"the name {node.id!r} read from outside")
     if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)) and \
             not isinstance(node.value, bool):
