@@ -187,3 +187,71 @@ def test_a_number_that_is_not_finite_keeps_the_loop():
                                                      zip(POINTS, WEIGHTS)]))
     finally:
         SCALE = 2.0
+
+
+# ---------------------------------------------------------------- helpers inlined
+
+OFFSET = 0.25       # read by a helper: a rebinding reaches the vmap
+
+
+def rotate(v, angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([c * v[0] - s * v[1], s * v[0] + c * v[1], v[2] + OFFSET])
+
+
+def perspective(p):
+    return p[:2] / p[2]
+
+
+def observe(cam, point, w):
+    moved = rotate(point, cam[0]) + cam[1:4]
+    return w * perspective(moved) + rotate(point, cam[0])[:2]
+
+
+def first_level(x):
+    return second_level(x * 2.0) + 1.0
+
+
+def second_level(x):
+    y = np.sin(x)
+    return perspective(np.array([y[0], y[1], y[2] + 3.0]))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ms.vmap(observe),
+    lambda: ms.vmap(ms.jacrev(observe, (0, 1, 2))),
+    lambda: ms.vmap(ms.jacfwd(observe, (0, 1))),
+], ids=["fn", "jacrev", "jacfwd"])
+def test_a_function_calling_helpers_is_vectorised_and_reads_their_globals(make):
+    global OFFSET
+    v = make()
+    cams = np.concatenate([CAMS, np.zeros((6, 1))], axis=1)
+    try:
+        for offset in (0.25, 1.5):
+            OFFSET = offset
+            got = v(cams, POINTS, WEIGHTS)
+            assert v.form == "vectorised", v.not_vectorised
+            if v.name == "observe":
+                assert "rotate_" in v.source and "return p[:2] / p[2]" in v.source
+            want = [v.fn(cams[b], POINTS[b], WEIGHTS[b]) for b in range(len(WEIGHTS))]
+            want = tuple(np.stack([w[k] for w in want]) for k in range(len(want[0]))) \
+                if isinstance(want[0], tuple) else np.stack(want)
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=str(offset))
+    finally:
+        OFFSET = 0.25
+
+
+def test_helpers_calling_helpers_are_inlined_and_library_functions_are_not():
+    from scipy.special import logsumexp
+    v = ms.vmap(first_level)
+    np.testing.assert_allclose(v(POINTS), np.stack([first_level(p) for p in POINTS]),
+                               rtol=1e-12)
+    assert v.form == "vectorised", v.not_vectorised
+
+    def library(x):
+        return logsumexp(x)
+    lib = ms.vmap(library)
+    np.testing.assert_allclose(lib(POINTS), [logsumexp(p) for p in POINTS], rtol=1e-12)
+    assert lib.form != "vectorised"

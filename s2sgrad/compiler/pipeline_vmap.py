@@ -29,6 +29,7 @@ import gast
 
 from .batch.loops import INDENT, differentiable_lines, rows_lines, size_line
 from .batch.vectorise import NotVectorisable, bare, vectorise
+from .front.frontend import is_user_code
 
 FORM_TEXT = {
     "vectorised": "Vectorised form: the function's loop-free array code, each operation "
@@ -118,8 +119,9 @@ def _vectorised_lines(fn, batching, ranks, ints=()):
         return f"# {text}  ({os.path.basename(filename)}:{first + node.lineno - 1})"
 
     fdef_lines = inspect.getsourcelines(fn.__code__)[0]
-    body, outputs, _ = vectorise(fdef, _namespace(fn), dict(zip(own, ranks)), mapped, comment,
-                                 [name for name, i in zip(own, ints) if i])
+    body, outputs, _, inlined = vectorise(
+        fdef, _namespace(fn), dict(zip(own, ranks)), mapped, comment,
+        [name for name, i in zip(own, ints) if i], helper=_helper)
     if len(outputs) != len(batching.out_axes):
         raise NotVectorisable("its outputs are not a flat tuple of arrays")
     lines.extend(body)
@@ -135,7 +137,29 @@ def _vectorised_lines(fn, batching, ranks, ints=()):
     if any("unmapped(" in f for f in finals) and not any(batched for _, batched, _ in outputs):
         raise NotVectorisable("no output depends on the mapped axis")
     lines.append("return " + ", ".join(finals))
-    return lines, _outside_reads(fdef, fn)
+    reads = _outside_reads(fdef, fn)
+    for helper in inlined:       # (what a helper reads: checked with the helper's names)
+        reads.update({(helper, name): value for name, value in
+                      _outside_reads(parsed_function(helper)[0], helper).items()})
+    return lines, reads
+
+
+def _helper(fn):
+    """(FunctionDef, namespace, comment function) of a user function the vectorised form
+    inlines where the function vmap maps calls it, or None (a library's, s2sgrad's, or
+    one whose source cannot be read)."""
+    if (getattr(fn, "__module__", "") or "").startswith("s2sgrad") or not is_user_code(fn):
+        return None
+    parsed = parsed_function(fn)
+    if parsed is None:
+        return None
+    fdef, first, filename = parsed
+    source = inspect.getsourcelines(fn.__code__)[0]
+
+    def comment(node):
+        text = source[node.lineno - 1].strip() if node.lineno - 1 < len(source) else ""
+        return f"# {text}  ({os.path.basename(filename)}:{first + node.lineno - 1})"
+    return fdef, _namespace(fn), comment
 
 
 _MISSING = object()
@@ -171,8 +195,9 @@ def still_read(fn, reads):
     does not), or None where there is nothing to check."""
     if not reads:
         return None
-    items = list(reads.items())
-    return lambda: all(_current(fn, name) is value for name, value in items)
+    items = [((key if isinstance(key, tuple) else (fn, key)), value)
+             for key, value in reads.items()]      # (a helper's names: (helper, name))
+    return lambda: all(_current(owner, name) is value for (owner, name), value in items)
 
 
 def build_vmap(fn, batching, ranks, numba, not_compiled=None, ints=()):

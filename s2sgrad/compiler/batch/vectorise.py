@@ -29,6 +29,8 @@ assigned), and the final return.  Anything else (a loop, a branch, a mask, a cal
 another function, an attribute) is not vectorised.
 """
 import builtins
+import copy
+import inspect
 import math
 
 import numpy as np
@@ -49,18 +51,50 @@ _COMPARE = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq:
             gast.NotEq: "!="}
 
 
-def vectorise(fdef, namespace, ranks, mapped, comment, ints=()):
+def vectorise(fdef, namespace, ranks, mapped, comment, ints=(), helper=None):
     """The lines of the batched body of ``fdef`` (a gast FunctionDef), its names read
     from ``namespace`` (its globals and closure), ``ranks`` and ``mapped`` per parameter
     name, ``comment(node)`` the comment naming a statement's source line, ``ints`` the
-    parameters holding integers (which may index).  Gives (lines, [(text, batched, rank)]
-    per returned value, whether a tuple is returned)."""
+    parameters holding integers (which may index), ``helper(fn)``: a user function it
+    calls as (its FunctionDef, its namespace, its comment function), or None where it is
+    not one to inline.  Gives (lines, [(text, batched, rank)] per returned value, whether
+    a tuple is returned, the helper functions inlined)."""
     env = {name: (name, name in mapped, rank) for name, rank in ranks.items()}
     env[INTS] = set(ints)
-    lines, returned = [], None
+    env[HELPERS] = Helpers(helper)
+    lines = env[HELPERS].lines
+    returned = _statements(_body(fdef), env, namespace, comment, lines)
+    if returned is None:
+        raise NotVectorisable("no return at the end")
+    return (lines, *returned, env[HELPERS].inlined)
+
+
+#: env's key for the helper functions' inliner (``Helpers``)
+HELPERS = object()
+#: the deepest chain of helpers inlined (one calling another...)
+HELPER_DEPTH = 8
+
+
+class Helpers:
+    """How a call of a user function is read (``helper``), the ones inlined so far, and a
+    count that names each inlining's locals apart."""
+
+    def __init__(self, helper):
+        self.helper, self.inlined, self.count, self.depth = helper, [], 0, 0
+        self.lines = []         # the lines written so far (a helper's go where it is called)
+
+
+def _body(fdef):
     body = fdef.body
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
         body = body[1:]                       # the docstring
+    return body
+
+
+def _statements(body, env, namespace, comment, lines):
+    """Appends the lines of ``body`` (assignments, then a return) to ``lines``; gives the
+    return's ([(text, batched, rank)], whether a tuple), or None without a return."""
+    returned = None
     for stmt in body:
         if returned is not None:
             raise NotVectorisable("a statement after return")
@@ -84,15 +118,72 @@ def vectorise(fdef, namespace, ranks, mapped, comment, ints=()):
                 env[target] = (target, value[1], value[2])
                 (ints.add if int_item else ints.discard)(target)
         elif isinstance(stmt, gast.Return) and stmt.value is not None:
-            lines.append(comment(stmt))
             tuple_ = isinstance(stmt.value, gast.Tuple)
             items = stmt.value.elts if tuple_ else [stmt.value]
-            returned = [_expr(item, env, namespace) for item in items], tuple_
+            values = [_expr(item, env, namespace) for item in items]
+            lines.append(comment(stmt))
+            returned = values, tuple_
         else:
             raise NotVectorisable(f"the statement {unparse(stmt).strip()!r}")
-    if returned is None:
-        raise NotVectorisable("no return at the end")
-    return (lines, *returned)
+    return returned
+
+
+def _inlined(fn, node, env, namespace, args):
+    """A call of the user function ``fn`` (module doc) with ``args`` (the arguments'
+    (text, batched, rank)): its body's lines appended, its locals renamed apart
+    (``<name>_<k>_<local>``), its parameters bound to the arguments; gives its returned
+    value (text, batched, rank)."""
+    helpers = env[HELPERS]
+    lines = helpers.lines
+    found = helpers.helper(fn) if helpers.helper is not None else None
+    what = unparse(node.func).strip()
+    if found is None:
+        raise NotVectorisable(f"the call {what}(...)")
+    fdef, inner_namespace, comment = found
+    params = [a.id for a in fdef.args.args]
+    if node.keywords or fdef.args.vararg or fdef.args.kwonlyargs or fdef.args.kwarg or \
+            fdef.args.defaults or len(node.args) != len(params) or \
+            any(isinstance(n, (gast.For, gast.While, gast.FunctionDef, gast.Lambda))
+                for stmt in fdef.body for n in gast.walk(stmt)) or \
+            helpers.depth >= HELPER_DEPTH:
+        raise NotVectorisable(f"the call {what}(...) (a helper with loops, defaults, "
+                              f"keywords or nested functions)")
+    arg_ints = [is_int(a, env, namespace) for a in node.args]
+    helpers.count += 1
+    prefix = f"{fdef.name}_{helpers.count}_"
+    local = set(params) | {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)
+                           and isinstance(n.ctx, gast.Store)}
+    renamed = _renamed(fdef, local, prefix)
+    inner = {INTS: set(), HELPERS: helpers}
+    for param, value, int_arg in zip(params, args, arg_ints):
+        name = prefix + param
+        if value[0].isidentifier():
+            inner[name] = value               # a name: read as it is
+        else:
+            lines.append(f"{name} = {bare(value[0])}")
+            inner[name] = (name, value[1], value[2])
+        if int_arg:
+            inner[INTS].add(name)
+    helpers.depth += 1
+    try:
+        returned = _statements(_body(renamed), inner, inner_namespace, comment, lines)
+    finally:
+        helpers.depth -= 1
+    if returned is None or returned[1]:
+        raise NotVectorisable(f"the call {what}(...) (a helper returning a tuple or nothing)")
+    helpers.inlined.append(fn)
+    return returned[0][0]
+
+
+def _renamed(fdef, local, prefix):
+    """A copy of ``fdef`` whose names in ``local`` are prefixed."""
+    fdef = copy.deepcopy(fdef)
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Name) and n.id in local:
+            n.id = prefix + n.id
+    for a in fdef.args.args:
+        a.id = a.id if a.id.startswith(prefix) else prefix + a.id
+    return fdef
 
 
 def _paired_tuple(stmt):
@@ -207,6 +298,8 @@ def _call(node, env, namespace):
         return indexing.length(node.args[0], lambda n: _expr(n, env, namespace))
     if fn is np.arange and not keywords and not any(a[1] or a[2] for a in args):
         return f"np.arange({', '.join(bare(a[0]) for a in args)})", False, 1
+    if inspect.isfunction(fn) and HELPERS in env:
+        return _inlined(fn, node, env, namespace, args)     # a user function: its body
     raise NotVectorisable(f"the call {what}(...)")
 
 
