@@ -46,7 +46,7 @@ def test_agrees_with_numpy_and_folds_only_a_broadcast_stack(a_shape, b_shape):
     assert got.shape == want.shape and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     out = np.empty_like(want)
-    assert plans.matmul(a, b, out=out) is out
+    assert plans.matmul_into(out, a, b) is out
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
 
 

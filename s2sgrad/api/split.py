@@ -35,6 +35,7 @@ from .forward import derivative_rule
 from .loading import load_function
 from .nested import jacobian_as_function
 from .results import float_dtype, wrap_output
+from . import vmap_rows
 
 
 def vjp(fn, *inputs, weights=None, has_aux=False):
@@ -427,3 +428,8 @@ def _ready_for_numba(parts, args, residuals):
 jacrev.__s2sgrad_transform__ = "makes"
 vjp.__s2sgrad_transform__ = "evaluates"
 vjp.__s2sgrad_evaluate_inside__ = vjp_inside      # its code, inlined there
+
+
+#: vmap of a jacfwd runs as the rows of this jacrev where they are fewer (``vmap_rows``,
+#: which cannot import this module: the derivative objects import what imports it)
+vmap_rows.REVERSE = jacrev

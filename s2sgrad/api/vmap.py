@@ -38,15 +38,14 @@ from .arguments import argument_signature, check_function, to_array
 from .compiled_call import compiled_call
 from .vmap_axes import argument_axes, check_axes_option, output_axes, same_rows, user_line
 from .vmap_grad import batched_gradient, recognised_call
-from .vmap_jacobian import batched_jacobian
 from .vmap_jvp import recognised
-from .vmap_rows import batched_rows
+from .vmap_rows import batched_rows, jacfwd_rows_or_columns
 
 #: per derivative mode vmap batches: (builder, what it gives, how, its module)
 _BATCHED = {
     "grad": (batched_gradient, "gradient", "gradient of the sum over the examples of",
              "vmap_grad"),
-    "jacfwd": (batched_jacobian, "Jacobian", "Jacobian columns of all examples, one "
+    "jacfwd": (jacfwd_rows_or_columns, "Jacobian", "Jacobian columns of all examples, one "
                "batched forward sweep of", "vmap_jacobian"),
     "jacrev": (batched_rows, "Jacobian", "Jacobian rows of the sum over the examples of",
                "vmap_rows"),

@@ -42,19 +42,11 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     prepared, why = per_example_arguments(args, axes, positions, out_axes)
     if prepared is None:
         return None, why
-    given = args, axes
     args, axes, copied, mapped, out_axis = prepared
     found, why = vectorised_form(make_vmap, forward.fn, axes, args)
     if found is None:
         return None, why
     inner, generated, batched = found
-    if _fewer_outputs(batched, args, positions):
-        from .split import jacrev          # (api/split imports what imports this module)
-        from .vmap_rows import batched_rows
-        rows, _ = batched_rows(make_vmap, jacrev(forward.fn, position), *given, out_axes)
-        if rows is not None:
-            rows.what = "Jacobian rows (fewer than its columns) of the sum over the examples of"
-            return rows, None
 
     def per_example(*call_args):
         call_args = tiled(call_args, copied, call_args[mapped].shape[axes[mapped]])
@@ -69,22 +61,6 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     per_example.source = generated.source
     per_example.holds = still_read(forward.fn, generated.reads)   # (vmap.py)
     return per_example, None
-
-
-def _fewer_outputs(batched, args, positions):
-    """Whether one example's output has fewer numbers than its differentiated arguments
-    together (``args`` batch first, as the vectorised form ``batched`` takes them): its
-    Jacobians are then fewer rows than columns, and the rows form (``vmap_rows``: one
-    batched adjoint sweep per output number, for all examples) makes them in less time
-    (ba's per-observation Jacobian, 2 residuals of 15 parameters: 100 against 19 ms).
-    The same Jacobians, as ``s2sgrad.jacobian`` chooses its mode by the same count."""
-    out = np.asarray(batched(*args))
-    n = len(out) if out.ndim else 0
-    if not n:
-        return False
-    per_example = out.size // n
-    inputs = sum(args[p].size // n for p in positions)
-    return per_example < inputs
 
 
 def columns(jvp, call_args, position, axis):

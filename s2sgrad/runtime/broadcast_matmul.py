@@ -4,7 +4,7 @@ of the broadcast axes folded into the matrices.
 numpy's matmul of ``Ls (25, 10, 10) @ xc (1000, 25, 10, 1)`` makes 25,000 10 x 10 by 10 x 1
 products one after the other (1.15 ms); the 1,000 points are columns of one product per
 factor, ``Ls[k] @ (10, 1000)``: 25 BLAS products (0.3 ms, then copied into the output's
-order).  ``matmul(a, b, out=None)`` is ``np.matmul(a, b, out=out)`` with that plan where
+order).  ``matmul(a, b)`` (``matmul_into(out, a, b)``) is ``np.matmul`` with that plan where
 one operand (of floats, both at least 2-D) is broadcast along batch axes the other has
 in full (its size 1 or missing there), the other broadcast along none, and each product
 small (``SMALL_PRODUCT`` multiply-adds): the broadcast axes join the full operand's
@@ -27,9 +27,14 @@ SMALL_PRODUCT = 4096
 MANY_PRODUCTS = 64
 
 
-def matmul(a, b, out=None):
-    """``np.matmul(a, b, out=out)`` (module doc); ``a @ b`` without ``out`` (an operand
-    that is not an array keeps its own ``@``)."""
+def matmul(a, b):
+    """``a @ b`` (module doc; an operand that is not an array keeps its own ``@``)."""
+    return matmul_into(None, a, b)
+
+
+def matmul_into(out, a, b):
+    """``matmul(a, b)`` written into ``out`` (an array of the result's shape: ``rt.Kept``),
+    or a new array when ``out`` is None."""
     plan = _plan(a, b)
     if plan is None:
         return a @ b if out is None else np.matmul(a, b, out=out)

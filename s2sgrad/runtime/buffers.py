@@ -48,7 +48,7 @@ from .broadcast import binary
 from .columns import as_rows, columns, contiguous, cross, spread_columns
 from .core import unreduce
 from .core import extremum_adjoint_into
-from .broadcast_matmul import matmul as broadcast_matmul
+from .broadcast_matmul import matmul_into
 from .einsum import einsum_adjoints, einsum_into
 from .fused_sum import summed
 
@@ -215,7 +215,7 @@ for _name in dir(np):
         setattr(Kept, _name, _operation(getattr(np, _name), _name))
 
 Kept.einsum = _operation(_writing_out(einsum_into), "einsum")
-Kept.matmul = _operation(broadcast_matmul, "matmul")    # (a broadcast stack: folded)
+Kept.matmul = _operation(_writing_out(matmul_into), "matmul")    # (a broadcast stack folded)
 Kept.extremum_adjoint = _operation(_writing_out(
     lambda out, g, x, ans, axis, keepdims: extremum_adjoint_into(g, x, ans, axis, keepdims,
                                                                  out)), "extremum_adjoint")

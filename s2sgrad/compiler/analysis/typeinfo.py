@@ -87,6 +87,9 @@ class TypeInfo:
         self.dtypes = {}        # Var name -> float dtype, where it is known while building
         self.shapes = ShapeTable()  # Var name -> symbolic shape, where it is known
         self.int_vars = set()   # Var names known to hold Python ints (range loop variables)
+        #: Var names that may hold None at run time (a loop variable or a branch's value
+        #: that starts or is set as None): ``is None`` of them is not known while building
+        self.maybe_none = set()
         self.lists = set()      # Var names of lists extended at run time (xs.append)
         self.tuples = set()     # those of them that are tuple results (eigh's (w, v)...)
         #: Var name -> the nesting of a tuple a call declares it returns (a derivative

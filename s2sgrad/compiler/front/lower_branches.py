@@ -102,6 +102,9 @@ class BranchLowering:
                 raise unsupported(frame, stmt, f"`{name}` names different objects in the "
                                   f"two branches", "branch on values, not on functions")
         merged = self.state.names.variable(name if name.isidentifier() else "v")
+        if any(atom == Const(None) or isinstance(atom, Var) and
+               atom.name in self.types.maybe_none for atom in (a, b)):
+            self.types.maybe_none.add(merged)      # None on one path, a value on the other
         if a is not None and b is not None and self.types.ndim_of(a) is not None \
                 and self.types.ndim_of(a) == self.types.ndim_of(b):
             self.types.ndims[merged] = self.types.ndim_of(a)

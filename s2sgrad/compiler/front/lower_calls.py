@@ -35,6 +35,8 @@ from .ufunc_outer import canonical_outer
 
 #: the most pieces of an ``np.split`` written as slices (each a statement of its own)
 SPLIT_SLICES = 16
+#: ``inline_of``'s answer for an object compiled as an opaque call
+OPAQUE = object()
 
 
 #: calls folded while building when every argument is a plain constant
@@ -95,6 +97,17 @@ class CallLowering:
                                 decorator_list=[], returns=None, type_comment=None,
                                 type_params=[])
         return self.local_function(frame, gast.copy_location(fdef, node))
+
+    def inline_of(self, obj):
+        """What a derivative transform reads in place of ``obj`` (a vmap's differentiable
+        loop), None, or ``OPAQUE`` where compiling (not differentiating) a vmap that has
+        none (of a Jacobian object): it is then called as it is, its batched form."""
+        try:
+            return getattr(obj, "__s2sgrad_inline__", None)
+        except DerivativeCompositionError:
+            if not self.state.primal:
+                raise
+            return OPAQUE
 
     def split_as_slices(self, frame, node, args, kwargs):
         """``np.split(x, k)`` (k an int written in the code, at most ``SPLIT_SLICES``; along
@@ -163,13 +176,8 @@ class CallLowering:
         transparent = getattr(obj, "__s2sgrad_transparent__", None)
         if transparent is not None:     # s2sgrad.jit(f): a call of f, lowered as one
             return self.call_object(frame, node, transparent, args, kwargs, hint)
-        try:
-            inline = getattr(obj, "__s2sgrad_inline__", None)
-        except DerivativeCompositionError:
-            if not self.state.primal:
-                raise
-            # compiled, not differentiated: a vmap of a Jacobian object (no loop to
-            # differentiate) is called as it is (its batched form)
+        inline = self.inline_of(obj)
+        if inline is OPAQUE:        # compiled, not differentiated: called as it is
             return self.opaque_call(frame, node, obj, args, kwargs, hint)
         if inline is not None:      # a vmap: differentiated through its differentiable loop
             return self.inline(frame, node, inline, args, kwargs, None)
@@ -196,10 +204,8 @@ class CallLowering:
                                      tangent=getattr(custom, "tangent", None))
         if getattr(obj, "__s2sgrad_opaque__", False):
             return self.opaque_call(frame, node, obj, args, kwargs, hint)
-        if obj is np.split:
-            pieces = self.split_as_slices(frame, node, args, kwargs)
-            if pieces is not None:
-                return pieces
+        if obj is np.split and (pieces := self.split_as_slices(frame, node, args, kwargs)):
+            return pieces
         obj, args, kwargs = canonical_join(self, frame, node, obj, args, kwargs)
         obj, args, kwargs = canonical_outer(self, frame, node, obj, args, kwargs)
         rule = lookup(obj)

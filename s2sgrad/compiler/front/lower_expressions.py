@@ -11,7 +11,7 @@ import numpy as np
 from ... import primitives as prims
 from ..ir import Const, DictAtom, Seq, Var
 from ..syntax.nodes import name_node
-from ..syntax.source import unsupported
+from ..syntax.source import to_source, unsupported
 from . import literals
 from .frontend import MISSING
 from .index_tricks import is_index_trick, lower_index_trick
@@ -232,6 +232,17 @@ class ExpressionLowering:
         if folded is not None:
             return folded
         if prim in (operator.is_, operator.is_not) and Const(None) in (left, right):
+            other = right if left == Const(None) else left
+            if isinstance(other, Var) and other.name in self.types.maybe_none:
+                name = to_source(node.left if right == Const(None)
+                                 else node.comparators[0]).strip()
+                raise unsupported(
+                    frame, node, f"`{name}` is None before a loop or on one branch and a "
+                    f"value after it, and this line tests which: s2sgrad fixes each "
+                    f"variable's type when it builds the code, so it cannot follow it "
+                    f"changing from None", f"give `{name}` a value of its type from the "
+                    f"start (0.0, np.zeros(n)) and keep a separate flag (first = True ... "
+                    f"first = False) to test instead")
             # a run-time value is an array or a number, never None
             return Const(prim is operator.is_not)
         expr = gast.Compare(left=self.atoms.atom_node(left), ops=node.ops,

@@ -215,6 +215,8 @@ class LoopLowering:
         if isinstance(atom, Const) and not literals.is_literal(atom.value):
             return atom       # a function or module: not a value the loop changes
         carried = self.state.names.variable(name)
+        if atom == Const(None) or isinstance(atom, Var) and atom.name in self.types.maybe_none:
+            self.types.maybe_none.add(carried)     # (None before the loop, a value after)
         self.state.ops.append(self.emitter.assign_op(carried, atom, location))
         self.entry_shapes[carried] = self.types.shape_of(atom)
         if self.types.is_int(atom):

@@ -49,7 +49,7 @@ _PURE_MODULES = frozenset({"np", "math", "rt"})
 #: runtime helpers that update an argument in place (found by tests/test_inline.py)
 RUNTIME_WRITERS = frozenset({"add_at", "push", "item_added", "add_into", "add_matmul_left",
                              "add_matmul_right", "add_dot_left", "add_dot_right",
-                             "einsum_into", "extremum_adjoint_into"})
+                             "einsum_into", "extremum_adjoint_into", "matmul_into"})
 #: numpy functions and methods that update an argument in place
 NUMPY_WRITERS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "at",
                             "put_along_axis", "shuffle", "seed", "fill", "sort", "resize",
