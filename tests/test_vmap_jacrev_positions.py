@@ -40,6 +40,18 @@ def _loop(fn, args, axes):
     return tuple(np.stack([r[k] for r in rows]) for k in range(len(rows[0])))
 
 
+def _agrees_with_the_loop(v, got, args, message=""):
+    """``got`` (``v``'s result on ``args``, every one mapped along its first axis) is the
+    stack of ``v.fn`` called per example (a tuple of stacks for a tuple result)."""
+    rows = [v.fn(*(a[b] for a in args)) for b in range(len(args[0]))]
+    several = isinstance(rows[0], tuple)
+    want = tuple(np.stack(column) for column in zip(*rows)) if several else (np.stack(rows),)
+    got = got if several else (got,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=message)
+
+
 @pytest.mark.parametrize("positions, axes", [
     ((0, 1, 2), (0, 0, 0)),
     ((1, 0), (0, 0, 0)),
@@ -118,12 +130,7 @@ def test_vectors_made_of_components_are_vectorised(make):
     v = make()
     got = v(POINTS, WEIGHTS)
     assert v.form == "vectorised", v.not_vectorised
-    want = [v.fn(POINTS[b], WEIGHTS[b]) for b in range(len(WEIGHTS))]
-    want = tuple(np.stack([w[k] for w in want]) for k in range(len(want[0]))) \
-        if isinstance(want[0], tuple) else np.stack(want)
-    for g, w in zip(got if isinstance(got, tuple) else (got,),
-                    want if isinstance(want, tuple) else (want,)):
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    _agrees_with_the_loop(v, got, (POINTS, WEIGHTS))
 
 
 def test_a_wide_per_example_jacfwd_runs_as_rows_and_agrees():
@@ -161,13 +168,7 @@ def test_numbers_read_from_outside_are_vectorised_and_fresh(make):
             SCALE, PICK = scale, pick
             got = v(POINTS, WEIGHTS)
             assert v.form == "vectorised", v.not_vectorised
-            want = [v.fn(POINTS[b], WEIGHTS[b]) for b in range(len(WEIGHTS))]
-            want = tuple(np.stack([w[k] for w in want]) for k in range(len(want[0]))) \
-                if isinstance(want[0], tuple) else np.stack(want)
-            for g, w in zip(got if isinstance(got, tuple) else (got,),
-                            want if isinstance(want, tuple) else (want,)):
-                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
-                                           err_msg=f"{scale}, {pick}")
+            _agrees_with_the_loop(v, got, (POINTS, WEIGHTS), f"{scale}, {pick}")
     finally:
         SCALE, PICK = 2.0, 1
 
@@ -233,12 +234,7 @@ def test_a_function_calling_helpers_is_vectorised_and_reads_their_globals(make):
             assert v.form == "vectorised", v.not_vectorised
             if v.name == "observe":
                 assert "rotate_" in v.source and "return p[:2] / p[2]" in v.source
-            want = [v.fn(cams[b], POINTS[b], WEIGHTS[b]) for b in range(len(WEIGHTS))]
-            want = tuple(np.stack([w[k] for w in want]) for k in range(len(want[0]))) \
-                if isinstance(want[0], tuple) else np.stack(want)
-            for g, w in zip(got if isinstance(got, tuple) else (got,),
-                            want if isinstance(want, tuple) else (want,)):
-                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=str(offset))
+            _agrees_with_the_loop(v, got, (cams, POINTS, WEIGHTS), str(offset))
     finally:
         OFFSET = 0.25
 

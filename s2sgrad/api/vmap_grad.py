@@ -133,6 +133,19 @@ def repeated_per_example(args, axes, positions):
     mapped = next(i for i, a in enumerate(axes) if a is not None and i not in copied)
     return tiled(args, copied, args[mapped].shape[axes[mapped]]), axes, copied, mapped
 
+def positions_of(position, count):
+    """``position`` (an int, or a tuple of distinct ints) as a tuple of positions among
+    ``count`` arguments, or None where it is not one: what the batched Jacobian forms
+    (``vmap_jacobian``, ``vmap_rows``) take."""
+    positions = (position,) if isinstance(position, int) else position
+    if not isinstance(positions, tuple) or not positions or \
+            len(set(positions)) != len(positions) or \
+            any(not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < count
+                for p in positions):
+        return None
+    return positions
+
+
 def per_example_arguments(args, axes, positions, out_axes):
     """The checks vmap's batched Jacobian forms (vmap_jacobian, vmap_rows) share, then
     ``repeated_per_example``: ((args, axes, copied, mapped, out_axis), None) or (None, why

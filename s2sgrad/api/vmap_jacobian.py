@@ -23,7 +23,7 @@ import numpy as np
 
 from ..compiler.pipeline_vmap import still_read
 from ..runtime.batched import sweep_width
-from .vmap_grad import per_example_arguments, tiled, vectorised_form
+from .vmap_grad import per_example_arguments, positions_of, tiled, vectorised_form
 
 
 def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
@@ -31,11 +31,9 @@ def batched_jacobian(make_vmap, derivative, args, axes, out_axes):
     forward = getattr(derivative, "forward", None)
     position = getattr(forward, "grad_position", None)
     single = isinstance(position, int)
-    positions = (position,) if single else position
+    positions = positions_of(position, len(args))
     if getattr(derivative, "derivative_mode", None) != "jacfwd" or forward.has_aux or \
-            not isinstance(positions, tuple) or not positions or any(
-                not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < len(args)
-                for p in positions):
+            positions is None:
         return None, "it is not a jacfwd object of positions given without has_aux"
     if not inspect.isfunction(forward.fn):
         return None, "it differentiates a method or another callable"

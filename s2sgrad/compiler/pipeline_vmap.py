@@ -113,14 +113,8 @@ def _vectorised_lines(fn, batching, ranks, ints=()):
             lines.append(f"{name} = np.moveaxis({param}, {axes[0]}, 0)")
         elif name != param:
             lines.append(f"{name} = {param}")
-
-    def comment(node):
-        text = fdef_lines[node.lineno - 1].strip() if node.lineno - 1 < len(fdef_lines) else ""
-        return f"# {text}  ({os.path.basename(filename)}:{first + node.lineno - 1})"
-
-    fdef_lines = inspect.getsourcelines(fn.__code__)[0]
     body, outputs, _, inlined = vectorise(
-        fdef, _namespace(fn), dict(zip(own, ranks)), mapped, comment,
+        fdef, _namespace(fn), dict(zip(own, ranks)), mapped, _commenter(fn, first, filename),
         [name for name, i in zip(own, ints) if i], helper=_helper)
     if len(outputs) != len(batching.out_axes):
         raise NotVectorisable("its outputs are not a flat tuple of arrays")
@@ -154,12 +148,18 @@ def _helper(fn):
     if parsed is None:
         return None
     fdef, first, filename = parsed
+    return fdef, _namespace(fn), _commenter(fn, first, filename)
+
+
+def _commenter(fn, first, filename):
+    """``comment(node)``: the line of ``fn`` a statement of its parsed source comes from,
+    as the comment the vectorised form writes above it."""
     source = inspect.getsourcelines(fn.__code__)[0]
 
     def comment(node):
         text = source[node.lineno - 1].strip() if node.lineno - 1 < len(source) else ""
         return f"# {text}  ({os.path.basename(filename)}:{first + node.lineno - 1})"
-    return fdef, _namespace(fn), comment
+    return comment
 
 
 _MISSING = object()

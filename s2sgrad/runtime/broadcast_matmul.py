@@ -1,15 +1,19 @@
-"""``a @ b`` of a stack against an operand broadcast along its batch axes, as BLAS products
-of the broadcast axes folded into the matrices.
+"""``a @ b`` of a stack of vectors against matrices broadcast along its batch axes, as one
+BLAS product per matrix with the vectors as its rows.
 
 numpy's matmul of ``Ls (25, 10, 10) @ xc (1000, 25, 10, 1)`` makes 25,000 10 x 10 by 10 x 1
-products one after the other (1.15 ms); the 1,000 points are columns of one product per
-factor, ``Ls[k] @ (10, 1000)``: 25 BLAS products (0.3 ms, then copied into the output's
-order).  ``matmul(a, b)`` (``matmul_into(out, a, b)``) is ``np.matmul`` with that plan where
-one operand (of floats, both at least 2-D) is broadcast along batch axes the other has
-in full (its size 1 or missing there), the other broadcast along none, and each product
-small (``SMALL_PRODUCT`` multiply-adds): the broadcast axes join the full operand's
-columns (``a`` broadcast) or rows (``b`` broadcast).  Anything else is numpy's call.
-The numbers agree to rounding (BLAS adds in its own order).
+products one after the other (1.0 ms); per factor ``k`` the 1,000 points are the rows of
+one product, ``xc[:, k, :, 0] @ Ls[k].T``, which BLAS reads and writes in place, strided
+(the points' rows and the output's are unit-stride): 25 products and no copy.  Folding
+the points into a copied operand instead made three fresh arrays per call, whose page
+faults cost more than numpy's loop in a tight loop of calls.
+
+``matmul(a, b)`` (``matmul_into(out, a, b)``) is ``np.matmul`` with that plan where one
+operand is a stack of vectors (``b``'s last axis of size 1, or ``a``'s second to last),
+full along every batch axis, and the other (of floats, both at least 2-D) a stack of
+matrices broadcast along some of those axes (size 1 or missing there), with many
+products (``MANY_PRODUCTS``) each small (``SMALL_PRODUCT``); anything else is numpy's
+call.  The numbers agree to rounding (BLAS adds in its own order).
 
 Used by ``rt.Kept``'s ``matmul`` (a product in the generated forward sweep) and by the
 adjoints of a product (``matmul_left`` / ``matmul_right``), whose products have the same
@@ -19,9 +23,9 @@ import math
 
 import numpy as np
 
-#: the multiply-adds of one product of the stack up to which folding pays (a 10 x 10 by
-#: 10 x 1 stack: 1.15 against 0.3 ms; at 64 x 64 by 64 x 64 numpy's own loop of BLAS
-#: calls is as good)
+#: the multiply-adds of one product of the stack up to which the plan pays (a 10 x 10
+#: by 10 x 1 stack: 1.0 against 0.2 ms; at 64 x 64 numpy's own loop of BLAS calls is as
+#: good)
 SMALL_PRODUCT = 4096
 #: the fewest products a stack must have for the plan (below, numpy's loop is cheap)
 MANY_PRODUCTS = 64
@@ -33,20 +37,39 @@ def matmul(a, b):
 
 
 def matmul_into(out, a, b):
-    """``matmul(a, b)`` written into ``out`` (an array of the result's shape: ``rt.Kept``),
-    or a new array when ``out`` is None."""
+    """``matmul(a, b)`` written into ``out`` (a C-ordered array of the result's shape:
+    ``rt.Kept``), or a new array when ``out`` is None."""
     plan = _plan(a, b)
     if plan is None:
         return a @ b if out is None else np.matmul(a, b, out=out)
-    result = plan(a, b)
-    if out is None:
-        return result
-    out[...] = result
+    full, kept, folded, vectors_right = plan
+    if out is None or not out.flags.c_contiguous:
+        out = np.empty(full + (a.shape[-2], b.shape[-1]), np.result_type(a, b))
+    batch = len(full)
+    order = kept + folded
+    if vectors_right:       # out[.., :, 0] = Ls @ x[.., :, 0]: rows x @ Ls.T
+        rows, matrices, written = b[..., 0], np.swapaxes(a, -1, -2), out[..., 0]
+    else:                   # out[.., 0, :] = x[.., 0, :] @ W: rows x @ W
+        rows, matrices, written = a[..., 0, :], b, out[..., 0, :]
+    stack = tuple(full[i] for i in kept)
+    rows = rows.transpose(order + [batch]).reshape(stack + (-1, rows.shape[-1]))
+    matrices = matrices.reshape(_padded(matrices.shape[:-2], batch) + matrices.shape[-2:])
+    matrices = matrices.transpose(order + [batch, batch + 1]).reshape(
+        stack + matrices.shape[-2:])
+    target = written.transpose(order + [batch])
+    try:                    # (a view where the folded axes merge: written in place)
+        target = target.view()
+        target.shape = stack + (-1, written.shape[-1])
+    except AttributeError:
+        target[...] = (rows @ matrices).reshape(target.shape)
+        return out
+    np.matmul(rows, matrices, out=target)
     return out
 
 
 def _plan(a, b):
-    """The folding function for ``a @ b``, or None for numpy's call."""
+    """(the batch shape, its axes kept, its axes folded into rows, whether the vectors
+    are ``b``) for ``a @ b``, or None for numpy's call."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or \
             b.ndim < 2 or a.dtype.kind not in "fc" or b.dtype.kind not in "fc" or \
             a.shape[-1] != b.shape[-2]:
@@ -59,65 +82,18 @@ def _plan(a, b):
     if not full or m * k * n > SMALL_PRODUCT or math.prod(full) < MANY_PRODUCTS:
         return None
     pa, pb = _padded(a.shape[:-2], len(full)), _padded(b.shape[:-2], len(full))
-    if pb == full and pa != full:
-        broadcast, other = pa, "columns"
-    elif pa == full and pb != full:
-        broadcast, other = pb, "rows"
+    if pb == full and pa != full and n == 1:
+        matrices, vectors_right = pa, True
+    elif pa == full and pb != full and m == 1:
+        matrices, vectors_right = pb, False
     else:
         return None
-    if any(size != 1 and size != whole for size, whole in zip(broadcast, full)):
+    if any(size != 1 and size != whole for size, whole in zip(matrices, full)):
         return None
-    folded = [i for i, (size, whole) in enumerate(zip(broadcast, full)) if size != whole]
+    folded = [i for i, (size, whole) in enumerate(zip(matrices, full)) if size != whole]
     kept = [i for i in range(len(full)) if i not in folded]
-    return _into_columns(full, kept, folded) if other == "columns" else \
-        _into_rows(full, kept, folded)
+    return full, kept, folded, vectors_right
 
 
 def _padded(shape, length):
     return (1,) * (length - len(shape)) + tuple(shape)
-
-
-def _into_columns(full, kept, folded):
-    """``a`` broadcast along ``folded``: those axes of ``b`` join its columns."""
-    batch = len(full)
-    sizes = tuple(full[i] for i in kept)
-    count = math.prod(full[i] for i in folded)
-
-    def product(a, b):
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        a = a.reshape(_padded(a.shape[:-2], batch) + (m, k))
-        a = a.reshape(sizes + (m, k)) if not kept else \
-            a.transpose(kept + folded + [batch, batch + 1]).reshape(sizes + (m, k))
-        bt = b.transpose(kept + [batch] + folded + [batch + 1]).reshape(
-            sizes + (k, count * n))
-        p = (a @ bt).reshape(sizes + (m,) + tuple(full[i] for i in folded) + (n,))
-        # p's axes: kept.., m, folded.., n -> the output's: full.., m, n
-        order = [0] * (batch + 2)
-        for place, axis in enumerate(kept):
-            order[axis] = place
-        for place, axis in enumerate(folded):
-            order[axis] = len(kept) + 1 + place
-        order[batch], order[batch + 1] = len(kept), batch + 1
-        return np.ascontiguousarray(p.transpose(order))
-    return product
-
-
-def _into_rows(full, kept, folded):
-    """``b`` broadcast along ``folded``: those axes of ``a`` join its rows."""
-    batch = len(full)
-    sizes = tuple(full[i] for i in kept)
-    count = math.prod(full[i] for i in folded)
-
-    def product(a, b):
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        b = b.reshape(_padded(b.shape[:-2], batch) + (k, n))
-        b = b.transpose(kept + folded + [batch, batch + 1]).reshape(sizes + (k, n))
-        at = a.transpose(kept + folded + [batch, batch + 1]).reshape(sizes + (count * m, k))
-        p = (at @ b).reshape(sizes + tuple(full[i] for i in folded) + (m, n))
-        # p's axes: kept.., folded.., m, n -> the output's: full.., m, n
-        order = [0] * (batch + 2)
-        for place, axis in enumerate(kept + folded):
-            order[axis] = place
-        order[batch], order[batch + 1] = batch, batch + 1
-        return np.ascontiguousarray(p.transpose(order))
-    return product

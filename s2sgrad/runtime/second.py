@@ -12,6 +12,7 @@ central differences of the gradients.
 import numpy as np
 
 from .core import unbroadcast, unreduce
+from .einsum import einsum_adjoints, einsum_operand_positions
 from .linalg import inverse_gaps, lower_only, is_matrix_norm
 from .linalg_tangents import svd_tangent
 
@@ -253,7 +254,6 @@ def operand_adjoints_tangent(adjoints, g, operands, g_dot, operands_dot):
     contraction, and the contraction for ``k`` makes no adjoint of ``k`` itself:
     kmeans' ``einsum("nd,nd->n", diff, diff)`` under forward over reverse, two
     contractions per use instead of six."""
-    from .einsum import einsum_adjoints, einsum_operand_positions
     operands, operands_dot = list(operands), list(operands_dot)
     positions = einsum_operand_positions(operands) if adjoints is einsum_adjoints else \
         tuple(range(len(operands)))

@@ -61,12 +61,11 @@ def vectorise(fdef, namespace, ranks, mapped, comment, ints=(), helper=None):
     a tuple is returned, the helper functions inlined)."""
     env = {name: (name, name in mapped, rank) for name, rank in ranks.items()}
     env[INTS] = set(ints)
-    env[HELPERS] = Helpers(helper)
-    lines = env[HELPERS].lines
-    returned = _statements(_body(fdef), env, namespace, comment, lines)
+    env[HELPERS] = helpers = Helpers(helper)
+    returned = _statements(_body(fdef), env, namespace, comment)
     if returned is None:
         raise NotVectorisable("no return at the end")
-    return (lines, *returned, env[HELPERS].inlined)
+    return (helpers.lines, *returned, helpers.inlined)
 
 
 #: env's key for the helper functions' inliner (``Helpers``)
@@ -91,29 +90,22 @@ def _body(fdef):
     return body
 
 
-def _statements(body, env, namespace, comment, lines):
-    """Appends the lines of ``body`` (assignments, then a return) to ``lines``; gives the
-    return's ([(text, batched, rank)], whether a tuple), or None without a return."""
-    returned = None
+def _statements(body, env, namespace, comment):
+    """Appends the lines of ``body`` (assignments, then a return) to the lines written so
+    far (``Helpers.lines``); gives the return's ([(text, batched, rank)], whether a
+    tuple), or None without a return."""
+    lines, returned = env[HELPERS].lines, None
     for stmt in body:
         if returned is not None:
             raise NotVectorisable("a statement after return")
-        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
-                isinstance(stmt.targets[0], gast.Name):
-            value = _expr(stmt.value, env, namespace)
+        assigned = _assigned(stmt)
+        if assigned is not None:        # x = v, or c, s = a, b: one line, as written
+            targets, nodes = assigned
+            values = [_expr(v, env, namespace) for v in nodes]
+            int_items = [is_int(v, env, namespace) for v in nodes]
             lines.append(comment(stmt))
-            target = stmt.targets[0].id
-            lines.append(f"{target} = {bare(value[0])}")
-            env[target] = (target, value[1], value[2])
-            ints = env[INTS]
-            (ints.add if is_int(stmt.value, env, namespace) else ints.discard)(target)
-        elif _paired_tuple(stmt):       # c, s = np.cos(t), np.sin(t): one line, as written
-            values = [_expr(v, env, namespace) for v in stmt.value.elts]
-            lines.append(comment(stmt))
-            targets = [t.id for t in stmt.targets[0].elts]
             lines.append(f"{', '.join(targets)} = {', '.join(bare(v[0]) for v in values)}")
             ints = env[INTS]
-            int_items = [is_int(v, env, namespace) for v in stmt.value.elts]
             for target, value, int_item in zip(targets, values, int_items):
                 env[target] = (target, value[1], value[2])
                 (ints.add if int_item else ints.discard)(target)
@@ -128,13 +120,30 @@ def _statements(body, env, namespace, comment, lines):
     return returned
 
 
+def _assigned(stmt):
+    """(the names, the value nodes) of ``x = v`` or of a tuple of expressions assigned to
+    as many distinct names (``c, s = np.cos(t), np.sin(t)``: every value read before any
+    is assigned); None for any other statement."""
+    if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+        return None
+    target, value = stmt.targets[0], stmt.value
+    if isinstance(target, gast.Name):
+        return [target.id], [value]
+    if isinstance(target, (gast.Tuple, gast.List)) and \
+            isinstance(value, (gast.Tuple, gast.List)) and \
+            len(target.elts) == len(value.elts) and \
+            all(isinstance(t, gast.Name) for t in target.elts) and \
+            len({t.id for t in target.elts}) == len(target.elts):
+        return [t.id for t in target.elts], list(value.elts)
+    return None
+
+
 def _inlined(fn, node, env, namespace, args):
     """A call of the user function ``fn`` (module doc) with ``args`` (the arguments'
     (text, batched, rank)): its body's lines appended, its locals renamed apart
     (``<name>_<k>_<local>``), its parameters bound to the arguments; gives its returned
     value (text, batched, rank)."""
     helpers = env[HELPERS]
-    lines = helpers.lines
     found = helpers.helper(fn) if helpers.helper is not None else None
     what = unparse(node.func).strip()
     if found is None:
@@ -160,13 +169,13 @@ def _inlined(fn, node, env, namespace, args):
         if value[0].isidentifier():
             inner[name] = value               # a name: read as it is
         else:
-            lines.append(f"{name} = {bare(value[0])}")
+            helpers.lines.append(f"{name} = {bare(value[0])}")
             inner[name] = (name, value[1], value[2])
         if int_arg:
             inner[INTS].add(name)
     helpers.depth += 1
     try:
-        returned = _statements(_body(renamed), inner, inner_namespace, comment, lines)
+        returned = _statements(_body(renamed), inner, inner_namespace, comment)
     finally:
         helpers.depth -= 1
     if returned is None or returned[1]:
@@ -176,25 +185,13 @@ def _inlined(fn, node, env, namespace, args):
 
 
 def _renamed(fdef, local, prefix):
-    """A copy of ``fdef`` whose names in ``local`` are prefixed."""
+    """A copy of ``fdef`` whose names in ``local`` (its parameters among them) are
+    prefixed."""
     fdef = copy.deepcopy(fdef)
     for n in gast.walk(fdef):
         if isinstance(n, gast.Name) and n.id in local:
             n.id = prefix + n.id
-    for a in fdef.args.args:
-        a.id = a.id if a.id.startswith(prefix) else prefix + a.id
     return fdef
-
-
-def _paired_tuple(stmt):
-    """Whether ``stmt`` assigns a tuple of expressions to as many distinct names."""
-    if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
-        return False
-    target, value = stmt.targets[0], stmt.value
-    return isinstance(target, (gast.Tuple, gast.List)) and \
-        isinstance(value, (gast.Tuple, gast.List)) and len(target.elts) == len(value.elts) \
-        and all(isinstance(t, gast.Name) for t in target.elts) and \
-        len({t.id for t in target.elts}) == len(target.elts)
 
 
 def _expr(node, env, namespace):
@@ -298,7 +295,7 @@ def _call(node, env, namespace):
         return indexing.length(node.args[0], lambda n: _expr(n, env, namespace))
     if fn is np.arange and not keywords and not any(a[1] or a[2] for a in args):
         return f"np.arange({', '.join(bare(a[0]) for a in args)})", False, 1
-    if inspect.isfunction(fn) and HELPERS in env:
+    if inspect.isfunction(fn):
         return _inlined(fn, node, env, namespace, args)     # a user function: its body
     raise NotVectorisable(f"the call {what}(...)")
 
