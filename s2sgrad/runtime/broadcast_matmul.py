@@ -71,9 +71,9 @@ def _plan(a, b):
     """(the batch shape, its axes kept, its axes folded into rows, whether the vectors
     are ``b``) for ``a @ b``, or None for numpy's call."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or \
-            b.ndim < 2 or a.dtype.kind not in "fc" or b.dtype.kind not in "fc" or \
-            a.shape[-1] != b.shape[-2]:
-        return None
+            b.ndim < 2 or a.ndim == b.ndim == 2 or a.dtype.kind not in "fc" or \
+            b.dtype.kind not in "fc" or a.shape[-1] != b.shape[-2]:
+        return None         # (matrices, the common case, first: the generated code's hot path)
     try:
         full = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
