@@ -47,6 +47,7 @@ from .optimize.product_sums import product_sums
 from .optimize.einsum_chains import einsum_chains
 from .optimize.products import sliced_products
 from .optimize.shared import shared_values
+from .optimize.spelling import signs_onto_values
 from .optimize.substitute import fused_forward
 from .pipeline import keep_buffers, output_seeds
 from .syntax.imports import import_lines
@@ -126,6 +127,8 @@ def build_jvp(fn, positions, has_aux=False, bound_self=None, arg_types=None, arg
     sequences = set(lowered.lists) | set(lowered.tuples)
     sequences |= {sweep.tangents[v] for v in sequences if v in sweep.tangents}
     sweep.statements = shared_values(sweep.statements, outputs, sequences)
+    if width is not None:
+        sweep.statements = signs_onto_values(sweep.statements, set(sweep.tangents.values()))
     if as_numpy or kept:
         sweep.statements = sliced_products(sweep.statements, outputs)
         sweep.statements = einsum_chains(sweep.statements, outputs)

@@ -9,6 +9,8 @@ code runs as numpy, or compiled by Numba where it loops and ``S2SGRAD_BACKEND=nu
 """
 import numpy as np
 
+from .small_matmul import matmul_batch_small, matmul_both_small
+
 __all__ = ["basis_batch", "sweep_width", "zeros_batch", "broadcast_batch", "array_batch",
            "unbroadcast_batch", "unreduce_batch", "reshape_like_batch", "matmul_batch",
            "batch_matmul", "matmul_both", "add_at_batch", "split_like_batch", "per_direction",
@@ -89,7 +91,10 @@ def matmul_batch(a, b):
     then runs along the ``m`` axis, numpy's long passes, not in rows of ``n`` numbers
     (and ``b``, often a transposed view, is read as it lies: numpy's ``@`` of such a view
     takes a slow path).  Other sizes are numpy's ``a @ b`` (on 3 x 3 matrices it is the
-    faster)."""
+    faster; on matrices of sides up to 4, ``small_matmul``'s compiled loops are)."""
+    out = matmul_batch_small(a, b)
+    if out is not None:
+        return out
     w, k, n = b.shape
     if not _columns_first((a.shape[0], n)):
         return a @ b
@@ -126,7 +131,11 @@ def matmul_both(a_dot, b, a, b_dot):
     """``a @ b``'s batched tangent where both matrices have one: ``a_dot @ b + a @ b_dot``
     (``batch_matmul`` and ``matmul_batch``), the second product added into the first:
     one call, no third array (the product rule of a chain of small matrices, GradBench's
-    ht's rotations and bone transforms, is dominated by numpy's per-call costs)."""
+    ht's rotations and bone transforms, is dominated by numpy's per-call costs; matrices
+    of sides up to 4 are made in one call of ``small_matmul``'s compiled loops)."""
+    out = matmul_both_small(a_dot, b, a, b_dot)
+    if out is not None:
+        return out
     if type(a_dot) is not np.ndarray or type(b) is not np.ndarray or a_dot.ndim != 3 or \
             b.ndim != 2:
         return batch_matmul(a_dot, b) + matmul_batch(a, b_dot)
