@@ -9,9 +9,10 @@ third pass to add the product rule's two terms; these loops make a whole tangent
 one call (measured, 26 directions, the loops alone: ``a_dot @ b + a @ b_dot`` 1.2
 against 4.6 us at 3 x 3, 1.8 against 4.6 at 4 x 4; ``a @ b_dot`` 1.0 against 2.2 us;
 with the checks of the call, 2.1 against 4.6 us; a stack times a matrix is one BLAS
-product of the stack's rows, ``batched._stacked_product``, as fast as these loops).  Past sides of 4
-numbers numpy's products catch up (6 x 6: even; 8 x 8: BLAS twice as fast), so
-``small`` takes sides up to ``SMALL_SIDE`` and at most ``SMALL_WORK`` multiplications.
+product of the stack's rows, ``batched._stacked_product``, as fast as these loops).
+Past sides of 4 numbers numpy's products catch up (6 x 6: even; 8 x 8: BLAS twice as
+fast), so ``_small`` takes sides up to ``SMALL_SIDE`` and at most ``SMALL_WORK``
+multiplications.
 
 The loops compile as ``rt.Fused``'s do (``runtime/fused.py``: ``numba.njit(cache=True)``,
 in the thread that compiles kernels, started by the first call that would take them,
