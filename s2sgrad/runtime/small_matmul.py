@@ -11,7 +11,7 @@ against 4.6 us at 3 x 3, 1.8 against 4.6 at 4 x 4; ``a @ b_dot`` 1.0 against 2.2
 with the checks of the call, 2.1 against 4.6 us; a stack times a matrix is one BLAS
 product of the stack's rows, ``batched._stacked_product``, as fast as these loops).
 Past sides of 4 numbers numpy's products catch up (6 x 6: even; 8 x 8: BLAS twice as
-fast), so ``_small`` takes sides up to ``SMALL_SIDE`` and at most ``SMALL_WORK``
+fast), so the loops take sides up to ``SMALL_SIDE`` and at most ``SMALL_WORK``
 multiplications.
 
 The loops compile as ``rt.Fused``'s do (``runtime/fused.py``: ``numba.njit(cache=True)``,
@@ -66,18 +66,6 @@ _BATCH = Fused(_batch_loops, None, 1, ranks=(3, 2, 3))
 
 
 
-def _small(m, k, n, width, arrays):
-    """Whether the loops take these operands: exact float64 C-ordered arrays (checked
-    by the caller to be ndarrays) of sides up to ``SMALL_SIDE`` and ``SMALL_WORK``
-    multiplications in all.  (Called per product: written for speed.)"""
-    if m > SMALL_SIDE or k > SMALL_SIDE or n > SMALL_SIDE or width * m * k * n > SMALL_WORK:
-        return False
-    for x in arrays:
-        if x.dtype != _FLOAT64 or not x.flags.c_contiguous:
-            return False
-    return True
-
-
 def _loops(kernel):
     """The compiled loops of ``kernel``, or None while they compile or where kernels may
     not run (``fused.allowed``: read until they are compiled; once they are, Numba runs
@@ -91,22 +79,28 @@ def _loops(kernel):
 
 def matmul_both_small(a_dot, b, a, b_dot):
     """``a_dot @ b + a @ b_dot`` of a stack ``a_dot`` (w, m, k), a matrix ``b`` (k, n), a
-    matrix ``a`` (m, k) and a stack ``b_dot`` (w, k, n), made by the compiled loops; None
-    where they do not take the operands or are not compiled yet (the caller's numpy
-    runs)."""
+    matrix ``a`` (m, k) and a stack ``b_dot`` (w, k, n), made by the compiled loops: exact
+    float64 C-ordered arrays of sides up to ``SMALL_SIDE`` and ``SMALL_WORK``
+    multiplications in all.  None where they do not take the operands or are not
+    compiled yet (the caller's numpy runs).  (Called per product rule, ~90 times a call
+    of ht's Jacobian: the checks are written inline, for speed.)"""
     if type(a_dot) is not np.ndarray or type(b) is not np.ndarray or \
             type(a) is not np.ndarray or type(b_dot) is not np.ndarray or \
             a_dot.ndim != 3 or b.ndim != 2:
         return None
-    w, m, k = a_dot.shape
+    w, m, k = shape = a_dot.shape
     n = b.shape[1]
-    if b_dot.shape != (w, k, n) or a.shape != (m, k) or b.shape[0] != k or \
-            not _small(m, k, n, w, (a_dot, b, a, b_dot)):
+    if m > SMALL_SIDE or k > SMALL_SIDE or n > SMALL_SIDE or w * m * k * n > SMALL_WORK or \
+            b_dot.shape != (w, k, n) or a.shape != (m, k) or b.shape[0] != k or \
+            a_dot.dtype is not _FLOAT64 or b.dtype is not _FLOAT64 or \
+            a.dtype is not _FLOAT64 or b_dot.dtype is not _FLOAT64 or \
+            not (a_dot.flags.c_contiguous and b.flags.c_contiguous and
+                 a.flags.c_contiguous and b_dot.flags.c_contiguous):
         return None
-    loops = _loops(_BOTH)
+    loops = _BOTH.compiled or _loops(_BOTH)
     if loops is None:
         return None
-    out = np.empty((w, m, n))
+    out = np.empty(shape if n == k else (w, m, n))
     loops(out, a_dot, b, a, b_dot)
     return out
 
@@ -119,12 +113,13 @@ def matmul_batch_small(a, b_dot):
         return None
     w, k, n = b_dot.shape
     m = a.shape[0]
-    if a.shape[1] != k or not _small(m, k, n, w, (a, b_dot)):
+    if m > SMALL_SIDE or k > SMALL_SIDE or n > SMALL_SIDE or w * m * k * n > SMALL_WORK or \
+            a.shape[1] != k or a.dtype is not _FLOAT64 or b_dot.dtype is not _FLOAT64 or \
+            not (a.flags.c_contiguous and b_dot.flags.c_contiguous):
         return None
-    loops = _loops(_BATCH)
+    loops = _BATCH.compiled or _loops(_BATCH)
     if loops is None:
         return None
     out = np.empty((w, m, n))
     loops(out, a, b_dot)
     return out
-
