@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import s2sgrad
+from test_batched_loops import hand_args
 
 PARENTS = (-1, 0, 1, 0, 3)
 
@@ -76,13 +77,8 @@ def two_ranks(theta, parents, points, weights):
 
 
 def args(n=40, seed=0):
-    rng = np.random.default_rng(seed)
-    points = np.ones((n, 3))
-    points[:, :2] = rng.normal(size=(n, 2))
-    weights = rng.random((n, len(PARENTS)))
-    weights /= weights.sum(axis=1, keepdims=True)
-    theta = rng.normal(size=2 * len(PARENTS)) * 0.5
-    return theta, np.array(PARENTS), points, weights
+    theta, (parents, points, weights, _) = hand_args(n, seed=seed, parents=PARENTS)
+    return theta, parents, points, weights
 
 
 def central_differences(f, a, eps=1e-6):

@@ -104,14 +104,15 @@ X = np.array([0.3, -0.7, 1.1, 0.4])
 Y = np.array([0.9, 0.5, -1.2, 0.8])
 
 
-def hand_args(n, picks=5, seed=0):
+def hand_args(n, picks=5, seed=0, parents=PARENTS):
+    """(theta, (parents, points, weights, picks)) of a small hand of ``parents``' bones."""
     rng = np.random.default_rng(seed)
     points = np.ones((n, 3))
     points[:, :2] = rng.normal(size=(n, 2))
-    weights = rng.random((n, len(PARENTS)))
+    weights = rng.random((n, len(parents)))
     weights /= weights.sum(axis=1, keepdims=True)
-    theta = rng.normal(size=2 * len(PARENTS)) * 0.5
-    return theta, (np.array(PARENTS), points, weights, rng.integers(0, n, size=picks))
+    theta = rng.normal(size=2 * len(parents)) * 0.5
+    return theta, (np.array(parents), points, weights, rng.integers(0, n, size=picks))
 
 
 def central_differences(f, args, k=0, eps=1e-6):

@@ -208,16 +208,7 @@ def _unreduce(g, like, axis, keepdims):
         return fill1
 
 
-@overload(rt.section_length)
-def _section_length(x, sections):
-    def length(x, sections):
-        n = x.shape[0]
-        if sections <= 0:
-            raise ValueError("number sections must be larger than 0.")
-        if n % sections:
-            raise ValueError("array split does not result in an equal division")
-        return n // sections
-    return length
+register_jitable(rt.section_length)     # its own body, numpy's errors and all
 
 
 @overload(rt.reduction_count)
